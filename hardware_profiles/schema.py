@@ -1,0 +1,135 @@
+"""Typed hardware profile: numeric chip facts with units in the key names, each value sourced.
+
+A profile is the only place chip-specific numbers come from (DESIGN.md, "HardwareProfile"). Every field is
+a `ProfileField`: a value (or ``None`` when the documents do not say), the unit, where it came from
+(`Source`: document + page/section + the quoted phrase, or ``device-query``) and how it was obtained
+(`kind`: stated | derived | conflict). Unknown is allowed; a guessed number is not.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+FieldKind = Literal["stated", "derived", "conflict", "device_query"]
+
+#: Scalar fields of a profile and their units (the unit is part of the key name, repeated here for output).
+SCALAR_FIELDS: dict[str, str] = {
+    "num_compute_units": "count",
+    "warp_size": "threads",
+    "max_threads_per_block": "threads",
+    "smem_per_block_kb": "KiB",
+    "smem_per_compute_unit_kb": "KiB",
+    "registers_per_compute_unit": "32-bit registers",
+    "l2_cache_mb": "MiB",
+    "mem_bw_gbps": "GB/s",
+    "mem_capacity_gb": "GB",
+    "clock_mhz": "MHz",
+}
+#: Data types for which `peak_tflops` may hold a dense (non-sparse) per-device peak.
+PEAK_DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+
+
+class Source(BaseModel):
+    """Where a value was read: a document and locator with the quoted phrase, or a device query."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    document: str = Field(description="file name, URL, or 'device-query'")
+    locator: str | None = Field(default=None, description="'page 12', a section path, or the API used")
+    quote: str | None = Field(default=None, description="the phrase the value was read from, verbatim")
+
+    def cite(self) -> str:
+        """One-line citation, e.g. ``mi300.md > Memory: "5.3 TB/s"``."""
+        parts = [self.document]
+        if self.locator:
+            parts.append(self.locator)
+        text = " > ".join(parts)
+        return f'{text}: "{self.quote}"' if self.quote else text
+
+
+class Alternative(BaseModel):
+    """A competing value for a field whose sources disagree."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    value: float
+    source: Source
+
+
+class ProfileField(BaseModel):
+    """One profile value with unit, provenance and kind. ``value is None`` means unknown."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    value: float | None = None
+    unit: str = ""
+    source: Source | None = None
+    kind: FieldKind | None = None
+    formula: str | None = Field(default=None, description="for kind='derived': how it was computed")
+    alternatives: tuple[Alternative, ...] = ()
+
+    @field_validator("value")
+    @classmethod
+    def _non_negative(cls, v: float | None) -> float | None:
+        if v is not None and v < 0:
+            raise ValueError(f"must be >= 0, got {v}")
+        return v
+
+
+class HardwareProfile(BaseModel):
+    """Frozen, numeric chip profile (DESIGN.md contract). Missing facts are ``None``, never guessed.
+
+    Use `get(name)` for a plain number (``None`` if unknown) and `peak_flops(dtype)` for FLOP/s.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    chip: str
+    display_name: str = ""
+    vendor: str = ""
+    backend: Literal["cuda", "rocm", "tenstorrent", "xpu", "unknown"] = "unknown"
+    compute_unit_name: str | None = None
+    num_compute_units: ProfileField = ProfileField(unit="count")
+    warp_size: ProfileField = ProfileField(unit="threads")
+    max_threads_per_block: ProfileField = ProfileField(unit="threads")
+    smem_per_block_kb: ProfileField = ProfileField(unit="KiB")
+    smem_per_compute_unit_kb: ProfileField = ProfileField(unit="KiB")
+    registers_per_compute_unit: ProfileField = ProfileField(unit="32-bit registers")
+    l2_cache_mb: ProfileField = ProfileField(unit="MiB")
+    mem_bw_gbps: ProfileField = ProfileField(unit="GB/s")
+    mem_capacity_gb: ProfileField = ProfileField(unit="GB")
+    clock_mhz: ProfileField = ProfileField(unit="MHz")
+    peak_tflops: dict[str, ProfileField] = Field(default_factory=dict)
+    notes: str = ""
+
+    @field_validator("peak_tflops")
+    @classmethod
+    def _known_dtypes(cls, v: dict[str, ProfileField]) -> dict[str, ProfileField]:
+        unknown = sorted(set(v) - set(PEAK_DTYPES))
+        if unknown:
+            raise ValueError(f"unknown dtype key(s) {unknown}; expected some of {list(PEAK_DTYPES)}")
+        return v
+
+    def get(self, name: str) -> float | None:
+        """Value of scalar field `name` (a key of `SCALAR_FIELDS`), or None if unknown.
+
+        Raises:
+            KeyError: `name` is not a profile field.
+        """
+        if name not in SCALAR_FIELDS:
+            raise KeyError(f"unknown profile field {name!r}; known: {sorted(SCALAR_FIELDS)}")
+        return getattr(self, name).value
+
+    def peak_flops(self, dtype: str) -> float | None:
+        """Dense peak in FLOP/s for `dtype` ('bf16', 'fp16', 'fp32', ...), or None if unknown."""
+        field = self.peak_tflops.get(dtype)
+        return None if field is None or field.value is None else field.value * 1e12
+
+    def peak_bytes_per_s(self) -> float | None:
+        """Peak device-memory bandwidth in bytes/s (from `mem_bw_gbps`, 1 GB = 1e9 B), or None."""
+        bw = self.mem_bw_gbps.value
+        return None if bw is None else bw * 1e9
+
+    def fields(self) -> dict[str, ProfileField]:
+        """All scalar fields plus ``peak_tflops.<dtype>`` entries, in a stable order."""
+        out = {name: getattr(self, name) for name in SCALAR_FIELDS}
+        out.update({f"peak_tflops.{k}": v for k, v in sorted(self.peak_tflops.items())})
+        return out

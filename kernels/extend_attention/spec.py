@@ -1,0 +1,181 @@
+"""Task spec for extend attention: seeded inputs, reference, tolerances, roofline FLOPs/bytes, cases, knobs.
+
+FLOP and byte formulas: shared/reference/extend_attention.md, "Roofline floor".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from kernels.extend_attention.cases import BENCH_CASES, TEST_CASES, full_params, random_case
+from kernels.extend_attention.reference import reference_extend_attention
+from kernels.task import Case, TaskSpec, Tolerance
+
+#: Cache pool size relative to the slots actually used (unused slots hold NaN).
+POOL_FACTOR = 1.25
+DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+
+
+def _dtype(dtype: str | torch.dtype) -> torch.dtype:
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype not in DTYPES:
+        raise ValueError(f"unsupported dtype {dtype!r}; expected one of {sorted(DTYPES)}")
+    return DTYPES[dtype]
+
+
+def _indptr(lengths: list[int], device: torch.device) -> torch.Tensor:
+    out = [0]
+    for n in lengths:
+        out.append(out[-1] + n)
+    return torch.tensor(out, dtype=torch.int32, device=device)
+
+
+def _custom_mask(p: Mapping[str, Any], gen: torch.Generator, device: torch.device):
+    """Random flat bool mask, per sequence [E_b, P_b + E_b] row-major; the first row of each is all False."""
+    parts, offsets = [], [0]
+    for e, pre in zip(p["extend_lens"], p["prefix_lens"]):
+        m = torch.rand(e, pre + e, generator=gen, device=device) < 0.7
+        if e >= 2:
+            m[0] = False
+        parts.append(m.flatten())
+        offsets.append(offsets[-1] + m.numel())
+    flat = torch.cat(parts) if parts else torch.zeros(0, dtype=torch.bool, device=device)
+    return flat, torch.tensor(offsets, dtype=torch.int64, device=device)
+
+
+def make_inputs(case: Case, seed: int | None = None, device: str | torch.device = "cpu",
+                dtype: str | torch.dtype | None = None) -> dict[str, Any]:
+    """Keyword arguments of ``extend_attention_fwd`` for `case`, deterministic in `seed`.
+
+    Values are standard normal (q times ``q_scale``); cache slots of the prefix are a random permutation of
+    a pool `POOL_FACTOR` times larger than needed, and every unused slot holds NaN so that a kernel that
+    reads the wrong slot fails. ``o_extend`` is allocated and filled with NaN.
+
+    Returns:
+        dict with q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
+        kv_indices (int64), custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale, logit_cap,
+        skip_prefix_custom_mask, sliding_window_size, sinks.
+    """
+    p = full_params(dict(case.params))
+    device = torch.device(device)
+    dt = _dtype(dtype or p["dtype"])
+    gen = torch.Generator(device=device).manual_seed(case.seed if seed is None else seed)
+    ext, pre = list(p["extend_lens"]), list(p["prefix_lens"])
+    total_e, total_p = sum(ext), sum(pre)
+    hq, hkv, d, dv = p["num_q_heads"], p["num_kv_heads"], p["head_dim"], p["head_dim_v"]
+
+    def randn(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=gen, device=device, dtype=torch.float32).to(dt)
+
+    q = randn(total_e, hq, d)
+    if p["q_scale"] != 1.0:
+        q = (q.float() * p["q_scale"]).to(dt)
+    num_slots = max(1, int(total_p * POOL_FACTOR) + 3)
+    kv_indices = torch.randperm(num_slots, generator=gen, device=device)[:total_p].to(torch.int64)
+    k_extend = randn(total_e, hkv, d)
+    k_buffer = randn(num_slots, hkv, d)
+    unused = torch.ones(num_slots, dtype=torch.bool, device=device)
+    unused[kv_indices] = False
+    if p["mla"]:
+        k_buffer[unused] = float("nan")
+        v_extend, v_buffer = k_extend[..., :dv], k_buffer[..., :dv]
+    else:
+        v_extend, v_buffer = randn(total_e, hkv, dv), randn(num_slots, hkv, dv)
+        k_buffer[unused] = float("nan")
+        v_buffer[unused] = float("nan")
+    custom_mask = mask_indptr = None
+    if p["custom_mask"]:
+        custom_mask, mask_indptr = _custom_mask(p, gen, device)
+    sinks = torch.randn(hq, generator=gen, device=device) if p["sinks"] else None
+    return {
+        "q_extend": q, "k_extend": k_extend, "v_extend": v_extend,
+        "o_extend": torch.full((total_e, hq, dv), float("nan"), dtype=dt, device=device),
+        "k_buffer": k_buffer, "v_buffer": v_buffer,
+        "qo_indptr": _indptr(ext, device), "kv_indptr": _indptr(pre, device), "kv_indices": kv_indices,
+        "custom_mask": custom_mask, "is_causal": bool(p["is_causal"]), "mask_indptr": mask_indptr,
+        "max_len_extend": max(ext) + int(p["max_len_extend_slack"]),
+        "sm_scale": p["sm_scale"], "logit_cap": float(p["logit_cap"]),
+        "skip_prefix_custom_mask": bool(p["skip_prefix_custom_mask"]),
+        "sliding_window_size": int(p["sliding_window"]), "sinks": sinks,
+    }
+
+
+def reference(inputs: Mapping[str, Any]) -> dict[str, torch.Tensor]:
+    """``{"o_extend": float32 [ΣE, H_q, D_v]}`` from `reference_extend_attention` on `inputs`."""
+    keys = ("q_extend", "k_extend", "v_extend", "k_buffer", "v_buffer", "qo_indptr", "kv_indptr",
+            "kv_indices", "custom_mask", "is_causal", "mask_indptr", "sm_scale", "logit_cap",
+            "skip_prefix_custom_mask", "sliding_window_size", "sinks")
+    return {"o_extend": reference_extend_attention(**{k: inputs[k] for k in keys})}
+
+
+def visible_pairs(case: Case) -> int:
+    """Σ_b visible (query, key) pairs per q head: E*P + E(E+1)/2 causal, fewer with a window.
+
+    Custom masks count every pair (their density is input data, not case data).
+    """
+    p = full_params(dict(case.params))
+    window, total = p["sliding_window"], 0
+    for e, pre in zip(p["extend_lens"], p["prefix_lens"]):
+        causal = p["is_causal"] and not p["custom_mask"]
+        for i in range(e) if window > 0 else ():
+            last = pre + i if causal else pre + e - 1
+            total += last - max(0, pre + i - window) + 1
+        if window <= 0:
+            total += e * pre + (e * (e + 1) // 2 if causal else e * e)
+    return total
+
+
+def flops(case: Case) -> float:
+    """Compulsory FLOPs: 2 * H_q * (D_qk + D_v) * visible pairs (QK^T and PV)."""
+    p = full_params(dict(case.params))
+    return 2.0 * p["num_q_heads"] * (p["head_dim"] + p["head_dim_v"]) * visible_pairs(case)
+
+
+def bytes_moved(case: Case, index_bytes: int = 8) -> float:
+    """Compulsory device-memory bytes: read q, k/v (extend and prefix, once per KV head), indices, mask;
+    write o. MLA: V is a view of K, so a KV token costs D_qk elements."""
+    p = full_params(dict(case.params))
+    s = _dtype(p["dtype"]).itemsize
+    total_e, total_p = sum(p["extend_lens"]), sum(p["prefix_lens"])
+    hq, hkv, d, dv = p["num_q_heads"], p["num_kv_heads"], p["head_dim"], p["head_dim_v"]
+    kv_token = d if p["mla"] else hkv * (d + dv)
+    elems = total_e * (hq * d + hq * dv + kv_token) + total_p * kv_token
+    mask = sum(e * (e + pre) for e, pre in zip(p["extend_lens"], p["prefix_lens"])) if p["custom_mask"] else 0
+    return float(s * elems + index_bytes * total_p + mask)
+
+
+TOLERANCES = {
+    "bfloat16": Tolerance(atol=2e-2, rtol=2e-2),
+    "float16": Tolerance(atol=4e-3, rtol=4e-3),
+    "float32": Tolerance(atol=4e-3, rtol=4e-3),  # tf32 dots on GPUs
+}
+
+KNOBS: dict[str, tuple[Any, ...]] = {
+    "block_m": (16, 32, 64, 128),
+    "block_n": (32, 64, 128),
+    "num_warps": (4, 8),
+    "num_stages": (1, 2, 3, 4),
+    "num_splits": (0, 1, 2, 4, 8, 16),  # 0 = derived from the chip profile and the case
+    "pack_gqa": (False, True),
+}
+
+TASK = TaskSpec(
+    name="extend_attention",
+    entry_point="extend_attention_fwd",
+    baseline_module="kernels.extend_attention.baseline",
+    optimized_module="kernels.extend_attention",
+    output_args=("o_extend",),
+    make_inputs=make_inputs,
+    reference=reference,
+    tolerances=TOLERANCES,
+    flops=flops,
+    bytes=bytes_moved,
+    test_cases=TEST_CASES,
+    bench_cases=BENCH_CASES,
+    random_case=random_case,
+    knobs=KNOBS,
+)
