@@ -1,0 +1,84 @@
+"""Named exceptions that steer the optimization loop (control flow by exception, not by flags).
+
+`StopRun` and its subclasses end a run cleanly: the loop catches them, records `reason` in the run state and
+saves it. `CandidateFailed` marks one proposal as a failed candidate (no code, wrong signature, ...): it is
+recorded as an evaluation and the loop goes on. Errors the user must fix are `knowledge.errors.ChiploreError`.
+"""
+
+from __future__ import annotations
+
+from knowledge.errors import BadInputError, ChiploreError
+
+
+class StopRun(Exception):  # noqa: N818  (a signal, not an error)
+    """The run stops here; `reason` is a one-line explanation kept in the run state."""
+
+    #: machine-readable stop kind, stored in the run state (``stop_kind``)
+    kind = "stopped"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class MaxEvaluationsReached(StopRun):
+    """`StopRules.max_evals` candidate evaluations have been made."""
+
+    kind = "max_evals"
+
+
+class NoImprovement(StopRun):
+    """`StopRules.patience` consecutive evaluations did not improve on the best kernel."""
+
+    kind = "no_improvement"
+
+
+class BudgetExhausted(StopRun):
+    """The wall-clock budget (`StopRules.budget_min`) is used up."""
+
+    kind = "budget"
+
+
+class RooflineReached(StopRun):
+    """Every target case runs at `StopRules.target_roofline_fraction` of its roofline floor or better."""
+
+    kind = "roofline"
+
+
+class SearchSpaceExhausted(StopRun):
+    """The proposer has no candidate left that it has not proposed before."""
+
+    kind = "exhausted"
+
+
+class ProposerUnavailable(StopRun):
+    """The proposer cannot be reached (LLM endpoint down after retries); the run can be resumed later."""
+
+    kind = "proposer_unavailable"
+
+
+class CandidateFailed(Exception):  # noqa: N818
+    """A proposal that is not a usable candidate (no code, wrong signature); recorded as a failed evaluation.
+
+    Attributes:
+        stage: short failure stage stored with the evaluation (``no_code`` or ``bad_signature``).
+        reason: human-readable reason, fed back to the proposer.
+    """
+
+    def __init__(self, stage: str, reason: str, raw_reply: str | None = None) -> None:
+        super().__init__(f"{stage}: {reason}")
+        self.stage = stage
+        self.reason = reason
+        self.raw_reply = raw_reply
+
+
+class BaselineFailed(ChiploreError):
+    """The task's baseline kernel did not pass the verifier, so nothing can be measured against it."""
+
+
+class RunNotFoundError(BadInputError):
+    """`--resume RUN` or `report RUN` names a run directory that does not exist."""
+
+
+class DependencyMissingError(ChiploreError):
+    """A component the command needs (verifier, kernel family, knowledge store) is not installed."""

@@ -1,0 +1,246 @@
+"""The kernel family's search space as the agent sees it: case classes, knob configurations, candidate files.
+
+A family candidate is a dispatch table ``{case class: knob configuration}`` rendered into a standalone file
+(template ``agent/templates/extend_attention_candidate.py.j2``) that imports the family's `FamilyConfig` and
+`run_family`. The class of a call is computed inside the candidate from tensor metadata only (shapes, never
+benchmark sizes):
+
+- bound: ``memory`` when (extend rows per sequence) x (q heads per KV head) is below the chip's ridge point
+  (peak FLOP/s / peak bytes/s of the profile), else ``compute``. For P >> E the arithmetic intensity of extend
+  attention is about G*E FLOP/byte in 16-bit types (shared/reference/extend_attention.md, "Roofline floor").
+- width: head_dim <= 128 -> ``d128``, <= 256 -> ``d256``, else ``wide`` (the tile-table steps of the reference).
+
+Classes without an entry in the table run the task's baseline kernel, so a candidate can improve one class
+without touching the others. `FamilySpace.class_of` mirrors the candidate's ``_case_class`` (tested).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import itertools
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agent.diagnosis import case_dtype, ridge_flop_per_byte
+from agent.templates import render
+from hardware_profiles.schema import HardwareProfile
+from kernels.task import Case, TaskSpec
+
+Config = dict[str, Any]
+Table = dict[str, Config]
+
+_ELEMENT_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+
+
+@dataclass(frozen=True)
+class CaseShape:
+    """Features of a case that a kernel can read from tensor metadata (shapes of q, k and the indptr)."""
+
+    batch: int
+    total_extend: int
+    max_extend: int
+    num_q_heads: int
+    num_kv_heads: int
+    head_dim: int
+    head_dim_v: int
+    dtype: str
+
+    @property
+    def rows_per_sequence(self) -> float:
+        return self.total_extend / max(self.batch, 1)
+
+    @property
+    def group(self) -> int:
+        return self.num_q_heads // self.num_kv_heads
+
+
+def case_shape(case: Case) -> CaseShape:
+    """`CaseShape` of an extend-attention case (params as in `kernels.extend_attention.cases`)."""
+    p = case.params
+    ext = list(p["extend_lens"])
+    head_dim = int(p["head_dim"])
+    return CaseShape(len(ext), sum(ext), max(ext), int(p["num_q_heads"]), int(p["num_kv_heads"]), head_dim,
+                     int(p.get("head_dim_v") or head_dim), case_dtype(case))
+
+
+def padded_dim(dim: int) -> int:
+    """Head dim as a Triton tile holds it: next power of two; above 256 split as 512 + next power of two
+    (576 -> 512 + 64), as the reference kernel does (shared/reference/extend_attention.md)."""
+    if dim > 512:
+        return 512 + padded_dim(dim - 512)
+    return 1 << max(0, math.ceil(math.log2(max(dim, 1))))
+
+
+def width_class(head_dim: int) -> str:
+    return "d128" if head_dim <= 128 else "d256" if head_dim <= 256 else "wide"
+
+
+def config_key(config: Mapping[str, Any]) -> str:
+    """Canonical JSON of a configuration (sorted keys): its identity for dedupe and statistics."""
+    return json.dumps(dict(config), sort_keys=True)
+
+
+def table_hash(table: Mapping[str, Mapping[str, Any]]) -> str:
+    """sha256 (first 16 hex) of the canonical JSON of a dispatch table."""
+    canonical = json.dumps({k: dict(v) for k, v in table.items()}, sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def source_hash(source: str) -> str:
+    """sha256 (first 16 hex) of a candidate source with trailing whitespace of each line removed."""
+    normalized = "\n".join(line.rstrip() for line in source.strip().splitlines())
+    return hashlib.sha256(normalized.encode()).hexdigest()[:16]
+
+
+class FamilySpace:
+    """Knob configurations of the task's kernel family that fit the chip, grouped by case class.
+
+    Args:
+        task: the task (its `knobs` define the space).
+        profile: chip profile (ridge point, shared memory per block, thread limits).
+        cases: the bench cases being optimized (they decide which classes matter and their head dims).
+
+    Raises:
+        ValueError: the task defines no knobs (not a family task).
+    """
+
+    def __init__(self, task: TaskSpec, profile: HardwareProfile, cases: list[Case]) -> None:
+        if not task.knobs:
+            raise ValueError(f"task {task.name!r} has no family knobs")
+        self.task = task
+        self.profile = profile
+        self.knobs: dict[str, tuple[Any, ...]] = {k: tuple(v) for k, v in task.knobs.items()}
+        self.ridge = ridge_flop_per_byte(profile, case_dtype(cases[0])) if cases else None
+        self.shapes = {c.id: case_shape(c) for c in cases}
+        self.classes: dict[str, list[str]] = {}
+        for case in cases:
+            self.classes.setdefault(self.class_of(case), []).append(case.id)
+
+    # ----- classes
+    def class_of(self, case: Case) -> str:
+        """Dispatch class of a case, computed exactly as the candidate's ``_case_class`` does."""
+        shape = self.shapes.get(case.id) or case_shape(case)
+        width = width_class(shape.head_dim)
+        if self.ridge is None:
+            return f"any-{width}"
+        bound = "memory" if shape.rows_per_sequence * shape.group < self.ridge else "compute"
+        return f"{bound}-{width}"
+
+    def class_cases(self, key: str) -> list[str]:
+        return list(self.classes.get(key, []))
+
+    # ----- feasibility
+    def smem_bytes(self, config: Mapping[str, Any], key: str) -> int:
+        """Estimated shared memory of one program: the Q tile plus `num_stages` K and V tiles, in bytes.
+
+        ``elem * (block_m * D + stages * block_n * (D + D_v))`` with padded head dims, the largest of the class.
+        """
+        shapes = [self.shapes[c] for c in self.classes.get(key, [])] or list(self.shapes.values())
+        d = max(padded_dim(s.head_dim) for s in shapes)
+        dv = max(padded_dim(s.head_dim_v) for s in shapes)
+        elem = max(_ELEMENT_BYTES.get(s.dtype, 2) for s in shapes)
+        stages = max(1, int(config.get("num_stages", 1)))
+        return elem * (int(config["block_m"]) * d + stages * int(config["block_n"]) * (d + dv))
+
+    def feasible(self, config: Mapping[str, Any], key: str) -> bool:
+        """Fits the profile's shared memory per block and thread limit (unknown limits do not exclude)."""
+        smem_kb = self.profile.get("smem_per_block_kb")
+        if smem_kb and self.smem_bytes(config, key) > smem_kb * 1024:
+            return False
+        threads, warp = self.profile.get("max_threads_per_block"), self.profile.get("warp_size")
+        return not (threads and warp and int(config.get("num_warps", 1)) * warp > threads)
+
+    def all_configs(self, key: str) -> list[Config]:
+        """Every feasible configuration of class `key`, in knob-product order."""
+        names = list(self.knobs)
+        combos = (dict(zip(names, values)) for values in itertools.product(*self.knobs.values()))
+        return [c for c in combos if self.feasible(c, key)]
+
+    # ----- moves
+    def snap(self, knob: str, value: Any) -> Any:
+        """The allowed value of `knob` nearest to `value` (numbers: smallest |log ratio|; else exact or None)."""
+        allowed = self.knobs[knob]
+        if value in allowed:
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        numeric = [a for a in allowed if isinstance(a, (int, float)) and not isinstance(a, bool) and a > 0]
+        if not numeric or value <= 0:
+            return None
+        return min(numeric, key=lambda a: abs(math.log(a / value)))
+
+    def neighbors(self, config: Mapping[str, Any], key: str) -> list[tuple[str, int, Config]]:
+        """Feasible configurations one knob step away: ``(knob, direction +1/-1, config)``."""
+        out = []
+        for knob, allowed in self.knobs.items():
+            i = allowed.index(config[knob]) if config[knob] in allowed else None
+            if i is None:
+                continue
+            for step in (-1, 1):
+                if 0 <= i + step < len(allowed):
+                    moved = {**config, knob: allowed[i + step]}
+                    if self.feasible(moved, key):
+                        out.append((knob, step, moved))
+        return out
+
+    def structure_config(self, key: str) -> Config:
+        """The baseline kernel's structure as a family configuration, clipped to the chip: one q head per
+        program, no split, one stage, the largest block_m of the reference tile table (128/64/32 by head dim)
+        that fits, block_n 64, 4 warps for D <= 64 else 8 (shared/reference/extend_attention.md)."""
+        shapes = [self.shapes[c] for c in self.classes.get(key, [])] or list(self.shapes.values())
+        d = max(s.head_dim for s in shapes)
+        start = 128 if d <= 128 else 64 if d <= 256 else 32
+        base = {k: v[0] for k, v in self.knobs.items()}
+        base.update(block_n=self.snap("block_n", 64), num_warps=self.snap("num_warps", 4 if d <= 64 else 8),
+                    num_stages=self.snap("num_stages", 1), num_splits=self.snap("num_splits", 1),
+                    pack_gqa=False)
+        for block_m in sorted((b for b in self.knobs["block_m"] if b <= start), reverse=True):
+            candidate = {**base, "block_m": block_m}
+            if self.feasible(candidate, key):
+                return candidate
+        return {**base, "block_m": min(self.knobs["block_m"])}
+
+    def programs(self, config: Mapping[str, Any] | None, case: Case) -> int | None:
+        """Estimated programs the family launches for `case` (for the occupancy diagnosis), or None if unknown
+        (baseline, or splits derived at run time): B x heads x row blocks x splits, where a program with
+        ``pack_gqa`` covers the G q heads of one KV head."""
+        if not config or not config.get("num_splits"):
+            return None
+        s = self.shapes.get(case.id) or case_shape(case)
+        heads, rows = (s.num_kv_heads, s.max_extend * s.group) if config.get("pack_gqa") else (s.num_q_heads,
+                                                                                             s.max_extend)
+        return s.batch * heads * math.ceil(max(rows, 1) / int(config["block_m"])) * int(config["num_splits"])
+
+    # ----- rendering
+    def render(self, table: Mapping[str, Mapping[str, Any]], signature: inspect.Signature, header: Mapping[str, Any]
+               ) -> str:
+        """Source of a candidate file for `table`; `header` holds id, parent_id, generation, patterns,
+        rationale, run_id, chip (shown in the docstring). `signature` is the baseline entry point's."""
+        bare = signature.replace(
+            parameters=[p.replace(annotation=inspect.Parameter.empty) for p in signature.parameters.values()],
+            return_annotation=inspect.Signature.empty)
+        names = list(bare.parameters)
+        configs = [(k, ", ".join(f"{n}={table[k][n]!r}" for n in self.knobs)) for k in sorted(table)]
+        return render("extend_attention_candidate.py.j2", header=dict(header), configs=configs,
+                      ridge=None if self.ridge is None else round(self.ridge, 3),
+                      signature=_wrap(str(bare)[1:-1].split(", "), indent=4),
+                      call_args=_wrap([f"{n}={n}" for n in names], indent=8),
+                      entry_point=self.task.entry_point)
+
+
+def _wrap(items: list[str], indent: int, width: int = 110) -> str:
+    """Comma-separated `items` broken into lines of at most `width` characters, continued at `indent`."""
+    lines, line = [], ""
+    for item in items:
+        piece = f"{line}, {item}" if line else item
+        if line and len(piece) + indent > width:
+            lines.append(line + ",")
+            line = item
+        else:
+            line = piece
+    lines.append(line)
+    return ("\n" + " " * indent).join(lines)

@@ -1,0 +1,258 @@
+"""The optimization loop: baseline -> diagnose -> retrieve & propose -> verify -> accept or roll back -> record.
+
+Control flow is by named exceptions (`agent.errors.StopRun` subclasses end the run; `CandidateFailed` is a
+failed candidate); limits live in `agent.config.StopRules`; the run state is saved after every step, in
+``finally``. Write-ahead rule for resume: see `agent.runstate`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import random
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent import context as retrieval
+from agent.acceptance import decide, measure_noise
+from agent.diagnosis import diagnose
+from agent.errors import (
+    BaselineFailed,
+    BudgetExhausted,
+    CandidateFailed,
+    MaxEvaluationsReached,
+    NoImprovement,
+    ProposerUnavailable,
+    RooflineReached,
+    StopRun,
+)
+from agent.family_space import FamilySpace
+from agent.outcomes import evaluation_record, failed_proposal_record, findings_for, floors_us
+from agent.proposers.base import Proposal, ProposalContext, Proposer
+from agent.runstate import BaselineRecord, Clock, EvalRecord, Lineage, PendingEval, RunDir, RunState
+from agent.seams import PASS, Knowledge, Verifier, verdict_to_json
+from hardware_profiles.schema import HardwareProfile
+from kernels.task import Case, TaskSpec
+
+Events = Callable[..., None]
+
+
+@dataclass
+class LoopParts:
+    """The components one run drives. `knowledge` is None with retrieval off; `space` is None for tasks
+    without a family."""
+
+    task: TaskSpec
+    profile: HardwareProfile
+    cases: list[Case]
+    verifier: Verifier
+    proposer: Proposer
+    knowledge: Knowledge | None
+    space: FamilySpace | None
+    events: Events = lambda kind, **data: None
+
+
+def baseline_path(task: TaskSpec) -> Path:
+    """File of the task's baseline module."""
+    spec = importlib.util.find_spec(task.baseline_module)
+    if spec is None or spec.origin is None:
+        raise BaselineFailed(f"baseline module {task.baseline_module!r} of task {task.name!r} not found")
+    return Path(spec.origin)
+
+
+class OptimizationLoop:
+    """Runs (or resumes) one optimization run in `run` with `parts`."""
+
+    def __init__(self, run: RunDir, state: RunState, parts: LoopParts) -> None:
+        self.run, self.state, self.p = run, state, parts
+        self.config = state.config
+        self.case_ids = [c.id for c in parts.cases]
+        self.floors = floors_us(parts.task, parts.cases, parts.profile)
+        self.signature = inspect.signature(parts.task.load_entry_point("baseline"))
+        self.noise: dict[str, float] = dict(state.baseline.noise) if state.baseline else {}
+        self.clock = Clock(state.elapsed_s)
+
+    # ----- driver
+    def run_loop(self) -> RunState:
+        """Run until a stop rule fires; the state is saved after every step and on the way out."""
+        self.state.status, self.state.stop_kind, self.state.stop_reason = "running", None, None
+        self._replay()
+        try:
+            if self.state.baseline is None:
+                self.baseline()
+            while True:
+                self.step()
+        except StopRun as stop:
+            self.state.status = "stopped" if isinstance(stop, ProposerUnavailable) else "finished"
+            self.state.stop_kind, self.state.stop_reason = stop.kind, stop.reason
+            self.p.events("stop", kind=stop.kind, reason=stop.reason)
+        except BaseException:
+            self.state.status = "stopped"
+            raise
+        finally:
+            self._save()
+        return self.state
+
+    def step(self) -> None:
+        """One iteration: (re)evaluate the pending candidate, or check limits and propose a new one."""
+        if self.state.pending is None:
+            self.check_limits()
+            lineage = self.propose(self.state.next_n)
+            if lineage is None:
+                return
+        n = self.state.pending.n
+        lineage = self.run.read_lineage(n)
+        started = time.monotonic()
+        verdict = self.run.read_verdict(n)
+        if verdict is None:
+            self.p.events("verify", n=n, lineage=lineage)
+            verdict = self.verify(self.run.candidate_path(n))
+            self.run.write_verdict(n, verdict)
+        self.conclude(n, lineage, verdict, time.monotonic() - started)
+
+    def check_limits(self) -> None:
+        """Raise the `StopRun` of the first stop rule that holds."""
+        rules, s = self.config.stop, self.state
+        if len(s.evaluations) >= rules.max_evals:
+            raise MaxEvaluationsReached(f"{len(s.evaluations)} evaluations made (max {rules.max_evals})")
+        if s.no_improve_streak >= rules.patience:
+            raise NoImprovement(f"{s.no_improve_streak} consecutive evaluations without improvement")
+        if rules.budget_min is not None and self.clock.elapsed_s() >= 60 * rules.budget_min:
+            raise BudgetExhausted(f"wall-clock budget of {rules.budget_min} min used")
+        fractions = [self.floors[c] / s.best_time_us[c] for c in self.case_ids
+                     if c in self.floors and c in s.best_time_us]
+        if fractions and len(fractions) == len(self.case_ids) and min(fractions) >= rules.target_roofline_fraction:
+            raise RooflineReached(f"every case at >= {rules.target_roofline_fraction:.0%} of its roofline floor")
+
+    # ----- stage 1: baseline
+    def baseline(self) -> None:
+        """Verify and time the baseline `baseline_repeats` times (once without timing); noise from the spread."""
+        path = baseline_path(self.p.task)
+        shutil.copyfile(path, self.run.candidate_path(0))
+        repeats = self.config.accept.baseline_repeats if self.config.timing == "gpu" else 1
+        times: list[dict[str, float]] = []
+        for r in range(repeats):
+            self.p.events("baseline", repeat=r + 1, of=repeats)
+            verdict = self.verify(path)
+            if r == 0:
+                self.run.write_verdict(0, verdict)
+            else:
+                self.run.write_verdict_extra(0, r, verdict)
+            if verdict["stage"] != PASS:
+                raise BaselineFailed(f"baseline {path.name} failed verification at stage {verdict['stage']}: "
+                                     + "; ".join(verdict["reasons"][:2]))
+            times.append({c: t for c, t in verdict["time_us"].items() if c in self.case_ids})
+        timed = all(set(self.case_ids) <= set(t) for t in times)
+        best = {c: min(t[c] for t in times) for c in self.case_ids} if timed else {}
+        self.noise = measure_noise(times, self.config.accept.noise_floor) if timed else {}
+        self.state.baseline = BaselineRecord(
+            stage=PASS, passed=True, timed=timed, time_us=best, noise=self.noise, floor_us=self.floors,
+            roofline_fraction={c: self.floors[c] / t for c, t in best.items() if c in self.floors})
+        self.state.best_id, self.state.best_time_us = "v0", dict(best)
+        self._save()
+        self.p.events("baseline_done", record=self.state.baseline)
+
+    # ----- stages 2 and 3: diagnose, retrieve, propose
+    def propose(self, n: int) -> Lineage | None:
+        """Write candidate `n` and mark it pending; a failed proposal is recorded and None returned."""
+        best = self.state.best_record()
+        best_lineage = self.run.read_lineage(best.n) if best else None
+        table = (best_lineage.parameters.get("table") if best_lineage else None) or {}
+        programs = {c.id: self.p.space.programs(table.get(self.p.space.class_of(c)), c)
+                    for c in self.p.cases} if self.p.space else {}
+        diagnoses = diagnose(self.p.task, self.p.cases, self.p.profile, self.state.best_time_us, programs)
+        ctx_retrieved = retrieval.gather(self.p.knowledge, self.p.task, self.p.profile, self.config.chip,
+                                         self.p.cases, diagnoses, self.config.docs_k, self.config.findings_k)
+        self.run.write_retrieval(n, {"n": n, "diagnosis": {c: d.to_json() for c, d in diagnoses.items()},
+                                     **ctx_retrieved.to_log()})
+        self.p.events("retrieved", n=n, context=ctx_retrieved, diagnoses=diagnoses)
+        last = self.state.evaluations[-1] if self.state.evaluations else None
+        ctx = ProposalContext(
+            n=n, run_id=self.state.run_id, chip=self.config.chip, task=self.p.task, profile=self.p.profile,
+            cases=self.p.cases, space=self.p.space, signature=self.signature, diagnoses=diagnoses,
+            retrieval=ctx_retrieved, best_id=self.state.best_id,
+            best_source=self.run.read_candidate(best.n if best else 0), best_lineage=best_lineage,
+            best_table=table, best_time_us=dict(self.state.best_time_us),
+            baseline_time_us=dict(self.state.baseline.time_us), noise=dict(self.noise),
+            last_verdict=self.run.read_verdict(last.n) if last else None, history=list(self.state.evaluations),
+            rng=random.Random(f"{self.config.seed}:{n}"), timed=self.state.baseline.timed,
+            regression_limit=self.config.accept.regression_limit)
+        try:
+            proposal = self.p.proposer.propose(ctx)
+            if proposal.content_hash in {e.content_hash for e in self.state.evaluations}:
+                raise CandidateFailed("duplicate", f"same content as an earlier candidate ({proposal.content_hash})")
+        except CandidateFailed as failed:
+            if failed.raw_reply is not None:
+                self.run.write_reply(n, failed.raw_reply)
+            self._finish(failed_proposal_record(n, self.state.best_id, self.p.proposer.name, failed.stage,
+                                                failed.reason), None)
+            return None
+        lineage = self._lineage(n, proposal, best_lineage)
+        self.run.write_candidate(n, proposal.source, lineage)
+        if proposal.raw_reply is not None:
+            self.run.write_reply(n, proposal.raw_reply)
+        self.state.pending = PendingEval(n=n, candidate_id=lineage.id)
+        self._save()
+        self.p.events("proposed", n=n, lineage=lineage)
+        return lineage
+
+    def _lineage(self, n: int, proposal: Proposal, parent: Lineage | None) -> Lineage:
+        return Lineage(id=f"v{n}", parent_id=self.state.best_id, generation=(parent.generation if parent else 0) + 1,
+                       proposer=self.p.proposer.name, patterns=proposal.patterns, parameters=proposal.parameters,
+                       rationale=proposal.rationale, content_hash=proposal.content_hash,
+                       target_cases=proposal.target_cases)
+
+    # ----- stage 4: verify, decide, record
+    def verify(self, path: Path) -> dict[str, Any]:
+        options = {**self.config.verify_options, "cases": self.case_ids, "timing": self.config.timing == "gpu"}
+        return verdict_to_json(self.p.verifier(self.p.task, path, self.p.profile, options))
+
+    def conclude(self, n: int, lineage: Lineage, verdict: dict[str, Any], wall_s: float) -> None:
+        """Decide on a verified candidate, update the best kernel, record findings, clear the pending mark."""
+        decision = None
+        times = verdict.get("time_us") or {}
+        if verdict["stage"] == PASS and self.state.best_time_us and set(self.case_ids) <= set(times):
+            decision = decide(self.state.best_time_us, times, self.noise, lineage.target_cases,
+                              self.config.accept.regression_limit, self.config.accept.noise_floor)
+        record = evaluation_record(n, lineage, verdict, decision, self.state.baseline.time_us, self.floors, wall_s,
+                                   self.case_ids)
+        if record.accepted:
+            self.state.best_id, self.state.best_time_us = lineage.id, dict(record.time_us)
+        self._finish(record, lineage)
+
+    def _finish(self, record: EvalRecord, lineage: Lineage | None) -> None:
+        s = self.state
+        s.no_improve_streak = 0 if record.accepted else s.no_improve_streak + 1
+        if self.config.record_findings and self.p.knowledge is not None:
+            record.finding_ids = self._record_findings(record)
+        s.evaluations.append(record)
+        s.pending = None
+        self._save()
+        self.p.proposer.observe(lineage, record)
+        self.p.events("evaluated", record=record)
+
+    def _record_findings(self, record: EvalRecord) -> list[str]:
+        dispatch = record.parameters.get("dispatch") or {}
+        ids = []
+        for finding in findings_for(self.state, record, {c.id: c.case_class for c in self.p.cases}, dispatch):
+            if finding.id not in self.state.findings_recorded:
+                self.p.knowledge.record_finding(finding)
+                self.state.findings_recorded.append(finding.id)
+            ids.append(finding.id)
+        return ids
+
+    # ----- persistence
+    def _replay(self) -> None:
+        """Feed the run's history to the proposer again (resume), so it knows what it learned."""
+        for record in self.state.evaluations:
+            lineage = self.run.read_lineage(record.n) if record.content_hash else None
+            self.p.proposer.observe(lineage, record)
+
+    def _save(self) -> None:
+        self.state.elapsed_s = self.clock.elapsed_s()
+        self.clock = Clock(self.state.elapsed_s)
+        self.run.save_state(self.state)

@@ -1,0 +1,84 @@
+"""Turning a verdict into an evaluation record and findings (stage 4 bookkeeping, kept out of the loop)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from agent.acceptance import Decision, geomean
+from agent.diagnosis import roofline_floor_us
+from agent.runstate import EvalRecord, Lineage, RunState, utc_now
+from agent.seams import PASS, FindingDraft
+from hardware_profiles.schema import HardwareProfile
+from kernels.task import Case, TaskSpec
+
+
+def floors_us(task: TaskSpec, cases: list[Case], profile: HardwareProfile) -> dict[str, float]:
+    """Roofline floor per case in microseconds (cases whose floor is unknown are left out)."""
+    out = {}
+    for case in cases:
+        floor = roofline_floor_us(task, case, profile)
+        if floor is not None:
+            out[case.id] = floor
+    return out
+
+
+def evaluation_record(n: int, lineage: Lineage, verdict: Mapping[str, Any], decision: Decision | None,
+                      baseline_us: Mapping[str, float], floors: Mapping[str, float], wall_s: float,
+                      cases: list[str]) -> EvalRecord:
+    """`EvalRecord` for candidate `n` from its verdict JSON and the acceptance decision (None: not timed or
+    not passed, explained by the stage)."""
+    stage = str(verdict.get("stage"))
+    passed = stage == PASS
+    times = {c: t for c, t in dict(verdict.get("time_us") or {}).items() if c in cases}
+    timed = passed and bool(times) and set(cases) <= set(times)
+    speedup = {c: baseline_us[c] / t for c, t in times.items() if c in baseline_us}
+    reasons = [str(r) for r in verdict.get("reasons", [])]
+    if decision is not None:
+        text = decision.reason
+    elif passed:
+        text = "verified correct; not timed on this machine, no speedup claimed"
+    else:
+        text = f"failed at stage {stage}" + (f": {reasons[0]}" if reasons else "")
+    return EvalRecord(
+        n=n, candidate_id=lineage.id, parent_id=lineage.parent_id, proposer=lineage.proposer, stage=stage,
+        passed=passed, timed=timed, accepted=bool(decision and decision.accepted), decision=text,
+        time_us=times, speedup=speedup,
+        geomean_speedup=geomean(list(speedup.values())) if timed and len(speedup) == len(cases) else None,
+        roofline_fraction={c: floors[c] / t for c, t in times.items() if c in floors},
+        reasons=reasons, flags=[str(f) for f in verdict.get("flags", [])], patterns=list(lineage.patterns),
+        parameters=dict(lineage.parameters), target_cases=list(lineage.target_cases),
+        content_hash=lineage.content_hash, wall_s=wall_s)
+
+
+def failed_proposal_record(n: int, parent_id: str, proposer: str, stage: str, reason: str) -> EvalRecord:
+    """Record of a proposal that never became a candidate file (no code, wrong signature, duplicate)."""
+    return EvalRecord(n=n, candidate_id=f"v{n}", parent_id=parent_id, proposer=proposer, stage=stage,
+                      passed=False, timed=False, accepted=False, decision=f"failed candidate ({stage}): {reason}",
+                      reasons=[reason])
+
+
+def findings_for(state: RunState, record: EvalRecord, case_classes: Mapping[str, str],
+                 dispatch_classes: Mapping[str, str]) -> list[FindingDraft]:
+    """One finding per target case of `record` (all cases if it has no targets); ids are deterministic.
+
+    Status: ``accepted`` (became the best), ``rejected`` (verified, not kept) or ``failed`` (did not pass).
+    """
+    status = "accepted" if record.accepted else "rejected" if record.passed else "failed"
+    table = record.parameters.get("table") or {}
+    baseline = state.baseline.time_us if state.baseline else {}
+    targets = record.target_cases or list(case_classes)
+    out = []
+    for case_id in targets:
+        klass = dispatch_classes.get(case_id)
+        params = {"config": table.get(klass) if klass else None, "dispatch_class": klass,
+                  "content_hash": record.content_hash}
+        out.append(FindingDraft(
+            id=f"{state.run_id}-{record.candidate_id}-{case_id}", chip=state.config.chip, task=state.config.task,
+            case_id=case_id, case_class=case_classes.get(case_id, ""), patterns=tuple(record.patterns),
+            parameters=params, baseline_time_us=baseline.get(case_id), candidate_time_us=record.time_us.get(case_id),
+            speedup=record.speedup.get(case_id), roofline_fraction=record.roofline_fraction.get(case_id),
+            verdict_stage=record.stage, verdict_id=f"{state.run_id}/verdicts/v{record.n}.json",
+            run_id=state.run_id, date=utc_now(), status=status,
+            notes=record.decision if record.passed else "; ".join(record.reasons[:2])))
+    return out

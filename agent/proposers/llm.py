@@ -1,0 +1,217 @@
+"""LLM proposer: any OpenAI-compatible endpoint through the `openai` client.
+
+Endpoint and model come from `agent.config.LLMOptions` or the environment (``OPENAI_BASE_URL``,
+``OPENAI_API_KEY``, ``CHIPLORE_MODEL``); `LLMOptions.extra_body` is passed through verbatim (thinking switches,
+sampling extras). Prompts are the templates ``llm_system.md.j2`` and ``llm_user.md.j2``: the four-stage workflow,
+the anti-cheat rules, the retrieved context with citations, the current best source and the last verdict
+verbatim. A reply without code, with a syntax error or the wrong signature is a failed candidate
+(`CandidateFailed`); network errors are retried with exponential backoff, then the run stops cleanly
+(`ProposerUnavailable`) with its state saved, ready for ``--resume``.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import os
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+import openai
+
+from agent.config import LLMOptions
+from agent.errors import CandidateFailed, ProposerUnavailable
+from agent.family_space import source_hash
+from agent.proposers.base import Proposal, ProposalContext
+from agent.runstate import EvalRecord, Lineage
+from agent.templates import render
+
+_CODE_BLOCK = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+_RETRYABLE = (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError, openai.InternalServerError)
+#: Characters of the last verdict shown verbatim (the whole verdict unless it is huge).
+VERDICT_CHARS = 12000
+
+
+def extract_code(reply: str, entry_point: str) -> str:
+    """The last fenced Python block of `reply` that defines `entry_point` (else the last block).
+
+    Raises:
+        CandidateFailed: stage ``no_code`` when the reply holds no fenced code block.
+    """
+    blocks = [b.strip() + "\n" for b in _CODE_BLOCK.findall(reply or "")]
+    if not blocks:
+        raise CandidateFailed("no_code", "the reply holds no fenced ```python code block", reply)
+    defining = [b for b in blocks if re.search(rf"^def\s+{re.escape(entry_point)}\s*\(", b, re.MULTILINE)]
+    return (defining or blocks)[-1]
+
+
+def check_signature(source: str, entry_point: str, expected: inspect.Signature) -> None:
+    """The module defines `entry_point` at top level with exactly `expected`'s names, kinds order and defaults.
+
+    Raises:
+        CandidateFailed: stage ``syntax_error`` or ``bad_signature`` with what differs.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise CandidateFailed("syntax_error", f"line {exc.lineno}: {exc.msg}") from None
+    defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == entry_point]
+    if not defs:
+        raise CandidateFailed("bad_signature", f"no top-level function {entry_point!r} in the code")
+    args = defs[-1].args
+    positional = args.posonlyargs + args.args
+    names = [a.arg for a in positional] + [a.arg for a in args.kwonlyargs]
+    want = list(expected.parameters)
+    if names != want or args.vararg or args.kwarg:
+        raise CandidateFailed("bad_signature",
+                              f"{entry_point} takes ({', '.join(names)}), expected ({', '.join(want)})")
+    defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    for name, param in expected.parameters.items():
+        has_default = param.default is not inspect.Parameter.empty
+        if has_default != (name in defaults):
+            raise CandidateFailed("bad_signature", f"parameter {name!r}: default "
+                                  f"{'missing' if has_default else 'not expected'}")
+        if has_default:
+            try:
+                value = ast.literal_eval(defaults[name])
+            except ValueError:
+                value = object()
+            if value != param.default or type(value) is not type(param.default):
+                raise CandidateFailed("bad_signature", f"parameter {name!r}: default {ast.unparse(defaults[name])}, "
+                                      f"expected {param.default!r}")
+
+
+def parse_header(reply: str) -> tuple[list[str], list[str]]:
+    """``PATTERNS:`` and ``TARGET CASES:`` lines of a reply (``none``/``all`` give empty lists)."""
+    def field(name: str) -> list[str]:
+        match = re.search(rf"^\s*{name}\s*:\s*(.+)$", reply or "", re.MULTILINE | re.IGNORECASE)
+        if not match:
+            return []
+        items = [s.strip(" `*") for s in match.group(1).split(",")]
+        return [s for s in items if s and s.lower() not in ("none", "all")]
+    return field("PATTERNS"), field("TARGET CASES")
+
+
+class LLMProposer:
+    """Proposes candidates written by a model. `client` defaults to ``openai.OpenAI`` on the resolved endpoint;
+    `sleep` is injectable so tests need not wait for the backoff."""
+
+    name = "llm"
+
+    def __init__(self, options: LLMOptions, client: Any | None = None, sleep: Callable[[float], None] = time.sleep):
+        self.options = options
+        self.model = options.resolved_model()
+        if not self.model:
+            raise ProposerUnavailable("LLM proposer: no model configured (set CHIPLORE_MODEL or LLMOptions.model)")
+        self.client = client or openai.OpenAI(base_url=options.resolved_base_url(),
+                                              api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",
+                                              timeout=options.timeout_s, max_retries=0)
+        self.sleep = sleep
+
+    def observe(self, lineage: Lineage | None, record: EvalRecord) -> None:
+        """The model sees history through the prompt (recent evaluations, last verdict); nothing to keep here."""
+
+    def propose(self, ctx: ProposalContext) -> Proposal:
+        """Ask the model for candidate `ctx.n`.
+
+        Raises:
+            CandidateFailed: the reply has no code, a syntax error or the wrong signature.
+            ProposerUnavailable: the endpoint failed after the retries, or refused the request.
+        """
+        reply = self.complete(build_messages(ctx))
+        source = extract_code(reply, ctx.task.entry_point)
+        try:
+            check_signature(source, ctx.task.entry_point, ctx.signature)
+        except CandidateFailed as failed:
+            failed.raw_reply = reply
+            raise
+        patterns, targets = parse_header(reply)
+        rationale = _CODE_BLOCK.sub("", reply).strip()[:2000]
+        known = {c.id for c in ctx.cases}
+        return Proposal(source=source, content_hash=source_hash(source), patterns=patterns,
+                        parameters={"model": self.model}, rationale=rationale,
+                        target_cases=[t for t in targets if t in known], raw_reply=reply)
+
+    def complete(self, messages: list[dict[str, str]]) -> str:
+        """One chat completion with retries; returns the reply text ('' if the model sent none)."""
+        delay = self.options.backoff_s
+        for attempt in range(self.options.retries + 1):
+            try:
+                response = self.client.chat.completions.create(
+                    model=self.model, messages=messages, temperature=self.options.temperature,
+                    max_tokens=self.options.max_tokens, extra_body=self.options.extra_body or None)
+                if not response.choices:
+                    return ""
+                return response.choices[0].message.content or ""
+            except _RETRYABLE as exc:
+                if attempt == self.options.retries:
+                    raise ProposerUnavailable(f"LLM endpoint {self._where()} failed {attempt + 1} time(s): "
+                                              f"{type(exc).__name__}: {exc}") from None
+                self.sleep(delay)
+                delay *= 2
+            except openai.APIStatusError as exc:
+                raise ProposerUnavailable(f"LLM endpoint {self._where()} refused the request "
+                                          f"(HTTP {exc.status_code}): {exc.message}") from None
+        raise AssertionError("unreachable")
+
+    def _where(self) -> str:
+        return str(getattr(self.client, "base_url", self.options.resolved_base_url()))
+
+
+def build_messages(ctx: ProposalContext) -> list[dict[str, str]]:
+    """System and user messages for candidate `ctx.n` from the two prompt templates."""
+    system = render("llm_system.md.j2", entry_point=ctx.task.entry_point, task=ctx.task.name, chip=ctx.chip,
+                    regression_pct=round(100 * ctx.regression_limit), signature=_bare_signature(ctx.signature))
+    user = render("llm_user.md.j2", **_user_variables(ctx))
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def _bare_signature(signature: inspect.Signature) -> str:
+    bare = signature.replace(
+        parameters=[p.replace(annotation=inspect.Parameter.empty) for p in signature.parameters.values()],
+        return_annotation=inspect.Signature.empty)
+    return str(bare)[1:-1]
+
+
+def _fmt(value: float | None, pattern: str = "{:.1f}") -> str:
+    return "-" if value is None else pattern.format(value)
+
+
+def _user_variables(ctx: ProposalContext) -> dict[str, Any]:
+    rows = []
+    for case in ctx.cases:
+        d = ctx.diagnoses.get(case.id)
+        rows.append({
+            "case": case.id, "case_class": case.case_class, "time": _fmt(ctx.best_time_us.get(case.id)),
+            "baseline": _fmt(ctx.baseline_time_us.get(case.id)), "floor": _fmt(d.floor_us if d else None),
+            "fraction": _fmt(d.roofline_fraction if d else None, "{:.1%}"), "bottleneck": d.bottleneck if d else "-",
+            "noise": _fmt(ctx.noise.get(case.id), "{:.1%}")})
+    patterns: dict[str, dict[str, Any]] = {}
+    for case_id, views in ctx.retrieval.patterns.items():
+        for v in views:
+            entry = patterns.setdefault(v.pattern_id + json.dumps(v.knobs, sort_keys=True, default=str), {
+                "pattern_id": v.pattern_id, "cases": [], "score": v.score, "expected_gain": v.expected_gain,
+                "knobs": v.knobs, "parameters": v.parameters, "citations": v.citations[:3]})
+            entry["cases"].append(case_id)
+            entry["score"] = max(entry["score"], v.score)
+    example = None
+    if ctx.space is not None:
+        table = {k: ctx.space.structure_config(k) for k in sorted(ctx.space.classes)}
+        example = ctx.space.render(table, ctx.signature, {"id": "example", "parent_id": "v0", "generation": 1,
+                                                          "patterns": [], "rationale": "", "run_id": ctx.run_id,
+                                                          "chip": ctx.chip}).strip()
+    verdict = json.dumps(ctx.last_verdict, indent=1, sort_keys=True, default=str) if ctx.last_verdict else ""
+    return {
+        "n": ctx.n, "run_id": ctx.run_id, "chip": ctx.chip, "best_id": ctx.best_id, "timed": ctx.timed,
+        "profile_lines": [f"{name}: {f.value:g} {f.unit}" for name, f in ctx.profile.fields().items()
+                          if f.value is not None],
+        "diagnosis_rows": rows, "retrieval_enabled": ctx.retrieval.enabled, "documents": ctx.retrieval.documents,
+        "patterns": sorted(patterns.values(), key=lambda p: -p["score"]), "findings": ctx.retrieval.findings,
+        "family_module": f"{ctx.task.optimized_module}.family", "knobs": list(ctx.task.knobs.items()),
+        "example_candidate": example, "recent": ctx.history[-8:], "best_source": ctx.best_source.rstrip(),
+        "last_verdict": verdict[:VERDICT_CHARS],
+    }

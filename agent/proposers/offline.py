@@ -1,0 +1,303 @@
+"""The offline pattern-guided proposer (default; no network).
+
+It turns ranked patterns (with parameters the knowledge base computed for this chip and case) and verified
+findings into family configurations per case class, then explores around the best one knob step at a time.
+It learns from this run's verdicts: failed configurations are never retried, knob moves that won or lost are
+scored up or down (per class, and half as much across classes), the fastest verified configuration of a class
+becomes its exploration centre, and after a multi-class candidate is rejected the classes that did improve are
+proposed on their own. It never proposes the same dispatch table twice (content hash).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agent.acceptance import geomean
+from agent.errors import SearchSpaceExhausted
+from agent.family_space import Config, FamilySpace, config_key, table_hash
+from agent.proposers.base import Proposal, ProposalContext
+from agent.runstate import EvalRecord, Lineage
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A configuration for one class derived from knowledge: which patterns (or finding) it came from."""
+
+    config: Config
+    patterns: tuple[str, ...]
+    note: str
+    citations: tuple[str, ...] = ()
+
+
+class PatternGuidedProposer:
+    """See the module docstring. `space` is the family space of the run's cases on this chip."""
+
+    name = "offline"
+
+    def __init__(self, space: FamilySpace) -> None:
+        self.space = space
+        self.tried: set[str] = set()
+        self.failed: dict[str, set[str]] = defaultdict(set)
+        self.observed: dict[str, dict[str, float]] = defaultdict(dict)
+        self.configs: dict[str, Config] = {}
+        self.move_stats: Counter[tuple[str, str, int]] = Counter()
+        self.pattern_stats: Counter[str] = Counter()
+        self.stale: Counter[str] = Counter()
+        self.last: tuple[Lineage, EvalRecord] | None = None
+        self.any_accepted = False
+
+    # ----- learning
+    def observe(self, lineage: Lineage | None, record: EvalRecord) -> None:
+        """Update statistics from one finished evaluation."""
+        if lineage is None:
+            return
+        self.tried.add(lineage.content_hash)
+        self.last = (lineage, record)
+        self.any_accepted |= record.accepted
+        table, changed = lineage.parameters.get("table", {}), lineage.parameters.get("classes", [])
+        for key in changed:
+            config = table.get(key)
+            if config is None:
+                continue
+            ck = config_key(config)
+            self.configs[ck] = config
+            if not record.passed:
+                self.failed[key].add(ck)
+            elif record.timed:
+                times = [record.time_us[c] for c in self.space.class_cases(key) if c in record.time_us]
+                if times:
+                    self.observed[key][ck] = geomean(times)
+            self.stale[key] = 0 if record.accepted else self.stale[key] + 1
+        sign = 1 if record.accepted else -1
+        move = lineage.parameters.get("move")
+        if move:
+            self.move_stats[(move["class"], move["knob"], move["direction"])] += sign
+            self.move_stats[("*", move["knob"], move["direction"])] += sign
+        for pattern in lineage.patterns:
+            self.pattern_stats[pattern] += sign
+
+    # ----- proposing
+    def propose(self, ctx: ProposalContext) -> Proposal:
+        """Next untried candidate: full knowledge plan, then a merge of improved classes, then per-class moves.
+
+        Raises:
+            SearchSpaceExhausted: every candidate this proposer would make has been tried.
+        """
+        plans = {k: self._plans(k, ctx) for k in self.space.classes}
+        for proposal in itertools.chain(self._full_plan(ctx, plans), self._merge(ctx)):
+            if proposal.content_hash not in self.tried:
+                return proposal
+        for key in self._class_order(ctx):
+            for config, patterns, note, move, cites in self._class_candidates(key, ctx, plans[key]):
+                table = {**ctx.best_table, key: config}
+                if table_hash(table) in self.tried or config_key(config) in self.failed[key]:
+                    continue
+                return self._proposal(ctx, table, [key], list(patterns), note, move, list(cites))
+        raise SearchSpaceExhausted("offline proposer: every configuration it would propose has been tried")
+
+    def _full_plan(self, ctx: ProposalContext, plans: Mapping[str, list[Plan]]) -> Iterator[Proposal]:
+        """Before anything is accepted: every class at once on its top plan (the knowledge's best guess)."""
+        if self.any_accepted or not any(plans.values()):
+            return
+        table = {k: ps[0].config for k, ps in plans.items() if ps}
+        patterns = sorted({p for ps in plans.values() if ps for p in ps[0].patterns})
+        notes = "; ".join(f"{k}: {ps[0].note}" for k, ps in plans.items() if ps)
+        cites = [c for ps in plans.values() if ps for c in ps[0].citations]
+        yield self._proposal(ctx, table, sorted(table), patterns, f"top plan per class ({notes})", None, cites)
+
+    def _merge(self, ctx: ProposalContext) -> Iterator[Proposal]:
+        """After a rejected multi-class candidate: keep only the classes whose every case got faster."""
+        if not self.last or not ctx.best_time_us:
+            return
+        lineage, record = self.last
+        changed = lineage.parameters.get("classes", [])
+        if record.accepted or not record.passed or not record.timed or len(changed) < 2:
+            return
+        improved = [k for k in changed if all(
+            c in record.time_us and record.time_us[c] < ctx.best_time_us.get(c, float("inf"))
+            for c in self.space.class_cases(k))]
+        if improved and len(improved) < len(changed):
+            table = {**ctx.best_table, **{k: lineage.parameters["table"][k] for k in improved}}
+            yield self._proposal(ctx, table, improved, list(lineage.patterns),
+                                 f"keep the classes {lineage.id} sped up ({', '.join(improved)}); "
+                                 f"drop the ones it slowed down", None, [])
+
+    def _class_order(self, ctx: ProposalContext) -> list[str]:
+        """Classes by headroom (sum of 1 - roofline fraction of their cases) over 1 + evaluations since their
+        last improvement; classes without timings count 1 per case."""
+        def priority(key: str) -> float:
+            headroom = 0.0
+            for case_id in self.space.class_cases(key):
+                d = ctx.diagnoses.get(case_id)
+                fraction = d.roofline_fraction if d is not None else None
+                headroom += 1.0 if fraction is None else max(0.0, 1.0 - fraction)
+            return headroom / (1 + self.stale[key])
+        return sorted(self.space.classes, key=lambda k: (-priority(k), k))
+
+    def _centre(self, key: str, ctx: ProposalContext, plans: list[Plan]) -> Config:
+        if key in ctx.best_table:
+            return dict(ctx.best_table[key])
+        if self.observed[key]:
+            return dict(self.configs[min(self.observed[key], key=self.observed[key].get)])
+        for plan in plans:
+            if config_key(plan.config) not in self.failed[key]:
+                return dict(plan.config)
+        return self.space.structure_config(key)
+
+    def _class_candidates(self, key: str, ctx: ProposalContext, plans: list[Plan]
+                          ) -> Iterator[tuple[Config, tuple[str, ...], str, dict | None, tuple[str, ...]]]:
+        centre = self._centre(key, ctx, plans)
+        for plan in plans:
+            yield plan.config, plan.patterns, plan.note, None, plan.citations
+            onto = self._apply(centre, plan.config, key, only=self._knobs_of(plan, key))
+            if onto is not None:
+                yield onto, plan.patterns, f"{plan.note}, onto the current centre", None, plan.citations
+        targets = self._pattern_targets(key, ctx)
+        steps = sorted(self.space.neighbors(centre, key),
+                       key=lambda s: -self._move_score(key, s[0], s[1], s[2][s[0]], centre, targets))
+        for knob, direction, config in steps:
+            move = {"class": key, "knob": knob, "direction": direction, "from": centre[knob], "to": config[knob]}
+            why = self._move_reason(key, knob, direction, config[knob], targets)
+            yield config, why[0], f"{knob} {centre[knob]} -> {config[knob]}{why[1]}", move, why[2]
+        for (k1, _d1, c1), (k2, _d2, c2) in itertools.combinations(steps, 2):
+            if k1 != k2:
+                config = {**c1, k2: c2[k2]}
+                if self.space.feasible(config, key):
+                    yield config, (), f"{k1} -> {config[k1]} and {k2} -> {config[k2]}", None, ()
+
+    # ----- knowledge -> configurations
+    def _plans(self, key: str, ctx: ProposalContext) -> list[Plan]:
+        """Findings first (fastest verified configurations of this class on this chip), then patterns ranked
+        for the class's cases, applied cumulatively (higher score keeps its knob values) and one at a time."""
+        plans = self._finding_plans(key, ctx)
+        ranked = self._aggregate_patterns(key, ctx)
+        base = self.space.structure_config(key)
+        config, applied, cites = dict(base), [], []
+        prefix_plans = []
+        set_knobs: set[str] = set()
+        for pattern_id, (knobs, _score, pc) in ranked:
+            new = {k: v for k, v in knobs.items() if k not in set_knobs}
+            moved = self._apply(config, new, key)
+            if moved is None:
+                continue
+            config, set_knobs = moved, set_knobs | set(new)
+            applied.append(pattern_id)
+            cites.extend(pc[:2])
+            prefix_plans.append(Plan(dict(config), tuple(applied), "patterns " + " + ".join(applied), tuple(cites)))
+        if prefix_plans:
+            plans.append(prefix_plans[-1])
+            plans.extend(reversed(prefix_plans[:-1]))
+        for pattern_id, (knobs, _score, pc) in ranked:
+            single = self._apply(base, knobs, key)
+            if single is not None:
+                plans.append(Plan(single, (pattern_id,), f"pattern {pattern_id} alone", tuple(pc[:2])))
+        unique: dict[str, Plan] = {}
+        for plan in plans:
+            unique.setdefault(config_key(plan.config), plan)
+        return [p for p in unique.values() if config_key(p.config) not in self.failed[key]]
+
+    def _finding_plans(self, key: str, ctx: ProposalContext) -> list[Plan]:
+        out = []
+        for f in ctx.retrieval.findings:
+            meta = f.metadata or {}
+            params = meta.get("parameters") or {}
+            config = params.get("config")
+            if (meta.get("status") == "accepted" and (meta.get("speedup") or 0) > 1 and isinstance(config, dict)
+                    and params.get("dispatch_class") == key and set(config) == set(self.space.knobs)
+                    and self.space.feasible(config, key)):
+                out.append((-(meta.get("chip") == ctx.chip), -float(meta["speedup"]), Plan(
+                    dict(config), tuple(meta.get("patterns") or ()),
+                    f"verified x{float(meta['speedup']):.2f} on {meta.get('chip')} ({f.cite})", (f.cite,))))
+        return [plan for *_, plan in sorted(out, key=lambda t: t[:2])]
+
+    def _aggregate_patterns(self, key: str, ctx: ProposalContext
+                            ) -> list[tuple[str, tuple[dict[str, Any], float, list[str]]]]:
+        """Patterns ranked for the class's cases: score summed over cases, plus this run's wins and losses;
+        knob values from the case where the pattern scored highest."""
+        agg: dict[str, tuple[dict[str, Any], float, float, list[str]]] = {}
+        for case_id in self.space.class_cases(key):
+            for view in ctx.retrieval.patterns.get(case_id, []):
+                knobs = {k: v for k, v in view.knobs.items() if k in self.space.knobs}
+                if not knobs:
+                    continue
+                prev = agg.get(view.pattern_id)
+                total = (prev[1] if prev else 0.0) + view.score
+                if prev is None or view.score > prev[2]:
+                    agg[view.pattern_id] = (knobs, total, view.score, view.citations)
+                else:
+                    agg[view.pattern_id] = (prev[0], total, prev[2], prev[3])
+        ranked = sorted(agg.items(), key=lambda kv: (-(kv[1][1] + 0.5 * self.pattern_stats[kv[0]]), kv[0]))
+        return [(pid, (knobs, total, cites)) for pid, (knobs, total, _best, cites) in ranked]
+
+    def _pattern_targets(self, key: str, ctx: ProposalContext) -> dict[str, list[tuple[Any, float, str, list[str]]]]:
+        """knob -> [(value a ranked pattern wants, its score, pattern id, citations)] for the class."""
+        targets: dict[str, list[tuple[Any, float, str, list[str]]]] = defaultdict(list)
+        for pattern_id, (knobs, score, cites) in self._aggregate_patterns(key, ctx):
+            for knob, value in knobs.items():
+                snapped = self.space.snap(knob, value)
+                if snapped is not None:
+                    targets[knob].append((snapped, score, pattern_id, cites))
+        return targets
+
+    def _move_score(self, key: str, knob: str, direction: int, value: Any, centre: Config,
+                    targets: Mapping[str, list]) -> float:
+        score = self.move_stats[(key, knob, direction)] + 0.5 * self.move_stats[("*", knob, direction)]
+        for want, weight, _pid, _c in targets.get(knob, []):
+            if want == value or (_numeric(want) and _numeric(value) and (want - centre[knob]) * direction > 0):
+                score += weight
+            else:
+                score -= 0.5 * weight
+        return score
+
+    def _move_reason(self, key: str, knob: str, direction: int, value: Any, targets: Mapping[str, list]
+                     ) -> tuple[tuple[str, ...], str, tuple[str, ...]]:
+        for want, _w, pattern_id, cites in targets.get(knob, []):
+            if want == value:
+                return (pattern_id,), f" (pattern {pattern_id} wants {knob}={want})", tuple(cites[:2])
+        won = self.move_stats[(key, knob, direction)] > 0
+        return (), f" (explore around the best{'; this direction has won before' if won else ''})", ()
+
+    def _knobs_of(self, plan: Plan, key: str) -> set[str]:
+        base = self.space.structure_config(key)
+        return {k for k, v in plan.config.items() if base.get(k) != v}
+
+    def _apply(self, config: Config, knobs: Mapping[str, Any], key: str, only: set[str] | None = None
+               ) -> Config | None:
+        """`config` with `knobs` snapped to allowed values; None if nothing changes or the result does not fit."""
+        out = dict(config)
+        for knob, value in knobs.items():
+            if knob not in self.space.knobs or (only is not None and knob not in only):
+                continue
+            snapped = self.space.snap(knob, value)
+            if snapped is not None:
+                out[knob] = snapped
+        if out == config or not self.space.feasible(out, key):
+            return None
+        return out
+
+    # ----- output
+    def _proposal(self, ctx: ProposalContext, table: dict[str, Config], classes: list[str], patterns: list[str],
+                  note: str, move: dict | None, cites: list[str]) -> Proposal:
+        targets = [c for k in classes for c in self.space.class_cases(k)]
+        diag = "; ".join(ctx.diagnoses[c].summary() for c in targets if c in ctx.diagnoses)
+        rationale = f"{', '.join(classes)}: {note}. Diagnosis: {diag or 'none'}."
+        if cites:
+            rationale += " Evidence: " + "; ".join(dict.fromkeys(cites)) + "."
+        header = {"id": f"v{ctx.n}", "parent_id": ctx.best_id, "generation": _generation(ctx) + 1,
+                  "patterns": patterns, "rationale": rationale, "run_id": ctx.run_id, "chip": ctx.chip}
+        source = self.space.render(table, ctx.signature, header)
+        params = {"table": table, "classes": classes, "move": move,
+                  "dispatch": {c: k for k, ids in self.space.classes.items() for c in ids}}
+        return Proposal(source, table_hash(table), patterns, params, rationale, targets)
+
+
+def _numeric(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _generation(ctx: ProposalContext) -> int:
+    return ctx.best_lineage.generation if ctx.best_lineage else 0

@@ -1,0 +1,63 @@
+"""Uniform random search over the family space: the `--no-retrieval` ablation.
+
+Each proposal picks a case class uniformly, then a configuration uniformly among the class's configurations
+that fit the chip (the same space the pattern-guided proposer searches), on top of the current best table.
+It consults no documents, patterns or findings, and never proposes the same table twice.
+"""
+
+from __future__ import annotations
+
+from agent.errors import SearchSpaceExhausted
+from agent.family_space import Config, FamilySpace, table_hash
+from agent.proposers.base import Proposal, ProposalContext
+from agent.runstate import EvalRecord, Lineage
+
+#: Draws before concluding that the space holds nothing untried.
+MAX_DRAWS = 5000
+
+
+class UniformProposer:
+    """See the module docstring."""
+
+    name = "uniform"
+
+    def __init__(self, space: FamilySpace) -> None:
+        self.space = space
+        self.tried: set[str] = set()
+        self._configs: dict[str, list[Config]] = {}
+
+    def observe(self, lineage: Lineage | None, record: EvalRecord) -> None:
+        if lineage is not None:
+            self.tried.add(lineage.content_hash)
+
+    def propose(self, ctx: ProposalContext) -> Proposal:
+        """A uniformly drawn untried (class, configuration) on top of the best table.
+
+        Raises:
+            SearchSpaceExhausted: `MAX_DRAWS` draws found nothing untried.
+        """
+        classes = sorted(self.space.classes)
+        for _ in range(MAX_DRAWS):
+            key = ctx.rng.choice(classes)
+            configs = self._configs.setdefault(key, self.space.all_configs(key))
+            if not configs:
+                continue
+            config = ctx.rng.choice(configs)
+            table = {**ctx.best_table, key: config}
+            digest = table_hash(table)
+            if digest in self.tried:
+                continue
+            return self._proposal(ctx, table, key, digest)
+        raise SearchSpaceExhausted(f"uniform proposer: {MAX_DRAWS} draws found no untried configuration")
+
+    def _proposal(self, ctx: ProposalContext, table: dict[str, Config], key: str, digest: str) -> Proposal:
+        targets = self.space.class_cases(key)
+        knobs = ", ".join(f"{k}={v}" for k, v in table[key].items())
+        rationale = f"{key}: uniform draw over {len(self._configs[key])} configurations that fit the chip ({knobs})"
+        generation = (ctx.best_lineage.generation if ctx.best_lineage else 0) + 1
+        header = {"id": f"v{ctx.n}", "parent_id": ctx.best_id, "generation": generation, "patterns": [],
+                  "rationale": rationale, "run_id": ctx.run_id, "chip": ctx.chip}
+        source = self.space.render(table, ctx.signature, header)
+        params = {"table": table, "classes": [key], "move": None,
+                  "dispatch": {c: k for k, ids in self.space.classes.items() for c in ids}}
+        return Proposal(source, digest, [], params, rationale, targets)

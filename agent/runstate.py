@@ -1,0 +1,272 @@
+"""Run state and the run folder: candidates with lineage, verdicts, retrieval logs, all written atomically.
+
+Layout of ``$CHIPLORE_HOME/runs/<run_id>/``::
+
+    state.json            RunState (config, baseline, best, every evaluation, pending write-ahead marker)
+    kernel_v{N}.py        candidate N (kernel_v0.py: a copy of the baseline)
+    kernel_v{N}.json      its lineage (id, parent_id, generation, patterns, parameters, rationale, ...)
+    verdicts/v{N}.json    the verifier's verdict for candidate N, verbatim
+    retrieval/v{N}.json   what was retrieved before proposing candidate N, with citations
+    report/               written by `chiplore report`
+
+Write-ahead rule (resume without repeating or losing an evaluation): before candidate N is verified the state
+records ``pending = N``; the verdict file is written as soon as it exists; the evaluation record is appended
+and ``pending`` cleared in one atomic state save. On resume a pending N with a verdict file is finished from
+that file; one without is verified again.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent.atomic_io import atomic_write_json, atomic_write_text, read_json
+from agent.config import OptimizeConfig
+from agent.errors import RunNotFoundError
+from knowledge.errors import BadInputError
+from knowledge.settings import runs_dir
+
+STATE_VERSION = 1
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def utc_now() -> str:
+    """Current UTC time, ISO 8601 with seconds."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class Lineage(BaseModel):
+    """Where a candidate came from (the sidecar ``kernel_v{N}.json``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    parent_id: str | None
+    generation: int = Field(ge=0)
+    proposer: str
+    patterns: list[str] = Field(default_factory=list)
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    rationale: str = ""
+    content_hash: str
+    target_cases: list[str] = Field(default_factory=list)
+    created_at: str = Field(default_factory=utc_now)
+
+
+class BaselineRecord(BaseModel):
+    """The baseline kernel's verification and timings; `noise` is the relative spread of its repeats."""
+
+    model_config = ConfigDict(extra="forbid")
+    stage: str
+    passed: bool
+    timed: bool
+    time_us: dict[str, float] = Field(default_factory=dict)
+    noise: dict[str, float] = Field(default_factory=dict)
+    roofline_fraction: dict[str, float] = Field(default_factory=dict)
+    floor_us: dict[str, float] = Field(default_factory=dict)
+    reasons: list[str] = Field(default_factory=list)
+
+
+class EvalRecord(BaseModel):
+    """One candidate evaluation and the decision taken on it."""
+
+    model_config = ConfigDict(extra="forbid")
+    n: int = Field(ge=1)
+    candidate_id: str
+    parent_id: str | None
+    proposer: str
+    stage: str
+    passed: bool
+    timed: bool
+    accepted: bool
+    decision: str
+    time_us: dict[str, float] = Field(default_factory=dict)
+    speedup: dict[str, float] = Field(default_factory=dict, description="baseline time / candidate time")
+    geomean_speedup: float | None = None
+    roofline_fraction: dict[str, float] = Field(default_factory=dict)
+    reasons: list[str] = Field(default_factory=list)
+    flags: list[str] = Field(default_factory=list)
+    patterns: list[str] = Field(default_factory=list)
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    target_cases: list[str] = Field(default_factory=list)
+    content_hash: str = ""
+    wall_s: float = 0.0
+    finding_ids: list[str] = Field(default_factory=list)
+    finished_at: str = Field(default_factory=utc_now)
+
+
+class PendingEval(BaseModel):
+    """Write-ahead marker: candidate `n` is being evaluated."""
+
+    model_config = ConfigDict(extra="forbid")
+    n: int
+    candidate_id: str
+    started_at: str = Field(default_factory=utc_now)
+
+
+class RunState(BaseModel):
+    """Everything needed to report on a run or resume it; saved after every step."""
+
+    model_config = ConfigDict(extra="forbid")
+    version: int = STATE_VERSION
+    run_id: str
+    config: OptimizeConfig
+    status: Literal["running", "finished", "stopped"] = "running"
+    stop_kind: str | None = None
+    stop_reason: str | None = None
+    device: str = ""
+    created_at: str = Field(default_factory=utc_now)
+    updated_at: str = Field(default_factory=utc_now)
+    elapsed_s: float = 0.0
+    baseline: BaselineRecord | None = None
+    best_id: str = "v0"
+    best_time_us: dict[str, float] = Field(default_factory=dict)
+    evaluations: list[EvalRecord] = Field(default_factory=list)
+    pending: PendingEval | None = None
+    no_improve_streak: int = 0
+    findings_recorded: list[str] = Field(default_factory=list)
+    resumes: int = 0
+
+    @property
+    def next_n(self) -> int:
+        """Number of the next candidate (1-based; v0 is the baseline)."""
+        return self.pending.n if self.pending else len(self.evaluations) + 1
+
+    def best_record(self) -> EvalRecord | None:
+        """The accepted evaluation that is the current best, or None while the baseline is best."""
+        for record in reversed(self.evaluations):
+            if record.candidate_id == self.best_id:
+                return record
+        return None
+
+
+def new_run_id(task: str, chip: str) -> str:
+    """``<task>-<chip>-<UTC yyyymmdd-hhmmss>-<4 hex>``, unique and sortable by start time."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return f"{task}-{chip}-{stamp}-{secrets.token_hex(2)}"
+
+
+class RunDir:
+    """The folder of one run; every write is atomic (`agent.atomic_io`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.run_id = self.path.name
+
+    # ----- locating runs
+    @classmethod
+    def create(cls, run_id: str, root: Path | None = None) -> RunDir:
+        """Make the folder for a new run.
+
+        Raises:
+            BadInputError: `run_id` has characters other than letters, digits, ``_ . -`` or already exists.
+        """
+        if not _RUN_ID.match(run_id):
+            raise BadInputError(f"run id {run_id!r}: use letters, digits, '_', '.' and '-' only")
+        path = (root or runs_dir()) / run_id
+        if path.exists():
+            raise BadInputError(f"run {run_id!r} already exists at {path}; use --resume {run_id}")
+        (path / "verdicts").mkdir(parents=True)
+        (path / "retrieval").mkdir()
+        return cls(path)
+
+    @classmethod
+    def open(cls, run: str | Path, root: Path | None = None) -> RunDir:
+        """An existing run, by id (under `root` or ``$CHIPLORE_HOME/runs``) or by path.
+
+        Raises:
+            RunNotFoundError: no folder with a ``state.json`` there; the message lists recent runs.
+        """
+        candidates = [Path(run)] if os.sep in str(run) or Path(run).is_absolute() else []
+        candidates.append((root or runs_dir()) / str(run))
+        for path in candidates:
+            if (path / "state.json").is_file():
+                return cls(path)
+        known = sorted(p.name for p in (root or runs_dir()).glob("*/state.json"))[-5:]
+        raise RunNotFoundError(f"run {str(run)!r} not found (no state.json); recent runs: {known or 'none'}")
+
+    # ----- state
+    @property
+    def state_path(self) -> Path:
+        return self.path / "state.json"
+
+    def save_state(self, state: RunState) -> None:
+        """Write `state` atomically; `updated_at` is refreshed."""
+        state.updated_at = utc_now()
+        atomic_write_text(self.state_path, state.model_dump_json(indent=2) + "\n")
+
+    def load_state(self) -> RunState:
+        """Read ``state.json``.
+
+        Raises:
+            BadInputError: the file is not a run state of this version.
+        """
+        data = read_json(self.state_path)
+        if data.get("version") != STATE_VERSION:
+            raise BadInputError(f"{self.state_path}: run state version {data.get('version')!r}, "
+                                f"this chiplore reads version {STATE_VERSION}")
+        return RunState.model_validate(data)
+
+    # ----- candidates
+    def candidate_path(self, n: int) -> Path:
+        return self.path / f"kernel_v{n}.py"
+
+    def lineage_path(self, n: int) -> Path:
+        return self.path / f"kernel_v{n}.json"
+
+    def write_candidate(self, n: int, source: str, lineage: Lineage) -> Path:
+        """Write ``kernel_v{n}.py`` then its lineage sidecar; returns the kernel path."""
+        path = self.candidate_path(n)
+        atomic_write_text(path, source)
+        atomic_write_json(self.lineage_path(n), lineage.model_dump())
+        return path
+
+    def read_lineage(self, n: int) -> Lineage | None:
+        """Lineage of candidate `n`, or None if its sidecar was never written."""
+        path = self.lineage_path(n)
+        return Lineage.model_validate(read_json(path)) if path.is_file() else None
+
+    def read_candidate(self, n: int) -> str:
+        return self.candidate_path(n).read_text(encoding="utf-8")
+
+    # ----- verdicts and retrieval logs
+    def verdict_path(self, n: int) -> Path:
+        return self.path / "verdicts" / f"v{n}.json"
+
+    def write_verdict(self, n: int, verdict: dict[str, Any]) -> None:
+        atomic_write_json(self.verdict_path(n), verdict)
+
+    def read_verdict(self, n: int) -> dict[str, Any] | None:
+        path = self.verdict_path(n)
+        return read_json(path) if path.is_file() else None
+
+    def write_verdict_extra(self, n: int, repeat: int, verdict: dict[str, Any]) -> None:
+        """Verdict of a repeated evaluation of candidate `n` (baseline timing repeats): ``v{n}-r{repeat}.json``."""
+        atomic_write_json(self.path / "verdicts" / f"v{n}-r{repeat}.json", verdict)
+
+    def write_reply(self, n: int, reply: str) -> None:
+        """The model's reply for candidate `n`, verbatim (``replies/v{n}.md``)."""
+        atomic_write_text(self.path / "replies" / f"v{n}.md", reply)
+
+    def write_retrieval(self, n: int, log: dict[str, Any]) -> None:
+        atomic_write_json(self.path / "retrieval" / f"v{n}.json", log)
+
+    def read_retrieval(self, n: int) -> dict[str, Any] | None:
+        path = self.path / "retrieval" / f"v{n}.json"
+        return read_json(path) if path.is_file() else None
+
+
+class Clock:
+    """Wall-clock budget over resumes: `elapsed_s` of earlier sessions plus this session's monotonic time."""
+
+    def __init__(self, previous_s: float) -> None:
+        self.previous_s = previous_s
+        self.start = time.monotonic()
+
+    def elapsed_s(self) -> float:
+        return self.previous_s + (time.monotonic() - self.start)
