@@ -148,7 +148,7 @@ def _baseline_kernel(
         e_max = n_e_max
 
     if HAS_SINK:
-        deno += tl.exp(tl.load(sinks_ptr + head).to(tl.float32) - e_max)
+        deno += tl.exp(tl.minimum(tl.load(sinks_ptr + head).to(tl.float32) - e_max, 80.0))
     deno = tl.where(deno == 0.0, 1.0, deno)
     tl.store(O + rows[:, None] * stride_ot + head * stride_oh + offs_dv[None, :],
              (acc / deno[:, None]).to(O.dtype.element_ty), mask=mask_m[:, None] & mask_dv[None, :])

@@ -237,7 +237,7 @@ def _write_result(acc, l_i, m_i, O, Mid_O, Mid_L, sinks_ptr, ext_start, tok, q_h
         denom = l_i
         if HAS_SINK:
             sink = tl.load(sinks_ptr + q_head, mask=valid, other=0.0).to(tl.float32)
-            denom += tl.exp2(sink * 1.4426950408889634 - m_i)
+            denom += tl.exp2(tl.minimum(sink * 1.4426950408889634 - m_i, 126.0))
         out = acc / tl.where(denom == 0.0, 1.0, denom)[:, None]
         tl.store(O + row[:, None] * stride_ot + q_head.to(tl.int64)[:, None] * stride_oh + offs_dv[None, :],
                  out.to(O.dtype.element_ty), mask=store_mask)
