@@ -28,12 +28,21 @@ from typing import Any
 from agent.diagnosis import case_dtype, ridge_flop_per_byte
 from agent.templates import render
 from hardware_profiles.schema import HardwareProfile
+from kernels.extend_attention.baseline import baseline_tiles
+from kernels.extend_attention.common import Problem
+from kernels.extend_attention.family import (
+    ChipLimits,
+    FamilyConfig,
+    auto_splits,
+    fit_to_chip,
+    pack_factor,
+    smem_footprint_kb,
+)
+from kernels.extend_attention.spec import DTYPES
 from kernels.task import Case, TaskSpec
 
 Config = dict[str, Any]
 Table = dict[str, Config]
-
-_ELEMENT_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 
 
 @dataclass(frozen=True)
@@ -48,6 +57,8 @@ class CaseShape:
     head_dim: int
     head_dim_v: int
     dtype: str
+    total_prefix: int = 0
+    v_is_k: bool = False
 
     @property
     def rows_per_sequence(self) -> float:
@@ -64,15 +75,13 @@ def case_shape(case: Case) -> CaseShape:
     ext = list(p["extend_lens"])
     head_dim = int(p["head_dim"])
     return CaseShape(len(ext), sum(ext), max(ext), int(p["num_q_heads"]), int(p["num_kv_heads"]), head_dim,
-                     int(p.get("head_dim_v") or head_dim), case_dtype(case))
+                     int(p.get("head_dim_v") or head_dim), case_dtype(case), sum(p["prefix_lens"]),
+                     bool(p.get("mla")))
 
 
-def padded_dim(dim: int) -> int:
-    """Head dim as a Triton tile holds it: next power of two; above 256 split as 512 + next power of two
-    (576 -> 512 + 64), as the reference kernel does (shared/reference/extend_attention.md)."""
-    if dim > 512:
-        return 512 + padded_dim(dim - 512)
-    return 1 << max(0, math.ceil(math.log2(max(dim, 1))))
+def _problem(shape: CaseShape) -> Problem:
+    return Problem(shape.batch, shape.total_extend, shape.total_prefix, shape.num_q_heads, shape.num_kv_heads,
+                   shape.head_dim, shape.head_dim_v, DTYPES[shape.dtype])
 
 
 def width_class(head_dim: int) -> str:
@@ -134,22 +143,18 @@ class FamilySpace:
         return list(self.classes.get(key, []))
 
     # ----- feasibility
-    def smem_bytes(self, config: Mapping[str, Any], key: str) -> int:
-        """Estimated shared memory of one program: the Q tile plus `num_stages` K and V tiles, in bytes.
-
-        ``elem * (block_m * D + stages * block_n * (D + D_v))`` with padded head dims, the largest of the class.
-        """
-        shapes = [self.shapes[c] for c in self.classes.get(key, [])] or list(self.shapes.values())
-        d = max(padded_dim(s.head_dim) for s in shapes)
-        dv = max(padded_dim(s.head_dim_v) for s in shapes)
-        elem = max(_ELEMENT_BYTES.get(s.dtype, 2) for s in shapes)
-        stages = max(1, int(config.get("num_stages", 1)))
-        return elem * (int(config["block_m"]) * d + stages * int(config["block_n"]) * (d + dv))
+    def smem_kb(self, config: Mapping[str, Any], key: str) -> float:
+        """Shared memory of one program in KiB for the class's largest case, by the family's own formula
+        (`kernels.extend_attention.family.smem_footprint_kb`)."""
+        ids = self.classes.get(key) or list(self.shapes)
+        return max(smem_footprint_kb(FamilyConfig(**dict(config)), _problem(self.shapes[c]), self.shapes[c].v_is_k)
+                   for c in ids)
 
     def feasible(self, config: Mapping[str, Any], key: str) -> bool:
-        """Fits the profile's shared memory per block and thread limit (unknown limits do not exclude)."""
+        """Fits the profile's shared memory per block and thread limit as given, without the family shrinking
+        it (unknown limits do not exclude)."""
         smem_kb = self.profile.get("smem_per_block_kb")
-        if smem_kb and self.smem_bytes(config, key) > smem_kb * 1024:
+        if smem_kb and self.smem_kb(config, key) > smem_kb:
             return False
         threads, warp = self.profile.get("max_threads_per_block"), self.profile.get("warp_size")
         return not (threads and warp and int(config.get("num_warps", 1)) * warp > threads)
@@ -188,32 +193,36 @@ class FamilySpace:
         return out
 
     def structure_config(self, key: str) -> Config:
-        """The baseline kernel's structure as a family configuration, clipped to the chip: one q head per
-        program, no split, one stage, the largest block_m of the reference tile table (128/64/32 by head dim)
-        that fits, block_n 64, 4 warps for D <= 64 else 8 (shared/reference/extend_attention.md)."""
-        shapes = [self.shapes[c] for c in self.classes.get(key, [])] or list(self.shapes.values())
-        d = max(s.head_dim for s in shapes)
-        start = 128 if d <= 128 else 64 if d <= 256 else 32
-        base = {k: v[0] for k, v in self.knobs.items()}
-        base.update(block_n=self.snap("block_n", 64), num_warps=self.snap("num_warps", 4 if d <= 64 else 8),
-                    num_stages=self.snap("num_stages", 1), num_splits=self.snap("num_splits", 1),
-                    pack_gqa=False)
-        for block_m in sorted((b for b in self.knobs["block_m"] if b <= start), reverse=True):
-            candidate = {**base, "block_m": block_m}
-            if self.feasible(candidate, key):
-                return candidate
-        return {**base, "block_m": min(self.knobs["block_m"])}
+        """The baseline kernel's structure as a family configuration: its tiles and warps for the class's largest
+        head dim (`baseline_tiles`, fitted to the chip), one q head per program, no split, one stage."""
+        shape = max((self.shapes[c] for c in self.classes.get(key) or self.shapes), key=lambda s: s.head_dim)
+        block_m, block_n, warps = baseline_tiles(shape.head_dim, DTYPES[shape.dtype].itemsize,
+                                                 self.profile.get("smem_per_block_kb"))
+        config = {k: v[0] for k, v in self.knobs.items()}
+        config.update(block_m=self.snap("block_m", block_m), block_n=self.snap("block_n", block_n),
+                      num_warps=self.snap("num_warps", warps), num_stages=self.snap("num_stages", 1),
+                      num_splits=self.snap("num_splits", 1), pack_gqa=False)
+        while not self.feasible(config, key) and config["block_m"] > min(self.knobs["block_m"]):
+            config["block_m"] = max(b for b in self.knobs["block_m"] if b < config["block_m"])
+        return config
 
-    def programs(self, config: Mapping[str, Any] | None, case: Case) -> int | None:
-        """Estimated programs the family launches for `case` (for the occupancy diagnosis), or None if unknown
-        (baseline, or splits derived at run time): B x heads x row blocks x splits, where a program with
-        ``pack_gqa`` covers the G q heads of one KV head."""
-        if not config or not config.get("num_splits"):
-            return None
+    def programs(self, config: Mapping[str, Any] | None, case: Case) -> int:
+        """Programs with work that a kernel launches for `case` (the occupancy diagnosis): heads x row blocks
+        x splits, by the kernels' own grid rules. `config` None is the baseline (one q head per program,
+        `baseline_tiles` rows); a family configuration is first fitted to the chip as `run_family` does, and
+        ``num_splits=0`` resolved with the family's `auto_splits`."""
         s = self.shapes.get(case.id) or case_shape(case)
-        heads, rows = (s.num_kv_heads, s.max_extend * s.group) if config.get("pack_gqa") else (s.num_q_heads,
-                                                                                             s.max_extend)
-        return s.batch * heads * math.ceil(max(rows, 1) / int(config["block_m"])) * int(config["num_splits"])
+        ext = list(case.params["extend_lens"])
+        if config is None:
+            block_m, _, _ = baseline_tiles(s.head_dim, DTYPES[s.dtype].itemsize, self.profile.get("smem_per_block_kb"))
+            return s.num_q_heads * sum(math.ceil(e / block_m) for e in ext)
+        limits = ChipLimits.from_profile(self.profile)
+        prob = _problem(s)
+        fitted = fit_to_chip(FamilyConfig(**dict(config)), prob, limits, s.v_is_k)
+        splits = fitted.num_splits or auto_splits(fitted, prob, limits)
+        pack = pack_factor(fitted, prob)
+        heads = s.num_kv_heads if pack > 1 else s.num_q_heads
+        return heads * splits * sum(math.ceil(e * pack / fitted.block_m) for e in ext)
 
     # ----- rendering
     def render(self, table: Mapping[str, Mapping[str, Any]], signature: inspect.Signature, header: Mapping[str, Any]

@@ -53,7 +53,7 @@ class LoopParts:
     proposer: Proposer
     knowledge: Knowledge | None
     space: FamilySpace | None
-    events: Events = lambda kind, **data: None
+    events: Events = lambda event, **data: None
 
 
 def baseline_path(task: TaskSpec) -> Path:
@@ -89,7 +89,7 @@ class OptimizationLoop:
         except StopRun as stop:
             self.state.status = "stopped" if isinstance(stop, ProposerUnavailable) else "finished"
             self.state.stop_kind, self.state.stop_reason = stop.kind, stop.reason
-            self.p.events("stop", kind=stop.kind, reason=stop.reason)
+            self.p.events("stop", stop=stop)
         except BaseException:
             self.state.status = "stopped"
             raise
@@ -163,7 +163,7 @@ class OptimizationLoop:
         best_lineage = self.run.read_lineage(best.n) if best else None
         table = (best_lineage.parameters.get("table") if best_lineage else None) or {}
         programs = {c.id: self.p.space.programs(table.get(self.p.space.class_of(c)), c)
-                    for c in self.p.cases} if self.p.space else {}
+                    for c in self.p.cases} if self.p.space else {}  # None config: the case runs the baseline
         diagnoses = diagnose(self.p.task, self.p.cases, self.p.profile, self.state.best_time_us, programs)
         ctx_retrieved = retrieval.gather(self.p.knowledge, self.p.task, self.p.profile, self.config.chip,
                                          self.p.cases, diagnoses, self.config.docs_k, self.config.findings_k)

@@ -41,6 +41,7 @@ class PatternGuidedProposer:
     def __init__(self, space: FamilySpace) -> None:
         self.space = space
         self.tried: set[str] = set()
+        self.tried_in_class: set[tuple[str, str]] = set()
         self.failed: dict[str, set[str]] = defaultdict(set)
         self.observed: dict[str, dict[str, float]] = defaultdict(dict)
         self.configs: dict[str, Config] = {}
@@ -65,6 +66,7 @@ class PatternGuidedProposer:
                 continue
             ck = config_key(config)
             self.configs[ck] = config
+            self.tried_in_class.add((key, ck))
             if not record.passed:
                 self.failed[key].add(ck)
             elif record.timed:
@@ -94,7 +96,7 @@ class PatternGuidedProposer:
         for key in self._class_order(ctx):
             for config, patterns, note, move, cites in self._class_candidates(key, ctx, plans[key]):
                 table = {**ctx.best_table, key: config}
-                if table_hash(table) in self.tried or config_key(config) in self.failed[key]:
+                if table_hash(table) in self.tried or (key, config_key(config)) in self.tried_in_class:
                     continue
                 return self._proposal(ctx, table, [key], list(patterns), note, move, list(cites))
         raise SearchSpaceExhausted("offline proposer: every configuration it would propose has been tried")
@@ -127,15 +129,19 @@ class PatternGuidedProposer:
                                  f"drop the ones it slowed down", None, [])
 
     def _class_order(self, ctx: ProposalContext) -> list[str]:
-        """Classes by headroom (sum of 1 - roofline fraction of their cases) over 1 + evaluations since their
-        last improvement; classes without timings count 1 per case."""
+        """Classes by expected benefit: headroom (sum over their cases of 1 - roofline fraction; 1 per case when
+        untimed) over (1 + evaluations since the class last improved) squared, a fifth of that once every
+        one-step neighbour of the class's centre has been tried (a local optimum)."""
         def priority(key: str) -> float:
             headroom = 0.0
             for case_id in self.space.class_cases(key):
                 d = ctx.diagnoses.get(case_id)
                 fraction = d.roofline_fraction if d is not None else None
                 headroom += 1.0 if fraction is None else max(0.0, 1.0 - fraction)
-            return headroom / (1 + self.stale[key])
+            centre = self._centre(key, ctx, [])
+            fresh = any((key, config_key(c)) not in self.tried_in_class for _k, _d, c in
+                        self.space.neighbors(centre, key))
+            return headroom / (1 + self.stale[key]) ** 2 * (1.0 if fresh else 0.2)
         return sorted(self.space.classes, key=lambda k: (-priority(k), k))
 
     def _centre(self, key: str, ctx: ProposalContext, plans: list[Plan]) -> Config:
@@ -152,7 +158,8 @@ class PatternGuidedProposer:
                           ) -> Iterator[tuple[Config, tuple[str, ...], str, dict | None, tuple[str, ...]]]:
         centre = self._centre(key, ctx, plans)
         for plan in plans:
-            yield plan.config, plan.patterns, plan.note, None, plan.citations
+            if key not in ctx.best_table or plan.note.startswith("verified"):
+                yield plan.config, plan.patterns, plan.note, None, plan.citations
             onto = self._apply(centre, plan.config, key, only=self._knobs_of(plan, key))
             if onto is not None:
                 yield onto, plan.patterns, f"{plan.note}, onto the current centre", None, plan.citations

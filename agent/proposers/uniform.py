@@ -2,13 +2,13 @@
 
 Each proposal picks a case class uniformly, then a configuration uniformly among the class's configurations
 that fit the chip (the same space the pattern-guided proposer searches), on top of the current best table.
-It consults no documents, patterns or findings, and never proposes the same table twice.
+It consults no documents, patterns or findings, and never proposes the same configuration for a class twice.
 """
 
 from __future__ import annotations
 
 from agent.errors import SearchSpaceExhausted
-from agent.family_space import Config, FamilySpace, table_hash
+from agent.family_space import Config, FamilySpace, config_key, table_hash
 from agent.proposers.base import Proposal, ProposalContext
 from agent.runstate import EvalRecord, Lineage
 
@@ -24,11 +24,17 @@ class UniformProposer:
     def __init__(self, space: FamilySpace) -> None:
         self.space = space
         self.tried: set[str] = set()
+        self.tried_in_class: set[tuple[str, str]] = set()
         self._configs: dict[str, list[Config]] = {}
 
     def observe(self, lineage: Lineage | None, record: EvalRecord) -> None:
-        if lineage is not None:
-            self.tried.add(lineage.content_hash)
+        if lineage is None:
+            return
+        self.tried.add(lineage.content_hash)
+        table = lineage.parameters.get("table", {})
+        for key in lineage.parameters.get("classes", []):
+            if key in table:
+                self.tried_in_class.add((key, config_key(table[key])))
 
     def propose(self, ctx: ProposalContext) -> Proposal:
         """A uniformly drawn untried (class, configuration) on top of the best table.
@@ -45,7 +51,7 @@ class UniformProposer:
             config = ctx.rng.choice(configs)
             table = {**ctx.best_table, key: config}
             digest = table_hash(table)
-            if digest in self.tried:
+            if digest in self.tried or (key, config_key(config)) in self.tried_in_class:
                 continue
             return self._proposal(ctx, table, key, digest)
         raise SearchSpaceExhausted(f"uniform proposer: {MAX_DRAWS} draws found no untried configuration")

@@ -1,0 +1,91 @@
+"""Assembling a run: cases, family space, proposer and loop, for a new run or a resumed one.
+
+The CLI and the tests go through here, so what a test drives is what `chiplore optimize` runs; only the
+verifier and knowledge base are passed in (the real ones from `agent.adapters`, scripted ones in tests).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.config import OptimizeConfig
+from agent.family_space import FamilySpace
+from agent.loop import Events, LoopParts, OptimizationLoop
+from agent.proposers.base import Proposer
+from agent.proposers.offline import PatternGuidedProposer
+from agent.proposers.uniform import UniformProposer
+from agent.runstate import RunDir, RunState, new_run_id
+from agent.seams import Knowledge, Verifier
+from hardware_profiles.schema import HardwareProfile
+from kernels.task import Case, TaskSpec, load_task
+from knowledge.errors import BadInputError
+
+
+def load_task_checked(name: str) -> TaskSpec:
+    """`load_task` with a one-line `BadInputError` for an unknown task."""
+    try:
+        return load_task(name)
+    except KeyError as exc:
+        raise BadInputError(str(exc.args[0])) from None
+
+
+def select_cases(task: TaskSpec, ids: list[str] | None) -> list[Case]:
+    """The task's bench cases, or those named in `ids` (in that order).
+
+    Raises:
+        BadInputError: an id that is not a bench case; the message lists the bench case ids.
+    """
+    bench = {c.id: c for c in task.bench_cases}
+    if not ids:
+        return list(task.bench_cases)
+    unknown = [i for i in ids if i not in bench]
+    if unknown:
+        raise BadInputError(f"unknown case(s) {unknown} for task {task.name!r}; bench cases: {list(bench)}")
+    return [bench[i] for i in ids]
+
+
+def make_proposer(config: OptimizeConfig, space: FamilySpace | None) -> Proposer:
+    """``llm`` -> `LLMProposer`; retrieval off or ``uniform`` -> `UniformProposer`; else pattern-guided.
+
+    Raises:
+        BadInputError: a family proposer for a task without a kernel family.
+    """
+    if config.proposer == "llm":
+        from agent.proposers.llm import LLMProposer
+
+        return LLMProposer(config.llm)
+    if space is None:
+        raise BadInputError(f"task {config.task!r} has no kernel family; use --proposer llm")
+    if config.proposer == "uniform" or not config.retrieval:
+        return UniformProposer(space)
+    return PatternGuidedProposer(space)
+
+
+def start_run(config: OptimizeConfig, device: str = "", run_id: str | None = None, root: Path | None = None
+              ) -> tuple[RunDir, RunState]:
+    """Create the run folder and its first state (saved)."""
+    load_task_checked(config.task)
+    run = RunDir.create(run_id or new_run_id(config.task, config.chip), root)
+    state = RunState(run_id=run.run_id, config=config, device=device)
+    run.save_state(state)
+    return run, state
+
+
+def run_optimization(run: RunDir, state: RunState, profile: HardwareProfile, verifier: Verifier,
+                     knowledge: Knowledge | None, events: Events | None = None,
+                     proposer: Proposer | None = None) -> RunState:
+    """Run (or resume) `state` to its end; returns the final state (also saved in the run folder).
+
+    `knowledge` is ignored when the run's config has retrieval off. `proposer` overrides `make_proposer`
+    (tests inject a scripted model this way).
+    """
+    config = state.config
+    task = load_task_checked(config.task)
+    cases = select_cases(task, config.cases)
+    space = FamilySpace(task, profile, cases) if task.knobs else None
+    parts = LoopParts(task=task, profile=profile, cases=cases, verifier=verifier,
+                      proposer=proposer or make_proposer(config, space),
+                      knowledge=knowledge if config.retrieval else None, space=space)
+    if events is not None:
+        parts.events = events
+    return OptimizationLoop(run, state, parts).run_loop()

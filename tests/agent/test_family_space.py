@@ -1,0 +1,100 @@
+"""Family space: classes from shapes, the candidate's own dispatch agrees, feasibility by the family's formula,
+and a rendered candidate computes the right answer under the Triton interpreter."""
+
+import ast
+import importlib.util
+import inspect
+import random
+
+import pytest
+import torch
+
+from agent.family_space import FamilySpace, case_shape, table_hash
+from kernels.extend_attention import baseline
+from kernels.extend_attention.spec import TASK, make_inputs, reference
+from tests.agent.helpers import h200_profile
+
+SIG = inspect.signature(baseline.extend_attention_fwd)
+HEADER = {"id": "v1", "parent_id": "v0", "generation": 1, "patterns": ["split-kv"], "rationale": "test",
+          "run_id": "run", "chip": "h200"}
+
+
+@pytest.fixture(scope="module")
+def space():
+    return FamilySpace(TASK, h200_profile(), list(TASK.bench_cases))
+
+
+def test_classes_of_bench_cases(space):
+    # memory-bound iff G*E < ridge = 989e12/4.8e12 = 206 FLOP/B: decode (4*1) and spec-verify (4*4)
+    assert space.classes == {
+        "compute-d128": ["prefill", "chunked-prefill", "mixed-batch", "ragged", "small-heads"],
+        "memory-d128": ["spec-verify", "decode"], "compute-d256": ["large-heads"], "compute-wide": ["mla"]}
+
+
+def _rendered_case_class(source: str):
+    tree = ast.parse(source)
+    keep = [n for n in tree.body if (isinstance(n, ast.FunctionDef) and n.name == "_case_class")
+            or (isinstance(n, ast.Assign) and n.targets[0].id == "RIDGE_FLOP_PER_BYTE")]
+    namespace: dict = {}
+    exec(compile(ast.Module(keep, []), "<candidate>", "exec"), namespace)
+    return namespace["_case_class"]
+
+
+def test_candidate_dispatch_matches_agent_classes(space):
+    source = space.render({k: space.structure_config(k) for k in space.classes}, SIG, HEADER)
+    case_class = _rendered_case_class(source)
+    rng = random.Random(7)
+    cases = list(TASK.bench_cases) + list(TASK.test_cases) + [TASK.random_case(rng, small=s) for s in [1, 0] * 10]
+    for case in cases:
+        s = case_shape(case)
+        q = torch.empty(s.total_extend, s.num_q_heads, s.head_dim, device="meta")
+        k = torch.empty(s.total_extend, s.num_kv_heads, s.head_dim, device="meta")
+        indptr = torch.empty(s.batch + 1, device="meta")
+        assert case_class(q, k, indptr) == space.class_of(case), case.id
+
+
+def test_feasibility_uses_family_footprint(space):
+    # MLA 576/512 with V a view of K, bf16: 2*(4*128*(512+64) + 128*576)/1024 = 720 KiB > 227 KiB
+    big = {"block_m": 128, "block_n": 128, "num_warps": 8, "num_stages": 4, "num_splits": 1, "pack_gqa": True}
+    assert space.smem_kb(big, "compute-wide") == pytest.approx(720.0)
+    assert not space.feasible(big, "compute-wide")
+    assert space.feasible(big, "compute-d128") is False  # 2*(4*128*256 + 128*128)/1024 = 288 KiB
+    small = {**big, "num_stages": 2}  # 2*(2*128*256 + 128*128)/1024 = 160 KiB
+    assert space.feasible(small, "compute-d128")
+    assert all(space.feasible(c, "compute-wide") for c in space.all_configs("compute-wide"))
+    assert 0 < len(space.all_configs("compute-wide")) < len(space.all_configs("compute-d128"))
+
+
+def test_programs_follow_kernel_grids(space):
+    decode = TASK.case("decode")  # B=64, E=1, H_q=32, H_kv=8
+    assert space.programs(None, decode) == 64 * 32  # baseline: one q head per program, one row block each
+    packed = {"block_m": 16, "block_n": 64, "num_warps": 4, "num_stages": 2, "num_splits": 4, "pack_gqa": True}
+    assert space.programs(packed, decode) == 8 * 4 * 64  # 8 KV heads x 4 splits x 64 row blocks of 4 rows
+
+
+def test_snap_neighbors_and_structure(space):
+    assert space.snap("num_splits", 9) == 8 and space.snap("num_splits", 3) == 4
+    assert space.snap("pack_gqa", True) is True and space.snap("block_m", "x") is None
+    base = space.structure_config("compute-d128")
+    assert base == {"block_m": 128, "block_n": 64, "num_warps": 8, "num_stages": 1, "num_splits": 1,
+                    "pack_gqa": False}
+    moves = space.neighbors(base, "compute-d128")
+    assert ("block_m", -1, {**base, "block_m": 64}) in moves
+    assert all(knob != "block_m" or direction == -1 for knob, direction, _ in moves)
+    assert table_hash({"a": base}) == table_hash({"a": dict(reversed(list(base.items())))})
+
+
+def test_rendered_candidate_is_correct_under_interpreter(space, tmp_path):
+    table = {"memory-d128": {"block_m": 16, "block_n": 32, "num_warps": 4, "num_stages": 2, "num_splits": 2,
+                             "pack_gqa": True}}
+    path = tmp_path / "kernel_v1.py"
+    path.write_text(space.render(table, SIG, HEADER))
+    spec = importlib.util.spec_from_file_location("kernel_v1", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    # gqa-4 runs through the family (memory-d128); mla-576-512 has no entry (memory-wide) -> the baseline
+    for case_id in ("gqa-4", "mla-576-512"):
+        inputs = make_inputs(TASK.case(case_id), seed=3)
+        module.extend_attention_fwd(**inputs)
+        expected = reference(inputs)["o_extend"]
+        torch.testing.assert_close(inputs["o_extend"].float(), expected, atol=4e-3, rtol=4e-3)

@@ -1,0 +1,131 @@
+"""The loop end to end with the real proposers, run state and candidate files, a scripted verifier (timing
+model) and an in-memory knowledge base."""
+
+import json
+
+import pytest
+
+from agent.config import AcceptanceRules, OptimizeConfig, StopRules
+from agent.session import run_optimization, start_run
+from tests.agent.helpers import BASELINE_US, ScriptedKnowledge, ScriptedVerifier, floors, h200_profile
+
+
+def _config(**kw):
+    stop = kw.pop("stop", StopRules(max_evals=12))
+    return OptimizeConfig(task="extend_attention", chip="h200", stop=stop,
+                          accept=AcceptanceRules(baseline_repeats=2), **kw)
+
+
+def _run(tmp_path, config, verifier=None, knowledge=None):
+    run, state = start_run(config, root=tmp_path)
+    knowledge = knowledge if knowledge is not None else ScriptedKnowledge()
+    verifier = verifier or ScriptedVerifier()
+    return run, run_optimization(run, state, h200_profile(), verifier, knowledge), verifier, knowledge
+
+
+def test_offline_run_improves_and_keeps_every_promise(tmp_path):
+    run, state, verifier, knowledge = _run(tmp_path, _config())
+    assert state.status == "finished" and state.stop_kind == "max_evals"
+    assert len(state.evaluations) == 12 and [e.n for e in state.evaluations] == list(range(1, 13))
+    # baseline timed twice, then one verification per candidate
+    assert verifier.calls[:2] == ["baseline.py", "baseline.py"] and len(verifier.calls) == 14
+    assert state.baseline.time_us.keys() == BASELINE_US.keys()
+    best = state.best_record()
+    assert best is not None and best.accepted and best.geomean_speedup > 2.0
+    # every accepted candidate passed, was faster on its targets and regressed nothing by more than 5%
+    current = dict(state.baseline.time_us)
+    for e in state.evaluations:
+        if e.accepted:
+            assert e.passed and all(e.time_us[c] <= current[c] * 1.05 for c in current)
+            assert all(e.time_us[c] < current[c] for c in e.target_cases)
+            current = dict(e.time_us)
+    assert current == state.best_time_us
+    # no time under the roofline floor (the scripted model is realistic)
+    floor = floors(h200_profile())
+    assert all(t >= floor[c] for e in state.evaluations for c, t in e.time_us.items())
+    # candidates and lineage on disk; content hashes distinct
+    hashes = [e.content_hash for e in state.evaluations]
+    assert len(set(hashes)) == len(hashes)
+    first = run.read_lineage(1)
+    assert first.parent_id == "v0" and first.generation == 1 and "split-kv" in first.patterns
+    assert "from kernels.extend_attention.family import FamilyConfig, run_family" in run.read_candidate(1)
+    # the first candidate applies the ranked patterns' parameters: splits 9 -> 8 allowed, GQA packing, block_m 16
+    assert first.parameters["table"]["memory-d128"] == {"block_m": 16, "block_n": 64, "num_warps": 8,
+                                                        "num_stages": 1, "num_splits": 8, "pack_gqa": True}
+    # retrieval logged with citations every iteration
+    log = run.read_retrieval(5)
+    assert log["enabled"] and log["documents"][0]["cite"] == "h200-note.md > Memory"
+    assert log["patterns"]["decode"][0]["citations"] == ["h200-note.md > Compute units"]
+    assert log["diagnosis"]["decode"]["bottleneck"] in ("memory-bound", "occupancy")
+    # one finding per target case per evaluation, recorded once
+    ids = [i for e in state.evaluations for i in e.finding_ids]
+    assert len(ids) == len(set(ids)) == len(knowledge.findings) == knowledge.record_calls
+    statuses = {f.status for f in knowledge.findings.values()}
+    assert "accepted" in statuses and statuses <= {"accepted", "rejected", "failed"}
+
+
+def test_failed_candidates_are_recorded_and_not_retried(tmp_path):
+    # the scripted verifier fails every configuration with block_n=64 in any class
+    verifier = ScriptedVerifier(fail_when={"block_n": 64})
+    run, state, _, knowledge = _run(tmp_path, _config(stop=StopRules(max_evals=8)), verifier)
+    failed = [e for e in state.evaluations if e.stage == "compile_error"]
+    assert failed and all(not e.accepted and "out of resources" in e.decision for e in failed)
+    configs = [json.dumps(e.parameters["table"], sort_keys=True) for e in state.evaluations]
+    assert len(configs) == len(set(configs))
+    assert any(f.status == "failed" and f.speedup is None for f in knowledge.findings.values())
+
+
+def test_patience_stops_a_run_without_improvement(tmp_path):
+    verifier = ScriptedVerifier(fail_when={})
+    verifier_slow = ScriptedVerifier(fail_when={"num_warps": 4, "num_warps": 8})  # noqa: F601  every config fails
+    config = _config(stop=StopRules(max_evals=40, patience=3))
+    run, state, *_ = _run(tmp_path, config, verifier_slow)
+    assert state.stop_kind == "no_improvement" and len(state.evaluations) == 3
+    assert verifier.calls == []
+
+
+def test_roofline_target_stops(tmp_path):
+    config = _config(stop=StopRules(max_evals=40, target_roofline_fraction=0.01))
+    run, state, *_ = _run(tmp_path, config)
+    assert state.stop_kind == "roofline" and state.evaluations == []
+
+
+def test_budget_stops(tmp_path):
+    config = _config(stop=StopRules(max_evals=40, budget_min=1e-6))
+    run, state, *_ = _run(tmp_path, config)
+    assert state.stop_kind == "budget" and len(state.evaluations) == 0
+
+
+def test_no_retrieval_is_uniform_and_queries_nothing(tmp_path):
+    knowledge = ScriptedKnowledge()
+    run, state, _, _ = _run(tmp_path, _config(retrieval=False, stop=StopRules(max_evals=10)), knowledge=knowledge)
+    assert knowledge.queries == [] and knowledge.record_calls == 0
+    assert {e.proposer for e in state.evaluations} == {"uniform"}
+    assert run.read_retrieval(3)["enabled"] is False
+    hashes = [e.content_hash for e in state.evaluations]
+    assert len(set(hashes)) == len(hashes) == 10
+
+
+def test_untimed_run_claims_no_speedup(tmp_path):
+    config = _config(timing="interpreter", stop=StopRules(max_evals=4))
+    run, state, verifier, _ = _run(tmp_path, config, ScriptedVerifier(timed=False))
+    assert verifier.calls.count("baseline.py") == 1
+    assert state.baseline.timed is False and state.best_id == "v0"
+    assert all(e.passed and not e.accepted and e.geomean_speedup is None for e in state.evaluations)
+    assert all("no speedup claimed" in e.decision for e in state.evaluations)
+
+
+def test_retrieval_beats_uniform_on_the_scripted_model(tmp_path):
+    """With the same budget the pattern-guided proposer gets further than uniform search (scripted optimum)."""
+    budget = StopRules(max_evals=15)
+    _, guided, *_ = _run(tmp_path / "a", _config(stop=budget))
+    _, uniform, *_ = _run(tmp_path / "b", _config(retrieval=False, stop=budget))
+    best = lambda s: s.best_record().geomean_speedup if s.best_record() else 1.0  # noqa: E731
+    assert best(guided) > best(uniform)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_uniform_is_reproducible(tmp_path, seed):
+    a = _run(tmp_path / "a", _config(retrieval=False, seed=seed, stop=StopRules(max_evals=5)))[1]
+    b = _run(tmp_path / "b", _config(retrieval=False, seed=seed, stop=StopRules(max_evals=5)))[1]
+    assert [e.content_hash for e in a.evaluations] == [e.content_hash for e in b.evaluations]
