@@ -89,3 +89,20 @@ def run_optimization(run: RunDir, state: RunState, profile: HardwareProfile, ver
     if events is not None:
         parts.events = events
     return OptimizationLoop(run, state, parts).run_loop()
+
+
+def resume_run(run: str | Path, root: Path | None = None, max_evals: int | None = None,
+               budget_min: float | None = None) -> tuple[RunDir, RunState]:
+    """Open a run to continue it; `max_evals` / `budget_min` replace the saved stop rules when given.
+
+    Raises:
+        RunNotFoundError: no such run. BadInputError: unreadable state.
+    """
+    folder = RunDir.open(run, root)
+    state = folder.load_state()
+    updates = {k: v for k, v in (("max_evals", max_evals), ("budget_min", budget_min)) if v is not None}
+    if updates:
+        state.config = state.config.model_copy(update={"stop": state.config.stop.model_copy(update=updates)})
+    state.resumes += 1
+    folder.save_state(state)
+    return folder, state

@@ -1,7 +1,7 @@
 """Scripted components for the loop tests: a chip profile, a scripted verifier (a timing model over family
 configurations) and an in-memory knowledge base. The loop, proposers, run state and candidate files are real.
 
-The scripted verifier reads a candidate's dispatch table from its lineage sidecar and returns a verdict whose
+The scripted verifier reads a candidate's dispatch table from its source (``CONFIGS``) and returns a verdict whose
 times follow a fixed model: per class an optimum configuration and a best speedup; every knob step away from the
 optimum costs 20%; cases of a class the table leaves out run at the baseline time. Times never go under the
 roofline floor of the profile (checked in the tests).
@@ -9,6 +9,7 @@ roofline floor of the profile (checked in the tests).
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -66,6 +67,15 @@ def model_time_us(case_id: str, config: dict[str, Any] | None, jitter_key: str) 
     return base / best * 1.2 ** steps * jitter
 
 
+def dispatch_table(source: str) -> dict[str, dict[str, Any]]:
+    """``CONFIGS = {"class": FamilyConfig(knob=value, ...)}`` of a family candidate, read with `ast`."""
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "CONFIGS":
+            return {ast.literal_eval(k): {kw.arg: ast.literal_eval(kw.value) for kw in v.keywords}
+                    for k, v in zip(node.value.keys, node.value.values)}
+    return {}
+
+
 @dataclass
 class ScriptedVerifier:
     """Verifier seam driven by `model_time_us`. ``fail_when`` knob values make a candidate fail to compile;
@@ -81,8 +91,7 @@ class ScriptedVerifier:
         self.calls.append(path.name)
         if self.on_call is not None:
             self.on_call(path)
-        sidecar = path.with_suffix(".json")
-        table = json.loads(sidecar.read_text())["parameters"].get("table", {}) if sidecar.is_file() else {}
+        table = dispatch_table(path.read_text())
         for config in table.values():
             if all(config.get(k) == v for k, v in self.fail_when.items()):
                 return {"stage": "compile_error", "reasons": ["out of resources: shared memory 240 KB > 227 KB"],

@@ -1,0 +1,61 @@
+"""A real OpenAI-protocol HTTP server for tests: serves ``POST /v1/chat/completions`` with scripted replies.
+
+Each scripted item is a reply text (HTTP 200, one choice) or an int (that HTTP status with an error body).
+When the script runs out, every request gets HTTP 503. Requests are kept (parsed JSON bodies).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class ScriptedChatServer:
+    def __init__(self, script: list[str | int]) -> None:
+        self.script = list(script)
+        self.requests: list[dict] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests.append({"path": self.path, "body": body,
+                                        "auth": self.headers.get("Authorization")})
+                item = server.script.pop(0) if server.script else 503
+                if self.path != "/v1/chat/completions":
+                    item = 404
+                if isinstance(item, int):
+                    payload = {"error": {"message": f"scripted status {item}", "type": "server_error"}}
+                    status = item
+                else:
+                    status = 200
+                    payload = {"id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion",
+                               "created": 0, "model": body.get("model"),
+                               "choices": [{"index": 0, "finish_reason": "stop",
+                                            "message": {"role": "assistant", "content": item}}],
+                               "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> ScriptedChatServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
