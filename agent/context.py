@@ -40,6 +40,7 @@ class PatternView:
     parameters: dict[str, Any]
     knobs: dict[str, Any]
     citations: list[str]
+    applicable: bool = True
 
 
 @dataclass
@@ -112,10 +113,16 @@ def knob_values(pattern: RankedPatternLike) -> dict[str, Any]:
 
 
 def pattern_view(case_id: str, ranked: RankedPatternLike) -> PatternView:
+    """Loggable view of a ranked pattern: evidence citations first, then the catalog sources it cites."""
+    cites = [cite_of(e) for e in (ranked.evidence or ())] + [cite_of(s) for s in getattr(ranked, "sources", ())]
     return PatternView(case_id, str(ranked.pattern_id), float(ranked.score),
                        None if ranked.expected_gain is None else float(ranked.expected_gain),
-                       {str(k): v for k, v in dict(ranked.parameters or {}).items()}, knob_values(ranked),
-                       [cite_of(e) for e in (ranked.evidence or ())])
+                       {str(k): _jsonable(v) for k, v in dict(ranked.parameters or {}).items()}, knob_values(ranked),
+                       list(dict.fromkeys(cites)), bool(getattr(ranked, "applicable", True)))
+
+
+def _jsonable(value: Any) -> Any:
+    return value if isinstance(value, (str, int, float, bool, type(None), list, dict)) else str(value)
 
 
 def document_queries(task: TaskSpec, chip: str, diagnoses: Mapping[str, CaseDiagnosis], limit: int = 2) -> list[str]:
@@ -131,7 +138,7 @@ def document_queries(task: TaskSpec, chip: str, diagnoses: Mapping[str, CaseDiag
 
 def gather(knowledge: Knowledge | None, task: TaskSpec, profile: HardwareProfile, chip: str,
            cases: Sequence[Case], diagnoses: Mapping[str, CaseDiagnosis], docs_k: int, findings_k: int,
-           patterns_k: int = 3) -> RetrievalContext:
+           patterns_k: int = 5) -> RetrievalContext:
     """Query documents, ranked patterns (per case) and findings; `knowledge=None` means retrieval is off."""
     if knowledge is None:
         return RetrievalContext(enabled=False)

@@ -227,7 +227,7 @@ class OptimizationLoop:
     def _finish(self, record: EvalRecord, lineage: Lineage | None) -> None:
         s = self.state
         s.no_improve_streak = 0 if record.accepted else s.no_improve_streak + 1
-        if self.config.record_findings and self.p.knowledge is not None:
+        if self.config.record_findings and self.p.knowledge is not None and record.content_hash:
             record.finding_ids = self._record_findings(record)
         s.evaluations.append(record)
         s.pending = None

@@ -229,7 +229,7 @@ class PatternGuidedProposer:
         for case_id in self.space.class_cases(key):
             for view in ctx.retrieval.patterns.get(case_id, []):
                 knobs = {k: v for k, v in view.knobs.items() if k in self.space.knobs}
-                if not knobs:
+                if not knobs or not view.applicable:
                     continue
                 prev = agg.get(view.pattern_id)
                 total = (prev[1] if prev else 0.0) + view.score

@@ -1,0 +1,76 @@
+"""The best kernel as a self-contained package to drop into SGLang (or any code base).
+
+A candidate imports the task's kernel modules (`kernels.extend_attention.family`, `.baseline`, ...). `write_dropin`
+copies the candidate and every ``kernels.*`` module it needs, transitively, into one package folder and rewrites
+those imports as relative ones, so the package needs only torch and triton. `kernels/` imports nothing else of
+chiplore (DESIGN.md layering), which is what makes this possible.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+from pathlib import Path
+
+from agent.atomic_io import atomic_write_text
+from knowledge.errors import ChiploreError
+
+PACKAGE = "chiplore_extend_attention"
+_FROM = re.compile(r"^(\s*)from\s+(kernels(?:\.\w+)+)\s+import\s", re.MULTILINE)
+
+
+def _kernel_imports(source: str) -> set[str]:
+    """Names of ``kernels.*`` modules imported by `source` (``from kernels.x.y import ...``)."""
+    out = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("kernels.") and not node.level:
+            out.add(node.module)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("kernels."):
+                    raise ChiploreError(f"drop-in: 'import {alias.name}' is not supported; use 'from ... import'")
+    return out
+
+
+def _module_file(name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+        raise ChiploreError(f"drop-in: module {name!r} has no Python source file")
+    return Path(spec.origin)
+
+
+def write_dropin(candidate: Path, out: Path, package: str = PACKAGE, entry_point: str = "extend_attention_fwd"
+                 ) -> Path:
+    """Write ``out/<package>/`` holding ``kernel.py`` (the candidate) and its ``kernels.*`` dependencies.
+
+    Returns:
+        the package folder. Import with ``from <package> import extend_attention_fwd``.
+
+    Raises:
+        ChiploreError: a dependency has no source file, or two dependencies share a file name.
+    """
+    sources = {"kernel": candidate.read_text(encoding="utf-8")}
+    names: dict[str, str] = {}
+    pending = list(_kernel_imports(sources["kernel"]))
+    while pending:
+        module = pending.pop()
+        if module in names:
+            continue
+        short = module.rsplit(".", 1)[-1]
+        if short in sources or short == "__init__":
+            raise ChiploreError(f"drop-in: two modules named {short!r}")
+        names[module] = short
+        sources[short] = _module_file(module).read_text(encoding="utf-8")
+        pending.extend(_kernel_imports(sources[short]))
+    target = out / package
+    target.mkdir(parents=True, exist_ok=True)
+    def relative(match: re.Match) -> str:
+        return f"{match.group(1)}from .{names[match.group(2)]} import "
+
+    for short, text in sources.items():
+        atomic_write_text(target / f"{short}.py", _FROM.sub(relative, text))
+    init = (f'"""Extend attention tuned by chiplore; needs torch and triton only."""\n\n'
+            f'from .kernel import {entry_point}\n\n__all__ = ["{entry_point}"]\n')
+    atomic_write_text(target / "__init__.py", init)
+    return target

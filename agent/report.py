@@ -1,0 +1,191 @@
+"""`chiplore report RUN`: a Markdown summary, two PNG plots and the best kernel as an SGLang drop-in.
+
+Written to ``<run>/report/``: ``report.md`` (template ``report.md.j2``), ``speedup.png`` (geomean speedup over the
+baseline at every evaluation, with the best so far), ``roofline.png`` (fraction of the roofline floor per case,
+baseline vs best) and ``sglang/`` (`agent.dropin`). Untimed runs (Triton interpreter) get no speedup figures.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from agent.acceptance import geomean  # noqa: E402
+from agent.atomic_io import atomic_write_text  # noqa: E402
+from agent.dropin import write_dropin  # noqa: E402
+from agent.runstate import EvalRecord, RunDir, RunState  # noqa: E402
+from agent.templates import render  # noqa: E402
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    """Paths written by `write_report`."""
+
+    markdown: Path
+    speedup_png: Path
+    roofline_png: Path
+    best_kernel: Path
+    dropin: Path | None
+
+
+def best_so_far(state: RunState) -> list[tuple[int, float]]:
+    """(evaluation n, geomean speedup of the best kernel after it) for every evaluation; 1.0 = baseline."""
+    out, best = [], 1.0
+    for e in state.evaluations:
+        if e.accepted and e.geomean_speedup:
+            best = e.geomean_speedup
+        out.append((e.n, best))
+    return out
+
+
+def evals_to_fraction_of(state: RunState, target: float) -> int | None:
+    """First evaluation after which the best kernel's geomean speedup is >= `target` (None: never)."""
+    for n, best in best_so_far(state):
+        if best >= target:
+            return n
+    return None
+
+
+def lineage_chain(run: RunDir, state: RunState) -> list[dict[str, Any]]:
+    """The best kernel's ancestry from the baseline: id, generation, patterns, rationale, speedup."""
+    chain, current = [], state.best_id
+    records = {e.candidate_id: e for e in state.evaluations}
+    while current and current != "v0":
+        lineage = run.read_lineage(int(current[1:]))
+        if lineage is None:
+            break
+        record = records.get(current)
+        chain.append({"id": current, "generation": lineage.generation, "patterns": lineage.patterns,
+                      "rationale": lineage.rationale, "geomean": record.geomean_speedup if record else None})
+        current = lineage.parent_id
+    return list(reversed(chain))
+
+
+def plot_speedup(state: RunState, path: Path) -> None:
+    """Geomean speedup over the baseline per evaluation (accepted, rejected, failed) and the best so far."""
+    fig, ax = plt.subplots(figsize=(8, 4.2), dpi=120)
+    timed = [e for e in state.evaluations if e.geomean_speedup]
+    if timed:
+        for accepted, style in ((False, dict(color="0.6", marker="o", s=18, label="verified, rolled back")),
+                                (True, dict(color="tab:green", marker="o", s=36, label="accepted"))):
+            pts = [e for e in timed if e.accepted == accepted]
+            if pts:
+                ax.scatter([e.n for e in pts], [e.geomean_speedup for e in pts], zorder=3, **style)
+        failed = [e.n for e in state.evaluations if not e.passed]
+        if failed:
+            ax.scatter(failed, [1.0] * len(failed), color="tab:red", marker="x", s=24, zorder=3,
+                       label="failed verification")
+        steps = best_so_far(state)
+        ax.step([0] + [n for n, _ in steps], [1.0] + [b for _, b in steps], where="post", color="tab:blue",
+                label="best so far")
+        ax.axhline(1.0, color="k", lw=0.8, ls=":")
+        ax.set_ylabel("geomean speedup over baseline (x)")
+        ax.legend(loc="lower right", fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "not timed on this machine (correctness-only run):\nno speedup is claimed",
+                ha="center", va="center", transform=ax.transAxes)
+        passed = [e.n for e in state.evaluations if e.passed]
+        failed = [e.n for e in state.evaluations if not e.passed]
+        ax.scatter(passed, [1] * len(passed), color="tab:green", marker="o", label="verified correct")
+        ax.scatter(failed, [0] * len(failed), color="tab:red", marker="x", label="failed")
+        ax.set_yticks([0, 1], ["failed", "passed"])
+        if passed or failed:
+            ax.legend(loc="upper right", fontsize=8)
+    ax.set_xlabel("evaluation")
+    ax.set_title(f"{state.config.task} on {state.config.chip}: run {state.run_id}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def plot_roofline(state: RunState, path: Path) -> None:
+    """Fraction of the roofline floor per case: baseline vs best kernel (grouped bars, percent)."""
+    fig, ax = plt.subplots(figsize=(8, 4.2), dpi=120)
+    base = state.baseline.roofline_fraction if state.baseline else {}
+    best_record = state.best_record()
+    best = best_record.roofline_fraction if best_record else base
+    cases = list(base)
+    if cases:
+        x = range(len(cases))
+        ax.bar([i - 0.2 for i in x], [100 * base[c] for c in cases], width=0.4, label="baseline", color="0.6")
+        ax.bar([i + 0.2 for i in x], [100 * best.get(c, 0) for c in cases], width=0.4,
+               label=f"best ({state.best_id})", color="tab:blue")
+        ax.set_xticks(list(x), cases, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel("% of roofline floor")
+        ax.legend(fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "not timed on this machine: no roofline fractions", ha="center", va="center",
+                transform=ax.transAxes)
+    ax.set_title(f"roofline fraction per case ({state.config.chip} profile peaks)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _case_rows(state: RunState) -> list[dict[str, Any]]:
+    base = state.baseline
+    best = state.best_record()
+    rows = []
+    for case, t0 in (base.time_us.items() if base else []):
+        t1 = state.best_time_us.get(case, t0)
+        rows.append({"case": case, "baseline_us": t0, "best_us": t1, "speedup": t0 / t1,
+                     "floor_us": base.floor_us.get(case), "base_fraction": base.roofline_fraction.get(case),
+                     "best_fraction": (best.roofline_fraction if best else base.roofline_fraction).get(case)})
+    return rows
+
+
+def _retrieval_summary(run: RunDir, state: RunState) -> list[dict[str, Any]]:
+    rows = []
+    for e in state.evaluations:
+        log = run.read_retrieval(e.n) or {}
+        patterns = sorted({p["pattern_id"] for ps in log.get("patterns", {}).values() for p in ps})
+        rows.append({"n": e.n, "enabled": log.get("enabled", False), "documents": [d["cite"] for d in
+                                                                                  log.get("documents", [])][:3],
+                     "patterns": patterns[:6], "findings": len(log.get("findings", []))})
+    return rows
+
+
+def write_report(run: RunDir) -> ReportFiles:
+    """Write the report of `run` under ``<run>/report/``; returns the paths."""
+    state = run.load_state()
+    out = run.path / "report"
+    out.mkdir(exist_ok=True)
+    speedup_png, roofline_png = out / "speedup.png", out / "roofline.png"
+    plot_speedup(state, speedup_png)
+    plot_roofline(state, roofline_png)
+    best_n = int(state.best_id[1:])
+    best_kernel = out / f"{state.config.task}_best_{state.best_id}.py"
+    shutil.copyfile(run.candidate_path(best_n), best_kernel)
+    dropin = write_dropin(run.candidate_path(best_n), out / "sglang") if best_n else None
+    best = state.best_record()
+    final = best.geomean_speedup if best and best.geomean_speedup else 1.0
+    timed = bool(state.baseline and state.baseline.timed)
+    text = render(
+        "report.md.j2", state=state, rows=_case_rows(state), timed=timed, final=final,
+        geomean_fraction=_geomean_fraction(state), evals_95=evals_to_fraction_of(state, 0.95 * final) if best else None,
+        chain=lineage_chain(run, state), evaluations=state.evaluations, retrieval=_retrieval_summary(run, state),
+        counts=_counts(state.evaluations), best_kernel=best_kernel.name, dropin=dropin is not None,
+        findings=len(state.findings_recorded))
+    markdown = out / "report.md"
+    atomic_write_text(markdown, text)
+    return ReportFiles(markdown, speedup_png, roofline_png, best_kernel, dropin)
+
+
+def _geomean_fraction(state: RunState) -> tuple[float | None, float | None]:
+    base = state.baseline.roofline_fraction if state.baseline else {}
+    best = state.best_record()
+    fb = list(base.values())
+    fbest = list((best.roofline_fraction if best else base).values())
+    return (geomean(fb) if fb else None, geomean(fbest) if fbest else None)
+
+
+def _counts(evals: list[EvalRecord]) -> dict[str, int]:
+    return {"total": len(evals), "accepted": sum(e.accepted for e in evals),
+            "passed": sum(e.passed for e in evals), "failed": sum(not e.passed for e in evals)}
