@@ -10,8 +10,11 @@ benchmark sizes):
   attention is about G*E FLOP/byte in 16-bit types (shared/reference/extend_attention.md, "Roofline floor").
 - width: head_dim <= 128 -> ``d128``, <= 256 -> ``d256``, else ``wide`` (the tile-table steps of the reference).
 
-Classes without an entry in the table run the task's baseline kernel, so a candidate can improve one class
-without touching the others. `FamilySpace.class_of` mirrors the candidate's ``_case_class`` (tested).
+Every class of the run's cases has an entry (a run starts from `structure_config`, the baseline kernel's structure
+inside the family), so a candidate changes one class without touching the others; a class no bench case has
+(e.g. a shape drawn at verification time) uses the family's default configuration. The candidate imports nothing
+but the family module and keeps no mutable module state (the verifier's static rules). `FamilySpace.class_of`
+mirrors the candidate's ``_case_class`` (tested).
 """
 
 from __future__ import annotations
@@ -224,6 +227,12 @@ class FamilySpace:
         heads = s.num_kv_heads if pack > 1 else s.num_q_heads
         return heads * splits * sum(math.ceil(e * pack / fitted.block_m) for e in ext)
 
+    def full_table(self, table: Mapping[str, Mapping[str, Any]]) -> Table:
+        """`table` with every class of the run's cases present: classes it lacks get `structure_config`, so a
+        run starts from the baseline kernel's structure inside the family."""
+        return {k: dict(table.get(k) or self.structure_config(k)) for k in sorted(self.classes)} | {
+            k: dict(v) for k, v in table.items() if k not in self.classes}
+
     # ----- rendering
     def render(self, table: Mapping[str, Mapping[str, Any]], signature: inspect.Signature, header: Mapping[str, Any]
                ) -> str:
@@ -233,8 +242,10 @@ class FamilySpace:
             parameters=[p.replace(annotation=inspect.Parameter.empty) for p in signature.parameters.values()],
             return_annotation=inspect.Signature.empty)
         names = list(bare.parameters)
-        configs = [(k, ", ".join(f"{n}={table[k][n]!r}" for n in self.knobs)) for k in sorted(table)]
+        full = self.full_table(table)
+        configs = [(k, ", ".join(f"{n}={full[k][n]!r}" for n in self.knobs)) for k in sorted(full)]
         return render("extend_attention_candidate.py.j2", header=dict(header), configs=configs,
+                      family_module=f"{self.task.optimized_module}.family",
                       ridge=None if self.ridge is None else round(self.ridge, 3),
                       signature=_wrap(str(bare)[1:-1].split(", "), indent=4),
                       call_args=_wrap([f"{n}={n}" for n in names], indent=8),

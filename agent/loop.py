@@ -164,6 +164,7 @@ class OptimizationLoop:
         table = (best_lineage.parameters.get("table") if best_lineage else None) or {}
         programs = {c.id: self.p.space.programs(table.get(self.p.space.class_of(c)), c)
                     for c in self.p.cases} if self.p.space else {}  # None config: the case runs the baseline
+        table = self.p.space.full_table(table) if self.p.space else table
         diagnoses = diagnose(self.p.task, self.p.cases, self.p.profile, self.state.best_time_us, programs)
         ctx_retrieved = retrieval.gather(self.p.knowledge, self.p.task, self.p.profile, self.config.chip,
                                          self.p.cases, diagnoses, self.config.docs_k, self.config.findings_k)

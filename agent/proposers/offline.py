@@ -60,23 +60,22 @@ class PatternGuidedProposer:
         self.last = (lineage, record)
         self.any_accepted |= record.accepted
         table, changed = lineage.parameters.get("table", {}), lineage.parameters.get("classes", [])
-        for key in changed:
-            config = table.get(key)
-            if config is None:
-                continue
+        for key, config in table.items():
             ck = config_key(config)
             self.configs[ck] = config
+            if record.passed and record.timed:
+                times = [record.time_us[c] for c in self.space.class_cases(key) if c in record.time_us]
+                if times:
+                    self.observed[key][ck] = min(geomean(times), self.observed[key].get(ck, float("inf")))
+            if key not in changed:
+                continue
             self.tried_in_class.add((key, ck))
             if not record.passed:
                 self.failed[key].add(ck)
-            elif record.timed:
-                times = [record.time_us[c] for c in self.space.class_cases(key) if c in record.time_us]
-                if times:
-                    self.observed[key][ck] = geomean(times)
             self.stale[key] = 0 if record.accepted else self.stale[key] + 1
         sign = 1 if record.accepted else -1
         move = lineage.parameters.get("move")
-        if move:
+        if move and move.get("knob"):
             self.move_stats[(move["class"], move["knob"], move["direction"])] += sign
             self.move_stats[("*", move["knob"], move["direction"])] += sign
         for pattern in lineage.patterns:
@@ -96,7 +95,8 @@ class PatternGuidedProposer:
         for key in self._class_order(ctx):
             for config, patterns, note, move, cites in self._class_candidates(key, ctx, plans[key]):
                 table = {**ctx.best_table, key: config}
-                if table_hash(table) in self.tried or (key, config_key(config)) in self.tried_in_class:
+                retry = move is not None and move.get("knob") is None  # the class's fastest configuration again
+                if table_hash(table) in self.tried or (not retry and (key, config_key(config)) in self.tried_in_class):
                     continue
                 return self._proposal(ctx, table, [key], list(patterns), note, move, list(cites))
         raise SearchSpaceExhausted("offline proposer: every configuration it would propose has been tried")
@@ -128,10 +128,28 @@ class PatternGuidedProposer:
                                  f"keep the classes {lineage.id} sped up ({', '.join(improved)}); "
                                  f"drop the ones it slowed down", None, [])
 
+    def _blocking(self, ctx: ProposalContext) -> set[str]:
+        """Classes that kept a candidate from being accepted while the baseline is still best: some of their
+        cases were slower than the baseline beyond the regression limit (the family's starting configuration
+        can be slower than the baseline kernel there). Recomputed from the history, so resume agrees."""
+        if ctx.best_id != "v0" or not ctx.best_time_us:
+            return set()
+        out = set()
+        for record in ctx.history:
+            if record.passed and record.timed:
+                for key in self.space.classes:
+                    if any(record.time_us.get(c, 0.0) > ctx.best_time_us[c] * (1 + ctx.regression_limit)
+                           for c in self.space.class_cases(key)):
+                        out.add(key)
+        return out
+
     def _class_order(self, ctx: ProposalContext) -> list[str]:
         """Classes by expected benefit: headroom (sum over their cases of 1 - roofline fraction; 1 per case when
         untimed) over (1 + evaluations since the class last improved) squared, a fifth of that once every
-        one-step neighbour of the class's centre has been tried (a local optimum)."""
+        one-step neighbour of the class's centre has been tried (a local optimum). Classes that block the
+        first acceptance (`_blocking`) come before all others."""
+        blocking = self._blocking(ctx)
+
         def priority(key: str) -> float:
             headroom = 0.0
             for case_id in self.space.class_cases(key):
@@ -142,13 +160,15 @@ class PatternGuidedProposer:
             fresh = any((key, config_key(c)) not in self.tried_in_class for _k, _d, c in
                         self.space.neighbors(centre, key))
             return headroom / (1 + self.stale[key]) ** 2 * (1.0 if fresh else 0.2)
-        return sorted(self.space.classes, key=lambda k: (-priority(k), k))
+        return sorted(self.space.classes, key=lambda k: (k not in blocking, -priority(k), k))
 
     def _centre(self, key: str, ctx: ProposalContext, plans: list[Plan]) -> Config:
-        if key in ctx.best_table:
-            return dict(ctx.best_table[key])
+        """Where to explore: the fastest configuration of the class seen in this run (its cases' geomean),
+        else the best table's, else the first knowledge plan, else the baseline structure."""
         if self.observed[key]:
             return dict(self.configs[min(self.observed[key], key=self.observed[key].get)])
+        if key in ctx.best_table:
+            return dict(ctx.best_table[key])
         for plan in plans:
             if config_key(plan.config) not in self.failed[key]:
                 return dict(plan.config)
@@ -157,8 +177,13 @@ class PatternGuidedProposer:
     def _class_candidates(self, key: str, ctx: ProposalContext, plans: list[Plan]
                           ) -> Iterator[tuple[Config, tuple[str, ...], str, dict | None, tuple[str, ...]]]:
         centre = self._centre(key, ctx, plans)
+        if self.observed[key] and centre != ctx.best_table.get(key):
+            # the fastest configuration of this class so far sits in a candidate that was rolled back for
+            # another class's sake: propose it alone
+            yield centre, (), "the fastest configuration seen for this class, alone", {"class": key, "knob": None}, ()
+        tuned = ctx.best_id != "v0" or bool(self.observed[key])
         for plan in plans:
-            if key not in ctx.best_table or plan.note.startswith("verified"):
+            if not tuned or plan.note.startswith("verified"):
                 yield plan.config, plan.patterns, plan.note, None, plan.citations
             onto = self._apply(centre, plan.config, key, only=self._knobs_of(plan, key))
             if onto is not None:

@@ -48,13 +48,16 @@ OPTIMA = {
     "compute-wide": ({"block_m": 64, "block_n": 32, "num_warps": 8, "num_stages": 2, "num_splits": 1,
                       "pack_gqa": True}, 4.0),
 }
+FAMILY_DEFAULT = {"block_m": 64, "block_n": 64, "num_warps": 4, "num_stages": 2, "num_splits": 0,
+                  "pack_gqa": True}
 DISPATCH = {"prefill": "compute-d128", "chunked-prefill": "compute-d128", "mixed-batch": "compute-d128",
             "ragged": "compute-d128", "small-heads": "compute-d128", "spec-verify": "memory-d128",
             "decode": "memory-d128", "large-heads": "compute-d256", "mla": "compute-wide"}
 
 
-def model_time_us(case_id: str, config: dict[str, Any] | None, jitter_key: str) -> float:
-    """Scripted time of `case_id` with family `config` (None: baseline), with +-0.5% deterministic jitter."""
+def model_time_us(case_id: str, config: dict[str, Any] | None, jitter_key: str, scale: float = 1.0) -> float:
+    """Scripted time of `case_id` with family `config` (None: baseline), with +-0.5% deterministic jitter;
+    `scale` multiplies family times (a class where the family starts slower than the baseline)."""
     base = BASELINE_US[case_id]
     jitter = 1 + 0.005 * (int(hashlib.sha256(f"{jitter_key}:{case_id}".encode()).hexdigest()[:8], 16) / 2**31 - 1)
     if config is None:
@@ -64,16 +67,17 @@ def model_time_us(case_id: str, config: dict[str, Any] | None, jitter_key: str) 
     for knob, want in optimum.items():
         values = TASK.knobs[knob]
         steps += abs(values.index(config[knob]) - values.index(want))
-    return base / best * 1.2 ** steps * jitter
+    return scale * base / best * 1.2 ** steps * jitter
 
 
-def dispatch_table(source: str) -> dict[str, dict[str, Any]]:
-    """``CONFIGS = {"class": FamilyConfig(knob=value, ...)}`` of a family candidate, read with `ast`."""
+def dispatch_table(source: str) -> dict[str, dict[str, Any]] | None:
+    """``CONFIGS = (("class", FamilyConfig(knob=value, ...)), ...)`` of a family candidate, read with `ast`;
+    None for a file without one (the baseline)."""
     for node in ast.parse(source).body:
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "CONFIGS":
-            return {ast.literal_eval(k): {kw.arg: ast.literal_eval(kw.value) for kw in v.keywords}
-                    for k, v in zip(node.value.keys, node.value.values)}
-    return {}
+            return {ast.literal_eval(pair.elts[0]): {kw.arg: ast.literal_eval(kw.value) for kw in pair.elts[1].keywords}
+                    for pair in node.value.elts}
+    return None
 
 
 @dataclass
@@ -82,6 +86,7 @@ class ScriptedVerifier:
     ``timed=False`` returns untimed passes (as on a machine without a GPU). Every call is logged."""
 
     timed: bool = True
+    scale: dict[str, float] = field(default_factory=dict)
     fail_when: dict[str, Any] = field(default_factory=lambda: {"num_stages": 4, "block_n": 128})
     calls: list[str] = field(default_factory=list)
     on_call: Any = None
@@ -92,14 +97,15 @@ class ScriptedVerifier:
         if self.on_call is not None:
             self.on_call(path)
         table = dispatch_table(path.read_text())
-        for config in table.values():
+        for config in (table or {}).values():
             if all(config.get(k) == v for k, v in self.fail_when.items()):
                 return {"stage": "compile_error", "reasons": ["out of resources: shared memory 240 KB > 227 KB"],
                         "time_us": {}, "flags": [], "errors": {}}
         times = {}
         if self.timed:
-            key = hashlib.sha256(path.read_bytes()).hexdigest() + str(len(self.calls) if not table else "")
-            times = {c: model_time_us(c, table.get(DISPATCH[c]), key) for c in options["cases"]}
+            key = hashlib.sha256(path.read_bytes()).hexdigest() + str(len(self.calls) if table is None else "")
+            times = {c: model_time_us(c, None if table is None else table.get(DISPATCH[c], FAMILY_DEFAULT), key,
+                                      self.scale.get(DISPATCH[c], 1.0)) for c in options["cases"]}
         return {"stage": "pass", "reasons": [], "time_us": times, "flags": [], "errors": {}}
 
 

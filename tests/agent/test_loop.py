@@ -129,3 +129,26 @@ def test_uniform_is_reproducible(tmp_path, seed):
     a = _run(tmp_path / "a", _config(retrieval=False, seed=seed, stop=StopRules(max_evals=5)))[1]
     b = _run(tmp_path / "b", _config(retrieval=False, seed=seed, stop=StopRules(max_evals=5)))[1]
     assert [e.content_hash for e in a.evaluations] == [e.content_hash for e in b.evaluations]
+
+
+def test_class_slower_than_baseline_is_unblocked_first(tmp_path):
+    """The family starts 2.5x slower than the baseline on the MLA class: nothing can be accepted until that class
+    is fixed, so the proposer works on it first."""
+    verifier = ScriptedVerifier(scale={"compute-wide": 2.5})
+    run, state, *_ = _run(tmp_path, _config(stop=StopRules(max_evals=10)), verifier)
+    accepted = [e for e in state.evaluations if e.accepted]
+    assert accepted and accepted[0].parameters["classes"] == ["compute-wide"]
+    assert accepted[0].time_us["mla"] < state.baseline.time_us["mla"]
+    before = [e for e in state.evaluations if e.n < accepted[0].n]
+    assert all(e.parameters["classes"] == ["compute-wide"] for e in before[1:])
+
+
+def test_long_run_never_repeats_a_configuration(tmp_path):
+    run, state, *_ = _run(tmp_path, _config(stop=StopRules(max_evals=60, patience=60)))
+    seen = set()
+    for e in state.evaluations:
+        for key in e.parameters["classes"]:
+            item = (key, json.dumps(e.parameters["table"][key], sort_keys=True))
+            moved_back = e.parameters.get("move") == {"class": key, "knob": None}
+            assert moved_back or item not in seen, (e.n, item)
+            seen.add(item)

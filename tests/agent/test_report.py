@@ -70,7 +70,7 @@ def test_dropin_runs_without_the_repository(tmp_path):
     assert "from .family import FamilyConfig, run_family" in (package / "kernel.py").read_text()
     assert not any("from kernels" in p.read_text() for p in package.glob("*.py"))
     results = {}
-    for case_id in ("gqa-4", "mla-576-512"):  # family path and baseline path of the dispatch
+    for case_id in ("gqa-4", "mla-576-512"):  # a tuned class and the default configuration
         inputs = make_inputs(TASK.case(case_id), seed=5)
         torch.save(inputs, tmp_path / f"{case_id}.pt")
         results[case_id] = reference(inputs)["o_extend"]
