@@ -197,7 +197,7 @@ def run_family(
         WINDOW=int(sliding_window_size) if sliding_window_size and sliding_window_size > 0 else -1,
         LOGIT_CAP=float(logit_cap or 0.0), IS_CAUSAL=bool(is_causal), USE_MASK=use_mask,
         SKIP_PREFIX_MASK=bool(skip_prefix_custom_mask), HAS_SINK=sinks is not None, V_IS_K=v_is_k,
-        HEAVY_FIRST=config.heavy_first and bool(is_causal),
+        HEAVY_FIRST=config.heavy_first and bool(is_causal), FOLD_SCALE=not logit_cap and scale > 0,
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
     if splits > 1:
