@@ -45,12 +45,32 @@ def quick_configs(rows: int, d_total: int, group: int) -> list[FamilyConfig]:
         FamilyConfig(64, 128, 4, 3, 1, False), FamilyConfig(128, 64, 4, 2, 1, False)]
 
 
+def focus_configs(rows: int, d_total: int, group: int) -> list[FamilyConfig]:
+    """Sweep 3: fold_scale and gather_stages (loop pipelining of the kv_indices gather) on sweep 2's winners."""
+    from dataclasses import replace
+    if rows <= 64:
+        bm = 16 if rows <= 16 else 32 if rows <= 32 else 64
+        base = [FamilyConfig(bm, bn, 4, st, sp, True) for bn in (64, 128) for st in (2, 3) for sp in (2, 4)]
+        return [replace(c, gather_stages=g) for c in base for g in (0, 2, 3)]
+    if d_total > 512:
+        base = [FamilyConfig(64, 64, 8, 1, 1, True), FamilyConfig(64, 32, 8, 2, 1, True),
+                FamilyConfig(64, 64, 8, 2, 1, True)]
+    elif d_total > 256:
+        base = [FamilyConfig(128, 64, 8, 3, 1, False), FamilyConfig(128, 64, 8, 2, 1, True)]
+    else:
+        base = [FamilyConfig(128, 128, 8, 3, 1, False), FamilyConfig(128, 128, 8, 2, 1, False),
+                FamilyConfig(128, 64, 8, 3, 1, False), FamilyConfig(64, 128, 4, 3, 1, False)]
+    return [replace(c, fold_scale=f, gather_stages=g) for c in base for f in (True, False) for g in (0, 2, 3)]
+
+
 def sweep_configs(case: Case) -> list[FamilyConfig]:
     """Candidate configurations for a case, from its features (rows per sequence, head dims)."""
     p = case.params
     group = p["num_q_heads"] // p["num_kv_heads"]
     rows = max(1, sum(p["extend_lens"]) // len(p["extend_lens"])) * group
     d_total = p["head_dim"] + p["head_dim_v"]
+    if QUICK == "focus":
+        return focus_configs(rows, d_total, group)
     if QUICK:
         return quick_configs(rows, d_total, group)
     out: list[FamilyConfig] = []
@@ -167,9 +187,10 @@ def main() -> None:
     ap.add_argument("--peak-tflops", type=float, default=989.0, help="bf16 dense peak (H200 profile)")
     ap.add_argument("--peak-gbps", type=float, default=4800.0, help="memory bandwidth peak (H200 profile)")
     ap.add_argument("--quick", action="store_true", help="only the neighbourhood of earlier winners")
+    ap.add_argument("--focus", action="store_true", help="fold_scale / gather_stages around the winners")
     args = ap.parse_args()
     global QUICK
-    QUICK = args.quick
+    QUICK = "focus" if args.focus else args.quick
     cases = [c for c in TASK.bench_cases if not args.cases or c.id in args.cases.split(",")]
     t0 = time.time()
     errors = precompile(cases, args.workers)

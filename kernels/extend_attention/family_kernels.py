@@ -155,7 +155,7 @@ def _family_fwd_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_B: tl.constexpr, GROUP: tl.constexpr, PACK: tl.constexpr,
     NUM_SPLITS: tl.constexpr, WINDOW: tl.constexpr, LOGIT_CAP: tl.constexpr, IS_CAUSAL: tl.constexpr,
     USE_MASK: tl.constexpr, SKIP_PREFIX_MASK: tl.constexpr, HAS_SINK: tl.constexpr, V_IS_K: tl.constexpr,
-    HEAVY_FIRST: tl.constexpr, FOLD_SCALE: tl.constexpr,
+    HEAVY_FIRST: tl.constexpr, FOLD_SCALE: tl.constexpr, GATHER_STAGES: tl.constexpr,
 ):
     seq, block, total = _locate_block(qo_indptr, batch, tl.program_id(0), PACK, BLOCK_M, BLOCK_B, HEAVY_FIRST)
     if tl.program_id(0) >= total:
@@ -201,12 +201,21 @@ def _family_fwd_kernel(
     PREFIX_MASKED: tl.constexpr = WINDOW > 0 or (USE_MASK and not SKIP_PREFIX_MASK)
     full_hi = hi if PREFIX_MASKED else lo + (hi - lo) // BLOCK_N * BLOCK_N
     if not PREFIX_MASKED:
-        for start in range(lo, full_hi, BLOCK_N):
-            acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,
-                                         stride_kbt, stride_vbt, tok, valid, pre_len, seq_len, mask_ptr,
-                                         mask_start, qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ, LV, BLOCK_D,
-                                         BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP, IS_CAUSAL, USE_MASK,
-                                         SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, False)
+        if GATHER_STAGES > 0:
+            # tl.range pipelining also covers the kv_indices load that the K/V gathers depend on
+            for start in tl.range(lo, full_hi, BLOCK_N, num_stages=GATHER_STAGES):
+                acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,
+                                             stride_kbt, stride_vbt, tok, valid, pre_len, seq_len, mask_ptr,
+                                             mask_start, qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ, LV, BLOCK_D,
+                                             BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP, IS_CAUSAL, USE_MASK,
+                                             SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, False)
+        else:
+            for start in range(lo, full_hi, BLOCK_N):
+                acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,
+                                             stride_kbt, stride_vbt, tok, valid, pre_len, seq_len, mask_ptr,
+                                             mask_start, qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ, LV, BLOCK_D,
+                                             BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP, IS_CAUSAL, USE_MASK,
+                                             SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, False)
     tail_lo = lo if PREFIX_MASKED else full_hi
     for start in range(tail_lo, hi, BLOCK_N):
         acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,
