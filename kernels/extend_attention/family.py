@@ -133,7 +133,7 @@ def pack_factor(config: FamilyConfig, prob: Problem) -> int:
     return prob.group if config.pack_gqa and prob.group > 1 else 1
 
 
-def auto_splits(config: FamilyConfig, prob: Problem, limits: ChipLimits, waves: float = 2.0,
+def auto_splits(config: FamilyConfig, prob: Problem, limits: ChipLimits, waves: float = 4.0,
                 min_chunk: int = 256) -> int:
     """Split-KV factor so that programs fill `waves` x compute units, each split keeping >= `min_chunk` keys.
 
