@@ -142,10 +142,32 @@ def _records(chunks: list[Chunk], tokens: set[str]) -> list[Record]:
 
 def _source(candidate: Candidate) -> Source:
     record = candidate.record
-    quote = record.quote
-    if len(quote) > _QUOTE_MAX and record.text in quote:
-        quote = record.text
-    return Source(document=record.chunk.source, locator=record.locator or None, quote=quote)
+    return Source(document=record.chunk.source, locator=record.locator or None, quote=_verbatim_quote(candidate))
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _verbatim_quote(candidate: Candidate) -> str:
+    """The record's quote if it appears in the chunk text (whitespace collapsed), else the widest window of the
+    record text around the value that does (tables re-rendered from raw markup, links and tags removed)."""
+    record, chunk_text = candidate.record, _squash(candidate.record.chunk.text)
+    options = [record.quote] if len(record.quote) <= _QUOTE_MAX else []
+    options.append(record.text)
+    for option in options:
+        if _squash(option) and _squash(option) in chunk_text:
+            return _squash(option)
+    text, q = record.text, candidate.quantity
+    if not (0 <= q.start < q.end <= len(text)) or text[q.start:q.end].strip() != q.text:
+        return q.text
+    left, right = max(0, q.start - 120), min(len(text), q.end + 120)
+    while left < q.start or right > q.end:
+        window = _squash(text[left:right])
+        if window in chunk_text:
+            return window
+        left, right = min(q.start, left + 4), max(q.end, right - 4)
+    return q.text
 
 
 def _dedupe(candidates: list[Candidate]) -> list[Candidate]:

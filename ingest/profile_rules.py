@@ -188,16 +188,28 @@ def scalar_candidates(record: Record, out: RuleOutput) -> None:
         key = f"{record.prev} {record.key}" if rule.name == "mem_bw_gbps" and not record.is_table else record.key
         if not rule.include.search(key):
             continue
-        if rule.exclude is not None and rule.exclude.search(record.local):
+        if rule.exclude is not None and record.is_table and rule.exclude.search(record.local):
             continue
         dimension = "bytes" if rule.name == "registers_per_compute_unit" else rule.dimension
         _learn_sub_values(record, rule.name, dimension, out)
         if rule.name == "registers_per_compute_unit":
-            _register_candidates(record, rule, out)
+            if not (rule.exclude is not None and rule.exclude.search(record.local)):
+                _register_candidates(record, rule, out)
             continue
+        every = find_quantities(record.text, record.default_unit)
         for quantity in _main_quantities(record, rule.dimension):
+            segment = _segment(record.text, every, quantity)
+            if rule.exclude is not None and not record.is_table and rule.exclude.search(segment):
+                continue
             _consider(rule, record, quantity, out)
         _report_unit_problems(rule, record, out)
+
+
+def _segment(text: str, quantities: list[Quantity], quantity: Quantity) -> str:
+    """Text around `quantity` in a clause, from the previous number to the next one."""
+    start = max((q.end for q in quantities if q.end <= quantity.start), default=0)
+    end = min((q.start for q in quantities if q.start >= quantity.end), default=len(text))
+    return text[start:end]
 
 
 def _consider(rule: FieldRule, record: Record, quantity: Quantity, out: RuleOutput) -> None:

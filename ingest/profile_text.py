@@ -31,7 +31,7 @@ _NOT_PRODUCT = re.compile(
 _ENDNOTE_AFTER = re.compile(r"^-\d+")
 _COMPARISON_BEFORE = re.compile(
     r"(?:than|compared (?:to|with)|versus|vs\.?|over|relative to|previous|prior|predecessor|like the|from the)"
-    r"(?:\s+\S+){0,3}\s*$",
+    r"(?:\s+\S+){0,5}\s*$",
     re.IGNORECASE,
 )
 
@@ -122,15 +122,39 @@ def product_scope(texts: list[str], tokens: set[str]) -> str:
     neutral.
     """
     for text in texts:
-        named = products_in(text)
-        if not named:
-            continue
-        if any(t in tokens for t in named):
-            return "chip"
-        if all(any(tok.startswith(t) for tok in tokens) for t in named):
-            continue
-        return "other"
+        verdict = _verdict(products_in(text), tokens)
+        if verdict is not None:
+            return verdict
     return "neutral"
+
+
+def _verdict(named: list[str], tokens: set[str]) -> str | None:
+    if not named:
+        return None
+    if any(t in tokens for t in named):
+        return "chip"
+    if all(any(tok.startswith(t) for tok in tokens) for t in named):
+        return None
+    return "other"
+
+
+def clause_product(clause: str, sentence: str, context: str, tokens: set[str]) -> str:
+    """Product scope of a clause: its own product names; else the nearest product named before it in the
+    sentence (the subject carries over: "The ZX50 has 48 CUs and 32 GB"), or all of them for "both"/"all";
+    else the first named after it; else the section heading; else neutral."""
+    own = _verdict(products_in(clause), tokens)
+    if own is not None:
+        return own
+    at = sentence.find(clause)
+    before = products_in(sentence[:at]) if at > 0 else []
+    if before:
+        if re.match(r"\s*(?:both|all|each of them)\b", clause, re.IGNORECASE):
+            return _verdict(before, tokens) or "neutral"
+        return _verdict(before[-1:], tokens) or "neutral"
+    after = products_in(sentence[at + len(clause):]) if at >= 0 else []
+    if after:
+        return _verdict(after[:1], tokens) or "neutral"
+    return _verdict(products_in(context), tokens) or "neutral"
 
 
 def level_cues(text: str) -> set[str]:
@@ -146,6 +170,8 @@ def level_cues(text: str) -> set[str]:
         cues.add(classify_noun(match.group(1).lower()))
     if _MULTI.search(text):
         cues.add("multi")
+    if re.search(rf"\b(?:a|one|single|each|per|every)\s+{BLOCK_NOUNS}\b|\bwork-?groups?\b", text, re.IGNORECASE):
+        cues.add("block")
     if re.search(r"\b(?:in total|total|whole (?:chip|gpu|device))\b", text, re.IGNORECASE):
         cues.add("chip")
     return cues
@@ -245,7 +271,7 @@ def prose_records(text: str, chunk: Chunk, tokens: set[str]) -> list[Record]:
                 levels = level_cues(without_parentheticals(clause)) | (subject_levels if index else set())
                 records.append(Record(
                     text=clause, key=sentence, local=clause, quote=sentence, locator=locator_of(chunk),
-                    chunk=chunk, product=product_scope([clause, sentence, context], tokens),
+                    chunk=chunk, product=clause_product(clause, sentence, context, tokens),
                     levels=levels, prev=previous,
                 ))
             previous = sentence

@@ -77,7 +77,10 @@ TARGET_UNITS: dict[str, tuple[str, float]] = {
 _FRACTIONS = {"½": 0.5, "¼": 0.25, "¾": 0.75}
 # A number: not glued to a preceding letter/digit/hyphen-identifier (MI300-11, FP64, x16), with optional
 # thousands separators, decimals, or a vulgar fraction; "12x 1 GiB" multipliers are matched separately.
-_NUMBER = r"(?<![\w.\-/])(?:(?P<frac>[½¼¾])|(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?P<fracb>[½¼¾])?)"
+_NUMBER = (
+    r"(?<![\w.\-/#])(?![0][xX][0-9A-Fa-f])"
+    r"(?:(?P<frac>[½¼¾])|(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?P<fracb>[½¼¾])?)"
+)
 _UNIT_WORD = (
     r"(?:terabytes?|gigabytes?|megabytes?|kilobytes?|[kmgt]-bytes?|[kmgtpe]i?b(?:ytes?)?|bytes?|[kmgtp]?flops?|"
     r"[kmgtp]?ops|tera-?flops|teraflop|petaflops|gigaflops|iops|tf|pf|pops|[kmg]?hz|[gm]t/s|[gm]bps|gbit/s)"

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import platform
 import re
 import subprocess
@@ -219,9 +220,22 @@ def run(corpus: Path) -> tuple[list[FieldResult], dict, str]:
     return results, summarize(results), loader
 
 
+def default_corpus() -> Path:
+    """``$CHIPLORE_CORPUS``, else the first ``shared/corpus`` next to the repository or one level above it."""
+    env = os.environ.get("CHIPLORE_CORPUS")
+    if env:
+        return Path(env)
+    repo = Path(__file__).resolve().parents[1]
+    for candidate in (repo.parent / "shared" / "corpus", repo.parent.parent / "shared" / "corpus"):
+        if candidate.is_dir():
+            return candidate
+    return repo.parent / "shared" / "corpus"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--corpus", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "corpus")
+    parser.add_argument("--corpus", type=Path, default=default_corpus(),
+                        help="corpus folder (default: $CHIPLORE_CORPUS, else ../shared/corpus of the repository)")
     parser.add_argument("--json", type=Path, help="write per-field results as JSON")
     parser.add_argument("--benchmarks", type=Path, help="append the results section to this BENCHMARKS.md")
     parser.add_argument("--check", action="store_true", help="exit 1 unless the issue's bar is met")
