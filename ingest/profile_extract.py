@@ -132,15 +132,49 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk],
 
 def _records(chunks: list[Chunk], tokens: set[str]) -> list[Record]:
     records: list[Record] = []
-    for chunk in chunks:
-        cells, prose = table_records(chunk, tokens)
-        records.extend(cells)
-        if prose.strip():
-            records.extend(prose_records(prose, chunk, tokens))
+    for merged, originals in merge_windows(chunks):
+        cells, prose = table_records(merged, tokens)
+        found = cells + (prose_records(prose, merged, tokens) if prose.strip() else [])
+        for record in found:
+            record.originals = originals
+        records.extend(found)
     return records
 
 
+def merge_windows(chunks: list[Chunk]) -> list[tuple[Chunk, tuple[Chunk, ...]]]:
+    """Re-join overlapping prose windows of one section, each with the original windows it was made of.
+
+    The onboarding chunker cuts a section into windows of a few sentences (and long sentences into pieces); a
+    sentence must be read whole, since a product named at its start scopes a number at its end. Table-row chunks
+    stay as they are. The merged chunk keeps the first window's id, source, page and section; quotes are taken
+    from the original windows (see `_verbatim_quote`).
+    """
+    ordered = sorted(chunks, key=lambda c: c.metadata.get("chunk_index", 0)) if all(
+        "chunk_index" in c.metadata for c in chunks) else list(chunks)
+    out: list[tuple[Chunk, tuple[Chunk, ...]]] = []
+    for c in ordered:
+        prev = out[-1][0] if out else None
+        if prev is not None and c.kind != "table_row" and prev.kind == c.kind and \
+                (prev.source, prev.page, prev.section) == (c.source, c.page, c.section):
+            merged = Chunk(id=prev.id, text=_join_overlap(prev.text, c.text), chip=prev.chip, source=prev.source,
+                           page=prev.page, section=prev.section, kind=prev.kind, metadata=prev.metadata)
+            out[-1] = (merged, out[-1][1] + (c,))
+        else:
+            out.append((c, (c,)))
+    return out
+
+
+def _join_overlap(left: str, right: str) -> str:
+    """``left + right`` without the text that `right` repeats from the end of `left` (window overlap)."""
+    for k in range(min(len(left), len(right), 1200), 19, -1):
+        if left.endswith(right[:k]):
+            return left + right[k:]
+    return f"{left} {right}"
+
+
 def _source(candidate: Candidate) -> Source:
+    """Citation of a candidate: its document, locator and a quote that appears verbatim (whitespace collapsed)
+    in one original chunk."""
     record = candidate.record
     return Source(document=record.chunk.source, locator=record.locator or None, quote=_verbatim_quote(candidate))
 
@@ -150,22 +184,24 @@ def _squash(text: str) -> str:
 
 
 def _verbatim_quote(candidate: Candidate) -> str:
-    """The record's quote if it appears in the chunk text (whitespace collapsed), else the widest window of the
-    record text around the value that does (tables re-rendered from raw markup, links and tags removed)."""
-    record, chunk_text = candidate.record, _squash(candidate.record.chunk.text)
-    options = [record.quote] if len(record.quote) <= _QUOTE_MAX else []
-    options.append(record.text)
-    for option in options:
-        if _squash(option) and _squash(option) in chunk_text:
+    """The record's quote if one original chunk holds it, else the widest window of the record text around the
+    value that one chunk holds (tables re-rendered from raw markup, links and tags removed, windows merged)."""
+    record = candidate.record
+    texts = [_squash(c.text) for c in (record.originals or (record.chunk,))]
+
+    def held(option: str) -> bool:
+        return bool(option) and any(option in t for t in texts)
+
+    for option in ([record.quote] if len(record.quote) <= _QUOTE_MAX else []) + [record.text]:
+        if held(_squash(option)):
             return _squash(option)
     text, q = record.text, candidate.quantity
     if not (0 <= q.start < q.end <= len(text)) or text[q.start:q.end].strip() != q.text:
         return q.text
     left, right = max(0, q.start - 120), min(len(text), q.end + 120)
     while left < q.start or right > q.end:
-        window = _squash(text[left:right])
-        if window in chunk_text:
-            return window
+        if held(_squash(text[left:right])):
+            return _squash(text[left:right])
         left, right = min(q.start, left + 4), max(q.end, right - 4)
     return q.text
 

@@ -199,7 +199,9 @@ def scalar_candidates(record: Record, out: RuleOutput) -> None:
         every = find_quantities(record.text, record.default_unit)
         for quantity in _main_quantities(record, rule.dimension):
             segment = _segment(record.text, every, quantity)
-            if rule.exclude is not None and not record.is_table and rule.exclude.search(segment):
+            if rule.exclude is not None and not record.is_table and (
+                    rule.exclude.search(segment)
+                    or (not rule.include.search(record.text) and rule.exclude.search(record.key))):
                 continue
             _consider(rule, record, quantity, out)
         _report_unit_problems(rule, record, out)

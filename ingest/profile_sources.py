@@ -35,6 +35,8 @@ def document_chunks(chip: str, paths: list[Path]) -> tuple[list[Chunk], str]:
 
 
 def _with_onboarding_loaders(chip: str, paths: list[Path]) -> list[Chunk] | None:
+    """Chunks exactly as `chiplore onboard` makes them (``load_document`` then ``chunk_sections``), or None
+    when those modules are not installed."""
     try:
         from ingest.chunker import chunk_sections  # type: ignore[import-not-found]
         from ingest.loaders import load_document  # type: ignore[import-not-found]
@@ -42,9 +44,8 @@ def _with_onboarding_loaders(chip: str, paths: list[Path]) -> list[Chunk] | None
         return None
     chunks: list[Chunk] = []
     for path in paths:
-        document = load_document(path)
-        sections = getattr(document, "sections", document)
-        chunks.extend(chunk_sections(chip, sections))
+        document = load_document(Path(path), Path(path).name)
+        chunks.extend(chunk_sections(document.sections, chip, title=document.title))
     return chunks
 
 

@@ -71,8 +71,15 @@ def _row_records(header: list[str], row: list[str], caption: str, chunk: Chunk, 
 
 
 def rendered_row_records(chunk: Chunk, tokens: set[str]) -> list[Record]:
-    """Cells of a loader-rendered table row ``"<caption> | H: v | H: v"`` (quote = ``"H: v"``, verbatim)."""
+    """Cells of a loader-rendered table row.
+
+    Two renderings are read: ``"<caption> | H: v | H: v"`` (Markdown/reStructuredText/HTML tables; quote
+    ``"H: v"``) and ``"<caption> | <header line> | [<group>] | <row line>"`` (a flattened PDF table row whose
+    header line names the products of its columns).
+    """
     parts = [p.strip() for p in chunk.text.split(" | ")]
+    if not any(re.match(r"^[^:]{1,60}: \S", p) for p in parts[1:] or parts):
+        return _flat_rendered_row(parts, chunk, tokens)
     caption = ""
     if parts and (": " not in parts[0] or parts[0].endswith(":") or len(parts[0].split(": ", 1)[0]) > 60):
         caption = parts.pop(0)
@@ -85,6 +92,28 @@ def rendered_row_records(chunk: Chunk, tokens: set[str]) -> list[Record]:
     header = [name for name, _ in pairs]
     row = [value for _, value in pairs]
     return _row_records(header, row, caption, chunk, tokens, "")
+
+
+def _flat_rendered_row(parts: list[str], chunk: Chunk, tokens: set[str]) -> list[Record]:
+    """A PDF table row rendered with its caption and header line: pick the chip's column (see `_flat_row`)."""
+    header_at = max((i for i, p in enumerate(parts[:-1]) if len(_header_columns(p)) >= 2
+                     and len(_flat_values(p)[1]) < 2), default=None)
+    caption = next((p for p in parts if re.match(r"^\s*Table \d+", p)), "")
+    start = header_at + 1 if header_at is not None else 0
+    rest = parts[start:]
+    if len(rest) > 1 and not re.search(r"\d", rest[0]) and rest[0].upper() == rest[0]:
+        rest = rest[1:]  # row-group label such as "MEMORY"
+    text = " | ".join(rest)
+    label, values = _flat_values(text)
+    if header_at is not None and len(values) >= 2 and label:
+        return _flat_row(text, label, values, _header_columns(parts[header_at]), caption, chunk, tokens) or []
+    if len(values) == 1 and label:
+        header = parts[header_at] if header_at is not None else ""
+        locator = locator_of(chunk, f"row '{label}'")
+        record = _cell_record(header, label, values[0], caption, chunk, tokens, locator)
+        record.quote = text
+        return [record]
+    return []
 
 
 def _pipe_cells(line: str) -> list[str]:

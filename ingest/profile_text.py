@@ -79,6 +79,7 @@ class Record:
         is_table: True for table cells.
         sparse: True for a cell in a "with sparsity" sub-column.
         prev: the previous sentence (prose only), for facts that continue it ("this is 288 GB/s in aggregate").
+        originals: the chunks `chunk` was merged from (quotes must appear verbatim in one of them).
     """
 
     text: str
@@ -93,6 +94,7 @@ class Record:
     is_table: bool = False
     sparse: bool = False
     prev: str = ""
+    originals: tuple[Chunk, ...] = ()
 
 
 def chip_tokens(chip: str) -> set[str]:

@@ -234,7 +234,10 @@ def parse_quantity(text: str, default_unit: str | None = None) -> Quantity | Non
 
 def header_unit(header: str) -> str | None:
     """Unit named in a table header: ``"LDS (KiB)"`` -> ``"KiB"``, ``"Peak TFLOPS"`` -> ``"TFLOPS"``,
-    ``"MI300X GPU (Peak TFLOP/s)"`` -> ``"TFLOP/s"``; None when the header names no known unit."""
+    ``"MI300X GPU (Peak TFLOP/s)"`` -> ``"TFLOP/s"``; None when the header names no known unit or states a
+    quantity itself (``"L1 scratchpad RAM (1464 KiB)"`` is a row label, not a unit for its row's cells)."""
+    if any(q.dimension != "count" for q in find_quantities(header)):
+        return None
     for candidate in re.findall(r"\(([^()]*)\)", header) + [header]:
         for token in re.findall(r"[A-Za-z][A-Za-z/\-]*(?:\s*/\s*s(?:ec)?)?", candidate):
             token = token.strip()

@@ -207,3 +207,17 @@ def test_same_documents_other_product(corpus_eval):
     p = extract_profile("mi300a", chunks)
     assert p.get("num_compute_units") == 228 and p.get("mem_capacity_gb") == 128 and p.get("l2_cache_mb") == 24
     assert p.peak_tflops["tf32"].value == pytest.approx(490.3) and p.peak_tflops["fp64"].value == pytest.approx(122.6)
+
+
+def test_loader_rendered_pdf_table_rows():
+    """Rows as the onboarding PDF loader renders them: caption | header line | [group] | row."""
+    caption = "Table 2. ZX series specifications"
+    header = "ZX50 CARD ZX100 ACCELERATOR"
+    rows = [f"{caption} | {header} | COMPUTE UNITS 48 96",
+            f"{caption} | {header} | MEMORY | MEMORY BANDWIDTH (PEAK) up to 2.0 TB/sec up to 4.0 TB/sec",
+            f"{caption} | {header} | PERFORMANCE | TF32 MATRIX | TF32 (SPARSITY) 100 TF | 200 TF 300 TF | 600 TF"]
+    chunks = [chunk(text, source="zx.pdf", kind="table_row", page=3) for text in rows]
+    p = extract_profile("zx100", chunks)
+    assert p.get("num_compute_units") == 96 and p.get("mem_bw_gbps") == pytest.approx(4000)
+    assert p.peak_tflops["tf32"].value == 300  # dense sub-column of the ZX100 column
+    assert p.num_compute_units.source.quote == "COMPUTE UNITS 48 96"
