@@ -359,7 +359,8 @@ def _rule_order(rules: list[ParameterRule], task: str, path: str) -> list[Parame
         ready = [r for r in rules if r.id not in placed and deps[r.id] <= placed]
         if not ready:
             stuck = sorted(set(deps) - placed)
-            raise CatalogError(f"pattern catalog {path}: rules {stuck} of task {task!r} depend on each other in a cycle")
+            raise CatalogError(f"pattern catalog {path}: rules {stuck} of task {task!r} depend on each other "
+                               "in a cycle")
         done.append(ready[0])
         placed.add(ready[0].id)
     return done

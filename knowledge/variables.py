@@ -118,19 +118,18 @@ def diagnosis_variables(diagnosis: Any) -> dict[str, float | None]:
 
 
 def padded_head_dim(d: int) -> int:
-    """Head-dim width a Triton attention kernel loads: the next power of two, except dims above 128 that are a
-    power of two plus a smaller power of two (192 = 128+64, 288 = 256+32, 576 = 512+64), loaded as two pieces.
+    """Head-dim width a Triton attention kernel loads: the next power of two (at least 16, the smallest `tl.dot`
+    size), except dims above 128 that are a power of two plus a smaller one (192 = 128+64, 288 = 256+32,
+    576 = 512+64), loaded as two pieces.
 
     Source: shared/reference/extend_attention.md ("80, 96 -> 128; 13 -> 16; 576 is split 512+64 and 192 into
     128+64"), as in SGLang's extend_attention.py.
     """
-    if d <= 0:
-        return 0
+    if d <= 16:
+        return 16
     big = 1 << (d.bit_length() - 1)
     rest = d - big
-    if rest == 0:
-        return d
-    if d > 128 and rest & (rest - 1) == 0:
+    if rest == 0 or (d > 128 and rest & (rest - 1) == 0):
         return d
     return big << 1
 
