@@ -12,6 +12,7 @@ JSON schemas (``--json``; keys are stable):
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import typer
@@ -85,6 +86,9 @@ def patterns_cmd(
         doc = results[0] if case is not None else {"chip": profile.chip, "task": spec.name, "cases": results}
         typer.echo(json.dumps(doc, indent=2))
         return
+    if case is None:
+        _console.print(f"[bold]{spec.name} on {profile.chip}[/bold]: top patterns per bench case "
+                       "(expected gain, knobs); details with --case")
     for result in results:
         _print_ranked(result, detailed=case is not None)
 
@@ -118,29 +122,36 @@ def _print_catalog(catalog: Any, task: str, graph: Any, as_json: bool) -> None:
 
 
 def _print_ranked(result: dict[str, Any], detailed: bool) -> None:
-    signals = ", ".join(f"{b['id']}: {_fmt(b['holds'])}" for b in result["bottlenecks"])
     title = f"{result['task']} / {result['case']} ({result['case_class']}) on {result['chip']}"
-    table = Table(title=title, caption=f"bottleneck signals: {signals}")
-    for col in ("#", "pattern", "expected gain", "prior", "knobs", "parameters", "evidence", "notes"):
-        table.add_column(col)
-    shown = result["patterns"] if detailed else [p for p in result["patterns"] if p["applicable"]][:5]
-    for i, p in enumerate(shown, start=1):
-        knobs = ", ".join(f"{k}={_fmt(v)}" for k, v in p["knobs"].items()) or "-"
-        params = ", ".join(f"{k}={_fmt(v)}" for k, v in p["parameters"].items()) if detailed else \
-            ", ".join(f"{k}={_fmt(v)}" for k, v in list(p["parameters"].items())[:2])
-        notes = []
-        if not p["applicable"]:
-            notes += [f"not applicable: {c['text']}" for c in p["preconditions"]
-                      if c["kind"] == "requires" and c["holds"] is False]
-        notes += [f"{k}: {v}" for k, v in p["unknown"].items()][:2 if not detailed else None]
+    signals = ", ".join(f"{b['id']} {_fmt(b['holds'])}" for b in result["bottlenecks"])
+    if not detailed:
+        top = [p for p in result["patterns"] if p["applicable"]][:3]
+        cells = [f"{p['pattern_id']} {_fmt(p['expected_gain'])}x {_knobs(p)}".strip() for p in top]
+        _console.print(f"[bold]{result['case']}[/bold]: " + " | ".join(cells))
+        return
+    _console.print(f"[bold]{title}[/bold]\nbottleneck signals: {signals}\n")
+    for i, p in enumerate(result["patterns"], start=1):
+        gain = f"expected {_fmt(p['expected_gain'])}x (prior {_fmt(p['prior_gain'])}x)"
+        rank = f"{i:2d}." if p["applicable"] else " - "
+        _console.print(f"{rank} [bold]{p['pattern_id']}[/bold]: {p['name']}; {gain}")
+        lines = [f"knobs: {_knobs(p) or '-'}",
+                 "parameters: " + (", ".join(f"{k}={_fmt(v)}" for k, v in p["parameters"].items()) or "-")]
+        for c in p["preconditions"]:
+            mark = {True: "holds", False: "fails", None: "unknown"}[c["holds"]]
+            lines.append(f"{c['kind']}: {c['text']} ({mark})")
+        lines += [f"unknown {k}: {v}" for k, v in p["unknown"].items()]
+        lines += [f"evidence [{e['kind']} on {e['chip']}, weight {e['weight']:.2f}, "
+                  f"gain {math.exp(e['log_gain']):.2f}x]: {e['citation']}" for e in p["evidence"][:3]]
         if p["family_default"]:
-            notes.append("built into the kernel family")
+            lines.append("built into the kernel family")
         if not p["family_support"]:
-            notes.append("not a family knob: a candidate must implement it")
-        ev = f"{len(p['evidence'])}" + (f" (top: {p['evidence'][0]['citation']})" if detailed and p["evidence"] else "")
-        table.add_row(str(i) if p["applicable"] else "-", p["pattern_id"], _fmt(p["expected_gain"]),
-                      _fmt(p["prior_gain"]), knobs, params or "-", ev, "\n".join(notes) or "")
-    _console.print(table)
+            lines.append("not a family knob: a candidate must implement it")
+        for line in lines:
+            _console.print(f"      {line}", highlight=False, markup=False)
+
+
+def _knobs(p: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={_fmt(v)}" for k, v in p["knobs"].items())
 
 
 @app.command("findings")
@@ -165,15 +176,15 @@ def findings_cmd(
         typer.echo(json.dumps({"findings": [{**f.model_dump(mode="json"), "status": f.status} for f in found]},
                               indent=2))
         return
-    table = Table(title=f"Findings{f' on {chip}' if chip else ''} ({len(found)})")
-    for col in ("date", "chip", "task / case", "patterns", "speedup", "roofline", "status", "id"):
-        table.add_column(col)
+    _console.print(f"[bold]Findings{f' on {chip}' if chip else ''}: {len(found)}[/bold]")
     for f in found:
-        table.add_row(f.date, f.chip, f"{f.task} / {f.case_id}", " + ".join(f.patterns) or "-",
-                      f"{f.speedup:.2f}x" if f.speedup else "-",
-                      f"{100 * f.roofline_fraction:.0f}%" if f.roofline_fraction else "-",
-                      f.status if f.verdict_stage == "pass" else f"{f.status} ({f.verdict_stage})", f.id)
-    _console.print(table)
+        speed = f"{f.speedup:.2f}x" if f.speedup else "-"
+        roof = f", {100 * f.roofline_fraction:.0f}% of floor" if f.roofline_fraction else ""
+        status = f.status if f.verdict_stage == "pass" else f"{f.status} ({f.verdict_stage})"
+        params = ", ".join(f"{k}={v}" for k, v in sorted(f.parameters.items()))
+        _console.print(f"{f.date[:10]}  {f.chip}  {f.task}/{f.case_id}  {' + '.join(f.patterns) or '-'}"
+                       f"{f' [{params}]' if params else ''}  {speed}{roof}  {status}  id {f.id}",
+                       highlight=False, markup=False)
 
 
 def _check_chip_known(chip: str) -> None:
