@@ -26,6 +26,42 @@ from kernels.extend_attention.spec import TASK  # noqa: E402
 from kernels.task import Case  # noqa: E402
 from kernels.timing import bench  # noqa: E402
 
+QUICK = False  # set by --quick: the neighbourhood of the configurations that won the full sweep
+
+
+def quick_configs(rows: int, d_total: int, group: int) -> list[FamilyConfig]:
+    """A short list around the full sweep's winners (BENCHMARKS.md, sweep 1)."""
+    if rows <= 64:
+        bm = 16 if rows <= 16 else 32 if rows <= 32 else 64
+        return [FamilyConfig(bm, bn, 4, st, sp, True) for bn in (64, 128) for st in (2, 3) for sp in (1, 2, 4)]
+    if d_total > 512:
+        return [FamilyConfig(64, bn, 8, st, sp, True) for bn in (32, 64) for st in (1, 2) for sp in (1, 2)] + [
+            FamilyConfig(32, 32, 4, 3, sp, True) for sp in (1, 2)]
+    if d_total > 256:
+        return [FamilyConfig(bm, bn, 8, st, 1, pack) for bm in (64, 128) for bn in (32, 64) for st in (2, 3)
+                for pack in (False, True)]
+    packs = (False, True) if group > 1 else (False,)
+    return [FamilyConfig(128, bn, 8, st, 1, pack) for bn in (64, 128) for st in (2, 3) for pack in packs] + [
+        FamilyConfig(64, 128, 4, 3, 1, False), FamilyConfig(128, 64, 4, 2, 1, False)]
+
+
+def focus_configs(rows: int, d_total: int, group: int) -> list[FamilyConfig]:
+    """Sweep 3: fold_scale and gather_stages (loop pipelining of the kv_indices gather) on sweep 2's winners."""
+    from dataclasses import replace
+    if rows <= 64:
+        bm = 16 if rows <= 16 else 32 if rows <= 32 else 64
+        base = [FamilyConfig(bm, bn, 4, st, sp, True) for bn in (64, 128) for st in (2, 3) for sp in (2, 4)]
+        return [replace(c, gather_stages=g) for c in base for g in (0, 2, 3)]
+    if d_total > 512:
+        base = [FamilyConfig(64, 64, 8, 1, 1, True), FamilyConfig(64, 32, 8, 2, 1, True),
+                FamilyConfig(64, 64, 8, 2, 1, True)]
+    elif d_total > 256:
+        base = [FamilyConfig(128, 64, 8, 3, 1, False), FamilyConfig(128, 64, 8, 2, 1, True)]
+    else:
+        base = [FamilyConfig(128, 128, 8, 3, 1, False), FamilyConfig(128, 128, 8, 2, 1, False),
+                FamilyConfig(128, 64, 8, 3, 1, False), FamilyConfig(64, 128, 4, 3, 1, False)]
+    return [replace(c, fold_scale=f, gather_stages=g) for c in base for f in (True, False) for g in (0, 2, 3)]
+
 
 def sweep_configs(case: Case) -> list[FamilyConfig]:
     """Candidate configurations for a case, from its features (rows per sequence, head dims)."""
@@ -33,6 +69,10 @@ def sweep_configs(case: Case) -> list[FamilyConfig]:
     group = p["num_q_heads"] // p["num_kv_heads"]
     rows = max(1, sum(p["extend_lens"]) // len(p["extend_lens"])) * group
     d_total = p["head_dim"] + p["head_dim_v"]
+    if QUICK == "focus":
+        return focus_configs(rows, d_total, group)
+    if QUICK:
+        return quick_configs(rows, d_total, group)
     out: list[FamilyConfig] = []
     if rows <= 64:
         bm = 16 if rows <= 16 else 32 if rows <= 32 else 64
@@ -82,12 +122,17 @@ def _compile_worker(items: list[tuple[str, dict]]) -> list[str]:
     return errors
 
 
+def _set_quick(value: bool) -> None:
+    global QUICK
+    QUICK = value
+
+
 def precompile(cases: list[Case], workers: int) -> list[str]:
     """Compile all (case, config) pairs in `workers` processes; returns error lines."""
     items = [(c.id, cfg.to_dict()) for c in cases for cfg in sweep_configs(c)]
     chunks = [items[i::workers] for i in range(workers)]
     chunks = [sorted(ch, key=lambda it: it[0]) for ch in chunks if ch]
-    with mp.get_context("spawn").Pool(len(chunks)) as pool:
+    with mp.get_context("spawn").Pool(len(chunks), initializer=_set_quick, initargs=(QUICK,)) as pool:
         results = pool.map(_compile_worker, chunks)
     return [e for r in results for e in r]
 
@@ -141,7 +186,11 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--peak-tflops", type=float, default=989.0, help="bf16 dense peak (H200 profile)")
     ap.add_argument("--peak-gbps", type=float, default=4800.0, help="memory bandwidth peak (H200 profile)")
+    ap.add_argument("--quick", action="store_true", help="only the neighbourhood of earlier winners")
+    ap.add_argument("--focus", action="store_true", help="fold_scale / gather_stages around the winners")
     args = ap.parse_args()
+    global QUICK
+    QUICK = "focus" if args.focus else args.quick
     cases = [c for c in TASK.bench_cases if not args.cases or c.id in args.cases.split(",")]
     t0 = time.time()
     errors = precompile(cases, args.workers)

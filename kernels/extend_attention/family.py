@@ -1,9 +1,11 @@
 """Optimized extend-attention family: one parameterized implementation whose knobs are the patterns.
 
 Knobs (`FamilyConfig`): tile sizes (BLOCK_M query rows x BLOCK_N keys), num_warps, num_stages (software
-pipelining), num_splits (split-KV over the prefix; 0 = derive from the chip and the call), pack_gqa
-(multi-query blocks: the G q heads of a KV head share each K/V tile) and heavy_first (causal row blocks in
-decreasing work order). Every launch is free of host synchronization: sizes come from tensor metadata
+pipelining of the loads feeding the dots), num_splits (split-KV over the prefix; 0 = derive from the chip and
+the call), pack_gqa (multi-query blocks: the G q heads of a KV head share each K/V tile), heavy_first (causal
+row blocks in decreasing work order), fold_scale (softmax scale folded into the exp2 FMA) and gather_stages
+(loop-level pipelining of the prefix gather, kv_indices loads included; 0 = off).
+Every launch is free of host synchronization: sizes come from tensor metadata
 (ΣE = q_extend.shape[0], ΣP = kv_indices.shape[0], B = qo_indptr.shape[0] - 1) and the split-KV partials live in a
 preallocated workspace reused across calls of the same size class.
 """
@@ -39,13 +41,16 @@ class FamilyConfig:
     num_splits: int = 0
     pack_gqa: bool = True
     heavy_first: bool = True
+    fold_scale: bool = True
+    gather_stages: int = 0
 
     def __post_init__(self) -> None:
         for name in ("block_m", "block_n"):
             value = getattr(self, name)
             if value < 16 or value & (value - 1):
                 raise ValueError(f"FamilyConfig.{name}={value} must be a power of two >= 16")
-        if self.num_warps not in (1, 2, 4, 8, 16) or self.num_stages < 1 or not 0 <= self.num_splits <= 64:
+        if (self.num_warps not in (1, 2, 4, 8, 16) or self.num_stages < 1 or not 0 <= self.num_splits <= 64
+                or not 0 <= self.gather_stages <= 6):
             raise ValueError(f"FamilyConfig out of range: {self}")
 
     def to_dict(self) -> dict[str, Any]:
@@ -128,7 +133,7 @@ def pack_factor(config: FamilyConfig, prob: Problem) -> int:
     return prob.group if config.pack_gqa and prob.group > 1 else 1
 
 
-def auto_splits(config: FamilyConfig, prob: Problem, limits: ChipLimits, waves: float = 2.0,
+def auto_splits(config: FamilyConfig, prob: Problem, limits: ChipLimits, waves: float = 4.0,
                 min_chunk: int = 256) -> int:
     """Split-KV factor so that programs fill `waves` x compute units, each split keeping >= `min_chunk` keys.
 
@@ -198,6 +203,8 @@ def run_family(
         LOGIT_CAP=float(logit_cap or 0.0), IS_CAUSAL=bool(is_causal), USE_MASK=use_mask,
         SKIP_PREFIX_MASK=bool(skip_prefix_custom_mask), HAS_SINK=sinks is not None, V_IS_K=v_is_k,
         HEAVY_FIRST=config.heavy_first and bool(is_causal),
+        FOLD_SCALE=config.fold_scale and not logit_cap and scale > 0,
+        GATHER_STAGES=config.gather_stages,
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
     if splits > 1:

@@ -45,24 +45,79 @@ def _locate_block(qo_indptr, batch, lin, PACK: tl.constexpr, BLOCK_M: tl.constex
 
 @triton.jit
 def _attend_tile(acc, l_i, m_i, q, qpe, k, kpe, v, visible, qk_scale, sm_scale,
-                 LOGIT_CAP: tl.constexpr, BLOCK_DPE: tl.constexpr, APPLY_MASK: tl.constexpr):
-    """One online-softmax step over a key tile. k: [N, D], v: [N, Dv]; scores in log2 units."""
+                 LOGIT_CAP: tl.constexpr, BLOCK_DPE: tl.constexpr, APPLY_MASK: tl.constexpr,
+                 FOLD_SCALE: tl.constexpr):
+    """One online-softmax step over a key tile. k: [N, D], v: [N, Dv]; scores in log2 units.
+
+    FOLD_SCALE (scale > 0, no logit cap): the row max is taken on raw scores and the scale is applied in the
+    same fused multiply-add that subtracts it, one operation per score fewer (FlashAttention-2 trick).
+    """
     qk = tl.dot(q, tl.trans(k))
     if BLOCK_DPE > 0:
         qk += tl.dot(qpe, tl.trans(kpe))
-    if LOGIT_CAP > 0:
-        qk = (LOGIT_CAP * 1.4426950408889634) * stable_tanh(qk * (sm_scale / LOGIT_CAP))
+    if FOLD_SCALE:
+        if APPLY_MASK:
+            qk = tl.where(visible, qk, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        p = tl.exp2(qk * qk_scale - m_new[:, None])
     else:
-        qk = qk * qk_scale
-    if APPLY_MASK:
-        qk = tl.where(visible, qk, float("-inf"))
-    m_new = tl.maximum(m_i, tl.max(qk, 1))
+        if LOGIT_CAP > 0:
+            qk = (LOGIT_CAP * 1.4426950408889634) * stable_tanh(qk * (sm_scale / LOGIT_CAP))
+        else:
+            qk = qk * qk_scale
+        if APPLY_MASK:
+            qk = tl.where(visible, qk, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.exp2(qk - m_new[:, None])
     alpha = tl.exp2(m_i - m_new)
-    p = tl.exp2(qk - m_new[:, None])
     l_i = l_i * alpha + tl.sum(p, 1)
     acc = acc * alpha[:, None]
     acc = tl.dot(p.to(v.dtype), v, acc)
     return acc, l_i, m_new
+
+
+@triton.jit
+def _load_rows(base, rows, row_ok, stride, offs, LIMIT: tl.constexpr, WIDTH: tl.constexpr, MASKED: tl.constexpr):
+    """Load [N, WIDTH] rows at base + rows * stride + offs; masks only what can be out of range."""
+    ptrs = base + rows[:, None] * stride + offs[None, :]
+    if MASKED:
+        if LIMIT < WIDTH:
+            return tl.load(ptrs, mask=row_ok[:, None] & (offs < LIMIT)[None, :], other=0.0)
+        return tl.load(ptrs, mask=row_ok[:, None], other=0.0)
+    if LIMIT < WIDTH:
+        return tl.load(ptrs, mask=(offs < LIMIT)[None, :], other=0.0)
+    return tl.load(ptrs)
+
+
+@triton.jit
+def _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head, stride_kbt,
+                 stride_vbt, tok, valid, pre_len, seq_len, mask_ptr, mask_start, qk_scale, sm_scale,
+                 offs_n, offs_d, offs_dv, LQ: tl.constexpr, LV: tl.constexpr, BLOCK_D: tl.constexpr,
+                 BLOCK_DPE: tl.constexpr, BLOCK_DV: tl.constexpr, WINDOW: tl.constexpr, LOGIT_CAP: tl.constexpr,
+                 IS_CAUSAL: tl.constexpr, USE_MASK: tl.constexpr, SKIP_PREFIX_MASK: tl.constexpr,
+                 V_IS_K: tl.constexpr, FOLD_SCALE: tl.constexpr, MASKED: tl.constexpr):
+    """Gather one tile of prefix K/V through kv_indices and fold it into the online softmax."""
+    kpos = start + offs_n
+    key_ok = kpos < hi
+    if MASKED:
+        slots = tl.load(kv_indices + pre_start + kpos, mask=key_ok, other=0).to(tl.int64)
+    else:
+        slots = tl.load(kv_indices + pre_start + kpos).to(tl.int64)
+    k = _load_rows(kb_head, slots, key_ok, stride_kbt, offs_d, LQ, BLOCK_D, MASKED)
+    kpe = k
+    if BLOCK_DPE > 0:
+        kpe = _load_rows(kb_head, slots, key_ok, stride_kbt, BLOCK_D + tl.arange(0, BLOCK_DPE), BLOCK_DPE,
+                         BLOCK_DPE, MASKED)
+    if V_IS_K:
+        v = k
+    else:
+        v = _load_rows(vb_head, slots, key_ok, stride_vbt, offs_dv, LV, BLOCK_DV, MASKED)
+    vis = valid[:, None]
+    if MASKED:
+        vis = _visible(tok, valid, kpos, key_ok, pre_len, seq_len, mask_ptr, mask_start, True,
+                       WINDOW, IS_CAUSAL, USE_MASK, SKIP_PREFIX_MASK)
+    return _attend_tile(acc, l_i, m_i, q, qpe, k, kpe, v, vis, qk_scale, sm_scale, LOGIT_CAP, BLOCK_DPE,
+                        MASKED, FOLD_SCALE)
 
 
 @triton.jit
@@ -100,7 +155,7 @@ def _family_fwd_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_B: tl.constexpr, GROUP: tl.constexpr, PACK: tl.constexpr,
     NUM_SPLITS: tl.constexpr, WINDOW: tl.constexpr, LOGIT_CAP: tl.constexpr, IS_CAUSAL: tl.constexpr,
     USE_MASK: tl.constexpr, SKIP_PREFIX_MASK: tl.constexpr, HAS_SINK: tl.constexpr, V_IS_K: tl.constexpr,
-    HEAVY_FIRST: tl.constexpr,
+    HEAVY_FIRST: tl.constexpr, FOLD_SCALE: tl.constexpr, GATHER_STAGES: tl.constexpr,
 ):
     seq, block, total = _locate_block(qo_indptr, batch, tl.program_id(0), PACK, BLOCK_M, BLOCK_B, HEAVY_FIRST)
     if tl.program_id(0) >= total:
@@ -143,32 +198,39 @@ def _family_fwd_kernel(
     lo, hi = _prefix_range(pre_len, split, lo_bound, NUM_SPLITS, BLOCK_N)
     kb_head = K_buf + kv_head.to(tl.int64) * stride_kbh
     vb_head = V_buf + kv_head.to(tl.int64) * stride_vbh
-    for start in range(lo, hi, BLOCK_N):
-        kpos = start + offs_n
-        key_ok = kpos < hi
-        slots = tl.load(kv_indices + pre_start + kpos, mask=key_ok, other=0).to(tl.int64)
-        k = tl.load(kb_head + slots[:, None] * stride_kbt + offs_d[None, :],
-                    mask=key_ok[:, None] & d_ok[None, :], other=0.0)
-        kpe = k
-        if BLOCK_DPE > 0:
-            kpe = tl.load(kb_head + slots[:, None] * stride_kbt + offs_dpe[None, :], mask=key_ok[:, None], other=0.0)
-        if V_IS_K:
-            v = k
+    PREFIX_MASKED: tl.constexpr = WINDOW > 0 or (USE_MASK and not SKIP_PREFIX_MASK)
+    full_hi = hi if PREFIX_MASKED else lo + (hi - lo) // BLOCK_N * BLOCK_N
+    if not PREFIX_MASKED:
+        if GATHER_STAGES > 0:
+            # tl.range pipelining also covers the kv_indices load that the K/V gathers depend on
+            for start in tl.range(lo, full_hi, BLOCK_N, num_stages=GATHER_STAGES):
+                acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,
+                                             stride_kbt, stride_vbt, tok, valid, pre_len, seq_len, mask_ptr,
+                                             mask_start, qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ, LV, BLOCK_D,
+                                             BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP, IS_CAUSAL, USE_MASK,
+                                             SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, False)
         else:
-            v = tl.load(vb_head + slots[:, None] * stride_vbt + offs_dv[None, :],
-                        mask=key_ok[:, None] & dv_ok[None, :], other=0.0)
-        vis = _visible(tok, valid, kpos, key_ok, pre_len, seq_len, mask_ptr, mask_start, True,
-                       WINDOW, IS_CAUSAL, USE_MASK, SKIP_PREFIX_MASK)
-        acc, l_i, m_i = _attend_tile(acc, l_i, m_i, q, qpe, k, kpe, v, vis, qk_scale, sm_scale,
-                                     LOGIT_CAP, BLOCK_DPE, True)
+            for start in range(lo, full_hi, BLOCK_N):
+                acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,
+                                             stride_kbt, stride_vbt, tok, valid, pre_len, seq_len, mask_ptr,
+                                             mask_start, qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ, LV, BLOCK_D,
+                                             BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP, IS_CAUSAL, USE_MASK,
+                                             SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, False)
+    tail_lo = lo if PREFIX_MASKED else full_hi
+    for start in range(tail_lo, hi, BLOCK_N):
+        acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,
+                                     stride_kbt, stride_vbt, tok, valid, pre_len, seq_len, mask_ptr,
+                                     mask_start, qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ, LV, BLOCK_D,
+                                     BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP, IS_CAUSAL, USE_MASK,
+                                     SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, True)
 
     # ---- extend keys (contiguous); the last split does them
     if split == NUM_SPLITS - 1:
         acc, l_i, m_i = _extend_keys(acc, l_i, m_i, q, qpe, K_ext, V_ext, ext_start, ext_len, pre_len, seq_len,
                                      tok, valid, tok_lo, tok_hi, kv_head, stride_kt, stride_kh, stride_vt,
                                      stride_vh, mask_ptr, mask_start, qk_scale, sm_scale, offs_n, offs_d,
-                                     offs_dv, d_ok, dv_ok, LQ, BLOCK_D, BLOCK_DPE, BLOCK_N, WINDOW, LOGIT_CAP,
-                                     IS_CAUSAL, USE_MASK, MASKED_ALWAYS, V_IS_K)
+                                     offs_dv, LQ, LV, BLOCK_D, BLOCK_DPE, BLOCK_DV, BLOCK_N, WINDOW, LOGIT_CAP,
+                                     IS_CAUSAL, USE_MASK, MASKED_ALWAYS, V_IS_K, FOLD_SCALE)
 
     _write_result(acc, l_i, m_i, O, Mid_O, Mid_L, sinks_ptr, ext_start, tok, q_head, valid, split, offs_dv, dv_ok,
                   stride_ot, stride_oh, stride_ms, stride_mt, stride_mh, stride_ls, stride_lt, NUM_SPLITS, HAS_SINK)
@@ -177,10 +239,10 @@ def _family_fwd_kernel(
 @triton.jit
 def _extend_keys(acc, l_i, m_i, q, qpe, K_ext, V_ext, ext_start, ext_len, pre_len, seq_len, tok, valid, tok_lo,
                  tok_hi, kv_head, stride_kt, stride_kh, stride_vt, stride_vh, mask_ptr, mask_start, qk_scale,
-                 sm_scale, offs_n, offs_d, offs_dv, d_ok, dv_ok, LQ: tl.constexpr, BLOCK_D: tl.constexpr,
-                 BLOCK_DPE: tl.constexpr, BLOCK_N: tl.constexpr, WINDOW: tl.constexpr, LOGIT_CAP: tl.constexpr,
-                 IS_CAUSAL: tl.constexpr, USE_MASK: tl.constexpr, MASKED_ALWAYS: tl.constexpr,
-                 V_IS_K: tl.constexpr):
+                 sm_scale, offs_n, offs_d, offs_dv, LQ: tl.constexpr, LV: tl.constexpr, BLOCK_D: tl.constexpr,
+                 BLOCK_DPE: tl.constexpr, BLOCK_DV: tl.constexpr, BLOCK_N: tl.constexpr, WINDOW: tl.constexpr,
+                 LOGIT_CAP: tl.constexpr, IS_CAUSAL: tl.constexpr, USE_MASK: tl.constexpr,
+                 MASKED_ALWAYS: tl.constexpr, V_IS_K: tl.constexpr, FOLD_SCALE: tl.constexpr):
     """Online softmax over the extend keys: unmasked full tiles below the block's first row, then masked."""
     causal = IS_CAUSAL and not USE_MASK
     end = tok_hi + 1 if causal else ext_len
@@ -193,37 +255,43 @@ def _extend_keys(acc, l_i, m_i, q, qpe, K_ext, V_ext, ext_start, ext_len, pre_le
     k_head = K_ext + ext_start * stride_kt + kv_head.to(tl.int64) * stride_kh
     v_head = V_ext + ext_start * stride_vt + kv_head.to(tl.int64) * stride_vh
     for start in range(start0, full_end, BLOCK_N):
-        krow = (start + offs_n).to(tl.int64)
-        k = tl.load(k_head + krow[:, None] * stride_kt + offs_d[None, :], mask=d_ok[None, :], other=0.0)
-        kpe = k
-        if BLOCK_DPE > 0:
-            kpe = tl.load(k_head + krow[:, None] * stride_kt + (BLOCK_D + tl.arange(0, BLOCK_DPE))[None, :])
-        if V_IS_K:
-            v = k
-        else:
-            v = tl.load(v_head + krow[:, None] * stride_vt + offs_dv[None, :], mask=dv_ok[None, :], other=0.0)
-        acc, l_i, m_i = _attend_tile(acc, l_i, m_i, q, qpe, k, kpe, v, valid[:, None], qk_scale, sm_scale,
-                                     LOGIT_CAP, BLOCK_DPE, False)
+        acc, l_i, m_i = _extend_tile(acc, l_i, m_i, q, qpe, start, end, k_head, v_head, stride_kt, stride_vt, tok,
+                                     valid, pre_len, seq_len, mask_ptr, mask_start, qk_scale, sm_scale, offs_n,
+                                     offs_d, offs_dv, LQ, LV, BLOCK_D, BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP,
+                                     IS_CAUSAL, USE_MASK, V_IS_K, FOLD_SCALE, False)
     for start in range(full_end, end, BLOCK_N):
-        kpos_e = start + offs_n
-        key_ok = kpos_e < end
-        krow = kpos_e.to(tl.int64)
-        k = tl.load(k_head + krow[:, None] * stride_kt + offs_d[None, :], mask=key_ok[:, None] & d_ok[None, :],
-                    other=0.0)
-        kpe = k
-        if BLOCK_DPE > 0:
-            kpe = tl.load(k_head + krow[:, None] * stride_kt + (BLOCK_D + tl.arange(0, BLOCK_DPE))[None, :],
-                          mask=key_ok[:, None], other=0.0)
-        if V_IS_K:
-            v = k
-        else:
-            v = tl.load(v_head + krow[:, None] * stride_vt + offs_dv[None, :], mask=key_ok[:, None] & dv_ok[None, :],
-                        other=0.0)
+        acc, l_i, m_i = _extend_tile(acc, l_i, m_i, q, qpe, start, end, k_head, v_head, stride_kt, stride_vt, tok,
+                                     valid, pre_len, seq_len, mask_ptr, mask_start, qk_scale, sm_scale, offs_n,
+                                     offs_d, offs_dv, LQ, LV, BLOCK_D, BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP,
+                                     IS_CAUSAL, USE_MASK, V_IS_K, FOLD_SCALE, True)
+    return acc, l_i, m_i
+
+
+@triton.jit
+def _extend_tile(acc, l_i, m_i, q, qpe, start, end, k_head, v_head, stride_kt, stride_vt, tok, valid, pre_len,
+                 seq_len, mask_ptr, mask_start, qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ: tl.constexpr,
+                 LV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DPE: tl.constexpr, BLOCK_DV: tl.constexpr,
+                 WINDOW: tl.constexpr, LOGIT_CAP: tl.constexpr, IS_CAUSAL: tl.constexpr, USE_MASK: tl.constexpr,
+                 V_IS_K: tl.constexpr, FOLD_SCALE: tl.constexpr, MASKED: tl.constexpr):
+    """One tile of contiguous extend K/V folded into the online softmax (masked: causal/custom/window)."""
+    kpos_e = start + offs_n
+    key_ok = kpos_e < end
+    krow = kpos_e.to(tl.int64)
+    k = _load_rows(k_head, krow, key_ok, stride_kt, offs_d, LQ, BLOCK_D, MASKED)
+    kpe = k
+    if BLOCK_DPE > 0:
+        kpe = _load_rows(k_head, krow, key_ok, stride_kt, BLOCK_D + tl.arange(0, BLOCK_DPE), BLOCK_DPE, BLOCK_DPE,
+                         MASKED)
+    if V_IS_K:
+        v = k
+    else:
+        v = _load_rows(v_head, krow, key_ok, stride_vt, offs_dv, LV, BLOCK_DV, MASKED)
+    vis = valid[:, None]
+    if MASKED:
         vis = _visible(tok, valid, pre_len + kpos_e, key_ok, pre_len, seq_len, mask_ptr, mask_start, False,
                        WINDOW, IS_CAUSAL, USE_MASK, False)
-        acc, l_i, m_i = _attend_tile(acc, l_i, m_i, q, qpe, k, kpe, v, vis, qk_scale, sm_scale,
-                                     LOGIT_CAP, BLOCK_DPE, True)
-    return acc, l_i, m_i
+    return _attend_tile(acc, l_i, m_i, q, qpe, k, kpe, v, vis, qk_scale, sm_scale, LOGIT_CAP, BLOCK_DPE, MASKED,
+                        FOLD_SCALE)
 
 
 @triton.jit

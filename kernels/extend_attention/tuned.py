@@ -34,15 +34,16 @@ def choose_config(prob: Problem, limits: ChipLimits) -> FamilyConfig:
     """
     rows_per_seq = max(1, prob.total_extend // max(1, prob.batch)) * prob.group
     big_d = prob.head_dim + prob.head_dim_v
-    if rows_per_seq <= 64:
+    if rows_per_seq <= 64:  # memory-bound: decode, speculative verify (sweeps 1-3: BLOCK_N 128, 2 stages)
         block_m = max(16, min(64, 1 << (rows_per_seq - 1).bit_length()))
-        return FamilyConfig(block_m=block_m, block_n=64 if big_d <= 512 else 32, num_warps=4,
-                            num_stages=3, num_splits=0, pack_gqa=True)
-    if big_d > 512:  # MLA-like 576/512
-        return FamilyConfig(block_m=64, block_n=32, num_warps=8, num_stages=2, num_splits=1, pack_gqa=True)
+        return FamilyConfig(block_m=block_m, block_n=128 if big_d <= 256 else 32, num_warps=4,
+                            num_stages=2, num_splits=0, pack_gqa=True)
+    if big_d > 512:  # MLA-like 576/512: V read from the K tile, gather pipelined by the loop
+        return FamilyConfig(block_m=64, block_n=64, num_warps=8, num_stages=2, num_splits=1, pack_gqa=True,
+                            gather_stages=3)
     if big_d > 256:  # 256/256, 192/128
-        return FamilyConfig(block_m=64, block_n=64, num_warps=8, num_stages=2, num_splits=1, pack_gqa=False)
-    return FamilyConfig(block_m=128, block_n=64, num_warps=8, num_stages=3, num_splits=1, pack_gqa=False)
+        return FamilyConfig(block_m=128, block_n=64, num_warps=8, num_stages=3, num_splits=1, pack_gqa=False)
+    return FamilyConfig(block_m=128, block_n=128, num_warps=8, num_stages=3, num_splits=1, pack_gqa=False)
 
 
 def extend_attention_fwd(
