@@ -63,6 +63,8 @@ def findings_for(state: RunState, record: EvalRecord, case_classes: Mapping[str,
     """One finding per target case of `record` (all cases if it has no targets); ids are deterministic.
 
     Status: ``accepted`` (became the best), ``rejected`` (verified, not kept) or ``failed`` (did not pass).
+    Parameters: the family knob values the case ran with (family candidates), its dispatch class and the
+    candidate's content hash.
     """
     status = "accepted" if record.accepted else "rejected" if record.passed else "failed"
     table = record.parameters.get("table") or {}
@@ -71,8 +73,8 @@ def findings_for(state: RunState, record: EvalRecord, case_classes: Mapping[str,
     out = []
     for case_id in targets:
         klass = dispatch_classes.get(case_id)
-        params = {"config": table.get(klass) if klass else None, "dispatch_class": klass,
-                  "content_hash": record.content_hash}
+        params = {**(table.get(klass) or {} if klass else {}), "dispatch_class": klass,
+                  "candidate": record.content_hash}
         out.append(FindingDraft(
             id=f"{state.run_id}-{record.candidate_id}-{case_id}", chip=state.config.chip, task=state.config.task,
             case_id=case_id, case_class=case_classes.get(case_id, ""), patterns=tuple(record.patterns),

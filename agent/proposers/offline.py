@@ -237,9 +237,9 @@ class PatternGuidedProposer:
         for f in ctx.retrieval.findings:
             meta = f.metadata or {}
             params = meta.get("parameters") or {}
-            config = params.get("config")
-            if (meta.get("status") == "accepted" and (meta.get("speedup") or 0) > 1 and isinstance(config, dict)
-                    and params.get("dispatch_class") == key and set(config) == set(self.space.knobs)
+            config = {k: params[k] for k in self.space.knobs if k in params}
+            if (meta.get("status") == "accepted" and (meta.get("speedup") or 0) > 1
+                    and params.get("dispatch_class") == key and len(config) == len(self.space.knobs)
                     and self.space.feasible(config, key)):
                 out.append((-(meta.get("chip") == ctx.chip), -float(meta["speedup"]), Plan(
                     dict(config), tuple(meta.get("patterns") or ()),

@@ -1,0 +1,129 @@
+"""The seams bound to the real components: the verifier, the knowledge base and the chip profiles.
+
+Imports are lazy so that a missing component gives one clear `DependencyMissingError` line naming it, and
+`check()` lets the CLI fail before a run starts rather than in the middle of one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from agent.errors import DependencyMissingError
+from agent.seams import Citation, FindingDraft
+from hardware_profiles.schema import HardwareProfile
+from kernels.task import Case, TaskSpec
+
+VERIFIER_STAGES = ("static_rejected", "compile_error", "runtime_error", "mismatch", "too_fast_to_be_true", "pass")
+
+
+def _module(name: str, what: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        raise DependencyMissingError(f"{what} ({name}) is not installed: {exc}") from None
+
+
+def load_chip_profile(chip: str) -> HardwareProfile:
+    """`hardware_profiles.load_profile(chip)` (user profile first, then packaged).
+
+    Raises:
+        BadInputError: unknown chip, naming the known ones.
+    """
+    return _module("hardware_profiles", "the hardware profiles").load_profile(chip)
+
+
+class RealVerifier:
+    """`agent.verifier.verify` behind the `Verifier` seam. The loop's options ``cases`` (bench case ids to time)
+    and ``timing`` (False: correctness only) are mapped onto the verifier's options; ``verify_options`` of the
+    run config pass through unchanged."""
+
+    def __init__(self) -> None:
+        self.module = _module("agent.verifier", "the verifier")
+        if not hasattr(self.module, "verify"):
+            raise DependencyMissingError("the verifier (agent.verifier.verify) is not installed")
+
+    def __call__(self, task: TaskSpec, candidate_path: Path, profile: HardwareProfile,
+                 options: Mapping[str, Any]) -> Any:
+        return self.module.verify(task, Path(candidate_path), profile, self.options(options))
+
+    def options(self, options: Mapping[str, Any]) -> Any:
+        """The verifier's options object from the loop's mapping."""
+        opts = dict(options)
+        cases, timing = opts.pop("cases", None), opts.pop("timing", True)
+        cls = getattr(self.module, "VerifyOptions", None)
+        if cls is None:
+            return {**opts, "case_ids": cases, "timing": timing}
+        fields = set(getattr(cls, "model_fields", None) or getattr(cls, "__dataclass_fields__", {}))
+        values = {**opts}
+        if "case_ids" in fields and cases is not None:
+            values["case_ids"] = tuple(cases)
+        if "timing" in fields:
+            values["timing"] = bool(timing)
+        return cls(**{k: v for k, v in values.items() if k in fields})
+
+
+class StoreKnowledge:
+    """The knowledge base behind the `Knowledge` seam: `knowledge.retrieval.search` over document chunks,
+    `knowledge.ranking.rank_patterns` on the pattern graph (loaded once per iteration, reloaded after a
+    finding is recorded), `knowledge.findings.query_findings` / `record_finding`."""
+
+    def __init__(self, profile: HardwareProfile) -> None:
+        self.profile = profile
+        self._graph: Any = None
+        self._known_patterns: set[str] | None = None
+
+    def check(self) -> None:
+        """Import every module this needs now.
+
+        Raises:
+            DependencyMissingError: naming the first module that is missing.
+        """
+        for name, what in (("knowledge.retrieval", "document retrieval"), ("knowledge.ranking", "pattern ranking"),
+                           ("knowledge.findings", "the findings memory"), ("knowledge.store", "the knowledge store")):
+            _module(name, what)
+
+    def search_documents(self, query: str, chip: str | None, k: int) -> list[Citation]:
+        search = _module("knowledge.retrieval", "document retrieval").search
+        hits = search(query, chip=chip, k=k, collections=("chunks",))
+        return [Citation(h.cite(), h.text, float(h.score), str(h.collection), str(h.id)) for h in hits]
+
+    def rank_patterns(self, profile: HardwareProfile, task: TaskSpec, case: Case, diagnosis: Any) -> list[Any]:
+        ranking = _module("knowledge.ranking", "pattern ranking")
+        if self._graph is None:
+            sync = importlib.util.find_spec("knowledge.store") is not None  # findings live in the store
+            self._graph = _module("knowledge.findings", "the findings memory").load_graph(sync=sync)
+        return ranking.rank_patterns(profile, task, case, diagnosis, graph=self._graph)
+
+    def query_findings(self, chip: str, task: str, k: int) -> list[Citation]:
+        """Findings of `task` on any chip: this chip's first, then by speedup (failures last)."""
+        findings = _module("knowledge.findings", "the findings memory").query_findings(task=task)
+        ordered = sorted(findings, key=lambda f: (f.chip != chip, -(f.speedup or 0.0)))
+        return [Citation(f"finding {f.id} (run {f.run_id}, {f.date[:10]})", f.summary(), float(f.speedup or 0.0),
+                         "findings", f.id, {"status": f.status, "speedup": f.speedup, "chip": f.chip,
+                                            "case_id": f.case_id, "patterns": list(f.patterns),
+                                            "parameters": dict(f.parameters)}) for f in ordered[:k]]
+
+    def record_finding(self, finding: FindingDraft) -> str:
+        """Store a finding (idempotent by id). Pattern ids the catalog does not know (e.g. from an LLM reply)
+        move to the notes; stages that are not verifier stages are not findings and return ''."""
+        if finding.verdict_stage not in VERIFIER_STAGES:
+            return ""
+        findings = _module("knowledge.findings", "the findings memory")
+        known = self._catalog_patterns()
+        patterns = tuple(p for p in finding.patterns if p in known)
+        extra = [p for p in finding.patterns if p not in known]
+        notes = finding.notes + (f" (patterns not in the catalog: {', '.join(extra)})" if extra else "")
+        record = {**vars(finding), "patterns": patterns, "notes": notes.strip()}
+        fid = findings.record_finding(findings.Finding.from_record(record), self.profile)
+        self._graph = None
+        return fid
+
+    def _catalog_patterns(self) -> set[str]:
+        if self._known_patterns is None:
+            catalog = _module("knowledge.catalog", "the pattern catalog").load_catalog()
+            self._known_patterns = {p.id for p in catalog.patterns}
+        return self._known_patterns

@@ -1,0 +1,185 @@
+"""``chiplore optimize``, ``chiplore report``, ``chiplore bench`` and ``chiplore demo``.
+
+``optimize --json`` prints ``{"run_id", "run_dir", "status", "stop_kind", "stop_reason", "evaluations",
+"best_id", "geomean_speedup" (null when untimed), "timed", "report"}``; ``report --json`` prints
+``{"markdown", "speedup_png", "roofline_png", "best_kernel", "dropin"}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import typer
+from rich.console import Console
+
+from agent.cli.app import app
+from agent.config import LLMOptions, OptimizeConfig, StopRules
+from knowledge.errors import BadInputError
+
+_console = Console()
+
+NO_GPU_NOTICE = ("No GPU on this machine: correctness-only exploration under the Triton interpreter "
+                 "(TRITON_INTERPRET=1) at small shapes; nothing is timed and no speedup is claimed.")
+
+
+def has_gpu() -> bool:
+    """A CUDA or ROCm device is visible to torch."""
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def device_name() -> str:
+    import torch
+
+    return torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu (Triton interpreter)"
+
+
+def _split(value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def _llm_options(extra: str | None) -> LLMOptions:
+    if not extra:
+        return LLMOptions()
+    try:
+        body = json.loads(extra)
+    except json.JSONDecodeError as exc:
+        raise BadInputError(f"--llm-extra: not JSON ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(body, dict):
+        raise BadInputError("--llm-extra: expected a JSON object, e.g. '{\"chat_template_kwargs\": {...}}'")
+    return LLMOptions(extra_body=body)
+
+
+@app.command("optimize")
+def optimize_cmd(
+    task: str = typer.Argument(None, help="kernel task, e.g. extend_attention (omit with --resume)"),
+    chip: str = typer.Option(None, "--chip", help="chip profile to optimize for (omit with --resume)"),
+    max_evals: int = typer.Option(None, "--max-evals", min=1, help="candidate evaluations (default 40)"),
+    budget_min: float = typer.Option(None, "--budget-min", min=0.01, help="wall-clock budget in minutes"),
+    no_retrieval: bool = typer.Option(False, "--no-retrieval", help="ablation: uniform choice, no knowledge"),
+    resume: str = typer.Option(None, "--resume", help="continue run RUN (id or folder)"),
+    proposer: str = typer.Option("offline", "--proposer", help="offline | llm | uniform"),
+    cases: str = typer.Option(None, "--cases", help="comma-separated bench case ids (default: all)"),
+    seed: int = typer.Option(0, "--seed", help="seed of the proposer's random choices"),
+    patience: int = typer.Option(20, "--patience", min=1, help="stop after this many evaluations without gain"),
+    run_id: str = typer.Option(None, "--run-id", help="name of the new run (default: task-chip-time)"),
+    llm_extra: str = typer.Option(None, "--llm-extra", help="JSON passed through to the LLM request body"),
+    record_findings: bool = typer.Option(None, "--record-findings/--no-record-findings",
+                                         help="write findings (default: on when timed on a GPU)"),
+    report: bool = typer.Option(True, "--report/--no-report", help="write the report at the end"),
+    as_json: bool = typer.Option(False, "--json", help="print a JSON summary (schema in the module docstring)"),
+) -> None:
+    """Optimize TASK for chip C in a closed loop with retrieval; verified, checkpointed, resumable."""
+    from agent.adapters import RealVerifier, StoreKnowledge, load_chip_profile
+    from agent.cli.optimize_view import LoopPrinter, summary_table
+    from agent.runstate import RunDir
+    from agent.session import load_task_checked, resume_run, run_optimization, select_cases, start_run
+
+    gpu = has_gpu()
+    if resume:
+        config = RunDir.open(resume).load_state().config
+        if (task and task != config.task) or (chip and chip != config.chip):
+            raise BadInputError(f"--resume {resume}: that run optimizes {config.task} on {config.chip}, "
+                                f"not {task or config.task} on {chip or config.chip}")
+        if config.timing == "gpu" and not gpu:
+            raise BadInputError(f"--resume {resume}: that run is timed on a GPU and this machine has none")
+    else:
+        if not task or not chip:
+            raise BadInputError("optimize needs TASK and --chip (or --resume RUN)")
+        if proposer not in ("offline", "llm", "uniform"):
+            raise BadInputError(f"--proposer {proposer!r}: expected offline, llm or uniform")
+        config = OptimizeConfig(
+            task=task, chip=chip, proposer=proposer, retrieval=not no_retrieval,
+            timing="gpu" if gpu else "interpreter", cases=_split(cases), seed=seed,
+            stop=StopRules(max_evals=max_evals or 40, patience=patience, budget_min=budget_min),
+            llm=_llm_options(llm_extra), record_findings=gpu if record_findings is None else record_findings)
+    select_cases(load_task_checked(config.task), config.cases)
+    profile = load_chip_profile(config.chip)
+    knowledge = None
+    if config.retrieval:
+        knowledge = StoreKnowledge(profile)
+        knowledge.check()
+    verifier = RealVerifier()
+    if not gpu:
+        os.environ["TRITON_INTERPRET"] = "1"
+        _console.print(f"[yellow]{NO_GPU_NOTICE}[/yellow]")
+    if resume:
+        run, state = resume_run(resume, max_evals=max_evals, budget_min=budget_min)
+        _console.print(f"resuming run {state.run_id} after {len(state.evaluations)} evaluations"
+                       + (f" (candidate v{state.pending.n} was being evaluated)" if state.pending else ""))
+    else:
+        run, state = start_run(config, device=device_name(), run_id=run_id)
+        _console.print(f"run {state.run_id}: {run.path}")
+    with LoopPrinter(_console, state) as printer:
+        state = run_optimization(run, state, profile, verifier, knowledge, events=printer)
+    _console.print(summary_table(state))
+    files = None
+    if report:
+        from agent.report import write_report
+
+        files = write_report(run)
+        _console.print(f"report: {files.markdown}")
+    if state.status == "stopped":
+        _console.print(f"resume with: chiplore optimize --resume {state.run_id}")
+    if as_json:
+        best = state.best_record()
+        typer.echo(json.dumps({
+            "run_id": state.run_id, "run_dir": str(run.path), "status": state.status, "stop_kind": state.stop_kind,
+            "stop_reason": state.stop_reason, "evaluations": len(state.evaluations), "best_id": state.best_id,
+            "geomean_speedup": best.geomean_speedup if best else (1.0 if state.baseline.timed else None),
+            "timed": state.baseline.timed if state.baseline else False,
+            "report": str(files.markdown) if files else None}))
+
+
+@app.command("report")
+def report_cmd(
+    run: str = typer.Argument(..., help="run id (under $CHIPLORE_HOME/runs) or run folder"),
+    as_json: bool = typer.Option(False, "--json", help="print the written paths as JSON"),
+) -> None:
+    """Write the Markdown report, the PNG plots and the SGLang drop-in of a run's best kernel."""
+    from agent.report import write_report
+    from agent.runstate import RunDir
+
+    files = write_report(RunDir.open(run))
+    paths = {"markdown": str(files.markdown), "speedup_png": str(files.speedup_png),
+             "roofline_png": str(files.roofline_png), "best_kernel": str(files.best_kernel),
+             "dropin": str(files.dropin) if files.dropin else None}
+    if as_json:
+        typer.echo(json.dumps(paths))
+        return
+    for name, path in paths.items():
+        if path:
+            _console.print(f"{name}: {path}")
+
+
+@app.command("bench")
+def bench_cmd(
+    task: str = typer.Argument(..., help="kernel task, e.g. extend_attention"),
+    chip: str = typer.Option(None, "--chip", help="chip profile for roofline fractions (default: none)"),
+    cases: str = typer.Option(None, "--cases", help="comma-separated bench case ids (default: all)"),
+    reps: int = typer.Option(20, "--reps", min=1, help="timed calls per case"),
+    as_json: bool = typer.Option(False, "--json", help="print rows as JSON"),
+) -> None:
+    """Time the task's baseline and optimized kernels on its bench cases (needs a GPU)."""
+    from agent.bench import bench_task, rows_table
+
+    if not has_gpu():
+        raise BadInputError("bench needs a GPU: nothing is timed on the CPU (use `chiplore verify` for correctness)")
+    rows = bench_task(task, chip, _split(cases), reps)
+    if as_json:
+        typer.echo(json.dumps({"device": device_name(), "rows": rows}))
+    else:
+        _console.print(rows_table(rows))
+
+
+@app.command("demo")
+def demo_cmd(
+    max_evals: int = typer.Option(None, "--max-evals", min=1, help="evaluations (default: 3 on CPU, 20 on GPU)"),
+) -> None:
+    """Onboard the shipped chip notes, ask a question, list patterns, then optimize extend attention."""
+    from agent.demo import run_demo
+
+    run_demo(_console, max_evals or (20 if has_gpu() else 3), gpu=has_gpu())
+
