@@ -1,0 +1,164 @@
+"""Numbers of the GPU optimize run (scripts/optimize_gpu.py) for BENCHMARKS.md, and the example report for docs/.
+
+    python scripts/optimize_benchmarks.py RESULTS            # print the Markdown section
+    python scripts/optimize_benchmarks.py RESULTS --write    # also append/replace it in BENCHMARKS.md and copy
+                                                             # the retrieval run's report to docs/example_run/
+
+RESULTS is the folder optimize_gpu.py wrote (``runs/<name>/state.json`` per run, ``kill_check.json``,
+``env.json``). "Evaluations to 95% of the best configuration": the best configuration is the highest geomean
+speedup either optimize run found; for each run, the first evaluation after which its best kernel reaches 95%
+of that (None: never within its budget).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SECTION = "## Agent loop: `chiplore optimize` on the H200 (issue 6)"
+
+
+def _state(run_dir: Path) -> dict[str, Any]:
+    return json.loads((run_dir / "state.json").read_text())
+
+
+def trajectory(state: dict[str, Any]) -> list[float]:
+    """Geomean speedup of the best kernel after each evaluation (1.0 while the baseline is best)."""
+    best, out = 1.0, []
+    for e in state["evaluations"]:
+        if e["accepted"] and e.get("geomean_speedup"):
+            best = e["geomean_speedup"]
+        out.append(best)
+    return out
+
+
+def evals_to(state: dict[str, Any], target: float) -> int | None:
+    for n, best in enumerate(trajectory(state), start=1):
+        if best >= target:
+            return n
+    return None
+
+
+def run_summary(state: dict[str, Any]) -> dict[str, Any]:
+    """Final geomean, per-case table, counts and stop reason of one run."""
+    evals = state["evaluations"]
+    base = state.get("baseline") or {}
+    best_times = state.get("best_time_us") or {}
+    cases = []
+    for case, t0 in (base.get("time_us") or {}).items():
+        t1 = best_times.get(case, t0)
+        floor = (base.get("floor_us") or {}).get(case)
+        cases.append({"case": case, "baseline_us": t0, "best_us": t1, "speedup": t0 / t1,
+                      "floor_us": floor, "fraction_baseline": floor / t0 if floor else None,
+                      "fraction_best": floor / t1 if floor else None})
+    traj = trajectory(state)
+    accepted = [e for e in evals if e["accepted"]]
+    return {
+        "run_id": state["run_id"], "retrieval": state["config"]["retrieval"], "status": state["status"],
+        "stop": f"{state.get('stop_kind')}: {state.get('stop_reason')}", "evaluations": len(evals),
+        "accepted": len(accepted), "failed": sum(not e["passed"] for e in evals),
+        "all_accepted_passed": all(e["stage"] == "pass" for e in accepted),
+        "final_geomean": traj[-1] if traj else 1.0, "trajectory": traj, "cases": cases,
+        "elapsed_min": state.get("elapsed_s", 0) / 60, "best_id": state["best_id"],
+        "findings": len(state.get("findings_recorded", [])), "timed": bool(base.get("timed")),
+    }
+
+
+def summarize(results: Path) -> dict[str, Any]:
+    """Everything BENCHMARKS.md needs from a results folder."""
+    runs = {}
+    for name in ("retrieval", "no-retrieval"):
+        path = results / "runs" / name
+        if (path / "state.json").is_file():
+            runs[name] = run_summary(_state(path))
+    best = max((r["final_geomean"] for r in runs.values()), default=None)
+    for name, r in runs.items():
+        r["evals_to_95pct_best"] = evals_to(_state(results / "runs" / name), 0.95 * best) if best else None
+    kill = json.loads((results / "kill_check.json").read_text()) if (results / "kill_check.json").is_file() else None
+    env = json.loads((results / "env.json").read_text()) if (results / "env.json").is_file() else {}
+    return {"env": env, "runs": runs, "best_geomean_any_run": best, "kill_check": kill}
+
+
+def _f(value: float | None, fmt: str = "{:.2f}") -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def markdown(summary: dict[str, Any], command: str) -> str:
+    """The BENCHMARKS.md section."""
+    env, runs = summary["env"], summary["runs"]
+    lines = [SECTION, "",
+             f"Command: `{command}` (then `python scripts/optimize_benchmarks.py RESULTS --write`). "
+             f"Date {env.get('date', '?')}, machine {env.get('device', '?')} x{env.get('gpus', '?')}, "
+             f"commit {env.get('commit', '?')}, torch {env.get('torch', '?')}, triton {env.get('triton', '?')}. "
+             "H200 onboarded from `chiplore profile detect --as h200` and the shipped note "
+             "`hardware_profiles/notes/h200.md`; empty findings store; offline pattern-guided proposer. Every "
+             "speedup is over the baseline (SGLang-structured Triton kernel) timed in the same run; every accepted "
+             "kernel passed the verifier.", ""]
+    lines += ["| run | evaluations | accepted | failed verification | final geomean over baseline | "
+              "evaluations to 95% of the best configuration | wall min | stop |",
+              "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for name, r in runs.items():
+        lines.append(f"| {name} | {r['evaluations']} | {r['accepted']} | {r['failed']} | x{_f(r['final_geomean'])} | "
+                     f"{r['evals_to_95pct_best'] or 'not reached'} | {_f(r['elapsed_min'], '{:.1f}')} | {r['stop']} |")
+    lines += ["", f"Best configuration (highest geomean of either run): x{_f(summary['best_geomean_any_run'])}.", ""]
+    if "retrieval" in runs:
+        r = runs["retrieval"]
+        lines += [f"Per case, run with retrieval (best kernel `{r['best_id']}`):", "",
+                  "| case | baseline us | best us | speedup | % of roofline floor: baseline -> best |",
+                  "|---|---:|---:|---:|---:|"]
+        for c in r["cases"]:
+            frac = (f"{100 * c['fraction_baseline']:.1f} -> {100 * c['fraction_best']:.1f}"
+                    if c["fraction_baseline"] else "-")
+            lines.append(f"| {c['case']} | {c['baseline_us']:.1f} | {c['best_us']:.1f} | x{c['speedup']:.2f} "
+                         f"| {frac} |")
+        lines.append("")
+    k = summary.get("kill_check")
+    if k:
+        lines += [f"SIGKILL + resume: a run of {k['max_evals']} evaluations was killed (process group, SIGKILL) while "
+                  f"candidate v{k['killed_at']} was being verified, then resumed with `--resume`: "
+                  f"{k['resumed_evaluations']} distinct evaluations against {k['uninterrupted_evaluations']} for the "
+                  f"uninterrupted run; findings {k['resumed_findings']} vs {k['uninterrupted_findings']}, "
+                  f"duplicated findings: {k['duplicated_findings']}. "
+                  f"{'PASS' if k['ok'] else 'FAIL'}.", ""]
+    lines += ["Example report of the run with retrieval: [docs/example_run/report.md](docs/example_run/report.md).",
+              ""]
+    return "\n".join(lines)
+
+
+def write(summary_md: str, results: Path) -> None:
+    """Replace (or append) the section in BENCHMARKS.md; copy the retrieval run's report to docs/example_run/."""
+    bench = ROOT / "BENCHMARKS.md"
+    text = bench.read_text()
+    pattern = re.compile(re.escape(SECTION) + r".*?(?=\n## |\Z)", re.DOTALL)
+    text = pattern.sub(summary_md.rstrip() + "\n", text) if SECTION in text else text.rstrip() + "\n\n" + summary_md
+    bench.write_text(text)
+    report = results / "runs" / "retrieval" / "report"
+    if report.is_dir():
+        target = ROOT / "docs" / "example_run"
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(report, target)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("results", type=Path)
+    parser.add_argument("--write", action="store_true")
+    parser.add_argument("--command", default="bash scripts/optimize_gpu.sh $OUT")
+    args = parser.parse_args()
+    summary = summarize(args.results)
+    text = markdown(summary, args.command)
+    print(text)
+    if args.write:
+        write(text, args.results)
+    if not summary["runs"]:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
