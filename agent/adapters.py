@@ -16,6 +16,7 @@ from agent.errors import DependencyMissingError
 from agent.seams import Citation, FindingDraft
 from hardware_profiles.schema import HardwareProfile
 from kernels.task import Case, TaskSpec
+from knowledge.errors import BadInputError
 
 VERIFIER_STAGES = ("static_rejected", "compile_error", "runtime_error", "mismatch", "too_fast_to_be_true", "pass")
 
@@ -37,33 +38,55 @@ def load_chip_profile(chip: str) -> HardwareProfile:
 
 
 class RealVerifier:
-    """`agent.verifier.verify` behind the `Verifier` seam. The loop's options ``cases`` (bench case ids to time)
-    and ``timing`` (False: correctness only) are mapped onto the verifier's options; ``verify_options`` of the
-    run config pass through unchanged."""
+    """`agent.verifier.Verifier` behind the `Verifier` seam; one verifier (one sandbox zygote, so torch and triton
+    start once) serves every candidate of a run while the options stay the same.
+
+    The loop's options map onto `VerifyOptions`: ``cases`` (bench case ids) become ``case_ids`` when timing on a
+    GPU (correctness-only runs keep the verifier's own test and hidden cases), ``timing`` False switches timing
+    off, ``baseline_time_us`` lets the verifier flag large speedups; anything else passes through unchanged.
+    Call `close` when the run ends.
+    """
 
     def __init__(self) -> None:
         self.module = _module("agent.verifier", "the verifier")
-        if not hasattr(self.module, "verify"):
-            raise DependencyMissingError("the verifier (agent.verifier.verify) is not installed")
+        if not hasattr(self.module, "Verifier"):
+            raise DependencyMissingError("the verifier (agent.verifier.Verifier) is not installed")
+        self._engine: Any = None
+        self._key: tuple[str, str, str] | None = None
 
     def __call__(self, task: TaskSpec, candidate_path: Path, profile: HardwareProfile,
                  options: Mapping[str, Any]) -> Any:
-        return self.module.verify(task, Path(candidate_path), profile, self.options(options))
+        opts = self.options(options)
+        key = (task.name, profile.chip, opts.model_dump_json())
+        if key != self._key:
+            self.close()
+            self._engine, self._key = self.module.Verifier(task, profile, opts), key
+        return self._engine.verify(Path(candidate_path))
 
     def options(self, options: Mapping[str, Any]) -> Any:
-        """The verifier's options object from the loop's mapping."""
-        opts = dict(options)
-        cases, timing = opts.pop("cases", None), opts.pop("timing", True)
-        cls = getattr(self.module, "VerifyOptions", None)
-        if cls is None:
-            return {**opts, "case_ids": cases, "timing": timing}
-        fields = set(getattr(cls, "model_fields", None) or getattr(cls, "__dataclass_fields__", {}))
-        values = {**opts}
-        if "case_ids" in fields and cases is not None:
+        """`VerifyOptions` from the loop's mapping.
+
+        Raises:
+            BadInputError: an option the verifier does not know (from pydantic, named).
+        """
+        values = dict(options)
+        cases, timing = values.pop("cases", None), bool(values.pop("timing", True))
+        baseline = values.pop("baseline_time_us", None)
+        values["timing"] = timing
+        if timing and cases:
             values["case_ids"] = tuple(cases)
-        if "timing" in fields:
-            values["timing"] = bool(timing)
-        return cls(**{k: v for k, v in values.items() if k in fields})
+        if baseline:
+            values["baseline_time_us"] = dict(baseline)
+        try:
+            return self.module.VerifyOptions(**values)
+        except ValueError as exc:
+            raise BadInputError(f"verify options {sorted(values)}: {exc}") from None
+
+    def close(self) -> None:
+        """Stop the verifier's sandbox."""
+        if self._engine is not None:
+            self._engine.close()
+        self._engine, self._key = None, None
 
 
 class StoreKnowledge:

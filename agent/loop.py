@@ -210,6 +210,8 @@ class OptimizationLoop:
     # ----- stage 4: verify, decide, record
     def verify(self, path: Path) -> dict[str, Any]:
         options = {**self.config.verify_options, "cases": self.case_ids, "timing": self.config.timing == "gpu"}
+        if self.state.baseline is not None and self.state.baseline.timed:
+            options["baseline_time_us"] = dict(self.state.baseline.time_us)
         return verdict_to_json(self.p.verifier(self.p.task, path, self.p.profile, options))
 
     def conclude(self, n: int, lineage: Lineage, verdict: dict[str, Any], wall_s: float) -> None:

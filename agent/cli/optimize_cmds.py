@@ -112,8 +112,11 @@ def optimize_cmd(
     else:
         run, state = start_run(config, device=device_name(), run_id=run_id)
         _console.print(f"run {state.run_id}: {run.path}")
-    with LoopPrinter(_console, state) as printer:
-        state = run_optimization(run, state, profile, verifier, knowledge, events=printer)
+    try:
+        with LoopPrinter(_console, state) as printer:
+            state = run_optimization(run, state, profile, verifier, knowledge, events=printer)
+    finally:
+        verifier.close()
     _console.print(summary_table(state))
     files = None
     if report:
