@@ -165,7 +165,8 @@ class LLMProposer:
 def build_messages(ctx: ProposalContext) -> list[dict[str, str]]:
     """System and user messages for candidate `ctx.n` from the two prompt templates."""
     system = render("llm_system.md.j2", entry_point=ctx.task.entry_point, task=ctx.task.name, chip=ctx.chip,
-                    regression_pct=round(100 * ctx.regression_limit), signature=_bare_signature(ctx.signature))
+                    regression_pct=round(100 * ctx.regression_limit), signature=_bare_signature(ctx.signature),
+                    family_module=f"{ctx.task.optimized_module}.family")
     user = render("llm_user.md.j2", **_user_variables(ctx))
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
