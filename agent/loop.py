@@ -147,6 +147,9 @@ class OptimizationLoop:
                                      + "; ".join(verdict["reasons"][:2]))
             times.append({c: t for c, t in verdict["time_us"].items() if c in self.case_ids})
         timed = all(set(self.case_ids) <= set(t) for t in times)
+        if self.config.timing == "gpu" and not timed:
+            raise BaselineFailed(f"baseline {path.name} passed but was not timed on every case: "
+                                 f"{verdict.get('timing_note') or 'no timings in the verdict'}")
         best = {c: min(t[c] for t in times) for c in self.case_ids} if timed else {}
         self.noise = measure_noise(times, self.config.accept.noise_floor) if timed else {}
         self.state.baseline = BaselineRecord(
@@ -162,8 +165,9 @@ class OptimizationLoop:
         best = self.state.best_record()
         best_lineage = self.run.read_lineage(best.n) if best else None
         table = (best_lineage.parameters.get("table") if best_lineage else None) or {}
-        programs = {c.id: self.p.space.programs(table.get(self.p.space.class_of(c)), c)
-                    for c in self.p.cases} if self.p.space else {}  # None config: the case runs the baseline
+        programs = {}  # programs the best kernel launches per case (None config: the baseline kernel)
+        if self.p.space and (best_lineage is None or table):
+            programs = {c.id: self.p.space.programs(table.get(self.p.space.class_of(c)), c) for c in self.p.cases}
         table = self.p.space.full_table(table) if self.p.space else table
         diagnoses = diagnose(self.p.task, self.p.cases, self.p.profile, self.state.best_time_us, programs)
         ctx_retrieved = retrieval.gather(self.p.knowledge, self.p.task, self.p.profile, self.config.chip,
@@ -179,7 +183,7 @@ class OptimizationLoop:
             best_source=self.run.read_candidate(best.n if best else 0), best_lineage=best_lineage,
             best_table=table, best_time_us=dict(self.state.best_time_us),
             baseline_time_us=dict(self.state.baseline.time_us), noise=dict(self.noise),
-            last_verdict=self.run.read_verdict(last.n) if last else None, history=list(self.state.evaluations),
+            last_verdict=self._last_verdict(last), history=list(self.state.evaluations),
             rng=random.Random(f"{self.config.seed}:{n}"), timed=self.state.baseline.timed,
             regression_limit=self.config.accept.regression_limit)
         try:
@@ -200,6 +204,12 @@ class OptimizationLoop:
         self._save()
         self.p.events("proposed", n=n, lineage=lineage)
         return lineage
+
+    def _last_verdict(self, last: EvalRecord | None) -> dict[str, Any] | None:
+        """The previous candidate's verdict verbatim; for a failed proposal its stage and reason."""
+        if last is None:
+            return None
+        return self.run.read_verdict(last.n) or {"stage": last.stage, "reasons": last.reasons}
 
     def _lineage(self, n: int, proposal: Proposal, parent: Lineage | None) -> Lineage:
         return Lineage(id=f"v{n}", parent_id=self.state.best_id, generation=(parent.generation if parent else 0) + 1,

@@ -152,3 +152,12 @@ def test_long_run_never_repeats_a_configuration(tmp_path):
             moved_back = e.parameters.get("move") == {"class": key, "knob": None}
             assert moved_back or item not in seen, (e.n, item)
             seen.add(item)
+
+
+def test_gpu_run_needs_a_timed_baseline(tmp_path):
+    from agent.errors import BaselineFailed
+
+    run, state = start_run(_config(), root=tmp_path)
+    with pytest.raises(BaselineFailed, match="not timed on every case"):
+        run_optimization(run, state, h200_profile(), ScriptedVerifier(timed=False), ScriptedKnowledge())
+    assert run.load_state().status == "stopped" and run.load_state().baseline is None
