@@ -136,7 +136,7 @@ class OptimizationLoop:
         repeats = self.config.accept.baseline_repeats if self.config.timing == "gpu" else 1
         times: list[dict[str, float]] = []
         for r in range(repeats):
-            self.p.events("baseline", repeat=r + 1, of=repeats)
+            self.p.events("baseline", repeat=r + 1, of=repeats, timed=self.config.timing == "gpu")
             verdict = self.verify(path)
             if r == 0:
                 self.run.write_verdict(0, verdict)

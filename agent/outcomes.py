@@ -63,13 +63,15 @@ def findings_for(state: RunState, record: EvalRecord, case_classes: Mapping[str,
     """One finding per target case of `record` (all cases if it has no targets); ids are deterministic.
 
     Status: ``accepted`` (became the best), ``rejected`` (verified, not kept) or ``failed`` (did not pass).
-    Parameters: the family knob values the case ran with (family candidates), its dispatch class and the
-    candidate's content hash.
+    Patterns: those applied to the case's dispatch class (``class_patterns``), else the candidate's. Parameters:
+    the family knob values the case ran with (family candidates), its dispatch class and the candidate's content
+    hash.
     """
     status = "accepted" if record.accepted else "rejected" if record.passed else "failed"
     table = record.parameters.get("table") or {}
     baseline = state.baseline.time_us if state.baseline else {}
     targets = record.target_cases or list(case_classes)
+    class_patterns = record.parameters.get("class_patterns") or {}
     out = []
     for case_id in targets:
         klass = dispatch_classes.get(case_id)
@@ -77,7 +79,8 @@ def findings_for(state: RunState, record: EvalRecord, case_classes: Mapping[str,
                   "candidate": record.content_hash}
         out.append(FindingDraft(
             id=f"{state.run_id}-{record.candidate_id}-{case_id}", chip=state.config.chip, task=state.config.task,
-            case_id=case_id, case_class=case_classes.get(case_id, ""), patterns=tuple(record.patterns),
+            case_id=case_id, case_class=case_classes.get(case_id, ""),
+            patterns=tuple(class_patterns.get(klass, record.patterns) if class_patterns else record.patterns),
             parameters=params, baseline_time_us=baseline.get(case_id), candidate_time_us=record.time_us.get(case_id),
             speedup=record.speedup.get(case_id), roofline_fraction=record.roofline_fraction.get(case_id),
             verdict_stage=record.stage, verdict_id=f"{state.run_id}/verdicts/v{record.n}.json",

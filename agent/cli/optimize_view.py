@@ -31,7 +31,7 @@ class LoopPrinter:
     def __call__(self, event: str, **data: Any) -> None:
         print_ = self.progress.console.print
         if event == "baseline":
-            print_(f"baseline: verifying and timing ({data['repeat']}/{data['of']})")
+            print_(f"baseline: verifying{' and timing' if data['timed'] else ''} ({data['repeat']}/{data['of']})")
         elif event == "baseline_done":
             print_(baseline_table(data["record"]))
         elif event == "retrieved":

@@ -98,18 +98,18 @@ class PatternGuidedProposer:
                 retry = move is not None and move.get("knob") is None  # the class's fastest configuration again
                 if table_hash(table) in self.tried or (not retry and (key, config_key(config)) in self.tried_in_class):
                     continue
-                return self._proposal(ctx, table, [key], list(patterns), note, move, list(cites))
+                return self._proposal(ctx, table, [key], {key: list(patterns)}, note, move, list(cites))
         raise SearchSpaceExhausted("offline proposer: every configuration it would propose has been tried")
 
     def _full_plan(self, ctx: ProposalContext, plans: Mapping[str, list[Plan]]) -> Iterator[Proposal]:
         """Before anything is accepted: every class at once on its top plan (the knowledge's best guess)."""
         if self.any_accepted or not any(plans.values()):
             return
-        table = {k: ps[0].config for k, ps in plans.items() if ps}
-        patterns = sorted({p for ps in plans.values() if ps for p in ps[0].patterns})
+        table = {**ctx.best_table, **{k: ps[0].config for k, ps in plans.items() if ps}}
+        per_class = {k: list(ps[0].patterns) for k, ps in plans.items() if ps}
         notes = "; ".join(f"{k}: {ps[0].note}" for k, ps in plans.items() if ps)
         cites = [c for ps in plans.values() if ps for c in ps[0].citations]
-        yield self._proposal(ctx, table, sorted(table), patterns, f"top plan per class ({notes})", None, cites)
+        yield self._proposal(ctx, table, sorted(per_class), per_class, f"top plan per class ({notes})", None, cites)
 
     def _merge(self, ctx: ProposalContext) -> Iterator[Proposal]:
         """After a rejected multi-class candidate: keep only the classes whose every case got faster."""
@@ -124,7 +124,8 @@ class PatternGuidedProposer:
             for c in self.space.class_cases(k))]
         if improved and len(improved) < len(changed):
             table = {**ctx.best_table, **{k: lineage.parameters["table"][k] for k in improved}}
-            yield self._proposal(ctx, table, improved, list(lineage.patterns),
+            per_class = lineage.parameters.get("class_patterns") or {}
+            yield self._proposal(ctx, table, improved, {k: per_class.get(k, []) for k in improved},
                                  f"keep the classes {lineage.id} sped up ({', '.join(improved)}); "
                                  f"drop the ones it slowed down", None, [])
 
@@ -312,8 +313,9 @@ class PatternGuidedProposer:
         return out
 
     # ----- output
-    def _proposal(self, ctx: ProposalContext, table: dict[str, Config], classes: list[str], patterns: list[str],
-                  note: str, move: dict | None, cites: list[str]) -> Proposal:
+    def _proposal(self, ctx: ProposalContext, table: dict[str, Config], classes: list[str],
+                  class_patterns: dict[str, list[str]], note: str, move: dict | None, cites: list[str]) -> Proposal:
+        patterns = sorted({p for ps in class_patterns.values() for p in ps})
         targets = [c for k in classes for c in self.space.class_cases(k)]
         diag = "; ".join(ctx.diagnoses[c].summary() for c in targets if c in ctx.diagnoses)
         rationale = f"{', '.join(classes)}: {note}. Diagnosis: {diag or 'none'}."
@@ -322,7 +324,7 @@ class PatternGuidedProposer:
         header = {"id": f"v{ctx.n}", "parent_id": ctx.best_id, "generation": _generation(ctx) + 1,
                   "patterns": patterns, "rationale": rationale, "run_id": ctx.run_id, "chip": ctx.chip}
         source = self.space.render(table, ctx.signature, header)
-        params = {"table": table, "classes": classes, "move": move,
+        params = {"table": table, "classes": classes, "move": move, "class_patterns": class_patterns,
                   "dispatch": {c: k for k, ids in self.space.classes.items() for c in ids}}
         return Proposal(source, table_hash(table), patterns, params, rationale, targets)
 

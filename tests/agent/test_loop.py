@@ -60,6 +60,12 @@ def test_offline_run_improves_and_keeps_every_promise(tmp_path):
     # one finding per target case per evaluation, recorded once
     ids = [i for e in state.evaluations for i in e.finding_ids]
     assert len(ids) == len(set(ids)) == len(knowledge.findings) == knowledge.record_calls
+    # a finding names the patterns applied to its case's class only
+    decode_v1 = knowledge.findings[f"{state.run_id}-v1-decode"]
+    prefill_v1 = knowledge.findings[f"{state.run_id}-v1-prefill"]
+    assert set(decode_v1.patterns) == {"split-kv", "multi-query-block"}
+    assert set(prefill_v1.patterns) == {"software-pipelining"}
+    assert decode_v1.parameters["num_splits"] == 8 and decode_v1.parameters["dispatch_class"] == "memory-d128"
     statuses = {f.status for f in knowledge.findings.values()}
     assert "accepted" in statuses and statuses <= {"accepted", "rejected", "failed"}
 
