@@ -1,6 +1,6 @@
 """``chiplore optimize``, ``chiplore report``, ``chiplore bench`` and ``chiplore demo``.
 
-``optimize --json`` prints ``{"run_id", "run_dir", "status", "stop_kind", "stop_reason", "evaluations",
+``optimize --json`` prints (progress goes to stderr) ``{"run_id", "run_dir", "status", "stop_kind", "stop_reason", "evaluations",
 "best_id", "geomean_speedup" (null when untimed), "timed", "report"}``; ``report --json`` prints
 ``{"markdown", "speedup_png", "roofline_png", "best_kernel", "dropin"}``.
 """
@@ -77,6 +77,7 @@ def optimize_cmd(
     from agent.runstate import RunDir
     from agent.session import load_task_checked, resume_run, run_optimization, select_cases, start_run
 
+    console = Console(stderr=True) if as_json else _console  # --json: stdout holds only the JSON line
     gpu = has_gpu()
     if resume:
         config = RunDir.open(resume).load_state().config
@@ -104,28 +105,28 @@ def optimize_cmd(
     verifier = RealVerifier()
     if not gpu:
         os.environ["TRITON_INTERPRET"] = "1"
-        _console.print(f"[yellow]{NO_GPU_NOTICE}[/yellow]")
+        console.print(f"[yellow]{NO_GPU_NOTICE}[/yellow]")
     if resume:
         run, state = resume_run(resume, max_evals=max_evals, budget_min=budget_min)
-        _console.print(f"resuming run {state.run_id} after {len(state.evaluations)} evaluations"
+        console.print(f"resuming run {state.run_id} after {len(state.evaluations)} evaluations"
                        + (f" (candidate v{state.pending.n} was being evaluated)" if state.pending else ""))
     else:
         run, state = start_run(config, device=device_name(), run_id=run_id)
-        _console.print(f"run {state.run_id}: {run.path}")
+        console.print(f"run {state.run_id}: {run.path}")
     try:
-        with LoopPrinter(_console, state) as printer:
+        with LoopPrinter(console, state) as printer:
             state = run_optimization(run, state, profile, verifier, knowledge, events=printer)
     finally:
         verifier.close()
-    _console.print(summary_table(state))
+    console.print(summary_table(state))
     files = None
     if report:
         from agent.report import write_report
 
         files = write_report(run)
-        _console.print(f"report: {files.markdown}")
+        console.print(f"report: {files.markdown}")
     if state.status == "stopped":
-        _console.print(f"resume with: chiplore optimize --resume {state.run_id}")
+        console.print(f"resume with: chiplore optimize --resume {state.run_id}")
     if as_json:
         best = state.best_record()
         typer.echo(json.dumps({
