@@ -1,8 +1,8 @@
 """``chiplore optimize``, ``chiplore report``, ``chiplore bench`` and ``chiplore demo``.
 
-``optimize --json`` prints (progress goes to stderr) ``{"run_id", "run_dir", "status", "stop_kind", "stop_reason", "evaluations",
-"best_id", "geomean_speedup" (null when untimed), "timed", "report"}``; ``report --json`` prints
-``{"markdown", "speedup_png", "roofline_png", "best_kernel", "dropin"}``.
+``optimize --json`` prints one JSON line (progress goes to stderr): ``{"run_id", "run_dir", "status", "stop_kind",
+"stop_reason", "evaluations", "best_id", "geomean_speedup" (null when untimed), "timed", "report"}``;
+``report --json`` prints ``{"markdown", "speedup_png", "roofline_png", "best_kernel", "dropin"}``.
 """
 
 from __future__ import annotations
