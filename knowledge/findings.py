@@ -237,16 +237,41 @@ def record_finding(finding: Any, profile: HardwareProfile | None = None, *, stor
     record = finding.record(chip_features(profile or _profile_for(finding.chip)))
     store = _open_store(store)
     store.upsert_chunks([_chunk(finding, record)], collection=FINDINGS_COLLECTION)
-    graph = PatternGraph.load(graph_file, catalog, findings=store_records(store))
+    graph = PatternGraph.load(graph_file, catalog)
+    for missing in _missing_records(store, graph.finding_ids() | {finding.id}):
+        graph.add_finding(missing)
     graph.add_finding(record)
     graph.save(graph_file)
     return finding.id
 
 
+def _missing_records(store: Any, known: set[str]) -> list[dict[str, Any]]:
+    """Finding records in the store whose ids are not in `known` (ids are listed first; only those are read)."""
+    col = store.collection(FINDINGS_COLLECTION)
+    try:
+        ids = col.get(include=[])["ids"]
+    except Exception as exc:
+        from knowledge.errors import StoreError
+
+        raise StoreError(f"findings collection: cannot list ids: {' '.join(str(exc).split())[:200]}") from None
+    missing = [i for i in ids if i.removeprefix("finding-") not in known]
+    if not missing:
+        return []
+    return [json.loads(r.metadata["finding_json"]) for r in store.records(FINDINGS_COLLECTION)
+            if r.id in set(missing) and r.metadata.get("finding_json")]
+
+
 def load_graph(store: Any = None, graph_file: str | Path | None = None, sync: bool = True) -> PatternGraph:
-    """The pattern graph, with every finding of the store added when `sync` (the store is opened then)."""
-    findings = store_records(store) if sync else ()
-    return PatternGraph.load(graph_file, load_catalog(), findings=findings)
+    """The pattern graph; with `sync`, findings in the store but not in the graph (e.g. after a crash between
+    the two writes) are added and the graph is saved."""
+    graph = PatternGraph.load(graph_file, load_catalog())
+    if sync:
+        missing = _missing_records(_open_store(store), graph.finding_ids())
+        for record in missing:
+            graph.add_finding(record)
+        if missing:
+            graph.save(graph_file)
+    return graph
 
 
 def query_findings(chip: str | None = None, task: str | None = None, case_class: str | None = None,
