@@ -147,7 +147,8 @@ def _print_ranked(result: dict[str, Any], detailed: bool) -> None:
         gain = f"expected {_fmt(p['expected_gain'])}x (prior {_fmt(p['prior_gain'])}x)"
         rank = f"{i:2d}." if p["applicable"] else " - "
         _console.print(f"{rank} [bold]{p['pattern_id']}[/bold]: {p['name']}; {gain}")
-        lines = [f"knobs: {_knobs(p) or '-'}",
+        measured = sorted({v.removeprefix("evidence: ") for v in p["knob_sources"].values() if v != "rule"})
+        lines = [f"knobs: {_knobs(p) or '-'}" + (f" (* measured: {'; '.join(measured)})" if measured else ""),
                  "parameters: " + (", ".join(f"{k}={_fmt(v)}" for k, v in p["parameters"].items()) or "-")]
         for c in p["preconditions"]:
             mark = {True: "holds", False: "fails", None: "unknown"}[c["holds"]]
@@ -164,7 +165,9 @@ def _print_ranked(result: dict[str, Any], detailed: bool) -> None:
 
 
 def _knobs(p: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={_fmt(v)}" for k, v in p["knobs"].items())
+    """``k=v`` pairs; a value taken from a same-chip measurement instead of the rules is marked ``*``."""
+    marks = {k: "*" if p.get("knob_sources", {}).get(k, "rule") != "rule" else "" for k in p["knobs"]}
+    return ", ".join(f"{k}={_fmt(v)}{marks[k]}" for k, v in p["knobs"].items())
 
 
 @app.command("findings")
