@@ -38,10 +38,9 @@ def main() -> None:
     from hardware_profiles import known_chips, load_profile
     from kernels.extend_attention.spec import TASK
     from knowledge.catalog import _load_cached, load_catalog
-    from knowledge.findings import Finding, load_graph, query_findings, record_finding
+    from knowledge.findings import Finding, load_graph, open_store, query_findings, record_finding
     from knowledge.graph import PatternGraph, graph_path
     from knowledge.ranking import rank_patterns
-    from knowledge.store import KnowledgeStore
 
     out: dict[str, object] = {}
     _load_cached.cache_clear()
@@ -59,8 +58,8 @@ def main() -> None:
             samples.append(time.perf_counter() - t)
     out["rank_patterns"] = {**_ms(samples), "chips": [p.chip for p in profiles], "cases": len(TASK.bench_cases)}
 
-    store = KnowledgeStore.open()
-    store.embedder  # load the model before timing (noqa: B018)
+    store = open_store()
+    store.embed_texts(["warm-up"])  # load the model before timing
     record, cases = [], list(TASK.bench_cases)
     for i in track(range(args.findings), description="record_finding"):
         profile, case = profiles[i % len(profiles)], cases[i % len(cases)]
