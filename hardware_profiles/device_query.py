@@ -1,0 +1,170 @@
+"""Device query through torch (CUDA or ROCm): the facts a present chip reports about itself, each with its API.
+
+`query_device(index)` reads ``torch.cuda.get_device_properties(index)`` and, for what that object lacks in the
+installed torch, Triton's driver utilities (``triton.runtime.driver.active.utils.get_device_properties``). Every
+`DeviceFact` names the API and attribute that gave it, e.g. the opt-in shared memory per block comes from
+``shared_memory_per_block_optin`` on recent torch builds for CUDA, from Triton's ``max_shared_mem`` otherwise, and
+on ROCm (where torch exposes no opt-in limit) from ``shared_memory_per_block``.
+
+`merge_device_facts(profile, ...)` folds the facts into a profile: a field the documents did not state is filled
+(kind ``device_query``); a field that agrees with its documented value (within 2 %, e.g. 140.4 GiB usable of a
+"141 GB" part) keeps the documented value; a field that disagrees becomes a ``conflict`` listing both values with
+their sources, the device's value kept (it is a reading of this very part). A documented value is never silently
+overwritten.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from hardware_profiles.schema import SCALAR_FIELDS, Alternative, HardwareProfile, ProfileField, Source
+from knowledge.errors import ChiploreError
+
+AGREE_REL = 0.02
+
+
+class NoDeviceError(ChiploreError):
+    """No CUDA or ROCm device is visible to torch."""
+
+
+@dataclass(frozen=True)
+class DeviceFact:
+    """One value read from the device: profile field, value in the field's unit, API used, raw reading."""
+
+    field: str
+    value: float
+    api: str
+    raw: str
+
+
+@dataclass(frozen=True)
+class DeviceReport:
+    """What `query_device` read: device name, backend, architecture, torch version and the facts."""
+
+    name: str
+    backend: str
+    arch: str
+    torch_version: str
+    facts: tuple[DeviceFact, ...]
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def query_device(index: int = 0) -> DeviceReport:
+    """Facts reported by device `index` (see module docstring for the APIs used).
+
+    Raises:
+        NoDeviceError: torch sees no CUDA/ROCm device, or `index` is out of range.
+    """
+    torch = _torch()
+    if not torch.cuda.is_available():
+        build = "ROCm " + torch.version.hip if torch.version.hip else (
+            "CUDA " + torch.version.cuda if torch.version.cuda else "CPU only")
+        raise NoDeviceError(f"no CUDA or ROCm device visible to torch {torch.__version__} ({build} build); run "
+                            "`chiplore profile detect` on a machine with the chip")
+    count = torch.cuda.device_count()
+    if not 0 <= index < count:
+        raise NoDeviceError(f"device {index} does not exist: torch sees {count} device(s) (0..{count - 1})")
+    props = torch.cuda.get_device_properties(index)
+    backend = "rocm" if torch.version.hip else "cuda"
+    api = f"torch.cuda.get_device_properties({index})"
+    facts: list[DeviceFact] = []
+
+    def take(field: str, attr: str, convert=lambda v: float(v), unit_note: str = "") -> bool:
+        raw = getattr(props, attr, None)
+        if raw is None or (isinstance(raw, (int, float)) and raw <= 0):
+            return False
+        facts.append(DeviceFact(field, convert(raw), f"{api}.{attr}", f"{attr} = {raw}{unit_note}"))
+        return True
+
+    take("num_compute_units", "multi_processor_count")
+    take("warp_size", "warp_size")
+    take("max_threads_per_block", "max_threads_per_block")
+    take("smem_per_compute_unit_kb", "shared_memory_per_multiprocessor", lambda v: v / 1024, " bytes")
+    take("registers_per_compute_unit", "regs_per_multiprocessor")
+    take("l2_cache_mb", "L2_cache_size", lambda v: v / 2**20, " bytes")
+    take("mem_capacity_gb", "total_memory", lambda v: v / 2**30, " bytes")
+    if backend == "cuda":
+        found = take("smem_per_block_kb", "shared_memory_per_block_optin", lambda v: v / 1024, " bytes")
+        found = found or _from_triton(facts, index, "smem_per_block_kb", "max_shared_mem", lambda v: v / 1024,
+                                      " bytes")
+        if not found:
+            take("smem_per_block_kb", "shared_memory_per_block", lambda v: v / 1024, " bytes (not opt-in)")
+    else:
+        take("smem_per_block_kb", "shared_memory_per_block", lambda v: v / 1024, " bytes")
+    if not take("clock_mhz", "clock_rate", lambda v: v / 1000, " kHz"):
+        _from_triton(facts, index, "clock_mhz", "sm_clock_rate", lambda v: v / 1000, " kHz")
+    arch = getattr(props, "gcnArchName", "") or f"sm_{props.major}{props.minor}"
+    return DeviceReport(name=props.name, backend=backend, arch=arch, torch_version=torch.__version__,
+                        facts=tuple(facts))
+
+
+def _from_triton(facts: list[DeviceFact], index: int, field: str, key: str, convert, unit_note: str) -> bool:
+    """A fact from Triton's driver utilities, when torch's properties lack it."""
+    try:
+        from triton.runtime import driver
+
+        values = driver.active.utils.get_device_properties(index)
+    except Exception:  # noqa: BLE001 - any failure means "not available from Triton"
+        return False
+    raw = values.get(key) if isinstance(values, dict) else None
+    if not raw:
+        return False
+    facts.append(DeviceFact(field, convert(raw), f"triton.runtime.driver.active.utils.get_device_properties"
+                                                 f"({index})['{key}']", f"{key} = {raw}{unit_note}"))
+    return True
+
+
+def chip_name_from_device(name: str) -> str:
+    """Profile name for a device name: ``"NVIDIA H200"`` -> ``"h200"``, ``"AMD Instinct MI300X"`` -> ``"mi300x"``
+    (the first token with letters and digits; else the whole name in lower case with ``_``)."""
+    tokens = [t.lower() for t in re.findall(r"[A-Za-z0-9]+", name)]
+    model = next((t for t in tokens if re.search(r"\d", t) and re.search(r"[a-z]", t)), None)
+    return model or "_".join(tokens) or "device"
+
+
+def _agrees(a: float, b: float) -> bool:
+    return abs(a - b) <= AGREE_REL * max(abs(a), abs(b))
+
+
+def merge_device_facts(profile: HardwareProfile, report: DeviceReport) -> tuple[HardwareProfile, list[str]]:
+    """`profile` with the device's facts folded in (see module docstring) and one message per field touched."""
+    updates: dict[str, ProfileField] = {}
+    messages: list[str] = []
+    for fact in report.facts:
+        if fact.field not in SCALAR_FIELDS:
+            continue
+        current: ProfileField = getattr(profile, fact.field)
+        source = Source(document="device-query", locator=f"{fact.api} on {report.name} (torch "
+                        f"{report.torch_version})", quote=fact.raw)
+        mine = ProfileField(value=fact.value, unit=SCALAR_FIELDS[fact.field], kind="device_query", source=source)
+        if current.value is None and current.kind != "conflict" or current.kind == "device_query":
+            updates[fact.field] = mine
+            messages.append(f"{fact.field}: {fact.value:g} {mine.unit} from {fact.api}")
+        elif current.value is not None and _agrees(current.value, fact.value):
+            messages.append(f"{fact.field}: device {fact.value:g} agrees with documented {current.value:g}; kept")
+        else:
+            updates[fact.field] = _conflict(current, mine)
+            messages.append(f"{fact.field}: CONFLICT documents say {current.value}, device says {fact.value:g}; "
+                            "both recorded, device value kept")
+    updated = profile.model_copy(update=updates)
+    if not profile.display_name:
+        updated = updated.model_copy(update={"display_name": report.name})
+    if profile.backend == "unknown":
+        updated = updated.model_copy(update={"backend": report.backend})
+    return HardwareProfile.model_validate(updated.model_dump()), messages
+
+
+def _conflict(documented: ProfileField, device: ProfileField) -> ProfileField:
+    alternatives = list(documented.alternatives)
+    if documented.value is not None and documented.source is not None and not any(
+            a.value == documented.value for a in alternatives):
+        alternatives.append(Alternative(value=documented.value, source=documented.source))
+    alternatives.append(Alternative(value=device.value, source=device.source))
+    return ProfileField(value=device.value, unit=device.unit, kind="conflict", source=device.source,
+                        alternatives=tuple(alternatives))
