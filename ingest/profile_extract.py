@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from hardware_profiles import HardwareProfile, ProfileField, Source
 from hardware_profiles.schema import SCALAR_FIELDS, Alternative
 from hardware_profiles.yaml_io import check_chip_name
+from ingest.profile_llm import ProposalModel, propose_candidates
 from ingest.profile_rules import (
     DTYPES,
     Candidate,
@@ -77,13 +78,15 @@ class ExtractionReport:
         return text
 
 
-def extract_profile(chip: str, chunks: list[Chunk]) -> HardwareProfile:
+def extract_profile(chip: str, chunks: list[Chunk], llm: ProposalModel | None = None) -> HardwareProfile:
     """Typed hardware profile of `chip` read from `chunks`, every value with its quoted source.
 
     Args:
         chip: chip name (profile key), e.g. ``mi300x`` or ``wormhole_n150``; its model tokens (letters and digits)
             decide which products' statements apply.
         chunks: the onboarded chunks of the chip's documents (`ingest.types.Chunk`; any kind).
+        llm: optional proposal model (`ingest.profile_llm.default_model()` when an endpoint is configured); its
+            proposals join the rules' candidates only when their quote is verbatim in the cited chunk.
 
     Returns:
         A `HardwareProfile` with null for every field the documents do not state. See
@@ -91,8 +94,17 @@ def extract_profile(chip: str, chunks: list[Chunk]) -> HardwareProfile:
 
     Raises:
         BadInputError: `chip` is not a valid chip name.
+        ChiploreError: `llm` is given and its endpoint fails.
     """
-    return extract_profile_with_report(chip, chunks)[0]
+    extra: list[Candidate] = []
+    rejected: list[str] = []
+    if llm is not None:
+        extra, rejected = propose_candidates(check_chip_name(chip), chunks, llm)
+    profile, report = extract_profile_with_report(chip, chunks, extra=extra)
+    if rejected:
+        note = f" LLM proposals rejected (quote not verbatim or value not in it): {len(rejected)}."
+        profile = profile.model_copy(update={"notes": profile.notes + note})
+    return profile
 
 
 def extract_profile_with_report(chip: str, chunks: list[Chunk],

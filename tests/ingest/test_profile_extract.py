@@ -221,3 +221,14 @@ def test_loader_rendered_pdf_table_rows():
     assert p.get("num_compute_units") == 96 and p.get("mem_bw_gbps") == pytest.approx(4000)
     assert p.peak_tflops["tf32"].value == 300  # dense sub-column of the ZX100 column
     assert p.num_compute_units.source.quote == "COMPUTE UNITS 48 96"
+
+
+def test_extracted_profile_saves_and_loads(tmp_path, monkeypatch):
+    import hardware_profiles as hp
+
+    monkeypatch.setenv("CHIPLORE_HOME", str(tmp_path))
+    a = chunk("The ZX100 has 4.0 TB/s of peak memory bandwidth and 96 compute units.", source="a.md")
+    b = chunk("Peak memory bandwidth of the ZX100: 3.6 TB/s. VGPR File (KiB): 512", source="b.md")
+    profile = extract_profile("zx100", [a, b])
+    path = hp.save_profile(profile)
+    assert hp.load_profile("zx100") == profile and path.name == "zx100.yaml"
