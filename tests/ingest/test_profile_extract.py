@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 from pathlib import Path
 
@@ -11,9 +12,10 @@ import pytest
 from ingest.profile_extract import extract_profile, extract_profile_with_report
 from ingest.types import Chunk
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
-if not CORPUS.is_dir():
-    CORPUS = Path("/work/shared/corpus")
+_REPO = Path(__file__).resolve().parents[2]
+CORPUS = Path(os.environ.get("CHIPLORE_CORPUS") or next(
+    (p for p in (_REPO.parent / "shared" / "corpus", _REPO.parent.parent / "shared" / "corpus") if p.is_dir()),
+    _REPO.parent / "shared" / "corpus"))
 
 
 def chunk(text: str, source: str = "zx100.md", kind: str = "prose", page: int | None = None,
