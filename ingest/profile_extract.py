@@ -38,7 +38,7 @@ from ingest.profile_rules import (
     scalar_candidates,
 )
 from ingest.profile_tables import table_records
-from ingest.profile_text import Record, chip_tokens, prose_records
+from ingest.profile_text import CU_NOUNS, Record, chip_tokens, classify_noun, prose_records
 from ingest.types import Chunk
 
 _MAX_ALTERNATIVES = 8
@@ -127,9 +127,14 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk],
         mine = [c for c in out.candidates if c.field == field_name]
         fields[field_name] = _resolve(field_name, unit, mine, out.learned_sub.get(field_name, []), report)
     peaks = {}
+    components = component_counts(chunks)
     for dtype in DTYPES:
         mine = [c for c in out.candidates if c.field == f"peak_tflops.{dtype}"]
-        resolved = _resolve_peak(dtype, mine, report)
+        resolved = _resolve_peak(dtype, [c for c in mine if not c.noun], report)
+        if resolved.value is None and resolved.kind != "conflict":
+            derived = _chip_peaks_from_per_unit([c for c in mine if c.noun], fields["num_compute_units"],
+                                                components)
+            resolved = _resolve_peak(dtype, derived, report) if derived else resolved
         if resolved.value is not None or resolved.kind == "conflict":
             peaks[dtype] = resolved
     unit_name, unit_source = _compute_unit_name(out.candidates)
@@ -161,7 +166,7 @@ def merge_windows(chunks: list[Chunk]) -> list[tuple[Chunk, tuple[Chunk, ...]]]:
     stay as they are. The merged chunk keeps the first window's id, source, page and section; quotes are taken
     from the original windows (see `_verbatim_quote`).
     """
-    ordered = sorted(chunks, key=lambda c: c.metadata.get("chunk_index", 0)) if all(
+    ordered = sorted(chunks, key=lambda c: (c.source, c.metadata.get("chunk_index", 0))) if all(
         "chunk_index" in c.metadata for c in chunks) else list(chunks)
     out: list[tuple[Chunk, tuple[Chunk, ...]]] = []
     for c in ordered:
@@ -343,6 +348,49 @@ def _resolve_peak(dtype: str, candidates: list[Candidate], report: ExtractionRep
     if len(groups) == 1:
         return _field(unit, groups[0])
     return _conflict(f"peak_tflops.{dtype}", unit, groups, candidates, report)
+
+
+def component_counts(chunks: list[Chunk]) -> dict[str, int]:
+    """How many of each component one compute unit holds, from lists such as "Each Tensix tile contains: ...
+    1x Matrix Unit (FPU) ... 1x Vector Unit (SFPU)" -> {"matrix unit": 1, "fpu": 1, "vector unit": 1, "sfpu": 1}."""
+    counts: dict[str, int] = {}
+    for c, _ in merge_windows(chunks):
+        text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", c.text)
+        head = re.search(rf"\bEach\s+(?:\w+\s+)?(?:{CU_NOUNS}|tile)\s+(?:contains|has|includes|consists of)",
+                         text, re.IGNORECASE)
+        if not head:
+            continue
+        for match in re.finditer(r"(?<![\w.])(\d+)x\s+\"?([A-Z][\w\-\" ]*?)\"?(?:\s*\((\w+)\))?(?=[,.;:\n]|\s+-|$)",
+                                 text[head.end():]):
+            name = " ".join(match.group(2).replace('"', "").lower().split())
+            for key in filter(None, (name, (match.group(3) or "").lower())):
+                counts.setdefault(key, int(match.group(1)))
+    return counts
+
+
+def _chip_peaks_from_per_unit(candidates: list[Candidate], units: ProfileField,
+                              components: dict[str, int]) -> list[Candidate]:
+    """Per-unit peaks scaled to the chip: value x (components per compute unit) x compute units, as derived
+    candidates with their formula; peaks per a component whose count per compute unit is unknown are dropped."""
+    if units.value is None:
+        return []
+    out = []
+    for c in candidates:
+        noun = re.sub(r"\s*\(.*\)$", "", c.noun)
+        if classify_noun(c.noun) == "cu":
+            per_cu, what = 1, "compute unit"
+        else:
+            per_cu = next((n for key, n in components.items() if key and (noun == key or noun.startswith(key))),
+                          None)
+            what = f"{per_cu} {noun} per compute unit" if per_cu else ""
+        if not per_cu:
+            continue
+        value = float(f"{c.value * per_cu * units.value:.12g}")
+        formula = (f"{c.quantity.text} per {c.noun} x {what} x {units.value:g} compute units"
+                   if what != "compute unit" else f"{c.quantity.text} per {c.noun} x {units.value:g} compute units")
+        out.append(Candidate(c.field, value, c.resolution * per_cu * units.value, c.record, c.quantity,
+                             kind="derived", formula=formula, variant=c.variant))
+    return out
 
 
 def _compute_unit_name(candidates: list[Candidate]) -> tuple[str | None, Source | None]:

@@ -317,11 +317,25 @@ def peak_candidates(record: Record, out: RuleOutput) -> None:
         quantities = quantities[:1]
     for n, quantity in enumerate(quantities):
         levels = _quantity_levels(record, quantity)
-        if levels & _CHIP_FIELDS_REJECT or quantity.per or _is_bound(record, quantity):
+        if quantity.per or _is_bound(record, quantity) or levels & {"multi", "block"}:
+            continue
+        per_unit = _per_unit_noun(record, quantity) if levels & {"cu", "sub"} else None
+        if levels & {"cu", "sub"} and not per_unit:
             continue
         for dtype, variant in _dtypes_near(record, quantities, n):
             out.candidates.append(Candidate(f"peak_tflops.{dtype}", quantity.to("TFLOP/s"),
-                                            quantity.resolution / 1e12, record, quantity, variant=variant))
+                                            quantity.resolution / 1e12, record, quantity, variant=variant,
+                                            noun=per_unit or ""))
+
+
+def _per_unit_noun(record: Record, quantity: Quantity) -> str | None:
+    """The unit a per-unit peak is stated for: ``"vector unit"`` in "0.064 TFLOP/s (per Vector Unit)"."""
+    after = re.match(r"\s*\(\s*per\s+([^()]{1,40})\)", record.text[quantity.end:], re.IGNORECASE)
+    if after:
+        return " ".join(after.group(1).lower().split())
+    match = re.search(r"\bper\s+((?:[\w\-]+\s+){0,2}[\w\-]+(?:\s*\([A-Za-z]+\))?)",
+                      record.key if record.is_table else record.text, re.IGNORECASE)
+    return " ".join(match.group(1).lower().split()) if match else None
 
 
 def _dtypes_near(record: Record, quantities: list[Quantity], n: int) -> list[tuple[str, str]]:

@@ -234,3 +234,14 @@ def test_extracted_profile_saves_and_loads(tmp_path, monkeypatch):
     profile = extract_profile("zx100", [a, b])
     path = hp.save_profile(profile)
     assert hp.load_profile("zx100") == profile and path.name == "zx100.yaml"
+
+
+def test_per_unit_peak_scaled_to_the_chip_as_derived():
+    tile = chunk("Each ZX tile contains:\n* 1x Matrix Engine (MXE)\n* 2x Vector Engine (VE)\n", source="tile.md")
+    perf = chunk("The VE instruction VFMA has a theoretical maximum of 0.5 TFLOP/s (per Vector Engine) at FP32 "
+                 "precision. An zx150 card enables 10 tiles.", source="perf.md")
+    p = extract_profile("zx_zx150", [tile, perf])
+    field = p.peak_tflops["fp32"]
+    assert field.kind == "derived" and field.value == pytest.approx(0.5 * 2 * 10)
+    assert "per vector engine" in field.formula and "10 compute units" in field.formula
+    assert extract_profile("zx_zx150", [perf]).peak_tflops == {}  # components per tile unknown: no guess
