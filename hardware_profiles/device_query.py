@@ -18,10 +18,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from hardware_profiles.schema import SCALAR_FIELDS, Alternative, HardwareProfile, ProfileField, Source
+from hardware_profiles.merge import merge_field
+from hardware_profiles.schema import SCALAR_FIELDS, HardwareProfile, ProfileField, Source
 from knowledge.errors import ChiploreError
-
-AGREE_REL = 0.02
 
 
 class NoDeviceError(ChiploreError):
@@ -128,43 +127,26 @@ def chip_name_from_device(name: str) -> str:
     return model or "_".join(tokens) or "device"
 
 
-def _agrees(a: float, b: float) -> bool:
-    return abs(a - b) <= AGREE_REL * max(abs(a), abs(b))
-
-
 def merge_device_facts(profile: HardwareProfile, report: DeviceReport) -> tuple[HardwareProfile, list[str]]:
-    """`profile` with the device's facts folded in (see module docstring) and one message per field touched."""
+    """`profile` with the device's facts folded in (`hardware_profiles.merge.merge_field`: fill unknowns, keep
+    agreeing documented values, record disagreements as conflicts with the device value kept) and one message per
+    field touched."""
     updates: dict[str, ProfileField] = {}
     messages: list[str] = []
     for fact in report.facts:
         if fact.field not in SCALAR_FIELDS:
             continue
-        current: ProfileField = getattr(profile, fact.field)
         source = Source(document="device-query", locator=f"{fact.api} on {report.name} (torch "
                         f"{report.torch_version})", quote=fact.raw)
         mine = ProfileField(value=fact.value, unit=SCALAR_FIELDS[fact.field], kind="device_query", source=source)
-        if current.value is None and current.kind != "conflict" or current.kind == "device_query":
-            updates[fact.field] = mine
-            messages.append(f"{fact.field}: {fact.value:g} {mine.unit} from {fact.api}")
-        elif current.value is not None and _agrees(current.value, fact.value):
-            messages.append(f"{fact.field}: device {fact.value:g} agrees with documented {current.value:g}; kept")
-        else:
-            updates[fact.field] = _conflict(current, mine)
-            messages.append(f"{fact.field}: CONFLICT documents say {current.value}, device says {fact.value:g}; "
-                            "both recorded, device value kept")
-    updated = profile.model_copy(update=updates)
+        merged, message = merge_field(fact.field, getattr(profile, fact.field), mine)
+        if merged is not getattr(profile, fact.field):
+            updates[fact.field] = merged
+        if message:
+            messages.append(message + (f" <- {fact.api}" if merged is mine else ""))
+    changes = {name: field.model_dump() for name, field in updates.items()}
     if not profile.display_name:
-        updated = updated.model_copy(update={"display_name": report.name})
+        changes["display_name"] = report.name
     if profile.backend == "unknown":
-        updated = updated.model_copy(update={"backend": report.backend})
-    return HardwareProfile.model_validate(updated.model_dump()), messages
-
-
-def _conflict(documented: ProfileField, device: ProfileField) -> ProfileField:
-    alternatives = list(documented.alternatives)
-    if documented.value is not None and documented.source is not None and not any(
-            a.value == documented.value for a in alternatives):
-        alternatives.append(Alternative(value=documented.value, source=documented.source))
-    alternatives.append(Alternative(value=device.value, source=device.source))
-    return ProfileField(value=device.value, unit=device.unit, kind="conflict", source=device.source,
-                        alternatives=tuple(alternatives))
+        changes["backend"] = report.backend
+    return HardwareProfile.model_validate({**profile.model_dump(), **changes}), messages

@@ -24,8 +24,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from hardware_profiles import HardwareProfile, ProfileField, Source
+from hardware_profiles import HardwareProfile, ProfileField, Source, known_chips, load_profile, save_profile
+from hardware_profiles.merge import merge_profiles
 from hardware_profiles.schema import SCALAR_FIELDS, Alternative
 from hardware_profiles.yaml_io import check_chip_name
 from ingest.profile_llm import ProposalModel, propose_candidates
@@ -63,6 +65,7 @@ class ExtractionReport:
     conflicts: list[str] = field(default_factory=list)
     superseded: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    merge_messages: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         """One paragraph: counts, conflicts, problems."""
@@ -105,6 +108,36 @@ def extract_profile(chip: str, chunks: list[Chunk], llm: ProposalModel | None = 
         note = f" LLM proposals rejected (quote not verbatim or value not in it): {len(rejected)}."
         profile = profile.model_copy(update={"notes": profile.notes + note})
     return profile
+
+
+def update_profile_from_documents(chip: str, chunks: list[Chunk], llm: ProposalModel | None = None,
+                                  save: bool = True) -> tuple[HardwareProfile, ExtractionReport, Path | None]:
+    """Extract `chip`'s profile from its onboarded `chunks` and merge it into the profile on record.
+
+    The base is the chip's current profile (user file, else packaged, else empty); every extracted value is merged
+    with `hardware_profiles.merge.merge_profiles` (unknowns filled, agreeing values kept, disagreements recorded as
+    conflicts). Re-running on the same chunks changes nothing. This is what `chiplore onboard` calls.
+
+    Returns:
+        (merged profile, extraction report, path written or None when nothing was found or `save` is False).
+
+    Raises:
+        BadInputError: invalid chip name, or the user's profile file fails to load or cannot be written.
+        ChiploreError: `llm` is given and its endpoint fails.
+    """
+    name = check_chip_name(chip)
+    extra: list[Candidate] = []
+    if llm is not None:
+        extra, _ = propose_candidates(name, chunks, llm)
+    extracted, report = extract_profile_with_report(name, chunks, extra=extra)
+    base = load_profile(name) if name in known_chips() else HardwareProfile(chip=name)
+    merged, messages = merge_profiles(base, extracted)
+    notes = re.sub(r"\s*Extracted by rules from .*$", "", base.notes, flags=re.S).strip()
+    merged = merged.model_copy(update={"notes": f"{notes} {extracted.notes}".strip()})
+    report.merge_messages = messages
+    if not report.found or not save:
+        return merged, report, None
+    return merged, report, save_profile(merged)
 
 
 def extract_profile_with_report(chip: str, chunks: list[Chunk],

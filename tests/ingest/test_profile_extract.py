@@ -245,3 +245,17 @@ def test_per_unit_peak_scaled_to_the_chip_as_derived():
     assert field.kind == "derived" and field.value == pytest.approx(0.5 * 2 * 10)
     assert "per vector engine" in field.formula and "10 compute units" in field.formula
     assert extract_profile("zx_zx150", [perf]).peak_tflops == {}  # components per tile unknown: no guess
+
+
+def test_update_profile_from_documents_is_idempotent(tmp_path, monkeypatch):
+    import hardware_profiles as hp
+    from ingest.profile_extract import update_profile_from_documents
+
+    monkeypatch.setenv("CHIPLORE_HOME", str(tmp_path))
+    first, report, path = update_profile_from_documents("zx100", [DATASHEET, PEAK_ROW])
+    assert path == hp.user_profiles_dir() / "zx100.yaml" and first.get("num_compute_units") == 96
+    before = path.read_bytes()
+    second, _, _ = update_profile_from_documents("zx100", [DATASHEET, PEAK_ROW])
+    assert second == first and path.read_bytes() == before
+    empty, report, nothing = update_profile_from_documents("zx100", [chunk("Install the driver first.")])
+    assert nothing is None and "no hardware facts" in report.summary() and path.read_bytes() == before
