@@ -1,10 +1,11 @@
 """Device query through torch (CUDA or ROCm): the facts a present chip reports about itself, each with its API.
 
 `query_device(index)` reads ``torch.cuda.get_device_properties(index)`` and, for what that object lacks in the
-installed torch, Triton's driver utilities (``triton.runtime.driver.active.utils.get_device_properties``). Every
-`DeviceFact` names the API and attribute that gave it, e.g. the opt-in shared memory per block comes from
-``shared_memory_per_block_optin`` on recent torch builds for CUDA, from Triton's ``max_shared_mem`` otherwise, and
-on ROCm (where torch exposes no opt-in limit) from ``shared_memory_per_block``.
+installed torch, the CUDA driver's ``cuDeviceGetAttribute`` (libcuda, through ctypes) or Triton's driver utilities
+(``triton.runtime.driver.active.utils.get_device_properties``). Every `DeviceFact` names the API and attribute
+that gave it, e.g. the opt-in shared memory per block comes from ``shared_memory_per_block_optin`` on torch builds
+that have it, else ``CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN``, else Triton's ``max_shared_mem``, and
+on ROCm (where torch exposes no opt-in limit) ``shared_memory_per_block``.
 
 `merge_device_facts(profile, ...)` folds the facts into a profile: a field the documents did not state is filled
 (kind ``device_query``); a field that agrees with its documented value (within 2 %, e.g. 140.4 GiB usable of a
@@ -83,13 +84,17 @@ def query_device(index: int = 0) -> DeviceReport:
 
     take("num_compute_units", "multi_processor_count")
     take("warp_size", "warp_size")
-    take("max_threads_per_block", "max_threads_per_block")
+    if not take("max_threads_per_block", "max_threads_per_block") and backend == "cuda":
+        _from_cuda_driver(facts, index, "max_threads_per_block", "MAX_THREADS_PER_BLOCK")
     take("smem_per_compute_unit_kb", "shared_memory_per_multiprocessor", lambda v: v / 1024, " bytes")
-    take("registers_per_compute_unit", "regs_per_multiprocessor")
+    if not take("registers_per_compute_unit", "regs_per_multiprocessor") and backend == "cuda":
+        _from_cuda_driver(facts, index, "registers_per_compute_unit", "MAX_REGISTERS_PER_MULTIPROCESSOR")
     take("l2_cache_mb", "L2_cache_size", lambda v: v / 2**20, " bytes")
     take("mem_capacity_gb", "total_memory", lambda v: v / 2**30, " bytes")
     if backend == "cuda":
         found = take("smem_per_block_kb", "shared_memory_per_block_optin", lambda v: v / 1024, " bytes")
+        found = found or _from_cuda_driver(facts, index, "smem_per_block_kb",
+                                           "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN", lambda v: v / 1024, " bytes")
         found = found or _from_triton(facts, index, "smem_per_block_kb", "max_shared_mem", lambda v: v / 1024,
                                       " bytes")
         if not found:
@@ -101,6 +106,33 @@ def query_device(index: int = 0) -> DeviceReport:
     arch = getattr(props, "gcnArchName", "") or f"sm_{props.major}{props.minor}"
     return DeviceReport(name=props.name, backend=backend, arch=arch, torch_version=torch.__version__,
                         facts=tuple(facts))
+
+
+#: CUdevice_attribute values of the CUDA driver API (cuda.h), for what torch's properties lack.
+_CU_ATTRIBUTES = {"MAX_THREADS_PER_BLOCK": 1, "MAX_REGISTERS_PER_MULTIPROCESSOR": 82,
+                  "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 97}
+
+
+def _from_cuda_driver(facts: list[DeviceFact], index: int, field: str, attribute: str,
+                      convert=lambda v: float(v), unit_note: str = "") -> bool:
+    """A fact from ``cuDeviceGetAttribute`` of the CUDA driver library (libcuda), which every CUDA machine has."""
+    import ctypes
+
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        value, device = ctypes.c_int(0), ctypes.c_int(0)
+        if lib.cuInit(0) != 0 or lib.cuDeviceGet(ctypes.byref(device), index) != 0:
+            return False
+        if lib.cuDeviceGetAttribute(ctypes.byref(value), _CU_ATTRIBUTES[attribute], device) != 0:
+            return False
+    except (OSError, AttributeError):
+        return False
+    if value.value <= 0:
+        return False
+    facts.append(DeviceFact(field, convert(value.value), f"libcuda cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_"
+                                                         f"{attribute}, device {index})",
+                            f"CU_DEVICE_ATTRIBUTE_{attribute} = {value.value}{unit_note}"))
+    return True
 
 
 def _from_triton(facts: list[DeviceFact], index: int, field: str, key: str, convert, unit_note: str) -> bool:
