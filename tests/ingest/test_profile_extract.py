@@ -259,3 +259,14 @@ def test_update_profile_from_documents_is_idempotent(tmp_path, monkeypatch):
     assert second == first and path.read_bytes() == before
     empty, report, nothing = update_profile_from_documents("zx100", [chunk("Install the driver first.")])
     assert nothing is None and "no hardware facts" in report.summary() and path.read_bytes() == before
+
+
+def test_spec_sheet_lines_and_sparsity_footnotes():
+    sheet = chunk("ZX100 Technical Specifications\nFP64 34 teraFLOPS\nFP64 Tensor Core 67 teraFLOPS\n"
+                  "FP32 67 teraFLOPS\nTF32 Tensor Core* 989 teraFLOPS\nBFLOAT16 Tensor Core* 1,979 teraFLOPS\n"
+                  "GPU Memory 141GB\nGPU Memory Bandwidth 4.8TB/s\n* With sparsity\n", source="zx100.pdf", page=1)
+    p = extract_profile("zx100", [sheet])
+    assert p.peak_tflops["fp64"].value == 67 and p.peak_tflops["fp32"].value == 67
+    assert "tf32" not in p.peak_tflops and "bf16" not in p.peak_tflops  # sparse figures are not dense peaks
+    assert p.get("mem_capacity_gb") == 141 and p.get("mem_bw_gbps") == pytest.approx(4800)
+    assert p.mem_bw_gbps.source.quote == "GPU Memory Bandwidth 4.8TB/s"
