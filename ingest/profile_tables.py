@@ -20,7 +20,7 @@ from ingest.profile_text import (
     products_in,
 )
 from ingest.types import Chunk
-from ingest.units import header_unit, unit_info
+from ingest.units import find_quantities, header_unit, unit_info
 
 _SEPARATOR_ROW = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _LIST_TABLE = re.compile(r"^(\s*)(?:\.\. list-table::|```\{list-table\})\s*(.*)$")
@@ -77,10 +77,27 @@ def _row_records(header: list[str], row: list[str], caption: str, chunk: Chunk, 
             continue
         name = normalize_space(header[i]) if i < len(header) else ""
         locator = locator_of(chunk, f"{where}row '{label}'" + (f", column '{name}'" if name else ""))
-        record = _cell_record(name, label, cell, caption, chunk, tokens, locator, product=row_product)
-        record.quote = normalize_space(f"{name}: {cell}") if name else cell
-        out.append(record)
+        for part_label, part_name, part in _split_cell(label, name, cell):
+            record = _cell_record(part_name, part_label, part, caption, chunk, tokens, locator, product=row_product)
+            record.quote = normalize_space(f"{name}: {cell}") if name else cell
+            out.append(record)
     return out
+
+
+def _split_cell(label: str, name: str, cell: str) -> list[tuple[str, str, str]]:
+    """One cell that holds several values of different kinds, named by a label with as many parts
+    (``"HBM2 capacity and bandwidth"`` / ``"16 GB, 819 GBps"``), as one (label, header, value) per part."""
+    values = [v.strip() for v in re.split(r"[,;]\s+", cell) if v.strip()]
+    dims = [next((q.dimension for q in find_quantities(v) if q.dimension != "count"), None) for v in values]
+    if len(values) < 2 or None in dims or len(set(dims)) != len(dims):
+        return [(label, name, cell)]
+    for text, is_label in ((label, True), (name, False)):
+        parts = [p.strip() for p in re.split(r"\s+and\s+|,\s*|\s*/\s*", text) if p.strip()]
+        if len(parts) == len(values):
+            subject = " ".join(parts[0].split()[:-1])
+            named = [parts[0]] + [f"{subject} {p}".strip() for p in parts[1:]]
+            return [(n, name, v) if is_label else (label, n, v) for n, v in zip(named, values)]
+    return [(label, name, cell)]
 
 
 def rendered_row_records(chunk: Chunk, tokens: set[str]) -> list[Record]:

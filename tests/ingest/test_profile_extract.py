@@ -270,3 +270,15 @@ def test_spec_sheet_lines_and_sparsity_footnotes():
     assert "tf32" not in p.peak_tflops and "bf16" not in p.peak_tflops  # sparse figures are not dense peaks
     assert p.get("mem_capacity_gb") == 141 and p.get("mem_bw_gbps") == pytest.approx(4800)
     assert p.mem_bw_gbps.source.quote == "GPU Memory Bandwidth 4.8TB/s"
+
+
+def test_cell_with_two_values_named_by_a_two_part_label():
+    table = chunk("| Key chip specifications | ZX100 values |\n|---|---|\n"
+                  "| Peak compute per chip (bf16) | 197 TFLOPs |\n"
+                  "| HBM2 capacity and bandwidth | 16 GB, 819 GBps |\n", source="zx.md")
+    prose = chunk("It integrates 128 GB of HBM2e memory with 3.7 TB/s of memory bandwidth and 96 MB of on-die SRAM "
+                  "with 12.8 TB/s.", source="other.md")
+    p = extract_profile("zx100", [table])
+    assert (p.get("mem_capacity_gb"), p.get("mem_bw_gbps"), p.peak_tflops["bf16"].value) == (16, 819, 197)
+    q = extract_profile("zx100", [prose])
+    assert (q.get("mem_capacity_gb"), q.get("mem_bw_gbps")) == (128, pytest.approx(3700))  # not the SRAM's
