@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from ingest.profile_text import CU_NOUNS, Record, classify_noun, level_cues, without_parentheticals
-from ingest.units import Quantity, find_quantities
+from ingest.units import TARGET_UNITS, Quantity, find_quantities
 
 _CHIP_FIELDS_REJECT = frozenset({"sub", "cu", "multi", "block"})
 _PER_CU_REJECT = frozenset({"sub", "multi", "block"})
@@ -244,8 +244,6 @@ def _consider(rule: FieldRule, record: Record, quantity: Quantity, out: RuleOutp
 
 
 def _factor(unit: str) -> float:
-    from ingest.units import TARGET_UNITS
-
     return TARGET_UNITS[unit][1]
 
 
