@@ -106,6 +106,8 @@ def optimize_cmd(
     if not gpu:
         os.environ["TRITON_INTERPRET"] = "1"
         console.print(f"[yellow]{NO_GPU_NOTICE}[/yellow]")
+    if not config.record_findings:
+        console.print("findings of this run are not recorded (pass --record-findings to keep them)")
     if resume:
         run, state = resume_run(resume, max_evals=max_evals, budget_min=budget_min)
         console.print(f"resuming run {state.run_id} after {len(state.evaluations)} evaluations"
