@@ -60,7 +60,7 @@ def start_logged(args: list[str], env: dict[str, str], log: Path) -> subprocess.
     return subprocess.Popen(args, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def environment(out: Path) -> dict[str, object]:
+def environment(out: Path, cpu_dry_run: bool) -> dict[str, object]:
     missing = []
     for name in NEEDED:
         try:
@@ -72,11 +72,13 @@ def environment(out: Path) -> dict[str, object]:
     import torch
     import triton
 
-    if not torch.cuda.is_available():
+    if not torch.cuda.is_available() and not cpu_dry_run:
         sys.exit("optimize_gpu: no GPU visible")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip() or os.environ.get("CHIPLORE_COMMIT", "unknown")
-    env = {"device": torch.cuda.get_device_name(0), "gpus": torch.cuda.device_count(), "torch": torch.__version__,
+    gpu = torch.cuda.is_available()
+    env = {"device": torch.cuda.get_device_name(0) if gpu else "cpu (dry run: interpreter, untimed)",
+           "gpus": torch.cuda.device_count() if gpu else 1, "torch": torch.__version__,
            "triton": triton.__version__, "python": sys.version.split()[0], "commit": commit,
            "date": dt.date.today().isoformat()}
     (out / "env.json").write_text(json.dumps(env, indent=2))
@@ -94,7 +96,7 @@ def onboard(base: Path, logs: Path) -> None:
 
 def optimize_args(name: str, max_evals: int, budget_min: float | None, extra: list[str]) -> list[str]:
     args = ["optimize", "extend_attention", "--chip", "h200", "--max-evals", str(max_evals), "--run-id", name,
-            "--patience", str(max_evals), *extra]
+            "--patience", str(max_evals), "--record-findings", *extra]
     if budget_min is not None:
         args += ["--budget-min", f"{budget_min:.2f}"]
     return cli(*args)
@@ -170,12 +172,14 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=8.0, help="wall-clock budget of the whole script")
     parser.add_argument("--max-evals", type=int, default=40)
     parser.add_argument("--kill-evals", type=int, default=6)
+    parser.add_argument("--cpu-dry-run", action="store_true",
+                        help="exercise the orchestration without a GPU (interpreter, untimed, nothing to report)")
     args = parser.parse_args()
     t0 = time.monotonic()
     out = args.out
     for sub in ("logs", "runs", "findings"):
         (out / sub).mkdir(parents=True, exist_ok=True)
-    env = environment(out)
+    env = environment(out, args.cpu_dry_run)
     scratch = Path(tempfile.mkdtemp(prefix="chiplore-gpu-"))
     base = scratch / "base"
     onboard(base, out / "logs")
