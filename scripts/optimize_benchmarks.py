@@ -64,7 +64,8 @@ def run_summary(state: dict[str, Any]) -> dict[str, Any]:
         "stop": f"{state.get('stop_kind')}: {state.get('stop_reason')}", "evaluations": len(evals),
         "accepted": len(accepted), "failed": sum(not e["passed"] for e in evals),
         "all_accepted_passed": all(e["stage"] == "pass" for e in accepted),
-        "final_geomean": traj[-1] if traj else 1.0, "trajectory": traj, "cases": cases,
+        "final_geomean": (traj[-1] if traj else 1.0) if base.get("timed") else None, "trajectory": traj,
+        "cases": cases,
         "elapsed_min": state.get("elapsed_s", 0) / 60, "best_id": state["best_id"],
         "findings": len(state.get("findings_recorded", [])), "timed": bool(base.get("timed")),
     }
@@ -77,7 +78,7 @@ def summarize(results: Path) -> dict[str, Any]:
         path = results / "runs" / name
         if (path / "state.json").is_file():
             runs[name] = run_summary(_state(path))
-    best = max((r["final_geomean"] for r in runs.values()), default=None)
+    best = max((r["final_geomean"] for r in runs.values() if r["final_geomean"]), default=None)
     for name, r in runs.items():
         r["evals_to_95pct_best"] = evals_to(_state(results / "runs" / name), 0.95 * best) if best else None
     kill = json.loads((results / "kill_check.json").read_text()) if (results / "kill_check.json").is_file() else None

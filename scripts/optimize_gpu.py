@@ -223,6 +223,7 @@ def main() -> None:
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     (out / "summary.md").write_text(optimize_benchmarks.markdown(summary, "bash scripts/optimize_gpu.sh $OUT"))
     print((out / "summary.md").read_text())
+    shutil.rmtree(scratch, ignore_errors=True)
     print(f"optimize_gpu: done in {(time.monotonic() - t0) / 60:.1f} min")
 
 
