@@ -105,7 +105,8 @@ def markdown(summary: dict[str, Any], command: str) -> str:
               "evaluations to 95% of the best configuration | wall min | stop |",
               "|---|---:|---:|---:|---:|---:|---:|---|"]
     for name, r in runs.items():
-        lines.append(f"| {name} | {r['evaluations']} | {r['accepted']} | {r['failed']} | x{_f(r['final_geomean'])} | "
+        final = f"x{r['final_geomean']:.2f}" if r["final_geomean"] else "untimed"
+        lines.append(f"| {name} | {r['evaluations']} | {r['accepted']} | {r['failed']} | {final} | "
                      f"{r['evals_to_95pct_best'] or 'not reached'} | {_f(r['elapsed_min'], '{:.1f}')} | {r['stop']} |")
     lines += ["", f"Best configuration (highest geomean of either run): x{_f(summary['best_geomean_any_run'])}.", ""]
     if "retrieval" in runs:
