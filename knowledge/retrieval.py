@@ -171,6 +171,8 @@ def default_store() -> KnowledgeStore:
 
 def keyword_index(store: KnowledgeStore, collection: str) -> KeywordIndex:
     """The BM25 index of `collection` at its current revision (memory, then disk cache, then built and cached)."""
+    if store.count(collection) == 0:
+        return KeywordIndex([], [], [], None)
     raw = f"{store.location}|{collection}|{store.revision(collection)}|{TOKENIZER_VERSION}"
     key = hashlib.sha256(raw.encode()).hexdigest()[:20]
     if key in _MEMO:

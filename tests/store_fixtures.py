@@ -16,6 +16,19 @@ import pytest
 from tests.ingest.pdfgen import make_pdf
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_chiplore_home(tmp_path_factory: pytest.TempPathFactory):
+    """Point CHIPLORE_HOME at a temporary folder for the whole session, so no test can write to ~/.chiplore even
+    when it undoes its own environment patches."""
+    saved = os.environ.get("CHIPLORE_HOME")
+    os.environ["CHIPLORE_HOME"] = str(tmp_path_factory.mktemp("session-home"))
+    yield
+    if saved is None:
+        os.environ.pop("CHIPLORE_HOME", None)
+    else:
+        os.environ["CHIPLORE_HOME"] = saved
+
+
 @pytest.fixture
 def chiplore_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh CHIPLORE_HOME (embedded store); server mode switched off."""

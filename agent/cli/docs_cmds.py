@@ -10,6 +10,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from agent.cli.app import app
@@ -37,12 +38,12 @@ def onboard_cmd(
         _print_json({"schema": JSON_SCHEMA, **report.to_json()})
     else:
         for f in report.failed:
-            _err.print(f"[red]error:[/red] {f.error}")
+            _err.print(f"[red]error:[/red] {escape(f.error)}")
         for f in report.skipped:
-            _err.print(f"[yellow]skipped:[/yellow] {f.source} ({f.error})")
+            _err.print(f"[yellow]skipped:[/yellow] {escape(f.source)} ({escape(f.error)})")
         stored = len([f for f in report.files if f.status == "stored"])
         _out.print(
-            f"onboarded [bold]{report.chip}[/bold]: {len(report.documents)} files ({stored} stored, "
+            f"onboarded [bold]{escape(report.chip)}[/bold]: {len(report.documents)} files ({stored} stored, "
             f"{len(report.documents) - stored} unchanged), {report.pages} pages, {report.chunks} chunks, "
             f"{len(report.skipped)} skipped, {len(report.failed)} failed in {report.seconds:.1f} s")
     if not report.ok:
@@ -68,8 +69,8 @@ def ask_cmd(
         _out.print("no matching passages")
         return
     for i, hit in enumerate(hits, start=1):
-        _out.print(f"[bold][{i}][/bold] [cyan]{hit.cite()}[/cyan]  [dim]{hit.chip} · {hit.collection} · "
-                   f"score {hit.score:.4f}[/dim]")
+        _out.print(f"[bold]\\[{i}][/bold] [cyan]{escape(hit.cite())}[/cyan]  [dim]{escape(hit.chip)} · "
+                   f"{hit.collection} · score {hit.score:.4f}[/dim]")
         text = " ".join(hit.text.split())
         _out.print("    " + (text if len(text) <= 600 else text[:597] + "..."), markup=False)
 
@@ -91,7 +92,7 @@ def chips_cmd(
     if not chips:
         _out.print(f"no chips in {store.location} yet; run `chiplore onboard CHIP PATH...`")
         return
-    table = Table(title=store.location)
+    table = Table(title=escape(store.location))
     for col in ("chip", "documents", "chunks", "findings"):
         table.add_column(col, justify="left" if col == "chip" else "right")
     for c in chips:
