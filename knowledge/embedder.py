@@ -115,9 +115,11 @@ def _load_model(spec: str):
         from sentence_transformers import SentenceTransformer
 
         is_path = Path(spec).expanduser().exists()
+        # On a CPU, load in float32 whatever dtype the files hold (an fp16 export is upcast, not run in fp16).
+        cpu_kwargs = {} if torch.cuda.is_available() else {"model_kwargs": {"dtype": torch.float32}}
         try:
             model = SentenceTransformer(
-                str(Path(spec).expanduser()) if is_path else spec, device=None, local_files_only=True,
+                str(Path(spec).expanduser()) if is_path else spec, device=None, local_files_only=True, **cpu_kwargs,
             )
         except Exception as exc:  # any load failure is reported as one line
             where = "folder" if is_path else "model name (not in the local Hugging Face cache; nothing is downloaded)"

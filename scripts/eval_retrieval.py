@@ -56,13 +56,18 @@ def keyword_matches(hit, keywords: list[str]) -> bool:
     return any(k.lower() in text for k in keywords)
 
 
-def percentile(values: list[float], q: float) -> float:
+def percentile(values: list[float], q: float) -> float | None:
+    """Linear-interpolated `q` quantile (0..1) of `values`; None when there are none."""
     ordered = sorted(values)
     if not ordered:
-        return float("nan")
+        return None
     pos = (len(ordered) - 1) * q
     lo, hi = int(pos), min(int(pos) + 1, len(ordered) - 1)
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
 
 
 def main() -> int:
@@ -154,8 +159,8 @@ def main() -> int:
         "failed": sum(len(r.failed) for r in reports),
         "reonboard_unchanged": all(f.status in ("unchanged", "skipped") for r in reonboard for f in r.files),
         "counts_unchanged": counts_before == counts_after,
-        "ask_warm_ms_p50": round(percentile(warm, 0.5), 1), "ask_warm_ms_p95": round(percentile(warm, 0.95), 1),
-        "ask_cold_s_p50": round(percentile(cold, 0.5), 2), "ask_cold_s_p95": round(percentile(cold, 0.95), 2),
+        "ask_warm_ms_p50": _round(percentile(warm, 0.5), 1), "ask_warm_ms_p95": _round(percentile(warm, 0.95), 1),
+        "ask_cold_s_p50": _round(percentile(cold, 0.5), 2), "ask_cold_s_p95": _round(percentile(cold, 0.95), 2),
         "warm_queries": len(warm), "cold_runs": len(cold),
         "chunking": {"max_chars": options.max_chars, "overlap_chars": options.overlap_chars},
         "machine": f"{platform.machine()} {os.cpu_count()} cpus, {platform.python_implementation()} "
