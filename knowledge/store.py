@@ -224,9 +224,12 @@ class KnowledgeStore:
     def count(self, collection: str = "chunks", chip: str | None = None) -> int:
         """Number of records in `collection` (of `chip` if given)."""
         col = self.collection(collection)
-        if chip is None:
-            return int(col.count())
-        return len(col.get(where=_where(chip=chip), include=[])["ids"])
+        try:
+            if chip is None:
+                return int(col.count())
+            return len(col.get(where=_where(chip=chip), include=[])["ids"])
+        except Exception as exc:
+            raise StoreError(f"{self.location}: cannot count {collection}: {_one_line(exc)}") from exc
 
     def chips(self) -> list[ChipSummary]:
         """Every chip with records, sorted by name, with its document, chunk and finding counts."""
@@ -254,7 +257,7 @@ class KnowledgeStore:
             meta = self.client.get_collection(collection, embedding_function=None).metadata or {}
         except Exception as exc:
             raise StoreError(f"{self.location}: cannot read collection {collection!r}: {_one_line(exc)}") from exc
-        return f"{meta.get('chiplore_revision', 'r0')}-{self.collection(collection).count()}"
+        return f"{meta.get('chiplore_revision', 'r0')}-{self.count(collection)}"
 
     # ------------------------------------------------------------------ internals
     def _writable(self, collection: str) -> Any:
