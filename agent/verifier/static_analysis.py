@@ -1,0 +1,181 @@
+"""AST facts the static rules share: import aliases, dotted-name resolution, Triton kernel bodies, the entry
+point, and names that carry token/batch sizes.
+
+Nothing here executes the candidate: the file is parsed with `ast.parse` only.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+#: Decorators that make a function a Triton kernel (its body is Triton, not host Python).
+KERNEL_DECORATORS = frozenset({"triton.jit", "triton.autotune", "triton.heuristics"})
+
+
+@dataclass
+class Source:
+    """A parsed candidate with the facts every rule needs.
+
+    Attributes:
+        tree: the module AST. filename: shown in reasons. entry_point / output_arg: from the task.
+        family: importable module name of the task's kernel family.
+        expected_params: ``(name, default)`` pairs of the baseline's entry point (None: unknown).
+        aliases: local name -> dotted module path it was imported as (``tl`` -> ``triton.language``).
+        kernel_nodes: ids of every node inside a Triton kernel body.
+        parents: id(node) -> parent node.
+    """
+
+    tree: ast.Module
+    filename: str
+    entry_point: str
+    output_arg: str
+    family: str
+    expected_params: tuple[tuple[str, object], ...] | None = None
+    aliases: dict[str, str] = field(default_factory=dict)
+    kernel_nodes: set[int] = field(default_factory=set)
+    parents: dict[int, ast.AST] = field(default_factory=dict)
+
+    @staticmethod
+    def parse(text: str, filename: str, entry_point: str, output_arg: str, family: str,
+              expected_params: tuple[tuple[str, object], ...] | None = None) -> Source:
+        """Parse `text`; raises SyntaxError as `ast.parse` does."""
+        src = Source(ast.parse(text, filename=filename), filename, entry_point, output_arg, family, expected_params)
+        for node in ast.walk(src.tree):
+            for child in ast.iter_child_nodes(node):
+                src.parents[id(child)] = node
+        src.aliases = _collect_aliases(src.tree)
+        for fn in functions(src.tree):
+            if any(src.resolve(_decorator_target(d)) in KERNEL_DECORATORS for d in fn.decorator_list):
+                src.kernel_nodes.update(id(n) for n in ast.walk(fn) if n is not fn)
+        return src
+
+    def resolve(self, node: ast.AST | None) -> str | None:
+        """Dotted name of a Name/Attribute chain with import aliases expanded (``tl.dot`` ->
+        ``triton.language.dot``); a chain rooted at a local variable keeps the variable name; None for others."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        parts.append(self.aliases.get(node.id, node.id))
+        return ".".join(reversed(parts))
+
+    def is_module_rooted(self, node: ast.AST) -> bool:
+        """Whether a Name/Attribute chain starts at an imported name."""
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id in self.aliases
+
+    def in_kernel(self, node: ast.AST) -> bool:
+        """Whether `node` lies inside a Triton kernel body."""
+        return id(node) in self.kernel_nodes
+
+    def parent(self, node: ast.AST) -> ast.AST | None:
+        return self.parents.get(id(node))
+
+    def entry(self) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The module-level definition of the entry point, or None."""
+        for stmt in self.tree.body:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == self.entry_point:
+                return stmt
+        return None
+
+    def maximal_chains(self) -> Iterator[ast.Attribute | ast.Name]:
+        """Every Name/Attribute chain that is not itself the `.value` of a longer Attribute."""
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Attribute | ast.Name):
+                parent = self.parent(node)
+                if isinstance(parent, ast.Attribute) and parent.value is node:
+                    continue
+                yield node
+
+
+def functions(tree: ast.AST) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Every (nested) function definition."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield node
+
+
+def _decorator_target(dec: ast.expr) -> ast.expr:
+    return dec.func if isinstance(dec, ast.Call) else dec
+
+
+def _collect_aliases(tree: ast.Module) -> dict[str, str]:
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    aliases[a.asname] = a.name
+                else:
+                    root = a.name.split(".")[0]
+                    aliases[root] = root
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for a in node.names:
+                aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+    return aliases
+
+
+def literal_ints(node: ast.AST) -> list[int]:
+    """Integer literals in `node` when it is an int constant or a tuple/list/set of them (else [])."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return [node.value]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return [-v for v in literal_ints(node.operand)]
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        out: list[int] = []
+        for elt in node.elts:
+            out.extend(literal_ints(elt))
+        return out
+    return []
+
+
+class SizeTaint:
+    """Names in one function that carry token or batch sizes (``x.shape[0]``, ``len(x)``, ``x.numel()``,
+    ``max_len_extend``, whole shapes), propagated through simple assignments in source order."""
+
+    SIZE_PARAMS = frozenset({"max_len_extend"})
+
+    def __init__(self, fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
+        self.names: set[str] = set()
+        params = fn.args.args if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) else []
+        self.names.update(a.arg for a in params if a.arg in self.SIZE_PARAMS)
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    self._bind(target, node.value)
+            elif isinstance(node, ast.AnnAssign | ast.AugAssign) and node.value is not None:
+                self._bind(node.target, node.value)
+
+    def _bind(self, target: ast.AST, value: ast.AST) -> None:
+        if isinstance(target, ast.Tuple | ast.List) and isinstance(value, ast.Tuple | ast.List) \
+                and len(target.elts) == len(value.elts):
+            for t, v in zip(target.elts, value.elts):
+                self._bind(t, v)
+        elif isinstance(target, ast.Tuple | ast.List) and isinstance(value, ast.Attribute) \
+                and value.attr == "shape" and target.elts and isinstance(target.elts[0], ast.Name):
+            self.names.add(target.elts[0].id)
+        elif isinstance(target, ast.Name) and self.tainted(value):
+            self.names.add(target.id)
+
+    def tainted(self, node: ast.AST) -> bool:
+        """Whether expression `node` carries a token/batch size (``x.shape[1]`` does not; ``x.shape`` does)."""
+        if isinstance(node, ast.Name):
+            return node.id in self.names
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
+            return literal_ints(node.slice) == [0] or self.tainted(node.slice)
+        if isinstance(node, ast.Attribute) and node.attr == "shape":
+            return True
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id == "len":
+                return True
+            if isinstance(func, ast.Attribute) and func.attr in ("numel", "nelement"):
+                return True
+            if isinstance(func, ast.Attribute) and func.attr == "size":
+                return not node.args or literal_ints(node.args[0]) == [0]
+        return any(self.tainted(child) for child in ast.iter_child_nodes(node))
