@@ -3,7 +3,12 @@
 A profile is the only place chip-specific numbers come from (DESIGN.md, "HardwareProfile"). Every field is
 a `ProfileField`: a value (or ``None`` when the documents do not say), the unit, where it came from
 (`Source`: document + page/section + the quoted phrase, or ``device-query``) and how it was obtained
-(`kind`: stated | derived | conflict). Unknown is allowed; a guessed number is not.
+(`kind`: stated | derived | conflict | device_query). Unknown is allowed; a guessed number is not.
+
+Unit conventions: capacities (shared memory, caches, device memory) are binary, as in JEDEC usage and in vendor
+tables (1 KB = 1 KiB = 1024 B; a "192 GB" HBM3 part holds 192 GiB); rates are decimal SI (1 GB/s = 1e9 B/s,
+1 TFLOP/s = 1e12 FLOP/s). `peak_tflops[dtype]` is the highest dense (non-sparse) per-device peak for inputs of
+that dtype, matrix/tensor units included: a roofline floor computed from it is never beaten by a correct kernel.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ SCALAR_FIELDS: dict[str, str] = {
     "registers_per_compute_unit": "32-bit registers",
     "l2_cache_mb": "MiB",
     "mem_bw_gbps": "GB/s",
-    "mem_capacity_gb": "GB",
+    "mem_capacity_gb": "GiB",
     "clock_mhz": "MHz",
 }
 #: Data types for which `peak_tflops` may hold a dense (non-sparse) per-device peak.
@@ -54,6 +59,13 @@ class Alternative(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     value: float
     source: Source
+
+    @field_validator("value")
+    @classmethod
+    def _non_negative(cls, v: float) -> float:
+        if v < 0:
+            raise ValueError(f"must be >= 0, got {v}")
+        return v
 
 
 class ProfileField(BaseModel):
@@ -87,6 +99,7 @@ class HardwareProfile(BaseModel):
     vendor: str = ""
     backend: Literal["cuda", "rocm", "tenstorrent", "xpu", "unknown"] = "unknown"
     compute_unit_name: str | None = None
+    compute_unit_name_source: Source | None = None
     num_compute_units: ProfileField = ProfileField(unit="count")
     warp_size: ProfileField = ProfileField(unit="threads")
     max_threads_per_block: ProfileField = ProfileField(unit="threads")
@@ -95,7 +108,7 @@ class HardwareProfile(BaseModel):
     registers_per_compute_unit: ProfileField = ProfileField(unit="32-bit registers")
     l2_cache_mb: ProfileField = ProfileField(unit="MiB")
     mem_bw_gbps: ProfileField = ProfileField(unit="GB/s")
-    mem_capacity_gb: ProfileField = ProfileField(unit="GB")
+    mem_capacity_gb: ProfileField = ProfileField(unit="GiB")
     clock_mhz: ProfileField = ProfileField(unit="MHz")
     peak_tflops: dict[str, ProfileField] = Field(default_factory=dict)
     notes: str = ""

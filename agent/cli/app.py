@@ -20,6 +20,7 @@ app = typer.Typer(
 def _register_commands() -> None:
     """Import the command modules; each adds its commands to `app` on import."""
     import agent.cli.docs_cmds  # noqa: F401  onboard, ask, chips
+    import agent.cli.pattern_cmds  # noqa: F401  patterns, findings
 
 
 def main() -> None:

@@ -1,0 +1,198 @@
+"""``chiplore patterns`` and ``chiplore findings``: the pattern graph and the findings memory as a user sees them.
+
+JSON schemas (``--json``; keys are stable):
+
+- ``patterns`` without ``--chip``: ``{"task", "patterns": [{"id", "name", "addresses", "knobs", "preconditions",
+  "sources", "evidence": n}]}``.
+- ``patterns --chip C --case K``: ``{"chip", "task", "case", "bottlenecks": [{"id", "holds", "signal", "reason"}],
+  "patterns": [RankedPattern.to_json()]}``; without ``--case`` the same per bench case under ``"cases"``.
+- ``findings``: ``{"findings": [Finding fields + "status"]}``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from agent.cli.app import app
+from knowledge.errors import BadInputError
+
+_console = Console()
+
+
+def _profile(chip: str) -> Any:
+    """The chip's profile (`hardware_profiles.load_profile`); unknown chips raise BadInputError naming the known."""
+    from hardware_profiles import load_profile
+
+    return load_profile(chip)
+
+
+def _task(name: str) -> Any:
+    from kernels.task import load_task
+
+    try:
+        return load_task(name)
+    except KeyError as exc:
+        raise BadInputError(exc.args[0]) from None
+
+
+def _cases(task: Any, case_id: str | None) -> list[Any]:
+    if case_id is None:
+        return list(task.bench_cases)
+    try:
+        return [task.case(case_id)]
+    except KeyError as exc:
+        raise BadInputError(exc.args[0]) from None
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "?"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return str(value)
+
+
+@app.command("patterns")
+def patterns_cmd(
+    chip: str = typer.Option(None, "--chip", help="rank for this chip (a known profile)"),
+    task: str = typer.Option("extend_attention", "--task", help="kernel task"),
+    case: str = typer.Option(None, "--case", help="one case id of the task (default: every bench case)"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON (schema in the module docstring)"),
+) -> None:
+    """Optimization patterns: the catalog, or ranked for a chip with parameters computed from its profile."""
+    from knowledge.catalog import load_catalog
+    from knowledge.findings import load_graph
+
+    spec = _task(task)
+    catalog = load_catalog()
+    if chip is None:
+        if case is not None:
+            _cases(spec, case)
+        _print_catalog(catalog, spec.name, load_graph(sync=False), as_json)
+        return
+    profile = _profile(chip)
+    cases = _cases(spec, case)
+    graph = load_graph()
+    results = [_rank_case(profile, spec, c, graph, catalog) for c in cases]
+    if as_json:
+        doc = results[0] if case is not None else {"chip": profile.chip, "task": spec.name, "cases": results}
+        typer.echo(json.dumps(doc, indent=2))
+        return
+    if case is None:
+        _console.print(f"[bold]{spec.name} on {profile.chip}[/bold]: top patterns per bench case "
+                       "(expected gain, knobs); details with --case")
+    for result in results:
+        _print_ranked(result, detailed=case is not None)
+
+
+def _rank_case(profile: Any, spec: Any, case: Any, graph: Any, catalog: Any) -> dict[str, Any]:
+    from knowledge.ranking import classify_case, rank_patterns
+
+    ranked = rank_patterns(profile, spec, case, graph=graph, catalog=catalog)
+    return {"chip": profile.chip, "task": spec.name, "case": case.id, "case_class": case.case_class,
+            "bottlenecks": classify_case(profile, spec, case, catalog),
+            "patterns": [r.to_json() for r in ranked]}
+
+
+def _print_catalog(catalog: Any, task: str, graph: Any, as_json: bool) -> None:
+    rows = []
+    for p in catalog.patterns_for(task):
+        rows.append({"id": p.id, "name": p.name, "addresses": list(p.addresses), "knobs": sorted(p.knobs),
+                     "preconditions": [pc.text for pc in p.preconditions],
+                     "sources": [catalog.source(s).title for s in p.sources],
+                     "evidence": len(graph.evidence(p.id, task))})
+    if as_json:
+        typer.echo(json.dumps({"task": task, "patterns": rows}, indent=2))
+        return
+    table = Table(title=f"Pattern catalog for {task} (rank them for a chip with --chip)")
+    for col in ("pattern", "addresses", "knobs", "preconditions", "evidence"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(f"{r['id']}\n{r['name']}", ", ".join(r["addresses"]), ", ".join(r["knobs"]) or "-",
+                      "\n".join(r["preconditions"]) or "-", str(r["evidence"]))
+    _console.print(table)
+
+
+def _print_ranked(result: dict[str, Any], detailed: bool) -> None:
+    title = f"{result['task']} / {result['case']} ({result['case_class']}) on {result['chip']}"
+    signals = ", ".join(f"{b['id']} {_fmt(b['holds'])}" for b in result["bottlenecks"])
+    if not detailed:
+        top = [p for p in result["patterns"] if p["applicable"]][:3]
+        cells = [f"{p['pattern_id']} {_fmt(p['expected_gain'])}x {_knobs(p)}".strip() for p in top]
+        _console.print(f"[bold]{result['case']}[/bold]: " + " | ".join(cells))
+        return
+    _console.print(f"[bold]{title}[/bold]\nbottleneck signals: {signals}\n")
+    for i, p in enumerate(result["patterns"], start=1):
+        gain = f"expected {_fmt(p['expected_gain'])}x (prior {_fmt(p['prior_gain'])}x)"
+        rank = f"{i:2d}." if p["applicable"] else " - "
+        _console.print(f"{rank} [bold]{p['pattern_id']}[/bold]: {p['name']}; {gain}")
+        lines = [f"knobs: {_knobs(p) or '-'}",
+                 "parameters: " + (", ".join(f"{k}={_fmt(v)}" for k, v in p["parameters"].items()) or "-")]
+        for c in p["preconditions"]:
+            mark = {True: "holds", False: "fails", None: "unknown"}[c["holds"]]
+            lines.append(f"{c['kind']}: {c['text']} ({mark})")
+        lines += [f"unknown {k}: {v}" for k, v in p["unknown"].items()]
+        lines += [f"evidence [{e['kind']} on {e['chip']}, weight {e['weight']:.2f}, "
+                  f"gain {math.exp(e['log_gain']):.2f}x]: {e['citation']}" for e in p["evidence"][:3]]
+        if p["family_default"]:
+            lines.append("built into the kernel family")
+        if not p["family_support"]:
+            lines.append("not a family knob: a candidate must implement it")
+        for line in lines:
+            _console.print(f"      {line}", highlight=False, markup=False)
+
+
+def _knobs(p: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={_fmt(v)}" for k, v in p["knobs"].items())
+
+
+@app.command("findings")
+def findings_cmd(
+    chip: str = typer.Option(None, "--chip", help="only findings measured on this chip"),
+    task: str = typer.Option(None, "--task", help="only findings of this task"),
+    pattern: str = typer.Option(None, "--pattern", help="only findings that applied this pattern"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON (schema in the module docstring)"),
+) -> None:
+    """Findings recorded so far (accepted, rejected and failed attempts), oldest first."""
+    from knowledge.catalog import load_catalog
+    from knowledge.findings import query_findings
+
+    if task is not None:
+        _task(task)
+    if pattern is not None:
+        load_catalog().pattern(pattern)
+    found = query_findings(chip=chip, task=task, pattern=pattern)
+    if chip is not None and not found:
+        _check_chip_known(chip)
+    if as_json:
+        typer.echo(json.dumps({"findings": [{**f.model_dump(mode="json"), "status": f.status} for f in found]},
+                              indent=2))
+        return
+    _console.print(f"[bold]Findings{f' on {chip}' if chip else ''}: {len(found)}[/bold]")
+    for f in found:
+        speed = f"{f.speedup:.2f}x" if f.speedup else "-"
+        roof = f", {100 * f.roofline_fraction:.0f}% of floor" if f.roofline_fraction else ""
+        status = f.status if f.verdict_stage == "pass" else f"{f.status} ({f.verdict_stage})"
+        params = ", ".join(f"{k}={v}" for k, v in sorted(f.parameters.items()))
+        _console.print(f"{f.date[:10]}  {f.chip}  {f.task}/{f.case_id}  {' + '.join(f.patterns) or '-'}"
+                       f"{f' [{params}]' if params else ''}  {speed}{roof}  {status}  id {f.id}",
+                       highlight=False, markup=False)
+
+
+def _check_chip_known(chip: str) -> None:
+    """Raise BadInputError naming the known chips when `chip` has neither a profile nor findings."""
+    from hardware_profiles import known_chips
+    from knowledge.findings import query_findings
+
+    with_findings = sorted({f.chip for f in query_findings()})
+    known = sorted(set(known_chips()) | set(with_findings))
+    if chip.lower() not in {k.lower() for k in known}:
+        raise BadInputError(f"unknown chip {chip!r}; known: {', '.join(known) or 'none'}")

@@ -1,0 +1,209 @@
+"""GPU sweep of the extend-attention family over its knobs on the 9 bench cases (one call, one JSON).
+
+Compiles every (case, config) in parallel worker processes first (Triton's on-disk cache then serves the timing
+process), checks every configuration's output against the fp32 reference, and times baseline, the tuned entry
+point and each configuration with `kernels.timing.bench` (cold L2, rotated inputs, median).
+
+    python benchmarks/sweep_extend_attention.py --out $OUT/sweep.json [--cases decode,prefill] [--workers 14]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+from benchmarks._util import environment, input_sets, max_error, reference_output, roofline, write_json  # noqa: E402
+from kernels.extend_attention import baseline, extend_attention_fwd  # noqa: E402
+from kernels.extend_attention.family import FamilyConfig, run_family  # noqa: E402
+from kernels.extend_attention.spec import TASK  # noqa: E402
+from kernels.task import Case  # noqa: E402
+from kernels.timing import bench  # noqa: E402
+
+QUICK = False  # set by --quick: the neighbourhood of the configurations that won the full sweep
+
+
+def quick_configs(rows: int, d_total: int, group: int) -> list[FamilyConfig]:
+    """A short list around the full sweep's winners (BENCHMARKS.md, sweep 1)."""
+    if rows <= 64:
+        bm = 16 if rows <= 16 else 32 if rows <= 32 else 64
+        return [FamilyConfig(bm, bn, 4, st, sp, True) for bn in (64, 128) for st in (2, 3) for sp in (1, 2, 4)]
+    if d_total > 512:
+        return [FamilyConfig(64, bn, 8, st, sp, True) for bn in (32, 64) for st in (1, 2) for sp in (1, 2)] + [
+            FamilyConfig(32, 32, 4, 3, sp, True) for sp in (1, 2)]
+    if d_total > 256:
+        return [FamilyConfig(bm, bn, 8, st, 1, pack) for bm in (64, 128) for bn in (32, 64) for st in (2, 3)
+                for pack in (False, True)]
+    packs = (False, True) if group > 1 else (False,)
+    return [FamilyConfig(128, bn, 8, st, 1, pack) for bn in (64, 128) for st in (2, 3) for pack in packs] + [
+        FamilyConfig(64, 128, 4, 3, 1, False), FamilyConfig(128, 64, 4, 2, 1, False)]
+
+
+def focus_configs(rows: int, d_total: int, group: int) -> list[FamilyConfig]:
+    """Sweep 3: fold_scale and gather_stages (loop pipelining of the kv_indices gather) on sweep 2's winners."""
+    from dataclasses import replace
+    if rows <= 64:
+        bm = 16 if rows <= 16 else 32 if rows <= 32 else 64
+        base = [FamilyConfig(bm, bn, 4, st, sp, True) for bn in (64, 128) for st in (2, 3) for sp in (2, 4)]
+        return [replace(c, gather_stages=g) for c in base for g in (0, 2, 3)]
+    if d_total > 512:
+        base = [FamilyConfig(64, 64, 8, 1, 1, True), FamilyConfig(64, 32, 8, 2, 1, True),
+                FamilyConfig(64, 64, 8, 2, 1, True)]
+    elif d_total > 256:
+        base = [FamilyConfig(128, 64, 8, 3, 1, False), FamilyConfig(128, 64, 8, 2, 1, True)]
+    else:
+        base = [FamilyConfig(128, 128, 8, 3, 1, False), FamilyConfig(128, 128, 8, 2, 1, False),
+                FamilyConfig(128, 64, 8, 3, 1, False), FamilyConfig(64, 128, 4, 3, 1, False)]
+    return [replace(c, fold_scale=f, gather_stages=g) for c in base for f in (True, False) for g in (0, 2, 3)]
+
+
+def sweep_configs(case: Case) -> list[FamilyConfig]:
+    """Candidate configurations for a case, from its features (rows per sequence, head dims)."""
+    p = case.params
+    group = p["num_q_heads"] // p["num_kv_heads"]
+    rows = max(1, sum(p["extend_lens"]) // len(p["extend_lens"])) * group
+    d_total = p["head_dim"] + p["head_dim_v"]
+    if QUICK == "focus":
+        return focus_configs(rows, d_total, group)
+    if QUICK:
+        return quick_configs(rows, d_total, group)
+    out: list[FamilyConfig] = []
+    if rows <= 64:
+        bm = 16 if rows <= 16 else 32 if rows <= 32 else 64
+        for bn in (64, 128):
+            for st in (2, 3, 4):
+                for sp in (1, 2, 4, 8):
+                    out.append(FamilyConfig(bm, bn, 4, st, sp, True))
+        out += [FamilyConfig(bm, 32, 4, 3, sp, True) for sp in (2, 4)]
+        out += [FamilyConfig(bm, 128, 8, 3, sp, True) for sp in (2, 4)]
+    elif d_total > 512:
+        for bm in (32, 64):
+            for bn in (32, 64):
+                for w in (4, 8):
+                    for st in (1, 2, 3):
+                        out.append(FamilyConfig(bm, bn, w, st, 1, True))
+        out += [FamilyConfig(64, 32, 8, 2, 2, True), FamilyConfig(32, 32, 4, 2, 2, True)]
+    elif d_total > 256:
+        for bm in (64, 128):
+            for bn in (32, 64):
+                for w in (4, 8):
+                    for st in (1, 2, 3):
+                        out.append(FamilyConfig(bm, bn, w, st, 1, False))
+                        if group > 1:
+                            out.append(FamilyConfig(bm, bn, w, st, 1, True))
+    else:
+        for bm, w in ((128, 8), (64, 4), (128, 4)):
+            for bn in (64, 128):
+                for st in (2, 3, 4):
+                    for pack in ((False, True) if group > 1 else (False,)):
+                        out.append(FamilyConfig(bm, bn, w, st, 1, pack))
+        out += [FamilyConfig(128, 32, 8, 3, 1, False), FamilyConfig(128, 64, 8, 3, 1, False, False)]
+    return out
+
+
+def _compile_worker(items: list[tuple[str, dict]]) -> list[str]:
+    """Run each (case id, config) once on full-size inputs so Triton compiles and caches it."""
+    errors, inputs = [], {}
+    for case_id, cfg in items:
+        case = TASK.case(case_id)
+        if case_id not in inputs:
+            inputs = {case_id: input_sets(case, 1)[0]}
+        try:
+            run_family(FamilyConfig(**cfg), **inputs[case_id])
+            torch.cuda.synchronize()
+        except Exception as exc:  # noqa: BLE001 - record and continue: a sweep reports failing configs
+            errors.append(f"{case_id} {cfg}: {type(exc).__name__}: {str(exc)[:200]}")
+    return errors
+
+
+def _set_quick(value: bool) -> None:
+    global QUICK
+    QUICK = value
+
+
+def precompile(cases: list[Case], workers: int) -> list[str]:
+    """Compile all (case, config) pairs in `workers` processes; returns error lines."""
+    items = [(c.id, cfg.to_dict()) for c in cases for cfg in sweep_configs(c)]
+    chunks = [items[i::workers] for i in range(workers)]
+    chunks = [sorted(ch, key=lambda it: it[0]) for ch in chunks if ch]
+    with mp.get_context("spawn").Pool(len(chunks), initializer=_set_quick, initargs=(QUICK,)) as pool:
+        results = pool.map(_compile_worker, chunks)
+    return [e for r in results for e in r]
+
+
+def time_case(case: Case, peaks: tuple[float, float], reps: int) -> dict:
+    """Baseline, tuned and every sweep config on one case: correctness then timing."""
+    sets = input_sets(case, 2)
+    ref = reference_output(sets[0])
+    row: dict = {"case": case.id, "configs": []}
+    providers = [("baseline", baseline.extend_attention_fwd), ("tuned", extend_attention_fwd)]
+    providers += [(f"cfg:{cfg.to_dict()}", (lambda c: lambda **a: run_family(c, **a))(cfg))
+                  for cfg in sweep_configs(case)]
+    for name, fn in providers:
+        entry = {"name": name}
+        try:
+            sets[0]["o_extend"].fill_(float("nan"))
+            fn(**sets[0])
+            torch.cuda.synchronize()
+            entry["ok"], entry["max_err"] = max_error(sets[0]["o_extend"], ref, case)
+            t = bench(fn, sets, reps=reps, warmup=2)
+            entry.update(time_us=t.median_us, p25_us=t.p25_us, p75_us=t.p75_us, wall_us=t.wall_median_us)
+            entry.update(roofline(case, t.median_us, *peaks))
+        except Exception as exc:  # noqa: BLE001
+            entry["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        row["configs"].append(entry)
+    del sets, ref
+    torch.cuda.empty_cache()
+    return row
+
+
+def summarize(rows: list[dict]) -> None:
+    """Print baseline, tuned and best passing config per case."""
+    print(f"{'case':16s} {'baseline':>10s} {'tuned':>10s} {'best':>10s} {'%floor':>7s}  best config")
+    for row in rows:
+        by = {e["name"]: e for e in row["configs"]}
+        good = [e for e in row["configs"] if e.get("ok") and e["name"].startswith("cfg")]
+        best = min(good, key=lambda e: e["time_us"]) if good else {}
+        base, tuned = by["baseline"].get("time_us", float("nan")), by["tuned"].get("time_us", float("nan"))
+        print(f"{row['case']:16s} {base:10.1f} {tuned:10.1f} {best.get('time_us', float('nan')):10.1f} "
+              f"{100 * best.get('fraction_of_floor', 0):6.1f}%  {best.get('name', '-')[4:]}")
+        bad = [e["name"] for e in row["configs"] if e.get("ok") is False]
+        if bad:
+            print(f"   MISMATCH: {bad[:5]}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--cases", default="")
+    ap.add_argument("--workers", type=int, default=14)
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--peak-tflops", type=float, default=989.0, help="bf16 dense peak (H200 profile)")
+    ap.add_argument("--peak-gbps", type=float, default=4800.0, help="memory bandwidth peak (H200 profile)")
+    ap.add_argument("--quick", action="store_true", help="only the neighbourhood of earlier winners")
+    ap.add_argument("--focus", action="store_true", help="fold_scale / gather_stages around the winners")
+    args = ap.parse_args()
+    global QUICK
+    QUICK = "focus" if args.focus else args.quick
+    cases = [c for c in TASK.bench_cases if not args.cases or c.id in args.cases.split(",")]
+    t0 = time.time()
+    errors = precompile(cases, args.workers)
+    print(f"precompiled in {time.time() - t0:.0f}s, {len(errors)} errors", flush=True)
+    for e in errors[:20]:
+        print("  ", e)
+    rows = []
+    for case in cases:
+        rows.append(time_case(case, (args.peak_tflops, args.peak_gbps), args.reps))
+        print(f"timed {case.id} at {time.time() - t0:.0f}s", flush=True)
+        write_json(args.out, {"env": environment(), "compile_errors": errors, "rows": rows})
+    summarize(rows)
+
+
+if __name__ == "__main__":
+    main()

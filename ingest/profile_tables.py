@@ -1,0 +1,329 @@
+"""Tables in chunk text -> cell `Record`s: loader-rendered rows, raw pipe tables, list-tables, flat PDF tables.
+
+- Rendered rows (``ingest.loaders`` writes one chunk per row): ``"<caption> | Header A: a | Header B: b"``.
+- Raw Markdown pipe tables and reStructuredText / MyST ``list-table`` directives (header row far from the rows).
+- Flat PDF tables: lines that end in two or more values under a header line that names products
+  (``"MI300A APU MI300X DISCRETE GPU"``); the chip's column is chosen by its model token, and a label with
+  ``|``-separated sub-labels (``"FP16 | FP16 (SPARSITY)"``) splits each column into sub-columns.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ingest.profile_text import (
+    Record,
+    level_cues,
+    locator_of,
+    normalize_space,
+    product_scope,
+    products_in,
+)
+from ingest.types import Chunk
+from ingest.units import header_unit
+
+_SEPARATOR_ROW = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_LIST_TABLE = re.compile(r"^(\s*)(?:\.\. list-table::|```\{list-table\})\s*(.*)$")
+_NUM_TOKEN = re.compile(r"^(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?:[A-Za-z/]{1,8})?$")
+_UNIT_TOKEN = re.compile(
+    r"^(?:[KMGTP]i?B(?:/s(?:ec)?)?|[KMGTP]B/S|TF|PF|TFLOPS?|TFLOP/s|PFLOP/s|TOPs?|TOPS|[KMG]Hz|GT/s|Gbps|"
+    r"KiB|MiB|GiB|bytes?|W)$",
+    re.IGNORECASE,
+)
+_DECORATION = re.compile(r"^(?:HBM\w*|GDDR\w*|LPDDR\w*|DDR\w*)$", re.IGNORECASE)
+_PRODUCT_COLUMN = re.compile(r"^\s*(?:model|product|name|device|gpu|accelerator|sku|card|part|chip)\b",
+                             re.IGNORECASE)
+_MISSING = {"n/a", "na", "-", "—", "yes", "no"}
+
+
+def _cell_record(header: str, label: str, value: str, caption: str, chunk: Chunk, tokens: set[str],
+                 locator: str, product: str | None = None, sparse: bool = False) -> Record:
+    key = normalize_space(f"{header} {label} {caption}")
+    return Record(
+        text=value, key=key, local=normalize_space(f"{header} {label}"), quote=normalize_space(value),
+        locator=locator, chunk=chunk,
+        product=product or product_scope([label, header, caption, chunk.section], tokens),
+        levels=level_cues(key), default_unit=header_unit(header) or header_unit(label), is_table=True,
+        sparse=sparse or bool(re.search(r"sparsity|sparse", f"{header} {label}", re.IGNORECASE)),
+    )
+
+
+def _row_records(header: list[str], row: list[str], caption: str, chunk: Chunk, tokens: set[str],
+                 where: str) -> list[Record]:
+    """Records for the cells of one row; the first cell is the row label."""
+    if not row:
+        return []
+    label = normalize_space(row[0])
+    row_product = None
+    if header and _PRODUCT_COLUMN.search(header[0]):
+        row_product = "chip" if any(t in tokens for t in products_in(label)) or label.lower() in tokens else "other"
+    out = []
+    for i, cell in enumerate(row[1:], start=1):
+        cell = normalize_space(cell)
+        if not cell:
+            continue
+        name = normalize_space(header[i]) if i < len(header) else ""
+        locator = locator_of(chunk, f"{where}row '{label}'" + (f", column '{name}'" if name else ""))
+        record = _cell_record(name, label, cell, caption, chunk, tokens, locator, product=row_product)
+        record.quote = normalize_space(f"{name}: {cell}") if name else cell
+        out.append(record)
+    return out
+
+
+def rendered_row_records(chunk: Chunk, tokens: set[str]) -> list[Record]:
+    """Cells of a loader-rendered table row.
+
+    Two renderings are read: ``"<caption> | H: v | H: v"`` (Markdown/reStructuredText/HTML tables; quote
+    ``"H: v"``) and ``"<caption> | <header line> | [<group>] | <row line>"`` (a flattened PDF table row whose
+    header line names the products of its columns).
+    """
+    parts = [p.strip() for p in chunk.text.split(" | ")]
+    if not any(re.match(r"^[^:]{1,60}: \S", p) for p in parts[1:] or parts):
+        return _flat_rendered_row(parts, chunk, tokens)
+    caption = ""
+    if parts and (": " not in parts[0] or parts[0].endswith(":") or len(parts[0].split(": ", 1)[0]) > 60):
+        caption = parts.pop(0)
+    pairs = []
+    for part in parts:
+        name, _, value = part.partition(": ")
+        pairs.append((name, value) if value else ("", part))
+    if not pairs:
+        return []
+    header = [name for name, _ in pairs]
+    row = [value for _, value in pairs]
+    return _row_records(header, row, caption, chunk, tokens, "")
+
+
+def _flat_rendered_row(parts: list[str], chunk: Chunk, tokens: set[str]) -> list[Record]:
+    """A PDF table row rendered with its caption and header line: pick the chip's column (see `_flat_row`)."""
+    header_at = max((i for i, p in enumerate(parts[:-1]) if len(_header_columns(p)) >= 2
+                     and len(_flat_values(p)[1]) < 2), default=None)
+    caption = next((p for p in parts if re.match(r"^\s*Table \d+", p)), "")
+    start = header_at + 1 if header_at is not None else 0
+    rest = parts[start:]
+    if len(rest) > 1 and not re.search(r"\d", rest[0]) and rest[0].upper() == rest[0]:
+        rest = rest[1:]  # row-group label such as "MEMORY"
+    text = " | ".join(rest)
+    label, values = _flat_values(text)
+    if header_at is not None and len(values) >= 2 and label:
+        return _flat_row(text, label, values, _header_columns(parts[header_at]), caption, chunk, tokens) or []
+    if len(values) == 1 and label:
+        header = parts[header_at] if header_at is not None else ""
+        locator = locator_of(chunk, f"row '{label}'")
+        record = _cell_record(header, label, values[0], caption, chunk, tokens, locator)
+        record.quote = text
+        return [record]
+    return []
+
+
+def _pipe_cells(line: str) -> list[str]:
+    line = line.strip()
+    if line.startswith("|"):
+        line = line[1:]
+    if line.endswith("|"):
+        line = line[:-1]
+    return [re.sub(r"[`*]", "", c).strip() for c in line.split("|")]
+
+
+def _pipe_tables(lines: list[str], chunk: Chunk, tokens: set[str], used: set[int]) -> list[Record]:
+    out: list[Record] = []
+    i = 0
+    while i < len(lines) - 1:
+        if "|" in lines[i] and _SEPARATOR_ROW.match(lines[i + 1]) and lines[i].count("|") >= 2:
+            header = _pipe_cells(lines[i])
+            caption = _caption_above(lines, i)
+            j = i + 2
+            while j < len(lines) and lines[j].strip().startswith("|"):
+                out.extend(_row_records(header, _pipe_cells(lines[j]), caption, chunk, tokens, ""))
+                j += 1
+            used.update(range(i, j))
+            i = j
+            continue
+        i += 1
+    return out
+
+
+def _caption_above(lines: list[str], index: int) -> str:
+    for k in range(index - 1, max(-1, index - 4), -1):
+        text = lines[k].strip()
+        if text:
+            return text if len(text) <= 240 else ""
+    return ""
+
+
+def _list_tables(lines: list[str], chunk: Chunk, tokens: set[str], used: set[int]) -> list[Record]:
+    out: list[Record] = []
+    i = 0
+    while i < len(lines):
+        match = _LIST_TABLE.match(lines[i])
+        if not match:
+            i += 1
+            continue
+        indent, caption = len(match.group(1)), match.group(2).strip()
+        myst = lines[i].strip().startswith("```")
+        end, header_rows, rows = _parse_list_table(lines, i + 1, indent, myst)
+        header = rows[0] if header_rows and rows else []
+        for row in rows[header_rows:]:
+            out.extend(_row_records(header, row, caption, chunk, tokens, f"table '{caption}' " if caption else ""))
+        used.update(range(i, end))
+        i = end
+    return out
+
+
+def _parse_list_table(lines: list[str], start: int, indent: int, myst: bool) -> tuple[int, int, list[list[str]]]:
+    """(end line, header-row count, rows) of a list-table body starting at `start`."""
+    rows: list[list[str]] = []
+    header_rows = 0
+    j = start
+    while j < len(lines):
+        raw = lines[j]
+        text = raw.strip()
+        if myst and text.startswith("```"):
+            return j + 1, header_rows, rows
+        if not myst and text and len(raw) - len(raw.lstrip()) <= indent:
+            break
+        option = re.match(r"^:header-rows:\s*(\d+)", text)
+        if option:
+            header_rows = int(option.group(1))
+        elif re.match(r"^\*\s*(?:-\s*(.*))?$", text):
+            rows.append([])
+            first = re.match(r"^\*\s*-\s*(.*)$", text)
+            if first:
+                rows[-1].append(first.group(1))
+        elif re.match(r"^-(\s+.*)?$", text) and rows:
+            rows[-1].append(text[1:].strip())
+        elif text and rows and rows[-1] and not text.startswith(":"):
+            rows[-1][-1] = f"{rows[-1][-1]} {text}".strip()
+        j += 1
+    return j, header_rows, rows
+
+
+def _flat_values(line: str) -> tuple[str, list[str]]:
+    """Split a flattened PDF table line into (label, values); values are read from the end of the line."""
+    tokens = line.split()
+    k = len(tokens)
+    while k > 0:
+        token = tokens[k - 1]
+        if token.endswith(")") and "(" not in token:
+            opener = next((m for m in range(k - 1, max(-1, k - 5), -1) if tokens[m].startswith("(")), None)
+            if opener is None or opener == 0 or not _is_value_piece(tokens[opener - 1]):
+                break
+            k = opener
+            continue
+        if not _is_value_piece(token) and not (token.lower() in ("up", "to") and k < len(tokens)):
+            break
+        k -= 1
+    label = " ".join(tokens[:k])
+    values: list[str] = []
+    current: list[str] = []
+    for token in tokens[k:]:
+        if token == "|":
+            continue
+        starts_value = _NUM_TOKEN.match(token) or token.lower() in _MISSING or token.lower() == "up"
+        if starts_value and current and current[-1].lower() not in ("up", "to"):
+            values.append(" ".join(current))
+            current = []
+        current.append(token)
+    if current:
+        values.append(" ".join(current))
+    values = [v for v in values if not re.fullmatch(r"(?i)up|to|up to", v)]
+    return label, values
+
+
+def _is_value_piece(token: str) -> bool:
+    return bool(_NUM_TOKEN.match(token) or _UNIT_TOKEN.match(token) or _DECORATION.match(token)
+                or token == "|" or token.lower() in _MISSING)
+
+
+def _header_columns(line: str) -> list[tuple[str, list[str]]]:
+    """Column names of a header line, split where each product token starts."""
+    starts = []
+    for match in re.finditer(r"(?<![\w\-])([A-Za-z]{1,4}\d{2,4}[A-Za-z]{0,3})(?![\w\-])", line):
+        if products_in(match.group(1)):
+            starts.append(match.start())
+    columns = []
+    for n, start in enumerate(starts):
+        end = starts[n + 1] if n + 1 < len(starts) else len(line)
+        name = normalize_space(line[start:end])
+        columns.append((name, products_in(name)))
+    return columns
+
+
+def _flat_tables(lines: list[str], chunk: Chunk, tokens: set[str], used: set[int]) -> list[Record]:
+    out: list[Record] = []
+    header: list[tuple[str, list[str]]] = []
+    header_line, caption = -1, ""
+    for i, line in enumerate(lines):
+        text = normalize_space(line)
+        label, values = _flat_values(text)
+        if len(values) < 2 and len(text) <= 160 and not re.search(r"[.,;]\s", text):
+            columns = _header_columns(text)
+            if len(columns) >= 2:
+                header, header_line, caption = columns, i, _table_caption(lines, i)
+                continue
+        if not header or len(values) < 2 or not label:
+            if len(text) > 100:
+                header = []
+            continue
+        records = _flat_row(text, label, values, header, caption, chunk, tokens)
+        if records is not None:
+            used.update((i, header_line))
+            out.extend(records)
+    return out
+
+
+def _table_caption(lines: list[str], index: int) -> str:
+    for k in range(index - 1, max(-1, index - 4), -1):
+        if re.match(r"^\s*Table \d+", lines[k]):
+            return normalize_space(" ".join(lines[k:index]))
+    return ""
+
+
+def _flat_row(text: str, label: str, values: list[str], header: list[tuple[str, list[str]]], caption: str,
+              chunk: Chunk, tokens: set[str]) -> list[Record] | None:
+    sublabels = [s.strip() for s in label.split("|")]
+    width = len(sublabels) if len(values) == len(header) * len(sublabels) else 1
+    if len(values) != len(header) * width:
+        return None
+    chip_columns = [n for n, (_, named) in enumerate(header) if any(t in tokens for t in named)]
+    if len(chip_columns) != 1:
+        return []
+    column = chip_columns[0]
+    name = header[column][0]
+    out = []
+    for sub in range(width):
+        value = values[column * width + sub]
+        if value.lower() in _MISSING:
+            continue
+        sublabel = sublabels[sub] if width > 1 else label
+        locator = locator_of(chunk, f"{caption[:60] + ' ' if caption else ''}row '{sublabel}', column '{name}'")
+        record = _cell_record(name, sublabel, value, caption, chunk, tokens, locator, product="chip")
+        record.quote = text
+        out.append(record)
+    return out
+
+
+def _html_to_text(text: str) -> str:
+    """HTML table markup inside Markdown as plain lines (one per row)."""
+    if "<t" not in text:
+        return text
+    text = re.sub(r"(?i)</tr>|<br\s*/?>", "\n", text)
+    text = re.sub(r"(?i)</t[dh]>", " ", text)
+    return re.sub(r"<[^>]+>", "", text)
+
+
+def table_records(chunk: Chunk, tokens: set[str]) -> tuple[list[Record], str]:
+    """Cell records of the tables in a chunk, and the chunk's remaining (prose) text.
+
+    Rendered rows (``chunk.kind == "table_row"``) give only cell records; other chunks are scanned for raw
+    pipe tables, list-tables and flat PDF tables, whose lines are removed from the prose.
+    """
+    if chunk.kind == "table_row":
+        return rendered_row_records(chunk, tokens), ""
+    lines = _html_to_text(chunk.text).splitlines()
+    used: set[int] = set()
+    records = _list_tables(lines, chunk, tokens, used)
+    records += _pipe_tables(lines, chunk, tokens, used)
+    records += _flat_tables(lines, chunk, tokens, used)
+    prose = "\n".join(line for n, line in enumerate(lines) if n not in used)
+    return records, prose

@@ -1,0 +1,280 @@
+"""Chunk text -> `Record`s that the profile rules read: sentences and table cells, each with its scope.
+
+A hardware document states a fact in prose ("The LDS ... remain at 64KB"), in a table row rendered by a loader
+(``"Model: MI300X | LDS (KiB): 64"``), in a raw Markdown pipe table or reStructuredText/MyST ``list-table``, or in
+a PDF table flattened to lines (``"COMPUTE UNITS 228 304"`` under ``"MI300A APU MI300X DISCRETE GPU"``). This
+module turns all of these into records that carry:
+
+- the text to read numbers from, the words that name the quantity (header, row label, caption or sentence),
+  and a verbatim quote with a locator for the citation;
+- the *product scope*: ``chip`` when the record names the chip being profiled (``MI300X`` for chip ``mi300x``,
+  ``n150`` for ``wormhole_n150``), ``other`` when it names only other products (``MI250X``), ``neutral`` when
+  it names none. Products named after "than", "compared to", "versus" are comparisons and do not count;
+- *level cues*: ``sub`` ("per XCD", "each channel", "The XCD has"), ``cu`` ("per CU", "Each Tensix tile"),
+  ``chip`` ("per accelerator", "total"), ``multi`` ("8-GPU", "two such ASICs").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ingest.types import Chunk
+
+_PRODUCT = re.compile(r"(?<![\w\-])([A-Za-z]{1,4}\d{2,4}[A-Za-z]{0,3})(?![\w\-])")
+_NOT_PRODUCT = re.compile(
+    r"^(?:fp\d+|bf\d+|tf\d+|u?int\d+|e\dm\d|hbm\d\w*|g?ddr\d\w*|lpddr\d\w*|rv\d+\w*|gfx\d+\w*|sm_?\d+|cdna\d?|"
+    r"rdna\d?|gcn\d?|gen\d|x\d+|l\d|nps\d|pcie\d?|mi\d{3}-\d+|q\d|ddr|rocm\d*|cuda\d*|sfp\w*|"
+    r"[kmgt]i?b\d*|\d+\w*)$",
+    re.IGNORECASE,
+)
+_ENDNOTE_AFTER = re.compile(r"^-\d+")
+_COMPARISON_BEFORE = re.compile(
+    r"(?:than|compared (?:to|with)|versus|vs\.?|over|relative to|previous|prior|predecessor|like the|from the)"
+    r"(?:\s+\S+){0,5}\s*$",
+    re.IGNORECASE,
+)
+
+CHIP_NOUNS = r"(?:gpus?|accelerators?|devices?|chips?|asics?|processors?|packages?|oams?|cards?|apus?|products?)"
+CU_NOUNS = (
+    r"(?:compute units?|cus?|streaming multiprocessors?|sms?|(?:tensix |compute |worker )tiles?|xe[- ]cores?|"
+    r"execution units?|eus?|workgroup processors?|wgps?|tensorcores?|neuroncores?)"
+)
+BLOCK_NOUNS = r"(?:(?:thread )?blocks?|work-?groups?|work groups?|ctas?)"
+_TIME_NOUNS = r"(?:clock|clk|cycle|second|sec|hour|instruction|op|operation|call)"
+_PER_EACH = re.compile(r"\b(?:per|each|every)\s+((?:[\w\-]+[ \t]+){0,2}[\w\-]+)", re.IGNORECASE)
+_THE_SUB = re.compile(
+    r"\b(?:the|a|an|this|that)\s+(xcd|gcd|die|channel|bank|stack|hop|partition|vm|simd|slice|port|link|"
+    r"controller|router|quadrant|tpc|gpc|ccd|iod|lane|core)\b(?!s)",
+    re.IGNORECASE,
+)
+_LEVEL_SUFFIX = re.compile(r"\b([\w]+)-level\b", re.IGNORECASE)
+_MULTI = re.compile(
+    r"\b(?:(?:\d+|two|three|four|six|eight|sixteen|multiple|several)[ -](?:such\s+)?"
+    r"(?:gpus|asics|accelerators|oams|apus|devices|boards|nodes|sockets|processors|chips)\b|"
+    r"\d+-(?:gpu|apu|socket|processor|oam)\b|\bnode\b|\bentire board\b|\bsystem-level\b|\bper board\b)",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?:])(?:[A-Z]{1,5}\d{2,4}-\d+(?:,\s*[A-Z]{1,5}\d{2,4}-\d+)*)?\s+(?=[A-Z\u2022(\[*`\"'\u201c])"
+)
+_CLAUSE_SPLIT = re.compile(r",\s+|;\s+|\s+(?:and|while|whereas|but|although)\s+", re.IGNORECASE)
+_BULLET = re.compile(r"^\s*(?:[*\-+\u2022]|\d+\.)\s+")
+
+
+@dataclass
+class Record:
+    """One place a fact may be stated.
+
+    Attributes:
+        text: where numbers are read (a clause, a sentence, or a table cell value).
+        key: the words that name the quantity (sentence, or header + row label + caption).
+        local: narrow context for exclusions and data types (the clause, or header + row label).
+        quote: verbatim text to cite (sentence or cell; whitespace collapsed).
+        locator: page/section/row/column of the quote.
+        chunk: the chunk it came from.
+        product: ``chip`` | ``other`` | ``neutral`` (see module docstring).
+        levels: level cues found (``sub``, ``cu``, ``chip``, ``multi``, ``block``).
+        default_unit: unit of bare numbers (from a table header), or None.
+        is_table: True for table cells.
+        sparse: True for a cell in a "with sparsity" sub-column.
+        prev: the previous sentence (prose only), for facts that continue it ("this is 288 GB/s in aggregate").
+        originals: the chunks `chunk` was merged from (quotes must appear verbatim in one of them).
+    """
+
+    text: str
+    key: str
+    local: str
+    quote: str
+    locator: str
+    chunk: Chunk
+    product: str = "neutral"
+    levels: set[str] = field(default_factory=set)
+    default_unit: str | None = None
+    is_table: bool = False
+    sparse: bool = False
+    prev: str = ""
+    originals: tuple[Chunk, ...] = ()
+
+
+def chip_tokens(chip: str) -> set[str]:
+    """Model tokens of a chip name (letters and digits): ``wormhole_n150`` -> {``n150``}, ``mi300x`` -> {``mi300x``}."""
+    parts = re.split(r"[_\-\s]+", chip.lower())
+    return {p for p in parts if re.search(r"\d", p) and re.search(r"[a-z]", p)}
+
+
+def products_in(text: str) -> list[str]:
+    """Product-model tokens named in `text` (lower-cased), leaving out comparisons ("more than the MI250X"),
+    endnote markers (``MI300-11``) and identifiers that are data, memory or ISA names (``FP64``, ``HBM3``)."""
+    out = []
+    for match in _PRODUCT.finditer(text):
+        token = match.group(1)
+        if _NOT_PRODUCT.match(token) or _ENDNOTE_AFTER.match(text[match.end():]):
+            continue
+        if _COMPARISON_BEFORE.search(text[max(0, match.start() - 40): match.start()]):
+            continue
+        out.append(token.lower())
+    return out
+
+
+def product_scope(texts: list[str], tokens: set[str]) -> str:
+    """``chip`` | ``other`` | ``neutral`` for the first of `texts` that names any product (narrowest first).
+
+    A product token that the chip name starts with (``MI300`` for ``mi300x``) names the chip's family and is
+    neutral.
+    """
+    for text in texts:
+        verdict = _verdict(products_in(text), tokens)
+        if verdict is not None:
+            return verdict
+    return "neutral"
+
+
+def _verdict(named: list[str], tokens: set[str]) -> str | None:
+    if not named:
+        return None
+    if any(t in tokens for t in named):
+        return "chip"
+    if all(any(tok.startswith(t) for tok in tokens) for t in named):
+        return None
+    return "other"
+
+
+def clause_product(clause: str, sentence: str, context: str, tokens: set[str]) -> str:
+    """Product scope of a clause: its own product names; else the nearest product named before it in the
+    sentence (the subject carries over: "The ZX50 has 48 CUs and 32 GB"), or all of them for "both"/"all";
+    else the first named after it; else the section heading; else neutral."""
+    own = _verdict(products_in(clause), tokens)
+    if own is not None:
+        return own
+    at = sentence.find(clause)
+    before = products_in(sentence[:at]) if at > 0 else []
+    if before:
+        if re.match(r"\s*(?:both|all|each of them)\b", clause, re.IGNORECASE):
+            return _verdict(before, tokens) or "neutral"
+        return _verdict(before[-1:], tokens) or "neutral"
+    after = products_in(sentence[at + len(clause):]) if at >= 0 else []
+    if after:
+        return _verdict(after[:1], tokens) or "neutral"
+    return _verdict(products_in(context), tokens) or "neutral"
+
+
+def level_cues(text: str) -> set[str]:
+    """Level cues in `text` (see module docstring); time words ("per clock") are not levels."""
+    cues: set[str] = set()
+    for match in _PER_EACH.finditer(text):
+        words = match.group(1).lower()
+        if re.match(_TIME_NOUNS, words):
+            continue
+        cues.add(classify_noun(words))
+    cues.update("sub" for _ in _THE_SUB.finditer(text))
+    for match in _LEVEL_SUFFIX.finditer(text):
+        cues.add(classify_noun(match.group(1).lower()))
+    if _MULTI.search(text):
+        cues.add("multi")
+    if re.search(rf"\b(?:a|one|single|each|per|every)\s+{BLOCK_NOUNS}\b|\bwork-?groups?\b", text, re.IGNORECASE):
+        cues.add("block")
+    if re.search(r"\b(?:in total|total|whole (?:chip|gpu|device))\b", text, re.IGNORECASE):
+        cues.add("chip")
+    return cues
+
+
+def classify_noun(words: str) -> str:
+    """``chip`` | ``block`` | ``cu`` | ``sub`` for the noun phrase after "per"/"each" (first word that is a known
+    noun decides; a phrase of unknown nouns is a sub-unit)."""
+    if re.match(rf"(?:\w+\s+)?{CU_NOUNS}\b", words):
+        return "cu"
+    for word in words.split():
+        if re.fullmatch(CHIP_NOUNS, word):
+            return "chip"
+        if re.fullmatch(BLOCK_NOUNS, word):
+            return "block"
+        if re.fullmatch(CU_NOUNS, word):
+            return "cu"
+    return "sub"
+
+
+def without_parentheticals(text: str) -> str:
+    """`text` with short parentheticals (up to 120 characters) blanked out, positions kept."""
+    return re.sub(r"\([^()]{0,120}\)", lambda m: " " * len(m.group(0)), text)
+
+
+def normalize_space(text: str) -> str:
+    """All whitespace runs as single spaces."""
+    return " ".join(text.split())
+
+
+def sentences(paragraph: str) -> list[str]:
+    """Sentences of one paragraph (whitespace collapsed). Endnote markers glued after a period
+    (``PFLOP/s.MI300-11 For``) end a sentence."""
+    text = normalize_space(paragraph)
+    if not text:
+        return []
+    text = re.sub(r"(?<=[a-z/%)])\.([A-Z]{1,5}\d{2,4}-\d+)(?=\s)", r". \1", text)
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def clauses(sentence: str) -> list[str]:
+    """Clauses of a sentence, split at commas, semicolons and conjunctions (for product attribution); short
+    parentheticals (up to 100 characters) are not split."""
+    protected = [m.span() for m in re.finditer(r"\([^()]{0,100}\)", sentence)]
+    out, start = [], 0
+    for match in _CLAUSE_SPLIT.finditer(sentence):
+        if any(a < match.start() < b for a, b in protected):
+            continue
+        out.append(sentence[start:match.start()])
+        start = match.end()
+    out.append(sentence[start:])
+    return [c.strip() for c in out if c.strip()]
+
+
+def paragraphs(text: str) -> list[str]:
+    """Paragraphs: blank-line separated blocks, with every list item on its own."""
+    out: list[str] = []
+    current: list[str] = []
+    for line in text.splitlines():
+        if not line.strip():
+            if current:
+                out.append(" ".join(current))
+                current = []
+            continue
+        if _BULLET.match(line) and current:
+            out.append(" ".join(current))
+            current = []
+        current.append(_BULLET.sub("", line) if _BULLET.match(line) else line.strip())
+    if current:
+        out.append(" ".join(current))
+    return out
+
+
+def locator_of(chunk: Chunk, extra: str = "") -> str:
+    """``p.12 > Compute Units > row 'MI300X'``-style locator (page, section, then `extra`)."""
+    parts = []
+    if chunk.page is not None:
+        parts.append(f"p.{chunk.page}")
+    if chunk.section:
+        parts.append(chunk.section)
+    if extra:
+        parts.append(extra)
+    return " > ".join(parts)
+
+
+def prose_records(text: str, chunk: Chunk, tokens: set[str]) -> list[Record]:
+    """One record per clause of every sentence in `text` (a chunk's prose, tables already removed)."""
+    records: list[Record] = []
+    context = chunk.section
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)  # Markdown links and images -> their text
+    for paragraph in paragraphs(text):
+        previous = ""
+        for sentence in sentences(paragraph):
+            parts = clauses(sentence)
+            subject_levels = level_cues(without_parentheticals(parts[0])) & {"sub"} if parts else set()
+            for index, clause in enumerate(parts):
+                levels = level_cues(without_parentheticals(clause)) | (subject_levels if index else set())
+                records.append(Record(
+                    text=clause, key=sentence, local=clause, quote=sentence, locator=locator_of(chunk),
+                    chunk=chunk, product=clause_product(clause, sentence, context, tokens),
+                    levels=levels, prev=previous,
+                ))
+            previous = sentence
+    return records

@@ -1,0 +1,73 @@
+"""The optimized entry point: picks a `FamilyConfig` from the chip limits and the call's metadata.
+
+The rules are written over quantities of the call (rows per sequence after GQA packing, head dims) and of the
+chip (compute units, shared memory per block), never over benchmark case names; the numbers in them come from
+the H200 sweep recorded in BENCHMARKS.md (benchmarks/sweep_extend_attention.py).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kernels.extend_attention.common import Problem, check_inputs
+from kernels.extend_attention.family import ChipLimits, FamilyConfig, run_family
+
+_LIMITS: dict[tuple[str, int | None], ChipLimits] = {}
+
+
+def device_limits(device: torch.device) -> ChipLimits:
+    """`ChipLimits.from_device`, read once per device."""
+    key = (device.type, device.index)
+    if key not in _LIMITS:
+        _LIMITS[key] = ChipLimits.from_device(device)
+    return _LIMITS[key]
+
+
+def choose_config(prob: Problem, limits: ChipLimits) -> FamilyConfig:
+    """Family configuration for a call with sizes `prob` on a chip with `limits`.
+
+    - Few rows per sequence (decode, speculative verify): pack the G q heads of a KV head into one block so
+      each K/V tile is read once, a small BLOCK_M, deep pipelining, split-KV sized to fill the compute units
+      (memory-bound: intensity ≈ G*E FLOP/byte).
+    - Many rows (prefill, chunked prefill): 128-row blocks, 8 warps, 3 stages (compute-bound).
+    - Large head dims shrink the tiles; `run_family` then fits them to shared memory.
+    """
+    rows_per_seq = max(1, prob.total_extend // max(1, prob.batch)) * prob.group
+    big_d = prob.head_dim + prob.head_dim_v
+    if rows_per_seq <= 64:  # memory-bound: decode, speculative verify (sweeps 1-3: BLOCK_N 128, 2 stages)
+        block_m = max(16, min(64, 1 << (rows_per_seq - 1).bit_length()))
+        return FamilyConfig(block_m=block_m, block_n=128 if big_d <= 256 else 32, num_warps=4,
+                            num_stages=2, num_splits=0, pack_gqa=True)
+    if big_d > 512:  # MLA-like 576/512: V read from the K tile, gather pipelined by the loop
+        return FamilyConfig(block_m=64, block_n=64, num_warps=8, num_stages=2, num_splits=1, pack_gqa=True,
+                            gather_stages=3)
+    if big_d > 256:  # 256/256, 192/128
+        return FamilyConfig(block_m=128, block_n=64, num_warps=8, num_stages=3, num_splits=1, pack_gqa=False)
+    return FamilyConfig(block_m=128, block_n=128, num_warps=8, num_stages=3, num_splits=1, pack_gqa=False)
+
+
+def extend_attention_fwd(
+    q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
+    custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None, logit_cap=0.0,
+    skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None, window_kv_offsets=None,
+    xai_temperature_len=-1,
+):
+    """Optimized extend attention; same signature, semantics and errors as the baseline
+    (`kernels.extend_attention.baseline.extend_attention_fwd`). Writes ``o_extend`` in place and returns it.
+
+    Shapes: q_extend [ΣE, H_q, D_qk], k_extend/v_extend [ΣE, H_kv, D_qk/D_v], o_extend [ΣE, H_q, D_v],
+    k_buffer/v_buffer [slots, H_kv, D_qk/D_v], qo_indptr/kv_indptr [B + 1], kv_indices [ΣP].
+
+    Raises:
+        ValueError: inconsistent shapes, dtypes or devices. NotImplementedError: unsupported argument set.
+    """
+    prob = check_inputs(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
+                        kv_indices, custom_mask, mask_indptr, sinks)
+    limits = device_limits(q_extend.device)
+    return run_family(
+        choose_config(prob, limits), q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr,
+        kv_indptr, kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=sm_scale,
+        logit_cap=logit_cap, skip_prefix_custom_mask=skip_prefix_custom_mask,
+        sliding_window_size=sliding_window_size, sinks=sinks, window_kv_offsets=window_kv_offsets,
+        xai_temperature_len=xai_temperature_len, limits=limits,
+    )

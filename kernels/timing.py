@@ -1,0 +1,115 @@
+"""The one timing helper: warm-up, cold L2, device-wide sync inside the timed region, fixed repetitions, median.
+
+Modelled on FlashInfer's ``bench_gpu_time`` and METHOD.md of this project's GPU notes: each timed call is
+preceded by an L2 flush (a write of a buffer larger than L2) and by rotating to the next of several input
+sets; the region is bounded by CUDA events on the current stream *and* a device-wide synchronize, so work hidden
+on another stream or finished late cannot shorten the figure; the host wall clock of the same region is kept
+to cross-check the event time. Repetition counts are fixed by the caller, never derived from the timed
+function's own first calls.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+#: Bytes written to flush L2 before each timed call (H200 L2 is 60 MiB; MI300X Infinity Cache 256 MiB).
+L2_FLUSH_BYTES = 512 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Per-call times in microseconds (median, quartiles, all samples) plus the wall-clock medians."""
+
+    median_us: float
+    p25_us: float
+    p75_us: float
+    min_us: float
+    wall_median_us: float
+    samples_us: tuple[float, ...]
+    reps: int
+    device: str
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-able dict (samples as a list)."""
+        out = asdict(self)
+        out["samples_us"] = list(self.samples_us)
+        return out
+
+
+class _L2Flusher:
+    """Holds one large buffer per device and overwrites it to evict L2 before each timed call."""
+
+    _buffers: dict[torch.device, torch.Tensor] = {}
+
+    @classmethod
+    def flush(cls, device: torch.device) -> None:
+        buf = cls._buffers.get(device)
+        if buf is None:
+            buf = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
+            cls._buffers[device] = buf
+        buf.fill_(0x5A5A)
+
+
+def bench(
+    fn: Callable[..., Any],
+    arg_sets: Sequence[dict[str, Any]],
+    reps: int = 20,
+    warmup: int = 3,
+    flush_l2: bool = True,
+) -> Timing:
+    """Median per-call GPU time of ``fn(**arg_sets[i % len(arg_sets)])``.
+
+    Args:
+        fn: the kernel entry point; called with keyword arguments.
+        arg_sets: one or more input sets on one CUDA device; rotated call by call so that repeated calls do
+            not hit inputs left in L2 by the previous call.
+        reps: timed calls (fixed by the caller). warmup: untimed calls first (compilation, autotuning).
+        flush_l2: write `L2_FLUSH_BYTES` before each timed call.
+
+    Returns:
+        `Timing` in microseconds.
+
+    Raises:
+        RuntimeError: no CUDA device, or `arg_sets` is empty.
+    """
+    if not torch.cuda.is_available():
+        raise RuntimeError("kernels.timing.bench needs a CUDA/ROCm device; nothing is timed on the CPU")
+    if not arg_sets or reps < 1:
+        raise RuntimeError("bench needs at least one input set and reps >= 1")
+    device = _device_of(arg_sets[0])
+    for i in range(warmup):
+        fn(**arg_sets[i % len(arg_sets)])
+    torch.cuda.synchronize(device)
+    samples, walls = [], []
+    for i in range(reps):
+        args = arg_sets[i % len(arg_sets)]
+        if flush_l2:
+            _L2Flusher.flush(device)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize(device)
+        t0 = time.perf_counter()
+        start.record()
+        fn(**args)
+        end.record()
+        torch.cuda.synchronize(device)
+        walls.append((time.perf_counter() - t0) * 1e6)
+        samples.append(start.elapsed_time(end) * 1e3)
+    q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [samples[0]] * 3
+    return Timing(
+        median_us=statistics.median(samples), p25_us=q[0], p75_us=q[2], min_us=min(samples),
+        wall_median_us=statistics.median(walls), samples_us=tuple(samples), reps=reps,
+        device=torch.cuda.get_device_name(device),
+    )
+
+
+def _device_of(args: dict[str, Any]) -> torch.device:
+    for value in args.values():
+        if isinstance(value, torch.Tensor) and value.is_cuda:
+            return value.device
+    raise RuntimeError("bench: no CUDA tensor among the arguments")

@@ -1,0 +1,88 @@
+"""`chiplore patterns` and `chiplore findings` through the typer app (real catalog, profiles, store)."""
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import agent.cli.pattern_cmds  # noqa: F401  registers the commands
+import hardware_profiles
+from agent.cli.app import app
+from knowledge.errors import BadInputError
+
+if not hasattr(hardware_profiles, "load_profile"):
+    pytest.skip("hardware_profiles.load_profile (branch profiles) not merged yet", allow_module_level=True)
+
+pytestmark = pytest.mark.usefixtures("chiplore_home")
+ROOT = Path(__file__).resolve().parents[3]
+runner = CliRunner()
+
+
+def _json(args):
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_patterns_for_m890_spec_verify():
+    doc = _json(["patterns", "--chip", "m890", "--case", "spec-verify"])
+    assert doc["chip"] == "m890" and doc["case"] == "spec-verify"
+    top = doc["patterns"][0]
+    assert top["pattern_id"] == "split_kv" and top["knobs"] == {"num_splits": 4}
+    assert top["evidence"][0]["chip"] == "m890" and "Public run" in top["evidence"][0]["citation"]
+    tiles = next(p for p in doc["patterns"] if p["pattern_id"] == "tile_sizing")
+    assert tiles["parameters"]["footprint_kb"] <= 48
+    warps = next(p for p in doc["patterns"] if p["pattern_id"] == "warp_count")
+    assert warps["knobs"] == {"num_warps": None}  # m890's warp size is unknown
+    assert {b["id"] for b in doc["bottlenecks"]} >= {"memory-bound", "occupancy"}
+
+
+def test_patterns_for_every_bench_case_and_catalog():
+    doc = _json(["patterns", "--chip", "h200"])
+    assert [c["case"] for c in doc["cases"]][:2] == ["prefill", "chunked-prefill"] and len(doc["cases"]) == 9
+    cat = _json(["patterns"])
+    assert len(cat["patterns"]) == 9 and cat["patterns"][0]["id"] == "split_kv"
+    text = runner.invoke(app, ["patterns", "--chip", "m890", "--case", "spec-verify"])
+    assert text.exit_code == 0 and "split_kv" in text.stdout and "num_splits=4" in text.stdout
+
+
+@pytest.mark.parametrize("args, names", [
+    (["patterns", "--chip", "m999"], ["unknown chip", "m890", "h200"]),
+    (["patterns", "--chip", "h200", "--case", "spec-verfy"], ["unknown case", "spec-verify", "decode"]),
+    (["patterns", "--task", "gemm"], ["unknown task", "extend_attention"]),
+    (["findings", "--chip", "m999"], ["unknown chip", "mi300x"]),
+    (["findings", "--pattern", "split-kv"], ["unknown pattern", "split_kv"]),
+])
+def test_unknown_inputs_name_the_known_ones(args, names):
+    result = runner.invoke(app, args)
+    assert isinstance(result.exception, BadInputError)
+    for name in names:
+        assert name in str(result.exception)
+
+
+def test_findings_lists_recorded_findings():
+    pytest.importorskip("knowledge.store", reason="knowledge.store (branch foundation) not merged yet")
+    from knowledge.findings import Finding, record_finding
+
+    record_finding(Finding(chip="h200", task="extend_attention", case_id="decode", case_class="decode",
+                           patterns=("split_kv",), parameters={"num_splits": 2}, verdict_stage="runtime_error",
+                           verdict_id="v1", run_id="r1", date="2026-11-30"))
+    doc = _json(["findings", "--chip", "h200"])
+    assert len(doc["findings"]) == 1 and doc["findings"][0]["status"] == "failed"
+    assert _json(["findings", "--chip", "m890"])["findings"] == []  # known chip, nothing recorded
+    text = runner.invoke(app, ["findings"])
+    assert "runtime_error" in text.stdout and "split_kv" in text.stdout
+
+
+@pytest.mark.skipif(importlib.util.find_spec("agent.cli.docs_cmds") is None,
+                    reason="agent.cli.docs_cmds (branch foundation) not merged yet")
+def test_cli_prints_one_error_line_and_exits_1(chiplore_home):
+    proc = subprocess.run([sys.executable, "-m", "agent.cli", "patterns", "--chip", "m999"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: unknown chip 'm999'")

@@ -1,0 +1,80 @@
+"""Baseline, tuned entry point and family configurations against the fp32 reference (interpreter on CPU)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from kernels.extend_attention import baseline, extend_attention_fwd
+from kernels.extend_attention.cases import TEST_CASES
+from kernels.extend_attention.family import FamilyConfig, run_family
+from kernels.extend_attention.spec import TASK, make_inputs
+from tests.kernels.helpers import check_impl
+
+FAMILY = {
+    "split3-pack": FamilyConfig(block_m=16, block_n=16, num_warps=4, num_stages=2, num_splits=3, pack_gqa=True),
+    "nosplit-nopack": FamilyConfig(block_m=32, block_n=16, num_splits=1, pack_gqa=False, heavy_first=False),
+    "split2-nopack": FamilyConfig(block_m=16, block_n=32, num_splits=2, pack_gqa=False),
+}
+IMPLS = {"baseline": baseline.extend_attention_fwd, "tuned": extend_attention_fwd}
+IMPLS.update({name: (lambda c: lambda **a: run_family(c, **a))(cfg) for name, cfg in FAMILY.items()})
+
+
+@pytest.mark.parametrize("impl", sorted(IMPLS))
+@pytest.mark.parametrize("case", TEST_CASES, ids=[c.id for c in TEST_CASES])
+def test_edge_cases_match_reference(case, impl, device):
+    check_impl(IMPLS[impl], case, device)
+
+
+@pytest.mark.parametrize("draw", range(8))
+def test_random_shapes_match_reference(draw, device):
+    rng = random.Random(1234 + draw)
+    case = TASK.random_case(rng, small=True)
+    cfg = FamilyConfig(block_m=rng.choice([16, 32]), block_n=rng.choice([16, 32]),
+                       num_splits=rng.choice([0, 1, 2, 5]), pack_gqa=rng.random() < 0.5)
+    check_impl(lambda **a: run_family(cfg, **a), case, device)
+    check_impl(baseline.extend_attention_fwd, case, device)
+
+
+def test_int32_kv_indices_accepted(device):
+    case = TASK.case("gqa-4")
+    args = make_inputs(case, 5, device)
+    args["kv_indices"] = args["kv_indices"].to(torch.int32)
+    check_impl(lambda **a: extend_attention_fwd(**{**a, "kv_indices": args["kv_indices"]}), case, device)
+
+
+def test_max_len_extend_is_not_trusted(device):
+    """A max_len_extend smaller than the real maximum must not drop rows in the optimized kernel."""
+    case = TASK.case("gqa-4")
+    check_impl(lambda **a: extend_attention_fwd(**{**a, "max_len_extend": 1}), case, device)
+
+
+@pytest.mark.parametrize("fn", [baseline.extend_attention_fwd, extend_attention_fwd])
+@pytest.mark.parametrize("arg, value", [("window_kv_offsets", torch.zeros(1)), ("xai_temperature_len", 8)])
+def test_unsupported_argument_names_itself(fn, arg, value, device):
+    args = make_inputs(TASK.case("shorter-than-tile"), 0, device)
+    with pytest.raises(NotImplementedError, match=arg):
+        fn(**args, **{arg: value})
+
+
+@pytest.mark.parametrize("field, bad, message", [
+    ("o_extend", lambda a: a["o_extend"][:, :1], "o_extend has shape"),
+    ("q_extend", lambda a: a["q_extend"].to(torch.int8), "q_extend has dtype"),
+    ("sinks", lambda a: torch.zeros(3), "sinks must have shape"),
+    ("kv_indices", lambda a: a["kv_indices"].float(), "kv_indices must be"),
+])
+def test_bad_inputs_raise_clear_errors(field, bad, message, device):
+    args = make_inputs(TASK.case("shorter-than-tile"), 0, device)
+    args[field] = bad(args)
+    with pytest.raises(ValueError, match=message):
+        extend_attention_fwd(**args)
+
+
+def test_empty_batch_is_a_no_op(device):
+    args = make_inputs(TASK.case("shorter-than-tile"), 0, device)
+    for key in ("q_extend", "k_extend", "v_extend", "o_extend"):
+        args[key] = args[key][:0]
+    args["qo_indptr"] = torch.zeros_like(args["qo_indptr"])
+    assert extend_attention_fwd(**args).shape[0] == 0

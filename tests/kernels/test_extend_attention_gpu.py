@@ -1,0 +1,80 @@
+"""GPU-only checks: bf16, full benchmark sizes, 64-bit offsets, no host sync, no per-call allocation."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernels.extend_attention import baseline, extend_attention_fwd
+from kernels.extend_attention.cases import BENCH_CASES, TEST_CASES
+from kernels.extend_attention.family import FamilyConfig, run_family
+from kernels.extend_attention.spec import TASK, make_inputs, reference
+from kernels.task import Case
+from tests.kernels.helpers import check_impl
+
+pytestmark = pytest.mark.gpu
+IMPLS = {
+    "baseline": baseline.extend_attention_fwd,
+    "tuned": extend_attention_fwd,
+    "split4-pack": lambda **a: run_family(FamilyConfig(16, 64, 4, 3, 4, True), **a),
+    "m128-nopack": lambda **a: run_family(FamilyConfig(128, 64, 8, 3, 1, False), **a),
+}
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("impl", sorted(IMPLS))
+@pytest.mark.parametrize("case", TEST_CASES, ids=[c.id for c in TEST_CASES])
+def test_edge_cases_gpu(case, impl, dtype):
+    if case.params["dtype"] == "float32":
+        dtype = "float32"
+    check_impl(IMPLS[impl], case, "cuda", dtype)
+
+
+@pytest.mark.parametrize("impl", ["baseline", "tuned"])
+@pytest.mark.parametrize("case", BENCH_CASES, ids=[c.id for c in BENCH_CASES])
+def test_bench_cases_full_size(case, impl):
+    check_impl(IMPLS[impl], case, "cuda", seed=77)
+
+
+def _tail_reference(args, first_seq):
+    """Reference of sequences first_seq.. only (rebased inputs), to keep the fp32 reference small."""
+    qo, kv = args["qo_indptr"].long(), args["kv_indptr"].long()
+    q0, p0 = int(qo[first_seq]), int(kv[first_seq])
+    sub = dict(args)
+    for key in ("q_extend", "k_extend", "v_extend"):
+        sub[key] = args[key][q0:]
+    sub["qo_indptr"], sub["kv_indptr"] = qo[first_seq:] - q0, kv[first_seq:] - p0
+    sub["kv_indices"] = args["kv_indices"][p0:]
+    return q0, reference(sub)["o_extend"]
+
+
+@pytest.mark.parametrize("impl", ["baseline", "tuned"])
+def test_offsets_beyond_2_31_elements(impl):
+    """ΣE * H_q * D > 2^31: q/o offsets must be 64-bit (the last sequences sit past the int32 range)."""
+    case = Case("big-offsets", {"extend_lens": [520] * 1040, "prefix_lens": [16] * 1040, "num_q_heads": 32,
+                                "num_kv_heads": 8, "head_dim": 128}, 5)
+    from kernels.extend_attention.cases import full_params
+    case = Case(case.id, full_params(dict(case.params)), 5)
+    args = make_inputs(case, 5, "cuda")
+    assert args["q_extend"].numel() > 2**31
+    IMPLS[impl](**args)
+    q0, expected = _tail_reference(args, 1036)
+    got = args["o_extend"][q0:].float()
+    tol = TASK.tolerances["bfloat16"]
+    assert torch.isfinite(got).all()
+    assert ((got - expected).abs() <= tol.atol + tol.rtol * expected.abs()).all()
+
+
+def test_launch_path_has_no_host_sync_and_no_allocation():
+    args = make_inputs(TASK.case("decode"), 3, "cuda")
+    extend_attention_fwd(**args)  # compile and size the workspace
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_stats()["allocation.all.allocated"]
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        extend_attention_fwd(**args)
+        extend_attention_fwd(**args)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    torch.cuda.synchronize()
+    assert torch.cuda.memory_stats()["allocation.all.allocated"] == before

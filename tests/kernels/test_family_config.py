@@ -1,0 +1,79 @@
+"""Configuration rules of the family: chip-fitted tiles, split-KV sizing, workspace reuse."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernels.extend_attention.common import Problem, head_dim_blocks
+from kernels.extend_attention.family import (
+    ChipLimits,
+    FamilyConfig,
+    auto_splits,
+    fit_to_chip,
+    smem_footprint_kb,
+)
+from kernels.extend_attention.tuned import choose_config
+from kernels.extend_attention.workspace import get_workspace
+
+M890 = ChipLimits(num_compute_units=36, smem_per_block_kb=48)
+MI300X = ChipLimits(num_compute_units=304, smem_per_block_kb=64, warp_size=64)
+H200 = ChipLimits(num_compute_units=132, smem_per_block_kb=227)
+
+
+def problem(batch, ext, pre, hq=32, hkv=8, d=128, dv=None):
+    return Problem(batch, batch * ext, batch * pre, hq, hkv, d, dv or d, torch.bfloat16)
+
+
+SPEC_VERIFY = problem(64, 4, 4096)
+DECODE = problem(64, 1, 8192)
+MLA = problem(4, 512, 8192, hq=16, hkv=1, d=576, dv=512)
+
+
+@pytest.mark.parametrize("limits", [M890, MI300X, H200], ids=["m890", "mi300x", "h200"])
+@pytest.mark.parametrize("prob", [SPEC_VERIFY, DECODE, MLA, problem(1, 8192, 0)], ids=["spec", "decode", "mla", "pre"])
+def test_fitted_tiles_fit_shared_memory(prob, limits):
+    mla = prob.head_dim == 576
+    cfg = fit_to_chip(choose_config(prob, limits), prob, limits, v_is_k=mla)
+    assert smem_footprint_kb(cfg, prob, mla) <= limits.smem_per_block_kb
+    assert cfg.num_warps * limits.warp_size <= limits.max_threads_per_block
+
+
+def test_footprint_formula_by_hand():
+    # MLA, V a view of K: elem 2 * (stages 2 * BLOCK_N 32 * 576 + BLOCK_M 64 * 576) / 1024 = 108 KiB
+    cfg = FamilyConfig(block_m=64, block_n=32, num_stages=2)
+    assert smem_footprint_kb(cfg, MLA, v_is_k=True) == pytest.approx(2 * (2 * 32 * 576 + 64 * 576) / 1024)
+    assert head_dim_blocks(576, 512) == (512, 64, 512)
+    assert head_dim_blocks(80, 80) == (128, 0, 128)
+    assert head_dim_blocks(13, 13) == (16, 0, 16)
+
+
+@pytest.mark.parametrize("limits", [M890, H200], ids=["m890", "h200"])
+def test_split_kv_fills_the_compute_units(limits):
+    cfg = FamilyConfig(block_m=16, pack_gqa=True)
+    # spec-verify: 64 sequences x 8 KV heads x 1 row block = 512 programs: 14 waves of 36 units, 3.9 of 132
+    expected = 1 if 512 >= 4 * limits.num_compute_units else 2
+    assert auto_splits(cfg, SPEC_VERIFY, limits) == expected
+    few = problem(2, 4, 4096)  # 2 x 8 = 16 programs: needs splits to fill 4 waves
+    splits = auto_splits(cfg, few, limits)
+    assert splits == min(-(-4 * limits.num_compute_units // 16), 4096 // 256)
+    assert auto_splits(cfg, few, M890) < auto_splits(cfg, few, H200)
+
+
+def test_no_prefix_means_no_split():
+    assert auto_splits(FamilyConfig(), problem(1, 8192, 0), H200) == 1
+
+
+def test_workspace_is_reused_within_a_size_class():
+    dev = torch.device("cpu")
+    o1, l1 = get_workspace(dev, 4, 100, 8, 64)
+    o2, l2 = get_workspace(dev, 4, 90, 8, 64)
+    assert o1.untyped_storage().data_ptr() == o2.untyped_storage().data_ptr()
+    assert o2.shape == (4, 90, 8, 64) and l2.shape == (4, 90, 8)
+
+
+def test_config_rejects_bad_knobs():
+    with pytest.raises(ValueError, match="block_m"):
+        FamilyConfig(block_m=48)
+    with pytest.raises(ValueError, match="unknown FamilyConfig knob"):
+        FamilyConfig.from_dict({"block_q": 16})

@@ -1,0 +1,82 @@
+"""Task spec: roofline arithmetic against the reference document and the reference against a naive loop."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from kernels.extend_attention.spec import TASK, bytes_moved, flops, make_inputs, reference, visible_pairs
+from kernels.task import load_task
+
+# Floors (µs) at 989 TFLOP/s and 4.8 TB/s from shared/reference/extend_attention.md, "Benchmark cases".
+DOC_FLOORS_US = {"prefill": 556, "chunked-prefill": 1146, "mixed-batch": 287, "spec-verify": 225, "decode": 449,
+                 "ragged": 564, "small-heads": 208, "large-heads": 625, "mla": 609}
+
+
+@pytest.mark.parametrize("case_id", sorted(DOC_FLOORS_US))
+def test_roofline_floor_matches_reference_document(case_id):
+    case = TASK.case(case_id)
+    floor = max(flops(case) / 989e12, bytes_moved(case) / 4.8e12) * 1e6
+    assert floor == pytest.approx(DOC_FLOORS_US[case_id], abs=1.0)
+
+
+def test_window_pairs_counted_by_brute_force():
+    case = TASK.case("sliding-window")
+    p = case.params
+    total = 0
+    for e, pre in zip(p["extend_lens"], p["prefix_lens"]):
+        for i in range(e):
+            total += sum(1 for j in range(pre + e) if (j < pre or j - pre <= i) and j >= pre + i - p["sliding_window"])
+    assert visible_pairs(case) == total
+
+
+def _naive(args, b, i, h):
+    """Output row (sequence b, extend row i, q head h) by a scalar loop over keys (independent of reference())."""
+    q = args["q_extend"].double()
+    qo, kvp = args["qo_indptr"].tolist(), args["kv_indptr"].tolist()
+    group = q.shape[1] // args["k_extend"].shape[1]
+    kvh = h // group
+    pre = kvp[b + 1] - kvp[b]
+    keys, vals = [], []
+    for j in range(pre):
+        slot = int(args["kv_indices"][kvp[b] + j])
+        keys.append(args["k_buffer"][slot, kvh].double())
+        vals.append(args["v_buffer"][slot, kvh].double())
+    for j in range(i + 1):
+        keys.append(args["k_extend"][qo[b] + j, kvh].double())
+        vals.append(args["v_extend"][qo[b] + j, kvh].double())
+    scale = 1 / math.sqrt(q.shape[2])
+    logits = torch.stack([q[qo[b] + i, h] @ k * scale for k in keys])
+    w = torch.softmax(logits, 0)
+    return sum(wi * v for wi, v in zip(w, vals))
+
+
+@pytest.mark.parametrize("case_id", ["gqa-7", "zero-lengths"])
+def test_reference_matches_naive_loop(case_id):
+    case = TASK.case(case_id)
+    args = make_inputs(case, 3, "cpu", "float32")
+    out = reference(args)["o_extend"]
+    qo = args["qo_indptr"].tolist()
+    for b in range(len(qo) - 1):
+        for i in range(qo[b + 1] - qo[b]):
+            for h in (0, args["q_extend"].shape[1] - 1):
+                torch.testing.assert_close(out[qo[b] + i, h].double(), _naive(args, b, i, h), atol=1e-5, rtol=1e-5)
+
+
+def test_inputs_are_deterministic_in_seed_and_poison_unused_slots():
+    case = TASK.case("gqa-4")
+    a, b, c = make_inputs(case, 1), make_inputs(case, 1), make_inputs(case, 2)
+    assert torch.equal(a["q_extend"], b["q_extend"]) and not torch.equal(a["q_extend"], c["q_extend"])
+    used = torch.zeros(a["k_buffer"].shape[0], dtype=torch.bool)
+    used[a["kv_indices"]] = True
+    assert torch.isnan(a["k_buffer"][~used]).all() and not torch.isnan(a["k_buffer"][used]).any()
+    assert torch.isnan(a["o_extend"]).all()
+
+
+def test_unknown_task_and_case_name_the_known_ones():
+    with pytest.raises(KeyError, match="extend_attention"):
+        load_task("matmul")
+    with pytest.raises(KeyError, match="decode"):
+        TASK.case("nope")
