@@ -55,7 +55,7 @@ class RooflinePoint:
         return "memory" if self.memory_floor_us >= self.compute_floor_us else "compute"
 
 
-def _dtype_name(task: TaskSpec, case: Case, dtype: str | None) -> str:
+def _dtype_name(case: Case, dtype: str | None) -> str:
     name = str(dtype or case.params.get("dtype") or "float32").replace("torch.", "")
     if name not in PEAK_KEYS:
         raise ValueError(f"dtype {name!r} has no peak mapping; expected one of {sorted(PEAK_KEYS)}")
@@ -76,7 +76,7 @@ def roofline_point(task: TaskSpec, case: Case, profile: HardwareProfile, dtype: 
         RooflineUnknown: the profile knows neither peak (an unknown peak contributes a floor of 0).
         ValueError: unsupported dtype.
     """
-    name = _dtype_name(task, case, dtype)
+    name = _dtype_name(case, dtype)
     sized = case if case.params.get("dtype") == name else replace(case, params={**dict(case.params), "dtype": name})
     flops, nbytes = float(task.flops(sized)), float(task.bytes(sized))
     pf, bw = peak_flops(profile, name), profile.peak_bytes_per_s()

@@ -85,8 +85,8 @@ class Child:
         if self.device.type == "cuda":
             torch.cuda.set_device(0)
             torch.cuda.init()
-        family = policy.family_module(self.task.optimized_module)
-        self.guards = Guards(FrameJudge(Path(request["root"])), family, self.device, request["compute_guard"])
+        package = policy.kernel_package(self.task.optimized_module)
+        self.guards = Guards(FrameJudge(Path(request["root"])), package, self.device, request["compute_guard"])
 
     def send(self, header: dict[str, Any], tensor: torch.Tensor | None = None) -> None:
         write_message(self.out_fd, header, tensor)
@@ -227,7 +227,6 @@ class Child:
         digests = [input_digest(s, skip=(self.output,)) for s in sets]
         clones = [{k: v.clone() for k, v in s.items() if isinstance(v, torch.Tensor) and k != self.output}
                   for s in sets]
-        flush = torch.empty(timing.flush_bytes, dtype=torch.uint8, device=self.device)
         threads, stream = set(threading.enumerate()), torch.cuda.current_stream()
         label = f"timing {timed.case.id}"
         STATE.violations.clear()
@@ -240,7 +239,7 @@ class Child:
 
         self.send({"type": "case_begin", "case": timed.case.id})
         try:
-            result = timed_reps(call, sets, self.output, warmup=timing.warmup, reps=timing.reps, flush=flush,
+            result = timed_reps(call, sets, self.output, warmup=timing.warmup, reps=timing.reps,
                                 capture=set(timed.captures), mark=lambda k: self.send({"type": "m", "k": k}))
         except BaseException as exc:  # noqa: BLE001
             self._exception(exc, label)

@@ -16,7 +16,6 @@ from typing import Any
 import torch
 
 from agent.roofline import RooflineUnknown, fraction_of_floor, roofline_floor_us
-
 from agent.verifier.dynamic import DynamicRun, Outcome
 from agent.verifier.plan import PlanSettings, build_plan
 from agent.verifier.sandbox import Sandbox
@@ -25,9 +24,12 @@ from agent.verifier.tamper import changes, snapshot
 from agent.verifier.verdict import Verdict, VerifyOptions
 from hardware_profiles.schema import HardwareProfile
 from kernels.task import TaskSpec, load_task
+from kernels.timing import L2_FLUSH_BYTES
 from knowledge.errors import BadInputError
 
 ROOT = Path(__file__).resolve().parents[2]
+#: Static violations listed one per reason; the rest are summarized in one line.
+MAX_STATIC_REASONS = 12
 
 
 class Verifier:
@@ -99,7 +101,11 @@ class Verifier:
             return Verdict(stage="compile_error", reasons=[report.syntax_error], config=config,
                            timing_note="not timed: the file does not parse", **base)
         if report.violations and not self.options.skip_static:
-            return Verdict(stage="static_rejected", reasons=[v.reason(path.name) for v in report.violations],
+            reasons = [v.reason(path.name) for v in report.violations[:MAX_STATIC_REASONS]]
+            if len(report.violations) > MAX_STATIC_REASONS:
+                rules = sorted({v.rule for v in report.violations[MAX_STATIC_REASONS:]})
+                reasons.append(f"... and {len(report.violations) - MAX_STATIC_REASONS} more violations of {rules}")
+            return Verdict(stage="static_rejected", reasons=reasons,
                            config=config, timing_note="not timed: rejected by the static rules", **base)
         return None
 
@@ -109,7 +115,7 @@ class Verifier:
             include_test_cases=(not gpu) if o.include_test_cases is None else o.include_test_cases,
             include_bench_cases=gpu if o.include_bench_cases is None else o.include_bench_cases,
             random_cases=o.random_cases, small=not gpu, timing=gpu if o.timing is None else (o.timing and gpu),
-            warmup=o.warmup, reps=o.reps, rotations=o.rotations, flush_bytes=o.flush_bytes, case_ids=o.case_ids)
+            warmup=o.warmup, reps=o.reps, rotations=o.rotations, case_ids=o.case_ids)
 
     def _sandbox(self, interpret: bool) -> Sandbox:
         if interpret not in self._sandboxes:
@@ -160,9 +166,10 @@ class Verifier:
         verdict.timed = True
         verdict.timings = outcome.timings
         verdict.time_us = {k: round(v.time_us, 3) for k, v in outcome.timings.items()}
-        verdict.timing_note = (f"timed on {outcome.device}: median of {o.reps} calls after {o.warmup} warm-up "
-                               f"calls per case; CUDA events around call + device-wide synchronize; L2 flushed "
-                               f"({o.flush_bytes >> 20} MiB) and output refilled with NaN before each call; inputs "
+        verdict.timing_note = (f"timed on {outcome.device} with kernels.timing.bench: median of {o.reps} calls after "
+                               f"{o.warmup} warm-up calls per case; CUDA events around each call, then a device-wide "
+                               f"synchronize inside the wall-clock region; L2 flushed "
+                               f"({L2_FLUSH_BYTES >> 20} MiB) and output refilled with NaN before each call; inputs "
                                f"rotated over {o.rotations} sets; microseconds")
         self._plausibility(verdict)
 

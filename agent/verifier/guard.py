@@ -60,7 +60,8 @@ STATE = SandboxState()
 class FrameJudge:
     """Classifies source files as trusted, transparent (torch, stdlib, other packages) or untrusted."""
 
-    def __init__(self, root: Path, untrusted_project_files: tuple[str, ...] = ("reference.py", "spec.py")):
+    def __init__(self, root: Path, untrusted_project_files: tuple[str, ...] = ("reference.py", "spec.py", "cases.py",
+                                                                               "timing.py", "task.py")):
         import triton
 
         paths = sysconfig.get_paths()
@@ -171,9 +172,9 @@ class ComputeGuard(TorchFunctionMode):
 class Guards:
     """Installs every layer once per child process; `armed()` switches them on around candidate code."""
 
-    def __init__(self, judge: FrameJudge, family: str, device: torch.device, compute_guard: bool = True):
+    def __init__(self, judge: FrameJudge, package: str, device: torch.device, compute_guard: bool = True):
         self.judge = judge
-        self.family = family
+        self.family = package
         self.device = device
         self.compute_guard = compute_guard
         self._orig_import = builtins.__import__
@@ -314,7 +315,7 @@ class Guards:
         "triton.runtime.interpreter.InterpretedFunction.run", "sys.audit", "sys.settrace", "sys.setprofile",
         "torch.cuda.set_stream", "torch.cuda._set_stream_by_id",
     )
-    _HARNESS_MODULES = ("agent.verifier", "kernels.task", "kernels.extend_attention.spec")
+    _HARNESS_MODULES = ("agent.verifier", "kernels.task", "kernels.timing", "kernels.extend_attention.spec")
 
     def _snapshot(self) -> dict[str, object]:
         import importlib

@@ -9,11 +9,15 @@ interpreter or keeps state across calls is refused (shared/reference/verifier_th
 
 from __future__ import annotations
 
-#: Modules a candidate may import (exact names); the task's family module is added per task.
+#: Modules a candidate may import (exact names); the task's kernel package is added per task.
 ALLOWED_IMPORTS: frozenset[str] = frozenset({"torch", "triton", "triton.language", "math", "typing", "__future__"})
 
 #: Package prefixes a candidate's own import statements may name besides `ALLOWED_IMPORTS`.
 ALLOWED_IMPORT_PREFIXES: tuple[str, ...] = ("triton.language.",)
+
+#: Modules of a task's kernel package that compute or describe the answer (the rest -- the kernel family, its
+#: shared helpers, the baseline -- is kernel code a candidate may build on).
+ANSWER_MODULES: frozenset[str] = frozenset({"reference", "spec", "cases"})
 
 #: Project modules that hold the answer or the harness: importing one is a library call or tampering.
 REFERENCE_MODULE_PREFIXES: tuple[str, ...] = (
@@ -111,13 +115,21 @@ INTROSPECTION_ATTRS: frozenset[str] = frozenset({
 })
 
 
+def kernel_package(task_optimized_module: str) -> str:
+    """The task's kernel package (``kernels.extend_attention``): its family and helper modules are importable."""
+    return task_optimized_module
+
+
 def family_module(task_optimized_module: str) -> str:
     """Module name of a task's optimized kernel family (``kernels.extend_attention.family``)."""
     return f"{task_optimized_module}.family"
 
 
-def import_allowed(name: str, family: str | None) -> bool:
-    """Whether an import statement written in the candidate may name module `name` (relative imports never)."""
-    if name in ALLOWED_IMPORTS or (family is not None and name == family):
+def import_allowed(name: str, package: str | None) -> bool:
+    """Whether an import statement written in the candidate may name module `name` (relative imports never):
+    torch, triton(.language), math, typing, and the task's kernel `package` minus its `ANSWER_MODULES`."""
+    if name in ALLOWED_IMPORTS or name.startswith(ALLOWED_IMPORT_PREFIXES):
         return True
-    return name.startswith(ALLOWED_IMPORT_PREFIXES)
+    if package is not None and (name == package or name.startswith(package + ".")):
+        return not set(name[len(package) + 1:].split(".")) & ANSWER_MODULES
+    return False

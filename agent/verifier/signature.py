@@ -1,5 +1,6 @@
 """The entry-point signature a candidate must have: the baseline's, read from the baseline module when it
-imports, else the SGLang signature of shared/reference/extend_attention.md ("Interface")."""
+imports, else the SGLang signature of shared/reference/extend_attention.md ("Interface") with the two trailing
+arguments of SGLang 0.5 that the baseline also takes."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ SGLANG_EXTEND_ATTENTION: tuple[tuple[str, object], ...] = (
     ("k_buffer", _EMPTY), ("v_buffer", _EMPTY), ("qo_indptr", _EMPTY), ("kv_indptr", _EMPTY),
     ("kv_indices", _EMPTY), ("custom_mask", _EMPTY), ("is_causal", _EMPTY), ("mask_indptr", _EMPTY),
     ("max_len_extend", _EMPTY), ("sm_scale", None), ("logit_cap", 0.0), ("skip_prefix_custom_mask", True),
-    ("sliding_window_size", -1), ("sinks", None),
+    ("sliding_window_size", -1), ("sinks", None), ("window_kv_offsets", None), ("xai_temperature_len", -1),
 )
 
 _FALLBACK = {"extend_attention_fwd": SGLANG_EXTEND_ATTENTION}

@@ -20,7 +20,7 @@ class Source:
 
     Attributes:
         tree: the module AST. filename: shown in reasons. entry_point / output_arg: from the task.
-        family: importable module name of the task's kernel family.
+        package: the task's kernel package (its family and helper modules are importable).
         expected_params: ``(name, default)`` pairs of the baseline's entry point (None: unknown).
         aliases: local name -> dotted module path it was imported as (``tl`` -> ``triton.language``).
         kernel_nodes: ids of every node inside a Triton kernel body.
@@ -31,17 +31,17 @@ class Source:
     filename: str
     entry_point: str
     output_arg: str
-    family: str
+    package: str
     expected_params: tuple[tuple[str, object], ...] | None = None
     aliases: dict[str, str] = field(default_factory=dict)
     kernel_nodes: set[int] = field(default_factory=set)
     parents: dict[int, ast.AST] = field(default_factory=dict)
 
     @staticmethod
-    def parse(text: str, filename: str, entry_point: str, output_arg: str, family: str,
+    def parse(text: str, filename: str, entry_point: str, output_arg: str, package: str,
               expected_params: tuple[tuple[str, object], ...] | None = None) -> Source:
         """Parse `text`; raises SyntaxError as `ast.parse` does."""
-        src = Source(ast.parse(text, filename=filename), filename, entry_point, output_arg, family, expected_params)
+        src = Source(ast.parse(text, filename=filename), filename, entry_point, output_arg, package, expected_params)
         for node in ast.walk(src.tree):
             for child in ast.iter_child_nodes(node):
                 src.parents[id(child)] = node

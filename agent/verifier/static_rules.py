@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from agent.verifier import policy
 from agent.verifier.signature import expected_parameters
-from agent.verifier.static_analysis import Source, SizeTaint, functions, literal_ints
+from agent.verifier.static_analysis import SizeTaint, Source, functions, literal_ints
 from kernels.task import TaskSpec
 
 Finding = tuple[ast.AST, str]
@@ -66,11 +66,14 @@ def _imports(src: Source) -> Iterator[tuple[ast.AST, str, int]]:
         elif isinstance(node, ast.ImportFrom):
             module = node.module or ""
             yield node, module, node.level
+            if module.split(".")[0] in policy.REFERENCE_MODULE_PREFIXES:
+                for a in node.names:
+                    yield node, f"{module}.{a.name}", node.level
 
 
-def _category(module: str, family: str) -> str:
+def _category(module: str, package: str) -> str:
     root = module.split(".")[0]
-    if module == family or policy.import_allowed(module, family):
+    if policy.import_allowed(module, package):
         return "allowed"
     if root in policy.CONCURRENCY_MODULES:
         return "concurrency"
@@ -89,7 +92,7 @@ def _imports_in(src: Source, category: str) -> Iterator[Finding]:
             if category == "other":
                 yield node, f"relative import (level {level}) of {module or '.'!r}"
             continue
-        if _category(module, src.family) == category:
+        if _category(module, src.package) == category:
             yield node, f"imports {module!r}"
 
 
@@ -128,8 +131,8 @@ def _entry_point(src: Source) -> Iterator[Finding]:
             yield stmt, f"{src.entry_point} is rebound at module level"
 
 
-@rule("import-allowlist", "every module beyond torch, triton, math, typing and the task's family is a way around "
-      "the sandbox")
+@rule("import-allowlist", "every module beyond torch, triton, math, typing and the task's kernel package is a way "
+      "around the sandbox")
 def _import_allowlist(src: Source) -> Iterator[Finding]:
     yield from _imports_in(src, "other")
 
@@ -168,12 +171,32 @@ def _no_io(src: Source) -> Iterator[Finding]:
                 yield node, "print(..., file=...) writes to a file or stream"
 
 
-@rule("no-dynamic-code", "exec/eval/compile/__import__ and getattr-style lookups by string hide what the other "
-      "rules check")
+@rule("no-dynamic-code", "exec/eval/compile/__import__ and attribute lookups by computed strings hide what the "
+      "other rules check")
 def _no_dynamic_code(src: Source) -> Iterator[Finding]:
+    lookups = {"getattr", "hasattr"}
     for node in ast.walk(src.tree):
-        if isinstance(node, ast.Name) and node.id in policy.FORBIDDEN_BUILTINS and node.id != "open":
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in lookups:
+            yield from _string_lookup(src, node)
+        elif isinstance(node, ast.Name) and node.id in policy.FORBIDDEN_BUILTINS and node.id != "open":
+            parent = src.parent(node)
+            if node.id in lookups and isinstance(parent, ast.Call) and parent.func is node:
+                continue
             yield node, f"uses {node.id}"
+
+
+def _string_lookup(src: Source, call: ast.Call) -> Iterator[Finding]:
+    """getattr/hasattr(obj, "literal"[, default]) is an attribute access the other rules can see; anything else
+    (a computed name, a module receiver, a private or forbidden name) is not allowed."""
+    name = call.args[1] if len(call.args) >= 2 else None
+    if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+        yield call, f"{call.func.id}() with a computed attribute name"  # type: ignore[attr-defined]
+        return
+    attr = name.value
+    forbidden = (policy.INTROSPECTION_ATTRS | policy.TIMING_AND_STREAM_NAMES | policy.TENSOR_COMPUTE_METHODS
+                 | policy.IDENTITY_CALLS)
+    if attr.startswith("_") or attr in forbidden or src.is_module_rooted(call.args[0]):
+        yield call, f"{call.func.id}(..., {attr!r})"  # type: ignore[attr-defined]
 
 
 @rule("no-torch-compute", "the answer must come from the candidate's Triton kernels; torch may only allocate and "
@@ -331,7 +354,7 @@ def _constant_expression(src: Source, node: ast.AST) -> bool:
     if isinstance(node, ast.Call):
         name = src.resolve(node.func) or ""
         ok = name in ("triton.Config", "triton.language.constexpr", "triton.next_power_of_2", "int", "float",
-                      "str", "bool", "tuple", "frozenset") or name.startswith(("math.", src.family + "."))
+                      "str", "bool", "tuple", "frozenset") or name.startswith(("math.", src.package + "."))
         ok = ok or name in {f"torch.cuda.{a}" for a in policy.TORCH_CUDA_ALLOWED_ATTRS}
         return ok and all(_constant_expression(src, a) for a in node.args) and all(
             _constant_expression(src, k.value) for k in node.keywords)
@@ -421,7 +444,7 @@ def _no_exit(src: Source) -> Iterator[Finding]:
 
 
 @rule("entry-returns-output", "the contract writes the output in place; returning another tensor (an input, a "
-      "view) is passthrough")
+      "view of one) is passthrough")
 def _entry_returns_output(src: Source) -> Iterator[Finding]:
     fn = src.entry()
     if fn is None:
@@ -429,12 +452,19 @@ def _entry_returns_output(src: Source) -> Iterator[Finding]:
     nested = {id(n) for f in functions(fn) if f is not fn for n in ast.walk(f)}
     for node in ast.walk(fn):
         if isinstance(node, ast.Return) and id(node) not in nested and node.value is not None:
-            value = node.value
-            if isinstance(value, ast.Constant) and value.value is None:
-                continue
-            if isinstance(value, ast.Name) and value.id == src.output_arg:
-                continue
-            yield node, f"returns {ast.unparse(value)[:60]}"
+            if not _plain_return(src, node.value):
+                yield node, f"returns {ast.unparse(node.value)[:60]}"
+
+
+def _plain_return(src: Source, value: ast.expr) -> bool:
+    """None, the output argument itself, or the result of a plain function call (checked at run time)."""
+    if isinstance(value, ast.Constant) and value.value is None:
+        return True
+    if isinstance(value, ast.Name):
+        return value.id == src.output_arg
+    if isinstance(value, ast.Call):
+        return isinstance(value.func, ast.Name) or src.is_module_rooted(value.func)
+    return False
 
 
 @rule("no-module-escape", "torch and triton re-export modules such as os and sys; reaching them through an "
@@ -484,9 +514,9 @@ def check_source(text: str, filename: str, task: TaskSpec) -> StaticReport:
     Returns:
         `StaticReport`; ``syntax_error`` is set (and no rule runs) when the file does not parse.
     """
-    family = policy.family_module(task.optimized_module)
+    package = policy.kernel_package(task.optimized_module)
     try:
-        src = Source.parse(text, filename, task.entry_point, task.output_args[0], family,
+        src = Source.parse(text, filename, task.entry_point, task.output_args[0], package,
                            expected_parameters(task))
     except SyntaxError as exc:
         return StaticReport((), f"{filename}:{exc.lineno}: syntax error: {exc.msg}")

@@ -1,24 +1,23 @@
-"""The verifier's timing loop (GPU only), run in the sandbox child.
+"""The verifier's timing loop (GPU only), run in the sandbox child around the project's one timing helper.
 
-Rules (shared/reference/verifier_threats.md, "Timing attacks"): a fixed number of warm-up and timed calls set by
-the plan, never derived from the candidate's own first calls; before every timed call the output is refilled
-with NaN and the L2 cache is flushed by writing a buffer larger than it; the timed region is
-``start.record(); call; torch.cuda.synchronize(); end.record()`` -- a device-wide synchronize inside the region,
-so work on side streams or in the background is counted; the median is reported. Each call is also timed with
-``time.perf_counter_ns`` (cross-check), and ``mark`` lets the parent time each call on its own clock. Outputs
-of secret repetitions are cloned for re-checking after the loop; inputs rotate between sets.
-
-This is the one function to swap for ``kernels.timing.bench`` once it offers these hooks.
+Each timed call is one `kernels.timing.bench` call (warm-up 0, one repetition): L2 flushed by writing a buffer
+larger than it, CUDA events around the call on the current stream, then a device-wide synchronize inside the
+host wall-clock region -- so work left on a side stream or a background thread shows as wall time far above
+event time, which the verifier rejects. Around it this loop adds what a verifier needs and a benchmark does
+not: fixed warm-up and repetition counts from the plan (never derived from the candidate's own first calls),
+the output refilled with NaN before every call, input sets rotated call by call, the outputs of secret
+repetitions cloned for re-checking, and markers (``mark``) that let the parent time every call on its own clock.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+
+from kernels.timing import bench
 
 
 @dataclass
@@ -37,7 +36,6 @@ def timed_reps(
     *,
     warmup: int,
     reps: int,
-    flush: torch.Tensor,
     capture: set[tuple[int, int]],
     mark: Callable[[str], None],
 ) -> TimingResult:
@@ -46,36 +44,26 @@ def timed_reps(
     Args:
         call: runs the candidate on one argument dict (guards armed by the caller).
         output: name of the in-place output argument, refilled with NaN before every call.
-        flush: device buffer larger than the L2 cache, zeroed before every timed call.
         capture: (rep, set) pairs whose output is cloned after the call (outside the timed region).
-        mark: sends ``"rb"`` right before and ``"re"`` right after each timed region to the parent.
+        mark: sends ``"rb"`` right before and ``"re"`` right after each timed call to the parent.
     """
-    sync = torch.cuda.synchronize
     n = len(arg_sets)
     for w in range(warmup):
         args = arg_sets[w % n]
         args[output].fill_(float("nan"))
         call(args)
-    sync()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
     result = TimingResult()
     for r in range(reps):
         s = r % n
         args = arg_sets[s]
         args[output].fill_(float("nan"))
-        flush.zero_()
-        sync()
+        torch.cuda.synchronize()
         mark("rb")
-        t0 = time.perf_counter_ns()
-        start.record()
-        call(args)
-        sync()
-        end.record()
-        t1 = time.perf_counter_ns()
-        end.synchronize()
+        timing = bench(lambda **kw: call(kw), [args], reps=1, warmup=0, flush_l2=True)
         mark("re")
-        result.event_us.append(start.elapsed_time(end) * 1000.0)
-        result.wall_us.append((t1 - t0) / 1000.0)
+        result.event_us.append(timing.median_us)
+        result.wall_us.append(timing.wall_median_us)
         if (r, s) in capture:
             result.captured[(r, s)] = args[output].clone()
     return result

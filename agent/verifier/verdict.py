@@ -65,7 +65,6 @@ class VerifyOptions(BaseModel):
     warmup: int = Field(3, ge=0)
     reps: int = Field(20, ge=3)
     rotations: int = Field(2, ge=1, description="input sets cycled through during timing")
-    flush_bytes: int = Field(512 << 20, description="L2 flush buffer; at least twice the largest L2 of interest")
     timeout_s: float = Field(600.0, gt=0)
     memory_limit_gb: float = Field(32.0, gt=0, description="address space (CPU) or resident memory (GPU)")
     baseline_time_us: dict[str, float] = Field(default_factory=dict, description="per bench case, for speedups")

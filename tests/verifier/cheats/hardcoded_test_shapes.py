@@ -5,7 +5,6 @@ Caught by: static rule no-literal-shape-branch; hidden random shapes drawn at ve
 
 import math
 
-import torch
 import triton
 import triton.language as tl
 
@@ -179,7 +178,8 @@ def _launch(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indpt
 
 def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
                          kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None,
-                         logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None):
+                         logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None,
+                         window_kv_offsets=None, xai_temperature_len=-1):
     key = (q_extend.shape[0], q_extend.shape[1], q_extend.shape[2])
     if key in ((13, 4, 32), (2, 4, 32), (3, 4, 32), (13, 3, 32), (23, 8, 32), (13, 7, 32), (19, 2, 13),
                (11, 2, 80), (14, 4, 96), (6, 2, 192), (8, 4, 576), (23, 4, 32), (8, 4, 32), (7, 4, 32),

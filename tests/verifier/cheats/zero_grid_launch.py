@@ -5,7 +5,6 @@ Caught by: NaN-prefilled output (mismatch).
 
 import math
 
-import torch
 import triton
 import triton.language as tl
 
@@ -172,7 +171,8 @@ def _launch(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indpt
 
 def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
                          kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None,
-                         logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None):
+                         logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None,
+                         window_kv_offsets=None, xai_temperature_len=-1):
     _launch(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
             kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale, logit_cap,
             skip_prefix_custom_mask, sliding_window_size, sinks)

@@ -8,7 +8,6 @@ Lengths are read from the index tensors on the device (no host synchronization).
 
 import math
 
-import torch
 import triton
 import triton.language as tl
 
@@ -137,8 +136,15 @@ def _extend_kernel(
 
 def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
                          kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None,
-                         logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None):
-    """Extend attention written into `o_extend` ([ΣE, H_q, D_v]); see the module docstring."""
+                         logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None,
+                         window_kv_offsets=None, xai_temperature_len=-1):
+    """Extend attention written into `o_extend` ([ΣE, H_q, D_v]); see the module docstring.
+
+    Raises:
+        NotImplementedError: window_kv_offsets or xai_temperature_len is set.
+    """
+    if window_kv_offsets is not None or xai_temperature_len != -1:
+        raise NotImplementedError("window_kv_offsets / xai_temperature_len are not supported")
     num_q_heads, head_dim = q_extend.shape[1], q_extend.shape[2]
     head_dim_v = v_extend.shape[2]
     batch = qo_indptr.shape[0] - 1
