@@ -55,7 +55,7 @@ def confine(request: dict[str, Any], keep_fds: tuple[int, ...]) -> None:
         limit = _current_vm_bytes() + request["address_space_bytes"]
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     os.chdir(scratch)
-    os.environ.update(HOME=scratch, TMPDIR=scratch, TRITON_CACHE_DIR=os.path.join(scratch, "triton-cache"))
+    os.environ.update(HOME=scratch, TMPDIR=scratch)  # TRITON_CACHE_DIR stays the zygote's: compiled by Triton only
     sys.dont_write_bytecode = True
     sys.path[:] = [p for p in sys.path if p and os.path.isabs(p) and not p.startswith(scratch)]
 
@@ -190,7 +190,7 @@ class Child:
         fn = self.load()
         if fn is None:
             return 1
-        self.send({"type": "ready", "device": _device_name(self.device), "versions": _versions()})
+        self.send({"type": "ready"})
         for trial in self.plan.trials:
             if not self.run_trial(fn, trial):
                 return 1
@@ -265,19 +265,6 @@ def _bit_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
         return bool(torch.equal(a, b))
     view = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
     return bool(torch.equal(a.contiguous().view(view), b.contiguous().view(view)))
-
-
-def _device_name(device: torch.device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    return "cpu (Triton interpreter)" if os.environ.get("TRITON_INTERPRET") == "1" else "cpu"
-
-
-def _versions() -> dict[str, str]:
-    import triton
-
-    return {"python": sys.version.split()[0], "torch": torch.__version__, "triton": triton.__version__,
-            "cuda": str(torch.version.cuda), "hip": str(torch.version.hip)}
 
 
 def child_main(request: dict[str, Any], in_fd: int, out_fd: int) -> int:

@@ -9,6 +9,7 @@ has been imported into it.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,11 +39,10 @@ class Outcome:
 
     stage: str | None = None
     reasons: list[str] = field(default_factory=list)
-    device: str = ""
-    versions: dict[str, str] = field(default_factory=dict)
     errors: dict[str, CaseErrors] = field(default_factory=dict)
     timings: dict[str, CaseTiming] = field(default_factory=dict)
     exit_status: int = 0
+    phase_seconds: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -102,17 +102,25 @@ class DynamicRun:
 
     # -- run -----------------------------------------------------------------------------------------------
     def execute(self) -> Outcome:
+        started = time.perf_counter()
+
+        def phase(name: str) -> None:
+            self.outcome.phase_seconds[name] = round(time.perf_counter() - started - sum(
+                self.outcome.phase_seconds.values()), 3)
+
         try:
-            _, ready, _ = self._next("ready")
-            self.outcome.device = str(ready.get("device", ""))[:200]
-            self.outcome.versions = {str(k): str(v)[:80] for k, v in dict(ready.get("versions", {})).items()}
+            self._next("ready")
+            phase("start_and_import")
             for i, trial in enumerate(self.plan.trials):
                 if i == 3 and self.plan.timing is not None:
                     self._prepare_timing()
                 self._judge_trial(trial)
+            phase("correctness")
             if self.plan.timing is not None:
                 self._timing_stage()
-            self._next("done")
+                phase("timing")
+            else:
+                self._next("done")
         except Failure as failure:
             self.outcome.stage, self.outcome.reasons = failure.stage, failure.reasons
         except ChildTimeout:

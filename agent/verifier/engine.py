@@ -145,8 +145,8 @@ class Verifier:
         config = {"options": self.options.model_dump(mode="json"), "static_rules": len(_rules()),
                   "plan": [{"case": t.case.id, "kind": t.kind, "label": t.label, "seed": f"{t.seed:#x}"}
                            for t in plan.trials],
-                  "profile": self.profile.chip if self.profile else None}
-        verdict = Verdict(stage="pass", device=outcome.device, versions=outcome.versions, config=config,
+                  "profile": self.profile.chip if self.profile else None, "phase_seconds": outcome.phase_seconds}
+        verdict = Verdict(stage="pass", device=_device_name(device), versions=_versions(), config=config,
                           errors=outcome.errors, **base)
         if outcome.stage:
             verdict.stage, verdict.reasons = outcome.stage, outcome.reasons  # type: ignore[assignment]
@@ -166,7 +166,7 @@ class Verifier:
         verdict.timed = True
         verdict.timings = outcome.timings
         verdict.time_us = {k: round(v.time_us, 3) for k, v in outcome.timings.items()}
-        verdict.timing_note = (f"timed on {outcome.device} with kernels.timing.bench: median of {o.reps} calls after "
+        verdict.timing_note = (f"timed on {verdict.device} with kernels.timing.bench: median of {o.reps} calls after "
                                f"{o.warmup} warm-up calls per case; CUDA events around each call, then a device-wide "
                                f"synchronize inside the wall-clock region; L2 flushed "
                                f"({L2_FLUSH_BYTES >> 20} MiB) and output refilled with NaN before each call; inputs "
@@ -199,6 +199,20 @@ class Verifier:
         if too_fast:
             verdict.stage = "too_fast_to_be_true"
             verdict.reasons = too_fast
+
+
+def _device_name(device: str) -> str:
+    """The device as this (trusted) process sees it."""
+    return torch.cuda.get_device_name() if device == "cuda" else "cpu (Triton interpreter)"
+
+
+def _versions() -> dict[str, str]:
+    import sys
+
+    import triton
+
+    return {"python": sys.version.split()[0], "torch": torch.__version__, "triton": triton.__version__,
+            "cuda": str(torch.version.cuda), "hip": str(torch.version.hip)}
 
 
 def _rules() -> list[str]:

@@ -43,6 +43,9 @@ def serve(sock_fd: int) -> None:
 
     for name in TASK_MODULES:
         load_task(name)
+    if torch.cuda.is_initialized():
+        print("sandbox zygote: CUDA was initialized by a preload; forked children could not use it", file=sys.stderr)
+        sys.exit(3)
     sys.dont_write_bytecode = True
     sock = socket.socket(fileno=sock_fd)
     while True:
@@ -162,7 +165,8 @@ class Sandbox:
 
     def _env(self) -> dict[str, str]:
         env = {k: os.environ[k] for k in _PASS_ENV if k in os.environ}
-        env.update(HOME=str(self.scratch_base), TMPDIR=str(self.scratch_base), PYTHONDONTWRITEBYTECODE="1")
+        env.update(HOME=str(self.scratch_base), TMPDIR=str(self.scratch_base), PYTHONDONTWRITEBYTECODE="1",
+                   TRITON_CACHE_DIR=str(self.scratch_base / "triton-cache"))
         if self.interpret:
             env["TRITON_INTERPRET"] = "1"
         return env

@@ -126,6 +126,13 @@ def literal_ints(node: ast.AST) -> list[int]:
         return [node.value]
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return [-v for v in literal_ints(node.operand)]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub | ast.Mult | ast.FloorDiv | ast.LShift):
+        left, right = literal_ints(node.left), literal_ints(node.right)
+        if len(left) == 1 and len(right) == 1 and isinstance(node.left, ast.Constant | ast.BinOp | ast.UnaryOp):
+            a, b = left[0], right[0]
+            ops = {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b, ast.FloorDiv: a // b if b else 0,
+                   ast.LShift: a << b if 0 <= b < 64 else 0}
+            return [ops[type(node.op)]]
     if isinstance(node, ast.Tuple | ast.List | ast.Set):
         out: list[int] = []
         for elt in node.elts:

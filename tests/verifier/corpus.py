@@ -73,6 +73,7 @@ CHEATS: tuple[Cheat, ...] = (
     Cheat("background_thread", "background thread", S, R, "import of 'threading'"),
     Cheat("monkeypatch_timer", "monkeypatched timers", S, R, "replaced torch.cuda.Event.elapsed_time"),
     Cheat("fake_output_lines", "faked output lines", M, M, "outside |got-expected|"),
+    Cheat("forge_channel", "faked output lines (forged channel messages)", S, R, "differ from the verifier's"),
     Cheat("replay_when_timed", "impossible times", S, None, "roofline floor", gpu=T),
     Cheat("shadow_torch", "environment tampering", S, R, "open('torch.py', 'w')"),
     Cheat("exit_early", "ending the run early", S, R, "SystemExit"),

@@ -1,4 +1,5 @@
-"""Honest candidate: the project's kernel family at one fixed configuration (one pass, one q head per block, row blocks in launch order).
+"""Honest candidate: the project's kernel family at one fixed configuration (one pass, one q head per block,
+row blocks in launch order).
 
 A family candidate file as the agent writes them (docs/ARCHITECTURE.md): import the family, fix a
 `FamilyConfig`, define the entry point with the baseline's signature and call `run_family`.

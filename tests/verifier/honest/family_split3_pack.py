@@ -1,4 +1,5 @@
-"""Honest candidate: the project's kernel family at one fixed configuration (split-KV over the prefix into 3 partials merged by LSE, the G q heads of a KV head packed into one block).
+"""Honest candidate: the project's kernel family at one fixed configuration (split-KV over the prefix into 3
+partials merged by LSE, the G q heads of a KV head packed into one block).
 
 A family candidate file as the agent writes them (docs/ARCHITECTURE.md): import the family, fix a
 `FamilyConfig`, define the entry point with the baseline's signature and call `run_family`.
