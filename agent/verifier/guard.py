@@ -31,6 +31,7 @@ from types import FrameType, ModuleType
 
 import torch
 from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from agent.verifier import policy
 
@@ -169,6 +170,46 @@ class ComputeGuard(TorchFunctionMode):
                             "allocation, views and metadata are allowed outside Triton kernels)")
 
 
+def _allowed_aten_ops() -> frozenset:
+    aten = torch.ops.aten
+    names = ("empty", "empty_like", "empty_strided", "full", "full_like", "zeros", "zeros_like", "ones",
+             "ones_like", "fill_", "zero_", "view", "_unsafe_view", "reshape", "as_strided", "expand", "permute",
+             "transpose", "t", "unsqueeze", "squeeze", "select", "slice", "narrow", "split", "split_with_sizes",
+             "unbind", "detach", "alias", "clone", "_to_copy", "lift_fresh", "new_empty", "new_zeros", "new_full",
+             "new_ones", "new_empty_strided", "unflatten", "flatten", "contiguous", "resolve_conj", "resolve_neg")
+    return frozenset(getattr(aten, n) for n in names if hasattr(aten, n))
+
+
+class DispatchGuard(TorchDispatchMode):
+    """The timed-call variant of `ComputeGuard`, at the dispatcher: metadata queries (shape, stride, data_ptr)
+    never reach it, so a launcher pays only for the few real aten ops it runs; any compute op (cuBLAS,
+    attention, elementwise) or a copy to another device raises when untrusted code asked for it."""
+
+    ALLOWED = _allowed_aten_ops()
+
+    def __init__(self, judge: FrameJudge):
+        super().__init__()
+        self.judge = judge
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        packet = func.overloadpacket
+        if packet in self.ALLOWED and not _changes_device(packet, args, kwargs):
+            return func(*args, **kwargs)
+        frame, kind = self.judge.responsible(sys._getframe(1))
+        if kind != "untrusted":
+            return func(*args, **kwargs)
+        raise STATE.violate(f"forbidden torch operation {func} at {where(frame)} while the candidate ran (only "
+                            "allocation, views and metadata are allowed outside Triton kernels)")
+
+
+def _changes_device(packet, args: tuple, kwargs: dict) -> bool:
+    if packet is not torch.ops.aten._to_copy or not args or not isinstance(args[0], torch.Tensor):
+        return False
+    target = kwargs.get("device")
+    return target is not None and torch.device(target) != args[0].device
+
+
 class Guards:
     """Installs every layer once per child process; `armed()` switches them on around candidate code."""
 
@@ -179,8 +220,18 @@ class Guards:
         self.compute_guard = compute_guard
         self._orig_import = builtins.__import__
         self._orig_start = _thread.start_new_thread
+        self._warm_up()
         self._install()
         self._identities = self._snapshot()
+
+    def _warm_up(self) -> None:
+        """Enter both modes once before any hook is installed: the first use imports torch._dynamo lazily,
+        which must not happen inside a candidate's armed window."""
+        import torch._dynamo  # noqa: F401
+
+        for mode in (ComputeGuard(self.judge), DispatchGuard(self.judge)):
+            with mode:
+                torch.empty(4, device=self.device)[1:3].view(2).fill_(0)
 
     # -- installation -------------------------------------------------------------------------------------
     def _install(self) -> None:
@@ -287,10 +338,13 @@ class Guards:
 
     # -- arming ------------------------------------------------------------------------------------------
     @contextmanager
-    def armed(self, disable_kernels: bool = False) -> Iterator[None]:
-        """Arm every guard around candidate code; `disable_kernels` makes every Triton launch a no-op."""
+    def armed(self, disable_kernels: bool = False, timed: bool = False) -> Iterator[None]:
+        """Arm every guard around candidate code; `disable_kernels` makes every Triton launch a no-op; `timed`
+        uses the dispatcher-level compute guard (cheap enough to sit inside a timed region)."""
         STATE.kernels_disabled = disable_kernels
-        mode = ComputeGuard(self.judge) if self.compute_guard else None
+        mode = None
+        if self.compute_guard:
+            mode = DispatchGuard(self.judge) if timed else ComputeGuard(self.judge)
         STATE.active = True
         try:
             if mode is None:

@@ -35,6 +35,7 @@ _PASS_ENV = ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CU
 
 def serve(sock_fd: int) -> None:
     """Zygote loop: preload, then fork one child per request until the socket closes."""
+    import torch._dynamo  # noqa: F401 - torch's modes import it lazily; never inside a candidate's window
     import triton  # noqa: F401 - preloaded for every child
     import triton.language  # noqa: F401
 
