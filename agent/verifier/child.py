@@ -25,8 +25,8 @@ import torch
 from agent.verifier import policy
 from agent.verifier.channel import MessageReader, write_message
 from agent.verifier.guard import STATE, FrameJudge, Guards, SandboxViolation, poison_free_memory
-from agent.verifier.plan import Plan, TimedCase, Trial, input_digest, make_trial_inputs, perturb_inputs
-from agent.verifier.timing import timed_reps
+from agent.verifier.plan import Plan, TimedCase, Trial, fresh_queries, input_digest, make_trial_inputs, perturb_inputs
+from agent.verifier.timing import gpu_timer, timed_reps, wall_timer
 from kernels.task import load_task
 
 _COMPILE_ERRORS = frozenset({"CompilationError", "CompileTimeAssertionFailure", "OutOfResources", "PTXASError",
@@ -227,7 +227,8 @@ class Child:
         digests = [input_digest(s, skip=(self.output,)) for s in sets]
         clones = [{k: v.clone() for k, v in s.items() if isinstance(v, torch.Tensor) and k != self.output}
                   for s in sets]
-        threads, stream = set(threading.enumerate()), torch.cuda.current_stream()
+        cuda = self.device.type == "cuda"
+        threads, stream = set(threading.enumerate()), torch.cuda.current_stream() if cuda else None
         label = f"timing {timed.case.id}"
         STATE.violations.clear()
 
@@ -237,16 +238,26 @@ class Child:
             if returned is not None and returned is not args[self.output]:
                 raise SandboxViolation(f"returned {type(returned).__name__} instead of writing in place")
 
+        last_seed: dict[int, int] = {}
+
+        def refresh(args: dict[str, Any], i: int) -> None:
+            args["q_extend"].copy_(fresh_queries(args["q_extend"], timed.call_seeds[i]))
+            last_seed[id(args)] = timed.call_seeds[i]
+
         self.send({"type": "case_begin", "case": timed.case.id})
         try:
             result = timed_reps(call, sets, self.output, warmup=timing.warmup, reps=timing.reps,
-                                capture=set(timed.captures), mark=lambda k: self.send({"type": "m", "k": k}))
+                                capture=set(timed.captures), mark=lambda k: self.send({"type": "m", "k": k}),
+                                refresh=refresh, timer=gpu_timer if cuda else wall_timer)
         except BaseException as exc:  # noqa: BLE001
             self._exception(exc, label)
             return False
         problems = list(STATE.violations) + self.guards.after_call(threads, stream)
-        problems += [f"input {k} of rotation set {i} was modified by the candidate (input mutation)"
-                     for i, (s, c) in enumerate(zip(sets, clones)) for k, v in c.items() if not _bit_equal(v, s[k])]
+        for i, (s, c) in enumerate(zip(sets, clones)):
+            if id(s) in last_seed:
+                c["q_extend"] = fresh_queries(s["q_extend"], last_seed[id(s)])
+            problems += [f"input {k} of rotation set {i} was modified by the candidate (input mutation)"
+                         for k, v in c.items() if not _bit_equal(v, s[k])]
         if problems:
             self._violation(label, problems)
             return False

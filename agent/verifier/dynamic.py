@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from agent.verifier.compare import Comparison, compare, describe, moved
-from agent.verifier.plan import Plan, TimedCase, Trial, input_digest, make_trial_inputs, perturb_inputs
+from agent.verifier.plan import Plan, TimedCase, Trial, fresh_queries, input_digest, make_trial_inputs, perturb_inputs
 from agent.verifier.sandbox import ChildProcess, ChildTimeout
 from agent.verifier.timing import median
 from agent.verifier.verdict import CaseErrors, CaseTiming
@@ -74,7 +74,8 @@ class DynamicRun:
         self.outcome = Outcome()
         self.kept: dict[int, _Kept] = {}
         self.bases = {t.base for t in plan.trials if t.base is not None}
-        self.timing_refs: dict[tuple[str, int], tuple[str, torch.Tensor]] = {}
+        self.timing_digests: dict[tuple[str, int], str] = {}
+        self.timing_refs: dict[tuple[str, int], torch.Tensor] = {}
 
     # -- messages ------------------------------------------------------------------------------------------
     def _next(self, expected: str) -> tuple[float, dict[str, Any], torch.Tensor | None]:
@@ -195,18 +196,22 @@ class DynamicRun:
 
     # -- timing --------------------------------------------------------------------------------------------
     def _prepare_timing(self) -> None:
-        """References and digests of every rotation set, computed while the child is still checking."""
-        assert self.plan.timing is not None
-        for timed in self.plan.timing.cases:
+        """Digests of every rotation set and references of every captured call (its set with the queries of
+        that call), computed while the child is still running the correctness trials."""
+        timing = self.plan.timing
+        assert timing is not None
+        for timed in timing.cases:
             for s, seed in enumerate(timed.seeds):
                 inputs = make_trial_inputs(self.task, timed.case, seed, self.device)
-                self.timing_refs[(timed.case.id, s)] = (input_digest(inputs, skip=(self.output,)),
-                                                        self.task.reference(inputs)[self.output])
+                self.timing_digests[(timed.case.id, s)] = input_digest(inputs, skip=(self.output,))
+                for rep, _ in [c for c in timed.captures if c[1] == s]:
+                    q = fresh_queries(inputs["q_extend"], timed.call_seeds[timing.warmup + rep])
+                    self.timing_refs[(timed.case.id, rep)] = self.task.reference({**inputs, "q_extend": q})[self.output]
 
     def _timing_stage(self) -> None:
         """Release the child into timing; this process stays off the GPU until every case is timed."""
         assert self.plan.timing is not None
-        if not self.timing_refs:
+        if not self.timing_digests:
             self._prepare_timing()
         if self.device.type == "cuda":
             torch.cuda.synchronize()
@@ -239,7 +244,7 @@ class DynamicRun:
                           "or captures than the plan fixed")
         digests = summary.get("digests", [])
         for s in range(len(tc.seeds)):
-            if s >= len(digests) or digests[s] != self.timing_refs[(tc.case.id, s)][0]:
+            if s >= len(digests) or digests[s] != self.timing_digests[(tc.case.id, s)]:
                 raise Failure("runtime_error", f"timing {tc.case.id}: rotation set {s} differs from the verifier's "
                               "inputs")
         received = []
@@ -254,7 +259,7 @@ class DynamicRun:
         case = record.case.case
         tol = self.task.tolerances[str(case.params.get("dtype"))]
         for rep, s, tensor in record.captures:
-            expected = self.timing_refs[(case.id, s)][1]
+            expected = self.timing_refs[(case.id, rep)]
             result = compare(tensor.to(self.device), expected, tol)
             self._record(case, result, tol)
             if not result.ok:

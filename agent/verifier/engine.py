@@ -114,7 +114,7 @@ class Verifier:
         return PlanSettings(
             include_test_cases=(not gpu) if o.include_test_cases is None else o.include_test_cases,
             include_bench_cases=gpu if o.include_bench_cases is None else o.include_bench_cases,
-            random_cases=o.random_cases, small=not gpu, timing=gpu if o.timing is None else (o.timing and gpu),
+            random_cases=o.random_cases, small=not gpu, timing=gpu if o.timing is None else o.timing,
             warmup=o.warmup, reps=o.reps, rotations=o.rotations, case_ids=o.case_ids)
 
     def _sandbox(self, interpret: bool) -> Sandbox:
@@ -163,6 +163,11 @@ class Verifier:
             verdict.timing_note = f"not timed: the candidate failed at {verdict.stage} before timing completed"
             return
         o = self.options
+        if device == "cpu":
+            verdict.timings = outcome.timings
+            verdict.timing_note = ("not timed: timing protocol exercised on the CPU with a wall clock under the "
+                                   "Triton interpreter; these numbers are not measurements")
+            return
         verdict.timed = True
         verdict.timings = outcome.timings
         verdict.time_us = {k: round(v.time_us, 3) for k, v in outcome.timings.items()}

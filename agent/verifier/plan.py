@@ -50,19 +50,24 @@ class Trial:
 
 @dataclass(frozen=True)
 class TimedCase:
-    """A bench case timed on rotated input sets; ``captures`` are secret (rep, set) pairs re-checked."""
+    """A bench case timed on rotated input sets. Before call i (warm-up calls first) the queries of the set in use
+    are regenerated in place from ``call_seeds[i]``, so no two calls see the same inputs; ``captures`` are the
+    secret (rep, set) pairs whose outputs are re-checked against references computed by the verifier."""
 
     case: Case
     seeds: tuple[int, ...]
     captures: tuple[tuple[int, int], ...]
+    call_seeds: tuple[int, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"case": self.case.to_json(), "seeds": list(self.seeds), "captures": [list(c) for c in self.captures]}
+        return {"case": self.case.to_json(), "seeds": list(self.seeds), "captures": [list(c) for c in self.captures],
+                "call_seeds": list(self.call_seeds)}
 
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> TimedCase:
         return TimedCase(Case.from_json(d["case"]), tuple(int(s) for s in d["seeds"]),
-                         tuple((int(r), int(s)) for r, s in d["captures"]))
+                         tuple((int(r), int(s)) for r, s in d["captures"]),
+                         tuple(int(s) for s in d.get("call_seeds", ())))
 
 
 @dataclass(frozen=True)
@@ -146,7 +151,8 @@ def _selected(cases: tuple[Case, ...], ids: tuple[str, ...]) -> list[Case]:
 def build_plan(task: TaskSpec, device: str, settings: PlanSettings, rng: random.Random | None = None) -> Plan:
     """Trials in the order the child runs them: a hidden random case, its in-place perturbation, large logits,
     the bench and/or test cases, more hidden random cases (one repeated with a new seed), the kernel ablation;
-    then the timing plan (bench cases; rotation set 0 reuses the bench trial's seed)."""
+    then the timing plan: the bench cases (the selected test cases when no bench case is checked -- a CPU
+    protocol test); rotation set 0 reuses the case's trial seed."""
     rng = rng or secret_rng()
     trials: list[Trial] = []
 
@@ -171,9 +177,11 @@ def build_plan(task: TaskSpec, device: str, settings: PlanSettings, rng: random.
             add("check", extra.case, "repeat with a new seed")
     add("ablate", task.random_case(rng, True), "every Triton launch disabled")
     timing = None
-    if settings.timing and bench_seed:
-        timed = [_timed_case(case, bench_seed[case.id], settings, rng)
-                 for case in _selected(task.bench_cases, settings.case_ids)]
+    checked = {t.case.id: t.seed for t in trials if t.label in ("bench case", "test case")}
+    if settings.timing and checked:
+        pool = task.bench_cases if bench_seed else task.test_cases
+        timed = [_timed_case(case, checked[case.id], settings, rng)
+                 for case in _selected(pool, settings.case_ids) if case.id in checked]
         timing = TimingPlan(tuple(timed), settings.warmup, settings.reps)
     return Plan(task.name, device, tuple(trials), timing)
 
@@ -186,12 +194,19 @@ def _timed_case(case: Case, first_seed: int, settings: PlanSettings, rng: random
         if reps_of_set:
             captures.add((reps_of_set[-1], s))
             captures.add((rng.choice(reps_of_set), s))
-    return TimedCase(case, seeds, tuple(sorted(captures)))
+    call_seeds = tuple(_seed(rng) for _ in range(settings.warmup + settings.reps))
+    return TimedCase(case, seeds, tuple(sorted(captures)), call_seeds)
 
 
 def make_trial_inputs(task: TaskSpec, case: Case, seed: int, device: str | torch.device) -> dict[str, Any]:
     """`TaskSpec.make_inputs` for one trial, in the case's own dtype."""
     return task.make_inputs(case, seed, device, case.params.get("dtype"))
+
+
+def fresh_queries(q: torch.Tensor, seed: int) -> torch.Tensor:
+    """Standard-normal queries shaped and typed like `q`, deterministic in `seed` on a given device type."""
+    gen = torch.Generator(device=q.device).manual_seed(seed)
+    return torch.randn(q.shape, generator=gen, device=q.device, dtype=torch.float32).to(q.dtype)
 
 
 def perturb_inputs(inputs: dict[str, Any], seed: int) -> None:
@@ -200,9 +215,7 @@ def perturb_inputs(inputs: dict[str, Any], seed: int) -> None:
     Deterministic in `seed` on a given device type; the parent applies it to its own copy. A candidate that
     replays an output cached on pointers or shapes keeps the old answer and fails.
     """
-    q = inputs["q_extend"]
-    gen = torch.Generator(device=q.device).manual_seed(seed)
-    q.copy_(torch.randn(q.shape, generator=gen, device=q.device, dtype=torch.float32).to(q.dtype))
+    inputs["q_extend"].copy_(fresh_queries(inputs["q_extend"], seed))
     inputs["v_extend"].neg_()
     if inputs["v_buffer"].untyped_storage().data_ptr() != inputs["v_extend"].untyped_storage().data_ptr():
         inputs["v_buffer"].neg_()

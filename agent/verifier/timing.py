@@ -5,12 +5,14 @@ larger than it, CUDA events around the call on the current stream, then a device
 host wall-clock region -- so work left on a side stream or a background thread shows as wall time far above
 event time, which the verifier rejects. Around it this loop adds what a verifier needs and a benchmark does
 not: fixed warm-up and repetition counts from the plan (never derived from the candidate's own first calls),
-the output refilled with NaN before every call, input sets rotated call by call, the outputs of secret
+the output refilled with NaN and the queries regenerated (``refresh``) before every call -- so no call sees the
+inputs of another and a replayed answer is wrong -- input sets rotated call by call, the outputs of secret
 repetitions cloned for re-checking, and markers (``mark``) that let the parent time every call on its own clock.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +20,22 @@ from typing import Any
 import torch
 
 from kernels.timing import bench
+
+Timer = Callable[[Callable[[dict[str, Any]], None], dict[str, Any]], tuple[float, float]]
+
+
+def gpu_timer(call: Callable[[dict[str, Any]], None], args: dict[str, Any]) -> tuple[float, float]:
+    """(event_us, wall_us) of one call through `kernels.timing.bench` (L2 flush, events, device-wide sync)."""
+    timing = bench(lambda **kw: call(kw), [args], reps=1, warmup=0, flush_l2=True)
+    return timing.median_us, timing.wall_median_us
+
+
+def wall_timer(call: Callable[[dict[str, Any]], None], args: dict[str, Any]) -> tuple[float, float]:
+    """(wall_us, wall_us) of one call: exercises the timing protocol on the CPU; never a measurement."""
+    t0 = time.perf_counter()
+    call(args)
+    elapsed = (time.perf_counter() - t0) * 1e6
+    return elapsed, elapsed
 
 
 @dataclass
@@ -38,6 +56,8 @@ def timed_reps(
     reps: int,
     capture: set[tuple[int, int]],
     mark: Callable[[str], None],
+    refresh: Callable[[dict[str, Any], int], None],
+    timer: Timer = gpu_timer,
 ) -> TimingResult:
     """Time `reps` calls of `call` cycling through `arg_sets` (rep r uses set r % len(arg_sets)).
 
@@ -46,24 +66,30 @@ def timed_reps(
         output: name of the in-place output argument, refilled with NaN before every call.
         capture: (rep, set) pairs whose output is cloned after the call (outside the timed region).
         mark: sends ``"rb"`` right before and ``"re"`` right after each timed call to the parent.
+        refresh: ``refresh(args, i)`` rewrites the inputs in place before call i (warm-up calls count first).
+        timer: `gpu_timer` (default) or `wall_timer` (CPU protocol tests).
     """
     n = len(arg_sets)
+    gpu = timer is gpu_timer
+    sync = torch.cuda.synchronize if gpu else (lambda: None)
     for w in range(warmup):
         args = arg_sets[w % n]
+        refresh(args, w)
         args[output].fill_(float("nan"))
         call(args)
-    torch.cuda.synchronize()
+    sync()
     result = TimingResult()
     for r in range(reps):
         s = r % n
         args = arg_sets[s]
+        refresh(args, warmup + r)
         args[output].fill_(float("nan"))
-        torch.cuda.synchronize()
+        sync()
         mark("rb")
-        timing = bench(lambda **kw: call(kw), [args], reps=1, warmup=0, flush_l2=True)
+        event_us, wall_us = timer(call, args)
         mark("re")
-        result.event_us.append(timing.median_us)
-        result.wall_us.append(timing.wall_median_us)
+        result.event_us.append(event_us)
+        result.wall_us.append(wall_us)
         if (r, s) in capture:
             result.captured[(r, s)] = args[output].clone()
     return result

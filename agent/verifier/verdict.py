@@ -61,7 +61,8 @@ class VerifyOptions(BaseModel):
     include_bench_cases: bool | None = Field(None, description="None: on a GPU only")
     case_ids: tuple[str, ...] = Field((), description="restrict bench/test cases to these ids (hidden ones stay)")
     random_cases: int = Field(3, ge=1, description="hidden random shapes (one is repeated with a new seed)")
-    timing: bool | None = Field(None, description="None: time on a GPU, never on the CPU")
+    timing: bool | None = Field(None, description="None: time on a GPU only. True on the CPU runs the timing "
+                                "protocol on the selected test cases with a wall clock (tests; not a measurement)")
     warmup: int = Field(3, ge=0)
     reps: int = Field(20, ge=3)
     rotations: int = Field(2, ge=1, description="input sets cycled through during timing")

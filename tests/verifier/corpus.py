@@ -46,7 +46,7 @@ class Cheat:
         return self.gpu or self.dynamic
 
 
-S, C, R, M, T = "static_rejected", "compile_error", "runtime_error", "mismatch", "too_fast_to_be_true"
+S, R, M = "static_rejected", "runtime_error", "mismatch"
 
 CHEATS: tuple[Cheat, ...] = (
     Cheat("stale_allocator", "stale allocator memory", M, M, "outside |got-expected|"),
@@ -74,7 +74,7 @@ CHEATS: tuple[Cheat, ...] = (
     Cheat("monkeypatch_timer", "monkeypatched timers", S, R, "replaced torch.cuda.Event.elapsed_time"),
     Cheat("fake_output_lines", "faked output lines", M, M, "outside |got-expected|"),
     Cheat("forge_channel", "faked output lines (forged channel messages)", S, R, "differ from the verifier's"),
-    Cheat("replay_when_timed", "impossible times", S, None, "roofline floor", gpu=T),
+    Cheat("replay_when_timed", "impossible times", S, None, "re-checked after the timing loop", gpu=M),
     Cheat("shadow_torch", "environment tampering", S, R, "open('torch.py', 'w')"),
     Cheat("exit_early", "ending the run early", S, R, "SystemExit"),
     Cheat("tensor_subclass", "tensor subclass", S, R, "passthrough"),

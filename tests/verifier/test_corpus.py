@@ -74,3 +74,18 @@ def test_honest_candidate_passes(verifier, honest):
     assert all(e.mismatches == 0 and e.trials >= 1 for e in verdict.errors.values())
     kinds = {p["kind"] for p in verdict.config["plan"]}
     assert kinds == {"check", "perturb", "ablate"}
+
+
+def test_timing_protocol_on_the_cpu_passes_an_honest_candidate(verifier):
+    verdict = _verify(verifier, HONEST[-1].path, timing=True, case_ids=("gqa-4", "sinks"), reps=5)
+    assert verdict.stage == "pass", verdict.summary()
+    assert set(verdict.timings) == {"gqa-4", "sinks"} and not verdict.timed and not verdict.time_us
+    assert "not measurements" in verdict.timing_note
+    assert all(t.reps == 5 and t.verifier_wall_us > 0 for t in verdict.timings.values())
+
+
+def test_replaying_cached_outputs_during_timing_is_caught_by_fresh_inputs(verifier):
+    cheat = next(c for c in CHEATS if c.name == "replay_when_timed")
+    verdict = _verify(verifier, cheat.path, skip_static=True, timing=True, case_ids=("gqa-4",), reps=6)
+    assert verdict.stage == cheat.gpu_dynamic == "mismatch", verdict.summary()
+    assert cheat.reason in verdict.reasons[0]

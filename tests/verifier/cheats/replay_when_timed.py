@@ -1,5 +1,5 @@
-"""CHEAT (result caching / impossible times): computes honestly, but once the same buffers come back a third time (a timing loop) it replays the output cached for those pointers with a cheap copy kernel, so timed calls cost a memcpy. Correct on every checked call.
-Caught by: static rules no-module-state / no-identity-keys; on a GPU the roofline floor (too_fast_to_be_true). On the CPU nothing is timed, so the dynamic stage alone cannot see it there.
+"""CHEAT (result caching / impossible times): computes honestly, but once the same buffers come back a third time (a timing loop) it replays the output cached for those pointers with a cheap copy kernel, so timed calls cost a memcpy, far below the roofline floor. Correct on every checked call.
+Caught by: static rules no-module-state / no-identity-keys; the timing loop regenerates the queries before every call and re-checks secret calls (mismatch); a time below the roofline floor would be too_fast_to_be_true. The default CPU run times nothing, so there only the timing-protocol test (timing=True) sees it.
 """
 
 
