@@ -260,10 +260,15 @@ class Guards:
             cls.run = run
 
     def _patch_streams(self) -> None:
+        """Creating streams or graphs, or switching the current stream, is refused to candidate code (whatever
+        of these this torch version has is patched)."""
         from torch.cuda import graphs, streams
 
-        for owner in (streams.Stream, streams.ExternalStream, graphs.CUDAGraph):
-            original_new = owner.__dict__["__new__"]
+        for owner in (getattr(streams, "Stream", None), getattr(streams, "ExternalStream", None),
+                      getattr(graphs, "CUDAGraph", None)):
+            original_new = owner.__dict__.get("__new__") if owner is not None else None
+            if original_new is None:
+                continue
 
             def guarded_new(cls, *args, _original=original_new, _name=owner.__name__, **kwargs):
                 self._refuse_if_untrusted(f"creates a torch.cuda.{_name} (side stream or graph)")
@@ -271,7 +276,9 @@ class Guards:
 
             owner.__new__ = staticmethod(guarded_new)  # type: ignore[method-assign]
         for name in ("set_stream", "_set_stream_by_id"):
-            original = getattr(torch.cuda, name)
+            original = getattr(torch.cuda, name, None)
+            if original is None:
+                continue
 
             def guarded(*args, _original=original, _name=name, **kwargs):
                 self._refuse_if_untrusted(f"torch.cuda.{_name} switches streams")
