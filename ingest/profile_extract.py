@@ -23,11 +23,20 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from pathlib import Path
 
-from hardware_profiles import HardwareProfile, ProfileField, Source
-from hardware_profiles.schema import SCALAR_FIELDS, Alternative
+from hardware_profiles import HardwareProfile, ProfileField, Source, known_chips, load_profile, save_profile
+from hardware_profiles.merge import merge_profiles
+from hardware_profiles.schema import SCALAR_FIELDS
 from hardware_profiles.yaml_io import check_chip_name
+from ingest.profile_llm import ProposalModel, propose_candidates
+from ingest.profile_resolve import (  # noqa: F401  ExtractionReport is part of this module's API
+    ExtractionReport,
+    chip_peaks_from_per_unit,
+    resolve_field,
+    resolve_peak,
+    source_of,
+)
 from ingest.profile_rules import (
     DTYPES,
     Candidate,
@@ -37,11 +46,9 @@ from ingest.profile_rules import (
     scalar_candidates,
 )
 from ingest.profile_tables import table_records
-from ingest.profile_text import Record, chip_tokens, prose_records
+from ingest.profile_text import CU_NOUNS, Record, chip_tokens, prose_records
 from ingest.types import Chunk
 
-_MAX_ALTERNATIVES = 8
-_QUOTE_MAX = 240
 _BACKENDS = {
     "rocm": r"\bROCm\b|\bHIP\b",
     "cuda": r"\bCUDA\b",
@@ -50,40 +57,15 @@ _BACKENDS = {
 }
 
 
-@dataclass
-class ExtractionReport:
-    """What extraction saw and decided, for the onboarding report and the evaluation script."""
-
-    chip: str
-    chunks: int = 0
-    documents: list[str] = field(default_factory=list)
-    candidates: int = 0
-    found: list[str] = field(default_factory=list)
-    conflicts: list[str] = field(default_factory=list)
-    superseded: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-
-    def summary(self) -> str:
-        """One paragraph: counts, conflicts, problems."""
-        if not self.found:
-            return (f"no hardware facts found for {self.chip} in {self.chunks} chunks of "
-                    f"{len(self.documents)} document(s): the profile is empty")
-        text = (f"{len(self.found)} field(s) found for {self.chip} from {self.candidates} candidate value(s) in "
-                f"{self.chunks} chunks of {len(self.documents)} document(s)")
-        if self.conflicts:
-            text += f"; conflicts: {', '.join(self.conflicts)}"
-        if self.problems:
-            text += f"; {len(self.problems)} value(s) left out for their unit"
-        return text
-
-
-def extract_profile(chip: str, chunks: list[Chunk]) -> HardwareProfile:
+def extract_profile(chip: str, chunks: list[Chunk], llm: ProposalModel | None = None) -> HardwareProfile:
     """Typed hardware profile of `chip` read from `chunks`, every value with its quoted source.
 
     Args:
         chip: chip name (profile key), e.g. ``mi300x`` or ``wormhole_n150``; its model tokens (letters and digits)
             decide which products' statements apply.
         chunks: the onboarded chunks of the chip's documents (`ingest.types.Chunk`; any kind).
+        llm: optional proposal model (`ingest.profile_llm.default_model()` when an endpoint is configured); its
+            proposals join the rules' candidates only when their quote is verbatim in the cited chunk.
 
     Returns:
         A `HardwareProfile` with null for every field the documents do not state. See
@@ -91,8 +73,47 @@ def extract_profile(chip: str, chunks: list[Chunk]) -> HardwareProfile:
 
     Raises:
         BadInputError: `chip` is not a valid chip name.
+        ChiploreError: `llm` is given and its endpoint fails.
     """
-    return extract_profile_with_report(chip, chunks)[0]
+    extra: list[Candidate] = []
+    rejected: list[str] = []
+    if llm is not None:
+        extra, rejected = propose_candidates(check_chip_name(chip), chunks, llm)
+    profile, report = extract_profile_with_report(chip, chunks, extra=extra)
+    if rejected:
+        note = f" LLM proposals rejected (quote not verbatim or value not in it): {len(rejected)}."
+        profile = profile.model_copy(update={"notes": profile.notes + note})
+    return profile
+
+
+def update_profile_from_documents(chip: str, chunks: list[Chunk], llm: ProposalModel | None = None,
+                                  save: bool = True) -> tuple[HardwareProfile, ExtractionReport, Path | None]:
+    """Extract `chip`'s profile from its onboarded `chunks` and merge it into the profile on record.
+
+    The base is the chip's current profile (user file, else packaged, else empty); every extracted value is merged
+    with `hardware_profiles.merge.merge_profiles` (unknowns filled, agreeing values kept, disagreements recorded as
+    conflicts). Re-running on the same chunks changes nothing. This is what `chiplore onboard` calls.
+
+    Returns:
+        (merged profile, extraction report, path written or None when nothing was found or `save` is False).
+
+    Raises:
+        BadInputError: invalid chip name, or the user's profile file fails to load or cannot be written.
+        ChiploreError: `llm` is given and its endpoint fails.
+    """
+    name = check_chip_name(chip)
+    extra: list[Candidate] = []
+    if llm is not None:
+        extra, _ = propose_candidates(name, chunks, llm)
+    extracted, report = extract_profile_with_report(name, chunks, extra=extra)
+    base = load_profile(name) if name in known_chips() else HardwareProfile(chip=name)
+    merged, messages = merge_profiles(base, extracted)
+    notes = re.sub(r"\s*Extracted by rules from .*$", "", base.notes, flags=re.S).strip()
+    merged = merged.model_copy(update={"notes": f"{notes} {extracted.notes}".strip()})
+    report.merge_messages = messages
+    if not report.found or not save:
+        return merged, report, None
+    return merged, report, save_profile(merged)
 
 
 def extract_profile_with_report(chip: str, chunks: list[Chunk],
@@ -113,11 +134,16 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk],
     fields: dict[str, ProfileField] = {}
     for field_name, unit in SCALAR_FIELDS.items():
         mine = [c for c in out.candidates if c.field == field_name]
-        fields[field_name] = _resolve(field_name, unit, mine, out.learned_sub.get(field_name, []), report)
+        fields[field_name] = resolve_field(field_name, unit, mine, out.learned_sub.get(field_name, []), report)
     peaks = {}
+    components = component_counts(chunks)
     for dtype in DTYPES:
         mine = [c for c in out.candidates if c.field == f"peak_tflops.{dtype}"]
-        resolved = _resolve_peak(dtype, mine, report)
+        resolved = resolve_peak(dtype, [c for c in mine if not c.noun], report)
+        if resolved.value is None and resolved.kind != "conflict":
+            derived = chip_peaks_from_per_unit([c for c in mine if c.noun], fields["num_compute_units"],
+                                                components)
+            resolved = resolve_peak(dtype, derived, report) if derived else resolved
         if resolved.value is not None or resolved.kind == "conflict":
             peaks[dtype] = resolved
     unit_name, unit_source = _compute_unit_name(out.candidates)
@@ -149,7 +175,7 @@ def merge_windows(chunks: list[Chunk]) -> list[tuple[Chunk, tuple[Chunk, ...]]]:
     stay as they are. The merged chunk keeps the first window's id, source, page and section; quotes are taken
     from the original windows (see `_verbatim_quote`).
     """
-    ordered = sorted(chunks, key=lambda c: c.metadata.get("chunk_index", 0)) if all(
+    ordered = sorted(chunks, key=lambda c: (c.source, c.metadata.get("chunk_index", 0))) if all(
         "chunk_index" in c.metadata for c in chunks) else list(chunks)
     out: list[tuple[Chunk, tuple[Chunk, ...]]] = []
     for c in ordered:
@@ -172,165 +198,22 @@ def _join_overlap(left: str, right: str) -> str:
     return f"{left} {right}"
 
 
-def _source(candidate: Candidate) -> Source:
-    """Citation of a candidate: its document, locator and a quote that appears verbatim (whitespace collapsed)
-    in one original chunk."""
-    record = candidate.record
-    return Source(document=record.chunk.source, locator=record.locator or None, quote=_verbatim_quote(candidate))
-
-
-def _squash(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _verbatim_quote(candidate: Candidate) -> str:
-    """The record's quote if one original chunk holds it, else the widest window of the record text around the
-    value that one chunk holds (tables re-rendered from raw markup, links and tags removed, windows merged)."""
-    record = candidate.record
-    texts = [_squash(c.text) for c in (record.originals or (record.chunk,))]
-
-    def held(option: str) -> bool:
-        return bool(option) and any(option in t for t in texts)
-
-    for option in ([record.quote] if len(record.quote) <= _QUOTE_MAX else []) + [record.text]:
-        if held(_squash(option)):
-            return _squash(option)
-    text, q = record.text, candidate.quantity
-    if not (0 <= q.start < q.end <= len(text)) or text[q.start:q.end].strip() != q.text:
-        return q.text
-    left, right = max(0, q.start - 120), min(len(text), q.end + 120)
-    while left < q.start or right > q.end:
-        if held(_squash(text[left:right])):
-            return _squash(text[left:right])
-        left, right = min(q.start, left + 4), max(q.end, right - 4)
-    return q.text
-
-
-def _dedupe(candidates: list[Candidate]) -> list[Candidate]:
-    seen, out = set(), []
-    for c in candidates:
-        key = (c.record.chunk.source, c.record.locator, c.record.quote, round(c.value, 9), c.variant)
-        if key not in seen:
-            seen.add(key)
-            out.append(c)
-    return out
-
-
-def _agree(a: Candidate, b: Candidate) -> bool:
-    return abs(a.value - b.value) <= max(a.resolution, b.resolution) * 1.0001 + 1e-12
-
-
-def _scoped(candidates: list[Candidate], field_name: str, report: ExtractionReport) -> list[Candidate]:
-    """Chip-naming candidates if any, else the product-neutral ones (never those naming other products)."""
-    chip = [c for c in candidates if c.record.product == "chip"]
-    neutral = [c for c in candidates if c.record.product == "neutral"]
-    if chip:
-        overruled = [c for c in neutral if not any(_agree(c, k) for k in chip)]
-        for c in overruled[:3]:
-            report.superseded.append(
-                f"{field_name}: {c.value:g} ({c.record.chunk.source}: {c.record.quote[:80]!r}) overruled by "
-                f"statements that name the chip")
-        return chip
-    return neutral
-
-
-def _groups(candidates: list[Candidate]) -> list[list[Candidate]]:
-    """Single-linkage groups of agreeing values, largest value last."""
-    groups: list[list[Candidate]] = []
-    for c in sorted(candidates, key=lambda c: c.value):
-        if groups and any(_agree(c, g) for g in groups[-1]):
-            groups[-1].append(c)
-        else:
-            groups.append([c])
-    return groups
-
-
-def _support(candidates: list[Candidate]) -> int:
-    return len({(c.record.chunk.source, c.record.locator, c.record.quote) for c in candidates})
-
-
-def _best_value(group: list[Candidate]) -> Candidate:
-    """Most-cited value of an agreeing group (ties: the most precise); stated sources before derived ones."""
-    counts = Counter(round(c.value, 9) for c in group)
-    top = max(counts.values())
-    best = [c for c in group if counts[round(c.value, 9)] == top]
-    best.sort(key=lambda c: (c.resolution, c.kind != "stated", c.record.product != "chip"))
-    return best[0]
-
-
-def _field(unit: str, group: list[Candidate]) -> ProfileField:
-    best = _best_value(group)
-    stated = [c for c in group if c.kind == "stated" and abs(c.value - best.value) < 1e-9]
-    if stated:
-        return ProfileField(value=best.value, unit=unit, kind="stated", source=_source(stated[0]))
-    return ProfileField(value=best.value, unit=unit, kind="derived", source=_source(best), formula=best.formula)
-
-
-def _conflict(field_name: str, unit: str, groups: list[list[Candidate]], support_pool: list[Candidate],
-              report: ExtractionReport) -> ProfileField:
-    alternatives = []
-    for group in groups:
-        seen_docs = set()
-        for c in group:
-            key = (c.record.chunk.source, round(c.value, 9))
-            if key in seen_docs:
-                continue
-            seen_docs.add(key)
-            alternatives.append(Alternative(value=c.value, source=_source(c)))
-    alternatives = alternatives[:_MAX_ALTERNATIVES]
-    support = [(_support([c for c in support_pool if any(_agree(c, g) for g in group)]), group) for group in groups]
-    support.sort(key=lambda s: -s[0])
-    report.conflicts.append(field_name)
-    if len(support) > 1 and support[0][0] == support[1][0]:
-        return ProfileField(value=None, unit=unit, kind="conflict", alternatives=tuple(alternatives))
-    best = _best_value(support[0][1])
-    return ProfileField(value=best.value, unit=unit, kind="conflict", source=_source(best),
-                        alternatives=tuple(alternatives))
-
-
-def _drop_learned_sub(candidates: list[Candidate], learned: list[float]) -> list[Candidate]:
-    if not learned:
-        return candidates
-    return [c for c in candidates
-            if not any(abs(c.value - v) <= c.resolution * 1.0001 + 1e-12 for v in _in_field_units(c, learned))]
-
-
-def _in_field_units(candidate: Candidate, learned_base: list[float]) -> list[float]:
-    """Learned per-sub-unit values (base units) converted like the candidate's own quantity."""
-    q = candidate.quantity
-    factor = candidate.value / q.value if q.value else 1.0
-    return [v * factor for v in learned_base]
-
-
-def _resolve(field_name: str, unit: str, candidates: list[Candidate], learned: list[float],
-             report: ExtractionReport) -> ProfileField:
-    candidates = _scoped(_drop_learned_sub(_dedupe(candidates), learned), field_name, report)
-    if not candidates:
-        return ProfileField(unit=unit)
-    groups = _groups(candidates)
-    if len(groups) == 1:
-        return _field(unit, groups[0])
-    return _conflict(field_name, unit, groups, candidates, report)
-
-
-def _resolve_peak(dtype: str, candidates: list[Candidate], report: ExtractionReport) -> ProfileField:
-    unit = "TFLOP/s"
-    candidates = _scoped(_dedupe(candidates), f"peak_tflops.{dtype}", report)
-    matrix = [c for c in candidates if c.variant == "matrix"]
-    vector = [c for c in candidates if c.variant == "vector"]
-    plain = [c for c in candidates if not c.variant and not any(_agree(c, v) for v in vector)]
-    if matrix:
-        top = max(c.value for c in matrix)
-        plain = [c for c in plain if c.value > top or any(_agree(c, m) for m in matrix)]
-        pool = matrix + plain
-    else:
-        pool = (vector or []) + plain
-    if not pool:
-        return ProfileField(unit=unit)
-    groups = _groups(pool)
-    if len(groups) == 1:
-        return _field(unit, groups[0])
-    return _conflict(f"peak_tflops.{dtype}", unit, groups, candidates, report)
+def component_counts(chunks: list[Chunk]) -> dict[str, int]:
+    """How many of each component one compute unit holds, from lists such as "Each Tensix tile contains: ...
+    1x Matrix Unit (FPU) ... 1x Vector Unit (SFPU)" -> {"matrix unit": 1, "fpu": 1, "vector unit": 1, "sfpu": 1}."""
+    counts: dict[str, int] = {}
+    for c, _ in merge_windows(chunks):
+        text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", c.text)
+        head = re.search(rf"\bEach\s+(?:\w+\s+)?(?:{CU_NOUNS}|tile)\s+(?:contains|has|includes|consists of)",
+                         text, re.IGNORECASE)
+        if not head:
+            continue
+        for match in re.finditer(r"(?<![\w.])(\d+)x\s+\"?([A-Z][\w\-\" ]*?)\"?(?:\s*\((\w+)\))?(?=[,.;:\n]|\s+-|$)",
+                                 text[head.end():]):
+            name = " ".join(match.group(2).replace('"', "").lower().split())
+            for key in filter(None, (name, (match.group(3) or "").lower())):
+                counts.setdefault(key, int(match.group(1)))
+    return counts
 
 
 def _compute_unit_name(candidates: list[Candidate]) -> tuple[str | None, Source | None]:
@@ -359,7 +242,7 @@ def _compute_unit_name(candidates: list[Candidate]) -> tuple[str | None, Source 
     abbr = next((a for a, full in abbreviations.items() if full == phrase and a in seen_abbr), None)
     if abbr:
         name = f"{name} ({abbr.upper()})"
-    return name, _source(source_candidate)
+    return name, source_of(source_candidate)
 
 
 def _restore_case(phrase: str, candidate: Candidate) -> str:

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from ingest.profile_text import CU_NOUNS, Record, classify_noun, level_cues, without_parentheticals
-from ingest.units import Quantity, find_quantities
+from ingest.units import TARGET_UNITS, Quantity, find_quantities
 
 _CHIP_FIELDS_REJECT = frozenset({"sub", "cu", "multi", "block"})
 _PER_CU_REJECT = frozenset({"sub", "multi", "block"})
@@ -92,13 +92,17 @@ SCALAR_RULES: tuple[FieldRule, ...] = (
               minimum=2**29),
     FieldRule("mem_bw_gbps", "bytes_per_s", "GB/s", _rx(r"memory|\bHBM\w*|\bGDDR\w*|\bDRAM\b|\bVRAM\b"),
               _rx(r"cache|\bL[0-3]\b|\bLLC\b|fabric|\blinks?\b|I/O|\bIO\b|\bNoC\b|PCIe|P2P|NVLink|interconnect|"
-                  r"network|ethernet|per hop|xGMI|\bhost\b|read bandwidth|write bandwidth|measured|achieve"),
+                  r"network|ethernet|per hop|xGMI|\bhost\b|read bandwidth|write bandwidth|measured|achiev|sustain|"
+                  r"effective|observed|in practice|SRAM|on-die|on-chip|scratch ?pad|\bLDS\b|shared memory"),
               needs_peak_cue=True),
     FieldRule("clock_mhz", "hz", "MHz", _rx(r"clock|frequency|boost|\bspeed\b"),
               _rx(r"memory|\bHBM|\bGDDR|\bDRAM|data rate|\bbus\b|\blink|fabric|PCIe|base clock|idle|minimum"),
               reject_levels=frozenset(), minimum=1e8),
 )
 RULES_BY_NAME = {rule.name: rule for rule in SCALAR_RULES}
+#: Fields whose keyword must sit next to the number when a clause holds several numbers.
+_NEEDS_LOCAL_KEYWORD = ("mem_bw_gbps", "mem_capacity_gb", "l2_cache_mb", "smem_per_compute_unit_kb",
+                        "smem_per_block_kb")
 
 
 @dataclass
@@ -199,6 +203,9 @@ def scalar_candidates(record: Record, out: RuleOutput) -> None:
         every = find_quantities(record.text, record.default_unit)
         for quantity in _main_quantities(record, rule.dimension):
             segment = _segment(record.text, every, quantity)
+            if len(every) > 1 and not record.is_table and rule.name in _NEEDS_LOCAL_KEYWORD \
+                    and not rule.include.search(segment):
+                continue
             if rule.exclude is not None and not record.is_table and (
                     rule.exclude.search(segment)
                     or (not rule.include.search(record.text) and rule.exclude.search(record.key))):
@@ -221,7 +228,7 @@ def _consider(rule: FieldRule, record: Record, quantity: Quantity, out: RuleOutp
     if quantity.per or _is_bound(record, quantity) or quantity.value < rule.minimum:
         return
     if rule.needs_peak_cue and not record.is_table and not re.search(
-            r"peak|theoretical|aggregate|total|maximum|\bmax\b|up to", record.text, re.IGNORECASE):
+            r"peak|theoretical|aggregate|total|maximum|\bmax\b|up to|bandwidth", record.text, re.IGNORECASE):
         return
     if rule.needs_peak_cue and record.is_table and not re.search(r"bandwidth", record.local, re.IGNORECASE):
         return
@@ -237,8 +244,6 @@ def _consider(rule: FieldRule, record: Record, quantity: Quantity, out: RuleOutp
 
 
 def _factor(unit: str) -> float:
-    from ingest.units import TARGET_UNITS
-
     return TARGET_UNITS[unit][1]
 
 
@@ -317,11 +322,25 @@ def peak_candidates(record: Record, out: RuleOutput) -> None:
         quantities = quantities[:1]
     for n, quantity in enumerate(quantities):
         levels = _quantity_levels(record, quantity)
-        if levels & _CHIP_FIELDS_REJECT or quantity.per or _is_bound(record, quantity):
+        if quantity.per or _is_bound(record, quantity) or levels & {"multi", "block"}:
+            continue
+        per_unit = _per_unit_noun(record, quantity) if levels & {"cu", "sub"} else None
+        if levels & {"cu", "sub"} and not per_unit:
             continue
         for dtype, variant in _dtypes_near(record, quantities, n):
             out.candidates.append(Candidate(f"peak_tflops.{dtype}", quantity.to("TFLOP/s"),
-                                            quantity.resolution / 1e12, record, quantity, variant=variant))
+                                            quantity.resolution / 1e12, record, quantity, variant=variant,
+                                            noun=per_unit or ""))
+
+
+def _per_unit_noun(record: Record, quantity: Quantity) -> str | None:
+    """The unit a per-unit peak is stated for: ``"vector unit"`` in "0.064 TFLOP/s (per Vector Unit)"."""
+    after = re.match(r"\s*\(\s*per\s+([^()]{1,40})\)", record.text[quantity.end:], re.IGNORECASE)
+    if after:
+        return " ".join(after.group(1).lower().split())
+    match = re.search(r"\bper\s+((?:[\w\-]+\s+){0,2}[\w\-]+(?:\s*\([A-Za-z]+\))?)",
+                      record.key if record.is_table else record.text, re.IGNORECASE)
+    return " ".join(match.group(1).lower().split()) if match else None
 
 
 def _dtypes_near(record: Record, quantities: list[Quantity], n: int) -> list[tuple[str, str]]:

@@ -123,3 +123,23 @@ def _split(chip: str, source: str, text: str, heading) -> list[Chunk]:
     if "\n".join(body).strip():
         chunks.append(_chunk(chip, source, "\n".join(body), section=section))
     return chunks
+
+
+def chunks_from_records(records) -> list[Chunk]:
+    """Chunks rebuilt from knowledge-store records (``knowledge.store.StoredRecord``: ``id``, ``text``, ``metadata``
+    with ``chip``, ``source``, ``page``, ``section``, ``kind`` and ``chunk_index``), in document reading order, so
+    that `chiplore onboard` can re-extract a chip's profile from everything onboarded for it, unchanged files too."""
+    chunks = []
+    for record in records:
+        meta = dict(record.metadata or {})
+        page = meta.get("page")
+        chunks.append(Chunk(
+            id=record.id, text=record.text, chip=str(meta.get("chip", "")), source=str(meta.get("source", "")),
+            page=int(page) if page is not None else None, section=str(meta.get("section", "")),
+            kind=str(meta.get("kind", "prose")),
+            metadata={k: v for k, v in meta.items() if isinstance(v, (str, int, float)) and k not in (
+                "chip", "source", "page", "section", "kind")},
+        ))
+    chunks.sort(key=lambda c: (c.source, c.metadata.get("chunk_index", 0) if isinstance(
+        c.metadata.get("chunk_index", 0), (int, float)) else 0))
+    return chunks

@@ -20,7 +20,7 @@ from ingest.profile_text import (
     products_in,
 )
 from ingest.types import Chunk
-from ingest.units import header_unit
+from ingest.units import find_quantities, header_unit, unit_info
 
 _SEPARATOR_ROW = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _LIST_TABLE = re.compile(r"^(\s*)(?:\.\. list-table::|```\{list-table\})\s*(.*)$")
@@ -44,8 +44,21 @@ def _cell_record(header: str, label: str, value: str, caption: str, chunk: Chunk
         locator=locator, chunk=chunk,
         product=product or product_scope([label, header, caption, chunk.section], tokens),
         levels=level_cues(key), default_unit=header_unit(header) or header_unit(label), is_table=True,
-        sparse=sparse or bool(re.search(r"sparsity|sparse", f"{header} {label}", re.IGNORECASE)),
+        sparse=sparse or bool(re.search(r"sparsity|sparse", f"{header} {label}", re.IGNORECASE))
+        or _marked_sparse(f"{header} {label}", chunk.text),
     )
+
+
+_FOOTNOTE_MARKS = "*†‡§¹²³⁴"
+
+
+def _marked_sparse(label: str, text: str) -> bool:
+    """True when `label` carries a footnote mark that `text` defines as sparsity (``* With sparsity``)."""
+    for mark in set(label) & set(_FOOTNOTE_MARKS):
+        if re.search(rf"(?:^|\s){re.escape(mark)}\s*(?:with|using|includes?)?\s*(?:2:4\s+)?(?:structured\s+)?"
+                     rf"sparsity", text, re.IGNORECASE | re.MULTILINE):
+            return True
+    return False
 
 
 def _row_records(header: list[str], row: list[str], caption: str, chunk: Chunk, tokens: set[str],
@@ -64,10 +77,27 @@ def _row_records(header: list[str], row: list[str], caption: str, chunk: Chunk, 
             continue
         name = normalize_space(header[i]) if i < len(header) else ""
         locator = locator_of(chunk, f"{where}row '{label}'" + (f", column '{name}'" if name else ""))
-        record = _cell_record(name, label, cell, caption, chunk, tokens, locator, product=row_product)
-        record.quote = normalize_space(f"{name}: {cell}") if name else cell
-        out.append(record)
+        for part_label, part_name, part in _split_cell(label, name, cell):
+            record = _cell_record(part_name, part_label, part, caption, chunk, tokens, locator, product=row_product)
+            record.quote = normalize_space(f"{name}: {cell}") if name else cell
+            out.append(record)
     return out
+
+
+def _split_cell(label: str, name: str, cell: str) -> list[tuple[str, str, str]]:
+    """One cell that holds several values of different kinds, named by a label with as many parts
+    (``"HBM2 capacity and bandwidth"`` / ``"16 GB, 819 GBps"``), as one (label, header, value) per part."""
+    values = [v.strip() for v in re.split(r"[,;]\s+", cell) if v.strip()]
+    dims = [next((q.dimension for q in find_quantities(v) if q.dimension != "count"), None) for v in values]
+    if len(values) < 2 or None in dims or len(set(dims)) != len(dims):
+        return [(label, name, cell)]
+    for text, is_label in ((label, True), (name, False)):
+        parts = [p.strip() for p in re.split(r"\s+and\s+|,\s*|\s*/\s*", text) if p.strip()]
+        if len(parts) == len(values):
+            subject = " ".join(parts[0].split()[:-1])
+            named = [parts[0]] + [f"{subject} {p}".strip() for p in parts[1:]]
+            return [(n, name, v) if is_label else (label, n, v) for n, v in zip(named, values)]
+    return [(label, name, cell)]
 
 
 def rendered_row_records(chunk: Chunk, tokens: set[str]) -> list[Record]:
@@ -232,7 +262,7 @@ def _flat_values(line: str) -> tuple[str, list[str]]:
 
 def _is_value_piece(token: str) -> bool:
     return bool(_NUM_TOKEN.match(token) or _UNIT_TOKEN.match(token) or _DECORATION.match(token)
-                or token == "|" or token.lower() in _MISSING)
+                or token == "|" or token.lower() in _MISSING or (len(token) > 2 and unit_info(token)))
 
 
 def _header_columns(line: str) -> list[tuple[str, list[str]]]:
@@ -261,6 +291,13 @@ def _flat_tables(lines: list[str], chunk: Chunk, tokens: set[str], used: set[int
             if len(columns) >= 2:
                 header, header_line, caption = columns, i, _table_caption(lines, i)
                 continue
+        if not header and len(values) == 1 and _spec_line(text, label, values[0]):
+            used.add(i)
+            locator = locator_of(chunk, f"row '{label}'")
+            record = _cell_record("", label, values[0], caption, chunk, tokens, locator)
+            record.quote = text
+            out.append(record)
+            continue
         if not header or len(values) < 2 or not label:
             if len(text) > 100:
                 header = []
@@ -270,6 +307,16 @@ def _flat_tables(lines: list[str], chunk: Chunk, tokens: set[str], used: set[int
             used.update((i, header_line))
             out.extend(records)
     return out
+
+
+def _spec_line(text: str, label: str, value: str) -> bool:
+    """A specification-sheet line ``"GPU Memory Bandwidth 4.8TB/s"``: a short label (no sentence punctuation)
+    and one value with a unit, nothing after it."""
+    from ingest.units import parse_quantity
+
+    quantity = parse_quantity(value)
+    return (len(text) <= 80 and 0 < len(label) <= 50 and not re.search(r"[.,;:]\s|[.,;:]$", label)
+            and quantity is not None and quantity.dimension != "count" and len(label.split()) <= 7)
 
 
 def _table_caption(lines: list[str], index: int) -> str:

@@ -44,7 +44,7 @@ BLOCK_NOUNS = r"(?:(?:thread )?blocks?|work-?groups?|work groups?|ctas?)"
 _TIME_NOUNS = r"(?:clock|clk|cycle|second|sec|hour|instruction|op|operation|call)"
 _PER_EACH = re.compile(r"\b(?:per|each|every)\s+((?:[\w\-]+[ \t]+){0,2}[\w\-]+)", re.IGNORECASE)
 _THE_SUB = re.compile(
-    r"\b(?:the|a|an|this|that)\s+(xcd|gcd|die|channel|bank|stack|hop|partition|vm|simd|slice|port|link|"
+    r"\b(?:the|a|an|this|that|one|single)\s+(?:[\w\-]+\s+){0,2}?(xcd|gcd|die|channel|bank|stack|hop|partition|vm|simd|slice|port|link|"
     r"controller|router|quadrant|tpc|gpc|ccd|iod|lane|core)\b(?!s)",
     re.IGNORECASE,
 )

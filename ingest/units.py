@@ -143,7 +143,17 @@ class Quantity:
 
 
 def unit_info(unit: str) -> tuple[str, float] | None:
-    """(dimension, factor to base unit) for a unit spelling such as ``"TB/sec"`` or ``"KiB"``; None if unknown."""
+    """(dimension, factor to base unit) for a unit spelling such as ``"TB/sec"`` or ``"KiB"``; None if unknown.
+
+    Case tells bytes from bits where it matters: ``GBps``/``GB/s`` are bytes per second, ``Gbps``/``Gb/s`` bits
+    per second (a per-pin or per-link rate, dimension ``transfers_per_s``).
+    """
+    compact = unit.strip().replace(" ", "")
+    bits = re.fullmatch(r"([kKMGT])b(?:ps|/s)", compact)
+    if bits:
+        return "transfers_per_s", {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[bits.group(1)]
+    if re.fullmatch(r"([kKMGTP])Bps", compact):
+        return "bytes_per_s", {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}[compact[0]]
     key = " ".join(unit.lower().replace("™", "").split())
     key = re.sub(r"\s*/\s*", "/", key).rstrip(".")
     if key in _UNITS:

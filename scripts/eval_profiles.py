@@ -169,7 +169,8 @@ def _fmt(value) -> str:
         return "null"
     if isinstance(value, float):
         return f"{value:.6g}"
-    return str(value)
+    text = str(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def markdown(results: list[FieldResult], summary: dict, meta: dict) -> str:

@@ -21,6 +21,7 @@ def _register_commands() -> None:
     """Import the command modules; each adds its commands to `app` on import."""
     import agent.cli.docs_cmds  # noqa: F401  onboard, ask, chips
     import agent.cli.pattern_cmds  # noqa: F401  patterns, findings
+    import agent.cli.profile_cmds  # noqa: F401  profile show, diff, detect
     import agent.cli.verify_cmds  # noqa: F401  verify
 
 

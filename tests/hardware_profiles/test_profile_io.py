@@ -72,7 +72,9 @@ def test_mi300x_facts_match_the_corpus_documents():
 
 
 def test_mi300x_quotes_are_verbatim_in_the_corpus():
-    corpus = Path("/work/shared/corpus/amd_cdna3")
+    from tests.ingest.test_profile_extract import CORPUS
+
+    corpus = CORPUS / "amd_cdna3"
     if not corpus.is_dir():
         pytest.skip("corpus not present")
     md = " ".join((corpus / "mi300.md").read_text(encoding="utf-8").split())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 from pathlib import Path
 
@@ -11,9 +12,10 @@ import pytest
 from ingest.profile_extract import extract_profile, extract_profile_with_report
 from ingest.types import Chunk
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
-if not CORPUS.is_dir():
-    CORPUS = Path("/work/shared/corpus")
+_REPO = Path(__file__).resolve().parents[2]
+CORPUS = Path(os.environ.get("CHIPLORE_CORPUS") or next(
+    (p for p in (_REPO.parent / "shared" / "corpus", _REPO.parent.parent / "shared" / "corpus") if p.is_dir()),
+    _REPO.parent / "shared" / "corpus"))
 
 
 def chunk(text: str, source: str = "zx100.md", kind: str = "prose", page: int | None = None,
@@ -221,3 +223,62 @@ def test_loader_rendered_pdf_table_rows():
     assert p.get("num_compute_units") == 96 and p.get("mem_bw_gbps") == pytest.approx(4000)
     assert p.peak_tflops["tf32"].value == 300  # dense sub-column of the ZX100 column
     assert p.num_compute_units.source.quote == "COMPUTE UNITS 48 96"
+
+
+def test_extracted_profile_saves_and_loads(tmp_path, monkeypatch):
+    import hardware_profiles as hp
+
+    monkeypatch.setenv("CHIPLORE_HOME", str(tmp_path))
+    a = chunk("The ZX100 has 4.0 TB/s of peak memory bandwidth and 96 compute units.", source="a.md")
+    b = chunk("Peak memory bandwidth of the ZX100: 3.6 TB/s. VGPR File (KiB): 512", source="b.md")
+    profile = extract_profile("zx100", [a, b])
+    path = hp.save_profile(profile)
+    assert hp.load_profile("zx100") == profile and path.name == "zx100.yaml"
+
+
+def test_per_unit_peak_scaled_to_the_chip_as_derived():
+    tile = chunk("Each ZX tile contains:\n* 1x Matrix Engine (MXE)\n* 2x Vector Engine (VE)\n", source="tile.md")
+    perf = chunk("The VE instruction VFMA has a theoretical maximum of 0.5 TFLOP/s (per Vector Engine) at FP32 "
+                 "precision. An zx150 card enables 10 tiles.", source="perf.md")
+    p = extract_profile("zx_zx150", [tile, perf])
+    field = p.peak_tflops["fp32"]
+    assert field.kind == "derived" and field.value == pytest.approx(0.5 * 2 * 10)
+    assert "per vector engine" in field.formula and "10 compute units" in field.formula
+    assert extract_profile("zx_zx150", [perf]).peak_tflops == {}  # components per tile unknown: no guess
+
+
+def test_update_profile_from_documents_is_idempotent(tmp_path, monkeypatch):
+    import hardware_profiles as hp
+    from ingest.profile_extract import update_profile_from_documents
+
+    monkeypatch.setenv("CHIPLORE_HOME", str(tmp_path))
+    first, report, path = update_profile_from_documents("zx100", [DATASHEET, PEAK_ROW])
+    assert path == hp.user_profiles_dir() / "zx100.yaml" and first.get("num_compute_units") == 96
+    before = path.read_bytes()
+    second, _, _ = update_profile_from_documents("zx100", [DATASHEET, PEAK_ROW])
+    assert second == first and path.read_bytes() == before
+    empty, report, nothing = update_profile_from_documents("zx100", [chunk("Install the driver first.")])
+    assert nothing is None and "no hardware facts" in report.summary() and path.read_bytes() == before
+
+
+def test_spec_sheet_lines_and_sparsity_footnotes():
+    sheet = chunk("ZX100 Technical Specifications\nFP64 34 teraFLOPS\nFP64 Tensor Core 67 teraFLOPS\n"
+                  "FP32 67 teraFLOPS\nTF32 Tensor Core* 989 teraFLOPS\nBFLOAT16 Tensor Core* 1,979 teraFLOPS\n"
+                  "GPU Memory 141GB\nGPU Memory Bandwidth 4.8TB/s\n* With sparsity\n", source="zx100.pdf", page=1)
+    p = extract_profile("zx100", [sheet])
+    assert p.peak_tflops["fp64"].value == 67 and p.peak_tflops["fp32"].value == 67
+    assert "tf32" not in p.peak_tflops and "bf16" not in p.peak_tflops  # sparse figures are not dense peaks
+    assert p.get("mem_capacity_gb") == 141 and p.get("mem_bw_gbps") == pytest.approx(4800)
+    assert p.mem_bw_gbps.source.quote == "GPU Memory Bandwidth 4.8TB/s"
+
+
+def test_cell_with_two_values_named_by_a_two_part_label():
+    table = chunk("| Key chip specifications | ZX100 values |\n|---|---|\n"
+                  "| Peak compute per chip (bf16) | 197 TFLOPs |\n"
+                  "| HBM2 capacity and bandwidth | 16 GB, 819 GBps |\n", source="zx.md")
+    prose = chunk("It integrates 128 GB of HBM2e memory with 3.7 TB/s of memory bandwidth and 96 MB of on-die SRAM "
+                  "with 12.8 TB/s.", source="other.md")
+    p = extract_profile("zx100", [table])
+    assert (p.get("mem_capacity_gb"), p.get("mem_bw_gbps"), p.peak_tflops["bf16"].value) == (16, 819, 197)
+    q = extract_profile("zx100", [prose])
+    assert (q.get("mem_capacity_gb"), q.get("mem_bw_gbps")) == (128, pytest.approx(3700))  # not the SRAM's

@@ -173,3 +173,10 @@ def test_parse_number_and_unknown_units():
     assert unit_info("furlongs") is None
     q = parse_quantity("12 furlongs")
     assert q.dimension == "count" and q.unit == ""
+
+
+def test_bytes_and_bits_per_second_by_case():
+    # "HBM2 capacity and bandwidth | 16 GB, 819 GBps" (a TPU spec table style) vs "operates at 5.2 Gbps" (white paper)
+    assert parse_quantity("819 GBps").dimension == "bytes_per_s" and parse_quantity("819 GBps").value == 819e9
+    assert parse_quantity("5.2 Gbps").dimension == "transfers_per_s"
+    assert parse_quantity("100 Gb/s").dimension == "transfers_per_s"

@@ -1,0 +1,123 @@
+"""``chiplore profile show|diff|detect``: read, compare and device-query hardware profiles."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from agent.cli.app import app
+from hardware_profiles import HardwareProfile, known_chips, load_profile, profile_path, save_profile
+from hardware_profiles.device_query import chip_name_from_device, merge_device_facts, query_device
+from hardware_profiles.yaml_io import check_chip_name, profile_to_data
+
+profile_app = typer.Typer(help="Show, compare and device-query hardware profiles.", no_args_is_help=True)
+app.add_typer(profile_app, name="profile")
+
+
+def _console() -> Console:
+    return Console(soft_wrap=False, width=200)
+
+
+def _fmt(value: float | None) -> str:
+    return "null" if value is None else f"{value:g}"
+
+
+def profile_table(profile: HardwareProfile) -> Table:
+    """Rich table of every field: value, unit, kind, citation (alternatives listed under conflicts)."""
+    table = Table(title=f"{profile.chip} — {profile.display_name or 'hardware profile'} (backend {profile.backend})")
+    for column in ("field", "value", "unit", "kind", "source"):
+        table.add_column(column, overflow="fold")
+    unit_name = profile.compute_unit_name or "null"
+    cite = profile.compute_unit_name_source.cite() if profile.compute_unit_name_source else ""
+    table.add_row("compute_unit_name", unit_name, "", "stated" if profile.compute_unit_name else "", cite)
+    for name, field in profile.fields().items():
+        kind = field.kind or ""
+        if field.kind == "derived" and field.formula:
+            kind = f"derived: {field.formula}"
+        table.add_row(name, _fmt(field.value), field.unit, kind, field.source.cite() if field.source else "")
+        for alt in field.alternatives:
+            table.add_row("", f"  alt {alt.value:g}", field.unit, "", alt.source.cite())
+    return table
+
+
+@profile_app.command("show")
+def show(chip: str = typer.Argument(..., help="chip name, e.g. h200 or mi300x"),
+         as_json: bool = typer.Option(False, "--json", help="print the profile as JSON")) -> None:
+    """Print a chip's profile: every value with its unit, kind and source."""
+    profile = load_profile(chip)
+    if as_json:
+        typer.echo(json.dumps(profile_to_data(profile), indent=1, ensure_ascii=False))
+        return
+    console = _console()
+    console.print(profile_table(profile))
+    console.print(f"file: {profile_path(chip)}")
+    if profile.notes:
+        console.print(f"notes: {profile.notes}")
+
+
+def profile_differences(a: HardwareProfile, b: HardwareProfile) -> list[tuple[str, str, str, str]]:
+    """(field, value in a, value in b, b/a) for every field whose value differs (kinds shown beside values)."""
+    rows = []
+    fa, fb = a.fields(), b.fields()
+    for name in list(fa) + [n for n in fb if n not in fa]:
+        x, y = fa.get(name), fb.get(name)
+        vx, vy = (x.value if x else None), (y.value if y else None)
+        if vx == vy:
+            continue
+        ratio = f"{vy / vx:.3g}x" if vx and vy is not None else ""
+        rows.append((name, _fmt(vx) + (f" [{x.kind}]" if x and x.kind else ""),
+                     _fmt(vy) + (f" [{y.kind}]" if y and y.kind else ""), ratio))
+    if a.compute_unit_name != b.compute_unit_name:
+        rows.insert(0, ("compute_unit_name", str(a.compute_unit_name), str(b.compute_unit_name), ""))
+    return rows
+
+
+@profile_app.command("diff")
+def diff(chip_a: str = typer.Argument(..., help="first chip"), chip_b: str = typer.Argument(..., help="second chip")
+         ) -> None:
+    """Fields whose values differ between two profiles, with the ratio B/A."""
+    a, b = load_profile(chip_a), load_profile(chip_b)
+    rows = profile_differences(a, b)
+    console = _console()
+    if not rows:
+        console.print(f"{a.chip} and {b.chip}: no differences")
+        return
+    table = Table(title=f"{a.chip} vs {b.chip}")
+    for column in ("field", a.chip, b.chip, f"{b.chip}/{a.chip}"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+    same = len(a.fields()) - sum(1 for r in rows if r[0] != "compute_unit_name")
+    console.print(f"{len(rows)} field(s) differ, {max(same, 0)} equal")
+
+
+@profile_app.command("detect")
+def detect(name: str = typer.Option(None, "--as", help="profile name to update (default: from the device name)"),
+           device: int = typer.Option(0, "--device", help="device index"),
+           dry_run: bool = typer.Option(False, "--dry-run", help="print, do not save")) -> None:
+    """Query the present CUDA/ROCm device through torch and record its facts in the user's profile.
+
+    Fills compute units, opt-in shared memory per block, shared memory per compute unit, L2, memory, warp size,
+    registers and clock where torch (or Triton) reports them, naming the API of each value. A documented value
+    that disagrees is kept as a conflict with both sources; the file written is
+    ``$CHIPLORE_HOME/profiles/<name>.yaml`` (packaged profiles are never modified).
+    """
+    report = query_device(device)
+    chip = check_chip_name(name) if name else chip_name_from_device(report.name)
+    base = load_profile(chip) if chip in known_chips() else HardwareProfile(chip=chip)
+    merged, messages = merge_device_facts(base, report)
+    console = _console()
+    console.print(f"device {device}: {report.name} ({report.arch}, {report.backend}, torch {report.torch_version})")
+    for fact in report.facts:
+        console.print(f"  {fact.field} = {fact.value:g}  <- {fact.api} ({fact.raw})")
+    for message in messages:
+        console.print(f"  {message}")
+    if dry_run:
+        console.print("dry run: nothing saved")
+        return
+    path = save_profile(merged)
+    console.print(f"saved {path}")

@@ -1,0 +1,90 @@
+"""Combining two profiles of one chip (an existing one and a newer reading) without losing a sourced value.
+
+Rules per field (`merge_field`):
+
+- the newer reading is null: the existing value stays;
+- the existing value is null, or was itself a device query being re-read: the newer value is taken;
+- both agree (within 2 %, or within the written precision of either): the existing value stays, unless the newer
+  one is a document reading and the existing one is not sourced by a document (the citation improves);
+- they disagree: ``conflict``, every value listed with its source; the newer value is kept when it is a device
+  query (a reading of the part itself), otherwise the value with more sources, or the newer one on a tie.
+"""
+
+from __future__ import annotations
+
+from hardware_profiles.schema import Alternative, HardwareProfile, ProfileField
+
+AGREE_REL = 0.02
+
+
+def _agrees(a: float, b: float) -> bool:
+    return abs(a - b) <= AGREE_REL * max(abs(a), abs(b))
+
+
+def _alternatives(field: ProfileField) -> list[Alternative]:
+    alts = list(field.alternatives)
+    if field.value is not None and field.source is not None and not any(
+            a.value == field.value and a.source == field.source for a in alts):
+        alts.append(Alternative(value=field.value, source=field.source))
+    return alts
+
+
+def merge_field(name: str, old: ProfileField, new: ProfileField) -> tuple[ProfileField, str | None]:
+    """The merged field and a message (None when nothing changed); see the module docstring."""
+    if new.value is None and new.kind != "conflict":
+        return old, None
+    if (old.value is None and old.kind != "conflict") or (old.kind == new.kind == "device_query"):
+        return new, f"{name}: {new.value:g} {new.unit} ({new.kind})" if new.value is not None else None
+    if old.value is not None and new.value is not None and _agrees(old.value, new.value):
+        if new.kind != "device_query" and old.kind == "device_query":
+            return new, f"{name}: documented {new.value:g} agrees with the device reading; document cited"
+        return old, f"{name}: {new.value:g} ({new.kind}) agrees with {old.value:g}; kept"
+    alternatives: list[Alternative] = []
+    for alt in _alternatives(old) + _alternatives(new):
+        if not any(a.value == alt.value and a.source == alt.source for a in alternatives):
+            alternatives.append(alt)
+    support: dict[float, int] = {}
+    for alt in alternatives:
+        support[alt.value] = support.get(alt.value, 0) + 1
+    if new.kind == "device_query" or new.value is None:
+        value, source = new.value, new.source
+    else:
+        value = max(support, key=lambda v: (support[v], v == new.value))
+        source = next((a.source for a in alternatives if a.value == value), new.source)
+    if len({a.value for a in alternatives}) < 2:
+        return new, None
+    merged = ProfileField(value=value, unit=new.unit or old.unit, kind="conflict", source=source,
+                          alternatives=tuple(alternatives))
+    return merged, f"{name}: CONFLICT {old.value} vs {new.value}; both recorded, {value} kept"
+
+
+def merge_profiles(base: HardwareProfile, update: HardwareProfile) -> tuple[HardwareProfile, list[str]]:
+    """`base` with every field of `update` merged in (`merge_field`), and one message per field touched."""
+    changes: dict = {}
+    messages: list[str] = []
+    for name, new in update.fields().items():
+        if name.startswith("peak_tflops."):
+            dtype = name.split(".", 1)[1]
+            old = base.peak_tflops.get(dtype, ProfileField(unit=new.unit))
+            merged, message = merge_field(name, old, new)
+            if merged is not old:
+                changes.setdefault("peak_tflops", dict(base.peak_tflops))[dtype] = merged
+        else:
+            old = getattr(base, name)
+            merged, message = merge_field(name, old, new)
+            if merged is not old:
+                changes[name] = merged
+        if message:
+            messages.append(message)
+    if update.compute_unit_name and not base.compute_unit_name:
+        changes.update(compute_unit_name=update.compute_unit_name,
+                       compute_unit_name_source=update.compute_unit_name_source)
+    for attr in ("display_name", "vendor"):
+        if getattr(update, attr) and not getattr(base, attr):
+            changes[attr] = getattr(update, attr)
+    if base.backend == "unknown" and update.backend != "unknown":
+        changes["backend"] = update.backend
+    merged_profile = HardwareProfile.model_validate({**base.model_dump(), **{
+        k: (v.model_dump() if hasattr(v, "model_dump") else
+            {d: f.model_dump() for d, f in v.items()} if k == "peak_tflops" else v) for k, v in changes.items()}})
+    return merged_profile, messages

@@ -1,0 +1,235 @@
+"""Resolving a field's candidate values into one `ProfileField`, and quoting each value verbatim.
+
+See `ingest.profile_extract` for the rules (learned sub-unit values dropped, chip-specific before generic,
+agreement within written precision, conflicts listed with every source, matrix peaks over vector ones).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from hardware_profiles import ProfileField, Source
+from hardware_profiles.schema import Alternative
+from ingest.profile_rules import Candidate
+from ingest.profile_text import classify_noun
+
+_MAX_ALTERNATIVES = 8
+_QUOTE_MAX = 240
+
+
+@dataclass
+class ExtractionReport:
+    """What extraction saw and decided, for the onboarding report and the evaluation script."""
+
+    chip: str
+    chunks: int = 0
+    documents: list[str] = field(default_factory=list)
+    candidates: int = 0
+    found: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    merge_messages: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """One paragraph: counts, conflicts, problems."""
+        if not self.found:
+            return (f"no hardware facts found for {self.chip} in {self.chunks} chunks of "
+                    f"{len(self.documents)} document(s): the profile is empty")
+        text = (f"{len(self.found)} field(s) found for {self.chip} from {self.candidates} candidate value(s) in "
+                f"{self.chunks} chunks of {len(self.documents)} document(s)")
+        if self.conflicts:
+            text += f"; conflicts: {', '.join(self.conflicts)}"
+        if self.problems:
+            text += f"; {len(self.problems)} value(s) left out for their unit"
+        return text
+
+
+def source_of(candidate: Candidate) -> Source:
+    """Citation of a candidate: its document, locator and a quote that appears verbatim (whitespace collapsed)
+    in one original chunk."""
+    record = candidate.record
+    return Source(document=record.chunk.source, locator=record.locator or None, quote=_verbatim_quote(candidate))
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _verbatim_quote(candidate: Candidate) -> str:
+    """The record's quote if one original chunk holds it, else the widest window of the record text around the
+    value that one chunk holds (tables re-rendered from raw markup, links and tags removed, windows merged)."""
+    record = candidate.record
+    texts = [_squash(c.text) for c in (record.originals or (record.chunk,))]
+
+    def held(option: str) -> bool:
+        return bool(option) and any(option in t for t in texts)
+
+    for option in ([record.quote] if len(record.quote) <= _QUOTE_MAX else []) + [record.text]:
+        if held(_squash(option)):
+            return _squash(option)
+    text, q = record.text, candidate.quantity
+    if not (0 <= q.start < q.end <= len(text)) or text[q.start:q.end].strip() != q.text:
+        return q.text
+    left, right = max(0, q.start - 120), min(len(text), q.end + 120)
+    while left < q.start or right > q.end:
+        if held(_squash(text[left:right])):
+            return _squash(text[left:right])
+        left, right = min(q.start, left + 4), max(q.end, right - 4)
+    return q.text
+
+
+def _dedupe(candidates: list[Candidate]) -> list[Candidate]:
+    seen, out = set(), []
+    for c in candidates:
+        key = (c.record.chunk.source, c.record.locator, c.record.quote, round(c.value, 9), c.variant)
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
+
+
+def _agree(a: Candidate, b: Candidate) -> bool:
+    return abs(a.value - b.value) <= max(a.resolution, b.resolution) * 1.0001 + 1e-12
+
+
+def _scoped(candidates: list[Candidate], field_name: str, report: ExtractionReport) -> list[Candidate]:
+    """Chip-naming candidates if any, else the product-neutral ones (never those naming other products)."""
+    chip = [c for c in candidates if c.record.product == "chip"]
+    neutral = [c for c in candidates if c.record.product == "neutral"]
+    if chip:
+        overruled = [c for c in neutral if not any(_agree(c, k) for k in chip)]
+        for c in overruled[:3]:
+            report.superseded.append(
+                f"{field_name}: {c.value:g} ({c.record.chunk.source}: {c.record.quote[:80]!r}) overruled by "
+                f"statements that name the chip")
+        return chip
+    return neutral
+
+
+def _groups(candidates: list[Candidate]) -> list[list[Candidate]]:
+    """Single-linkage groups of agreeing values, largest value last."""
+    groups: list[list[Candidate]] = []
+    for c in sorted(candidates, key=lambda c: c.value):
+        if groups and any(_agree(c, g) for g in groups[-1]):
+            groups[-1].append(c)
+        else:
+            groups.append([c])
+    return groups
+
+
+def _support(candidates: list[Candidate]) -> int:
+    return len({(c.record.chunk.source, c.record.locator, c.record.quote) for c in candidates})
+
+
+def _best_value(group: list[Candidate]) -> Candidate:
+    """Most-cited value of an agreeing group (ties: the most precise); stated sources before derived ones."""
+    counts = Counter(round(c.value, 9) for c in group)
+    top = max(counts.values())
+    best = [c for c in group if counts[round(c.value, 9)] == top]
+    best.sort(key=lambda c: (c.resolution, c.kind != "stated", c.record.product != "chip"))
+    return best[0]
+
+
+def _field(unit: str, group: list[Candidate]) -> ProfileField:
+    best = _best_value(group)
+    stated = [c for c in group if c.kind == "stated" and abs(c.value - best.value) < 1e-9]
+    if stated:
+        return ProfileField(value=best.value, unit=unit, kind="stated", source=source_of(stated[0]))
+    return ProfileField(value=best.value, unit=unit, kind="derived", source=source_of(best), formula=best.formula)
+
+
+def _conflict(field_name: str, unit: str, groups: list[list[Candidate]], support_pool: list[Candidate],
+              report: ExtractionReport) -> ProfileField:
+    alternatives = []
+    for group in groups:
+        seen_docs = set()
+        for c in group:
+            key = (c.record.chunk.source, round(c.value, 9))
+            if key in seen_docs:
+                continue
+            seen_docs.add(key)
+            alternatives.append(Alternative(value=c.value, source=source_of(c)))
+    alternatives = alternatives[:_MAX_ALTERNATIVES]
+    support = [(_support([c for c in support_pool if any(_agree(c, g) for g in group)]), group) for group in groups]
+    support.sort(key=lambda s: -s[0])
+    report.conflicts.append(field_name)
+    if len(support) > 1 and support[0][0] == support[1][0]:
+        return ProfileField(value=None, unit=unit, kind="conflict", alternatives=tuple(alternatives))
+    best = _best_value(support[0][1])
+    return ProfileField(value=best.value, unit=unit, kind="conflict", source=source_of(best),
+                        alternatives=tuple(alternatives))
+
+
+def _drop_learned_sub(candidates: list[Candidate], learned: list[float]) -> list[Candidate]:
+    if not learned:
+        return candidates
+    return [c for c in candidates
+            if not any(abs(c.value - v) <= c.resolution * 1.0001 + 1e-12 for v in _in_field_units(c, learned))]
+
+
+def _in_field_units(candidate: Candidate, learned_base: list[float]) -> list[float]:
+    """Learned per-sub-unit values (base units) converted like the candidate's own quantity."""
+    q = candidate.quantity
+    factor = candidate.value / q.value if q.value else 1.0
+    return [v * factor for v in learned_base]
+
+
+def resolve_field(field_name: str, unit: str, candidates: list[Candidate], learned: list[float],
+                  report: ExtractionReport) -> ProfileField:
+    candidates = _scoped(_drop_learned_sub(_dedupe(candidates), learned), field_name, report)
+    if not candidates:
+        return ProfileField(unit=unit)
+    groups = _groups(candidates)
+    if len(groups) == 1:
+        return _field(unit, groups[0])
+    return _conflict(field_name, unit, groups, candidates, report)
+
+
+def resolve_peak(dtype: str, candidates: list[Candidate], report: ExtractionReport) -> ProfileField:
+    unit = "TFLOP/s"
+    candidates = _scoped(_dedupe(candidates), f"peak_tflops.{dtype}", report)
+    matrix = [c for c in candidates if c.variant == "matrix"]
+    vector = [c for c in candidates if c.variant == "vector"]
+    plain = [c for c in candidates if not c.variant and not any(_agree(c, v) for v in vector)]
+    if matrix:
+        top = max(c.value for c in matrix)
+        plain = [c for c in plain if c.value > top or any(_agree(c, m) for m in matrix)]
+        pool = matrix + plain
+    else:
+        pool = (vector or []) + plain
+    if not pool:
+        return ProfileField(unit=unit)
+    groups = _groups(pool)
+    if len(groups) == 1:
+        return _field(unit, groups[0])
+    return _conflict(f"peak_tflops.{dtype}", unit, groups, candidates, report)
+
+
+def chip_peaks_from_per_unit(candidates: list[Candidate], units: ProfileField,
+                              components: dict[str, int]) -> list[Candidate]:
+    """Per-unit peaks scaled to the chip: value x (components per compute unit) x compute units, as derived
+    candidates with their formula; peaks per a component whose count per compute unit is unknown are dropped."""
+    if units.value is None:
+        return []
+    out = []
+    for c in candidates:
+        noun = re.sub(r"\s*\(.*\)$", "", c.noun)
+        if classify_noun(c.noun) == "cu":
+            per_cu, what = 1, "compute unit"
+        else:
+            per_cu = next((n for key, n in components.items() if key and (noun == key or noun.startswith(key))),
+                          None)
+            what = f"{per_cu} {noun} per compute unit" if per_cu else ""
+        if not per_cu:
+            continue
+        value = float(f"{c.value * per_cu * units.value:.12g}")
+        formula = (f"{c.quantity.text} per {c.noun} x {what} x {units.value:g} compute units"
+                   if what != "compute unit" else f"{c.quantity.text} per {c.noun} x {units.value:g} compute units")
+        out.append(Candidate(c.field, value, c.resolution * per_cu * units.value, c.record, c.quantity,
+                             kind="derived", formula=formula, variant=c.variant))
+    return out
+
+

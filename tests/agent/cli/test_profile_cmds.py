@@ -1,0 +1,71 @@
+"""`chiplore profile show|diff|detect` through typer's test runner (the real app, real profiles)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+import agent.cli.profile_cmds  # noqa: F401  registers the commands
+from agent.cli.app import app
+from hardware_profiles.device_query import NoDeviceError
+from knowledge.errors import BadInputError
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path, monkeypatch):
+    monkeypatch.setenv("CHIPLORE_HOME", str(tmp_path / "home"))
+
+
+def test_show_table_lists_values_and_sources():
+    result = runner.invoke(app, ["profile", "show", "h200"])
+    assert result.exit_code == 0, result.output
+    assert "num_compute_units" in result.output and "132" in result.output
+    assert "Hopper Tuning Guide" in result.output and "alt 50" in result.output
+
+
+def test_show_json_round_trips_numbers():
+    result = runner.invoke(app, ["profile", "show", "mi300x", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["num_compute_units"]["value"] == 304 and data["peak_tflops"]["bf16"]["value"] == 1307.4
+    assert data["peak_tflops"]["tf32"]["kind"] == "conflict"
+    assert data["max_threads_per_block"]["value"] is None
+
+
+def test_show_unknown_chip_is_a_one_line_error():
+    result = runner.invoke(app, ["profile", "show", "nosuchchip"])
+    assert result.exit_code != 0 and isinstance(result.exception, BadInputError)
+    assert "unknown chip 'nosuchchip'" in str(result.exception)
+
+
+def test_diff_reports_ratios():
+    result = runner.invoke(app, ["profile", "diff", "h100", "h200"])
+    assert result.exit_code == 0, result.output
+    assert "mem_bw_gbps" in result.output and "1.43x" in result.output  # 4800 / 3350
+    assert "num_compute_units" not in result.output  # both 132
+    same = runner.invoke(app, ["profile", "diff", "h200", "h200"])
+    assert "no differences" in same.output
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present")
+def test_detect_without_gpu_fails_clearly():
+    result = runner.invoke(app, ["profile", "detect"])
+    assert isinstance(result.exception, NoDeviceError)
+    assert "no CUDA or ROCm device visible to torch" in str(result.exception)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm device")
+def test_detect_on_gpu_saves_user_profile(tmp_path):
+    result = runner.invoke(app, ["profile", "detect", "--as", "detected_gpu"])
+    assert result.exit_code == 0, result.output
+    from hardware_profiles import load_profile
+
+    profile = load_profile("detected_gpu")
+    assert profile.get("num_compute_units") == torch.cuda.get_device_properties(0).multi_processor_count
+    assert profile.get("smem_per_block_kb") and profile.num_compute_units.kind == "device_query"
