@@ -51,6 +51,9 @@ def confine(request: dict[str, Any], keep_fds: tuple[int, ...]) -> None:
                 pass
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (request["max_file_bytes"], request["max_file_bytes"]))
+    cpu_seconds = int(request.get("cpu_seconds", 0))
+    if cpu_seconds:  # a backstop if the verifier itself dies and can no longer enforce the wall-clock timeout
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
     if request.get("address_space_bytes"):
         limit = _current_vm_bytes() + request["address_space_bytes"]
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))

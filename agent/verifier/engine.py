@@ -132,7 +132,8 @@ class Verifier:
         limit = int(self.options.memory_limit_gb * 2**30)
         request = {"plan": plan.to_json(), "candidate": str(scratch / "candidate.py"), "scratch": str(scratch),
                    "root": str(self.root), "compute_guard": self.options.compute_guard,
-                   "max_file_bytes": 256 << 20, "address_space_bytes": limit if device == "cpu" else 0}
+                   "max_file_bytes": 256 << 20, "address_space_bytes": limit if device == "cpu" else 0,
+                   "cpu_seconds": int(4 * self.options.timeout_s) + 60}
         try:
             child = sandbox.launch(request, self.options.timeout_s, rss_limit_bytes=limit if device == "cuda" else None)
             outcome = DynamicRun(self.task, plan, child, scratch).execute()
