@@ -10,6 +10,8 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from agent.verifier import policy
+
 #: Decorators that make a function a Triton kernel (its body is Triton, not host Python).
 KERNEL_DECORATORS = frozenset({"triton.jit", "triton.autotune", "triton.heuristics"})
 
@@ -186,3 +188,96 @@ class SizeTaint:
             if isinstance(func, ast.Attribute) and func.attr == "size":
                 return not node.args or literal_ints(node.args[0]) == [0]
         return any(self.tainted(child) for child in ast.iter_child_nodes(node))
+
+
+def torch_disallowed(parts: list[str]) -> str | None:
+    """First disallowed prefix of a ``torch.*`` dotted name (``torch.matmul``), or None if it is allowed."""
+    if len(parts) < 2:
+        return None
+    if parts[1] not in policy.TORCH_ALLOWED_ATTRS:
+        return ".".join(parts[:2])
+    tables = {"cuda": policy.TORCH_CUDA_ALLOWED_ATTRS, "version": policy.TORCH_VERSION_ALLOWED_ATTRS,
+              "Tensor": frozenset()}
+    if len(parts) > 2 and parts[1] in tables and parts[2] not in tables[parts[1]]:
+        return ".".join(parts[:3])
+    return None
+
+
+def math_receiver(src: Source, node: ast.AST) -> bool:
+    """Whether a call receiver is the math or triton module (their .exp/.max are not tensor methods)."""
+    name = src.resolve(node)
+    return bool(name) and src.is_module_rooted(node) and name.split(".")[0] in ("math", "triton")
+
+
+def assign_targets(node: ast.AST) -> list[ast.AST]:
+    """Leaf targets of an assignment, augmented assignment or del statement (tuples unpacked)."""
+    if isinstance(node, ast.Assign):
+        raw = list(node.targets)
+    elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+        raw = [node.target]
+    elif isinstance(node, ast.Delete):
+        raw = list(node.targets)
+    else:
+        return []
+    out: list[ast.AST] = []
+    while raw:
+        t = raw.pop()
+        if isinstance(t, ast.Tuple | ast.List):
+            raw.extend(t.elts)
+        elif isinstance(t, ast.Starred):
+            raw.append(t.value)
+        else:
+            out.append(t)
+    return out
+
+
+STATE_CONSTRUCTORS = frozenset({"dict", "list", "set", "bytearray", "defaultdict", "OrderedDict", "deque",
+                                 "Counter", "WeakValueDictionary", "WeakKeyDictionary", "ChainMap"})
+CACHE_DECORATORS = frozenset({"lru_cache", "cache", "cached_property", "memoize"})
+
+
+def mutable_value(node: ast.AST) -> bool:
+    """A list/dict/set display or comprehension, or a call to a mutable-container constructor."""
+    if isinstance(node, ast.List | ast.Dict | ast.Set | ast.ListComp | ast.DictComp | ast.SetComp):
+        return True
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        return name in STATE_CONSTRUCTORS
+    return False
+
+
+def module_statement(src: Source, stmt: ast.stmt) -> Iterator[tuple[ast.AST, str]]:
+    """Module-level statements that are not imports, definitions, docstrings or constant assignments."""
+    if isinstance(stmt, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+        return
+    if isinstance(stmt, ast.If):
+        for inner in stmt.body + stmt.orelse:
+            yield from module_statement(src, inner)
+        return
+    if isinstance(stmt, ast.Assign | ast.AnnAssign) and stmt.value is not None:
+        if not constant_expression(src, stmt.value):
+            yield stmt, f"module-level value {ast.unparse(stmt.value)[:60]!r} is not a constant"
+        return
+    yield stmt, f"module-level {type(stmt).__name__} statement runs code at import"
+
+
+def constant_expression(src: Source, node: ast.AST) -> bool:
+    """Constants, tuples of them, names, and calls to constructors that build immutable configuration."""
+    if isinstance(node, ast.Constant | ast.Name | ast.Attribute):
+        return True
+    if isinstance(node, ast.Tuple):
+        return all(constant_expression(src, e) for e in node.elts)
+    if isinstance(node, ast.UnaryOp | ast.BinOp | ast.BoolOp | ast.Compare | ast.IfExp):
+        return all(constant_expression(src, c) for c in ast.iter_child_nodes(node)
+                   if isinstance(c, ast.expr))
+    if isinstance(node, ast.Call):
+        name = src.resolve(node.func) or ""
+        ok = name in ("triton.Config", "triton.language.constexpr", "triton.next_power_of_2", "int", "float",
+                      "str", "bool", "tuple", "frozenset") or name.startswith(("math.", src.package + "."))
+        ok = ok or name in {f"torch.cuda.{a}" for a in policy.TORCH_CUDA_ALLOWED_ATTRS}
+        return ok and all(constant_expression(src, a) for a in node.args) and all(
+            constant_expression(src, k.value) for k in node.keywords)
+    return False

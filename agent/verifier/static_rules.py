@@ -15,7 +15,18 @@ from dataclasses import dataclass
 
 from agent.verifier import policy
 from agent.verifier.signature import expected_parameters
-from agent.verifier.static_analysis import SizeTaint, Source, functions, literal_ints
+from agent.verifier.static_analysis import (
+    CACHE_DECORATORS,
+    SizeTaint,
+    Source,
+    assign_targets,
+    functions,
+    literal_ints,
+    math_receiver,
+    module_statement,
+    mutable_value,
+    torch_disallowed,
+)
 from kernels.task import TaskSpec
 
 Finding = tuple[ast.AST, str]
@@ -207,21 +218,9 @@ def _no_torch_compute(src: Source) -> Iterator[Finding]:
         if not name or not src.is_module_rooted(node) or not name.startswith("torch"):
             continue
         parts = name.split(".")
-        bad = _torch_disallowed(parts)
+        bad = torch_disallowed(parts)
         if bad and not set(parts) & policy.TIMING_AND_STREAM_NAMES:
             yield node, f"uses {bad}"
-
-
-def _torch_disallowed(parts: list[str]) -> str | None:
-    if len(parts) < 2:
-        return None
-    if parts[1] not in policy.TORCH_ALLOWED_ATTRS:
-        return ".".join(parts[:2])
-    tables = {"cuda": policy.TORCH_CUDA_ALLOWED_ATTRS, "version": policy.TORCH_VERSION_ALLOWED_ATTRS,
-              "Tensor": frozenset()}
-    if len(parts) > 2 and parts[1] in tables and parts[2] not in tables[parts[1]]:
-        return ".".join(parts[:3])
-    return None
 
 
 @rule("no-tensor-compute-methods", "outside a Triton kernel, tensor math, host reads and indexed writes are "
@@ -233,39 +232,13 @@ def _no_tensor_compute_methods(src: Source) -> Iterator[Finding]:
         if src.in_kernel(node):
             continue
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr in policy.TENSOR_COMPUTE_METHODS and not _math_receiver(src, node.func.value):
+            if node.func.attr in policy.TENSOR_COMPUTE_METHODS and not math_receiver(src, node.func.value):
                 yield node, f"calls .{node.func.attr}()"
-        targets = _assign_targets(node)
+        targets = assign_targets(node)
         for t in targets:
             base = t.value if isinstance(t, ast.Subscript) else None
             if isinstance(base, ast.Name) and base.id in params:
                 yield t, f"writes {base.id}[...] on the host"
-
-
-def _math_receiver(src: Source, node: ast.AST) -> bool:
-    name = src.resolve(node)
-    return bool(name) and src.is_module_rooted(node) and name.split(".")[0] in ("math", "triton")
-
-
-def _assign_targets(node: ast.AST) -> list[ast.AST]:
-    if isinstance(node, ast.Assign):
-        raw = list(node.targets)
-    elif isinstance(node, ast.AugAssign | ast.AnnAssign):
-        raw = [node.target]
-    elif isinstance(node, ast.Delete):
-        raw = list(node.targets)
-    else:
-        return []
-    out: list[ast.AST] = []
-    while raw:
-        t = raw.pop()
-        if isinstance(t, ast.Tuple | ast.List):
-            raw.extend(t.elts)
-        elif isinstance(t, ast.Starred):
-            raw.append(t.value)
-        else:
-            out.append(t)
-    return out
 
 
 @rule("no-try-except", "a try/except around a launch hides a kernel that failed behind a fallback")
@@ -279,17 +252,12 @@ def _no_try_except(src: Source) -> Iterator[Finding]:
       "(.data) that the harness relies on")
 def _no_attribute_assignment(src: Source) -> Iterator[Finding]:
     for node in ast.walk(src.tree):
-        for t in _assign_targets(node):
+        for t in assign_targets(node):
             inner = t
             while isinstance(inner, ast.Subscript):
                 inner = inner.value
             if isinstance(inner, ast.Attribute):
                 yield t, f"assigns to {ast.unparse(t)}"
-
-
-_STATE_CONSTRUCTORS = frozenset({"dict", "list", "set", "bytearray", "defaultdict", "OrderedDict", "deque",
-                                 "Counter", "WeakValueDictionary", "WeakKeyDictionary", "ChainMap"})
-_CACHE_DECORATORS = frozenset({"lru_cache", "cache", "cached_property", "memoize"})
 
 
 @rule("no-module-state", "state that survives between calls (caches keyed on pointers, ids or shapes, call "
@@ -300,65 +268,20 @@ def _no_module_state(src: Source) -> Iterator[Finding]:
             yield node, f"{type(node).__name__.lower()} {', '.join(node.names)}"
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) and not src.in_kernel(node):
             for d in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
-                if _mutable_value(d) or isinstance(d, ast.Call):
+                if mutable_value(d) or isinstance(d, ast.Call):
                     yield d, "mutable or computed default argument"
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             for dec in node.decorator_list:
                 name = src.resolve(dec.func if isinstance(dec, ast.Call) else dec) or ""
-                if name.split(".")[-1] in _CACHE_DECORATORS:
+                if name.split(".")[-1] in CACHE_DECORATORS:
                     yield dec, f"caching decorator {name}"
         if isinstance(node, ast.ClassDef):
             for stmt in node.body:
                 value = getattr(stmt, "value", None)
-                if isinstance(stmt, ast.Assign | ast.AnnAssign) and value is not None and _mutable_value(value):
+                if isinstance(stmt, ast.Assign | ast.AnnAssign) and value is not None and mutable_value(value):
                     yield stmt, f"mutable class attribute in {node.name}"
     for stmt in src.tree.body:
-        yield from _module_statement(src, stmt)
-
-
-def _mutable_value(node: ast.AST) -> bool:
-    if isinstance(node, ast.List | ast.Dict | ast.Set | ast.ListComp | ast.DictComp | ast.SetComp):
-        return True
-    if isinstance(node, ast.Call):
-        func = node.func
-        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-        return name in _STATE_CONSTRUCTORS
-    return False
-
-
-def _module_statement(src: Source, stmt: ast.stmt) -> Iterator[Finding]:
-    if isinstance(stmt, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        return
-    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
-        return
-    if isinstance(stmt, ast.If):
-        for inner in stmt.body + stmt.orelse:
-            yield from _module_statement(src, inner)
-        return
-    if isinstance(stmt, ast.Assign | ast.AnnAssign) and stmt.value is not None:
-        if not _constant_expression(src, stmt.value):
-            yield stmt, f"module-level value {ast.unparse(stmt.value)[:60]!r} is not a constant"
-        return
-    yield stmt, f"module-level {type(stmt).__name__} statement runs code at import"
-
-
-def _constant_expression(src: Source, node: ast.AST) -> bool:
-    """Constants, tuples of them, names, and calls to constructors that build immutable configuration."""
-    if isinstance(node, ast.Constant | ast.Name | ast.Attribute):
-        return True
-    if isinstance(node, ast.Tuple):
-        return all(_constant_expression(src, e) for e in node.elts)
-    if isinstance(node, ast.UnaryOp | ast.BinOp | ast.BoolOp | ast.Compare | ast.IfExp):
-        return all(_constant_expression(src, c) for c in ast.iter_child_nodes(node)
-                   if isinstance(c, ast.expr))
-    if isinstance(node, ast.Call):
-        name = src.resolve(node.func) or ""
-        ok = name in ("triton.Config", "triton.language.constexpr", "triton.next_power_of_2", "int", "float",
-                      "str", "bool", "tuple", "frozenset") or name.startswith(("math.", src.package + "."))
-        ok = ok or name in {f"torch.cuda.{a}" for a in policy.TORCH_CUDA_ALLOWED_ATTRS}
-        return ok and all(_constant_expression(src, a) for a in node.args) and all(
-            _constant_expression(src, k.value) for k in node.keywords)
-    return False
+        yield from module_statement(src, stmt)
 
 
 @rule("no-identity-keys", "pointers, ids and storages identify buffers across calls: the keys of result caches")

@@ -9,17 +9,27 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 Stage = Literal["static_rejected", "compile_error", "runtime_error", "mismatch", "too_fast_to_be_true", "pass"]
 STAGES: tuple[str, ...] = ("static_rejected", "compile_error", "runtime_error", "mismatch", "too_fast_to_be_true",
                            "pass")
 
 
+def _drop(keys: tuple[str, ...]):
+    """A before-validator that drops computed fields, so a dumped model validates back."""
+
+    def drop(cls, data: Any) -> Any:
+        return {k: v for k, v in data.items() if k not in keys} if isinstance(data, dict) else data
+
+    return model_validator(mode="before")(classmethod(drop))
+
+
 class CaseErrors(BaseModel):
     """Numerical errors of one case over all its trials (worst values; counts summed)."""
 
     model_config = ConfigDict(extra="forbid")
+    _computed = _drop(("mismatch_fraction",))
     case_id: str
     trials: int = 0
     elements: int = 0
@@ -30,8 +40,10 @@ class CaseErrors(BaseModel):
     atol: float = 0.0
     rtol: float = 0.0
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def mismatch_fraction(self) -> float:
+        """Mismatching elements / compared elements (NaN and inf count as mismatches)."""
         return self.mismatches / self.elements if self.elements else 0.0
 
 
@@ -78,6 +90,7 @@ class Verdict(BaseModel):
     """Outcome of verifying one candidate file (DESIGN.md contract)."""
 
     model_config = ConfigDict(extra="forbid")
+    _computed = _drop(("passed",))
     stage: Stage
     reasons: list[str] = Field(default_factory=list)
     errors: dict[str, CaseErrors] = Field(default_factory=dict)
@@ -95,8 +108,10 @@ class Verdict(BaseModel):
     config: dict[str, Any] = Field(default_factory=dict)
     verify_seconds: float = 0.0
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def passed(self) -> bool:
+        """True only for stage ``pass``."""
         return self.stage == "pass"
 
     def summary(self) -> str:

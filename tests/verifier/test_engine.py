@@ -7,7 +7,7 @@ import textwrap
 import pytest
 import torch
 
-from agent.verifier import CaseTiming, Verdict, Verifier, VerifyOptions
+from agent.verifier import CaseErrors, CaseTiming, Verdict, Verifier, VerifyOptions
 from agent.verifier.dynamic import DynamicRun, Failure, _Timed
 from agent.verifier.plan import TimedCase
 from hardware_profiles import load_profile
@@ -117,3 +117,10 @@ def test_syntax_error_is_a_compile_error(verifier, tmp_path):
     path.write_text("def extend_attention_fwd(:\n")
     verdict = verifier.verify(path)
     assert verdict.stage == "compile_error" and "syntax error" in verdict.reasons[0]
+
+def test_verdict_json_round_trips_with_computed_fields():
+    verdict = _timed_verdict({"decode": 500.0})
+    verdict.errors["decode"] = CaseErrors(case_id="decode", elements=8, mismatches=2)
+    data = verdict.model_dump(mode="json")
+    assert data["passed"] is True and data["errors"]["decode"]["mismatch_fraction"] == 0.25
+    assert Verdict.model_validate_json(verdict.model_dump_json()) == verdict
