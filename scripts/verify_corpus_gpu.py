@@ -47,6 +47,16 @@ def _row(name: str, kind: str, mode: str, expected: str | None, verdict: Verdict
     }
 
 
+def _write_atomic(path: Path, text: str) -> None:
+    """Write `text` to a temporary file beside `path`, fsync, then rename over `path`."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
 def _commit() -> str:
     try:
         return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
@@ -119,7 +129,7 @@ def main() -> int:
         "max_honest_verify_seconds": max((r["verify_seconds"] for r in honest_rows), default=0.0),
         "rows": rows,
     }
-    Path(args.out).write_text(json.dumps(summary, indent=2))
+    _write_atomic(Path(args.out), json.dumps(summary, indent=2))
     console.print(f"cheat runs rejected {summary['cheats_rejected']}/{summary['cheat_runs']}, honest passed "
                   f"{summary['honest_passed']}/{summary['honest']}, all as expected: {summary['all_as_expected']}; "
                   f"wrote {args.out}")

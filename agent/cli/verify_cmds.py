@@ -76,12 +76,14 @@ def verify_command(
     with Verifier(task, profile, options) as verifier:
         if with_baseline and verifier.device() == "cuda":
             module = verifier.task.baseline_module.replace(".", "/") + ".py"
-            base = verifier.verify(verifier.root / module)
+            with console.status(f"verifying and timing the baseline {module} ..."):
+                base = verifier.verify(verifier.root / module)
             if base.passed:
                 verifier.options = options.model_copy(update={"baseline_time_us": base.time_us})
             else:
                 console.print(f"[yellow]baseline did not pass ({base.stage}); no speedups[/]")
-        verdict = verifier.verify(file)
+        with console.status(f"verifying {file} on {verifier.device()} ..."):
+            verdict = verifier.verify(file)
     if as_json:
         typer.echo(verdict.model_dump_json(indent=2))
     else:

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from agent.verifier.channel import ChannelError, MessageReader, write_message
+from knowledge.errors import ChiploreError
 
 _BOOT = "import sys; sys.path.insert(0, {root!r}); from agent.verifier.sandbox import serve; serve(int(sys.argv[1]))"
 _PASS_ENV = ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "HIP_VISIBLE_DEVICES",
@@ -74,6 +75,10 @@ def serve(sock_fd: int) -> None:
 
 class ChildTimeout(Exception):
     """The child did not answer before its deadline."""
+
+
+class SandboxError(ChiploreError):
+    """The sandbox itself (not the candidate) failed: the zygote could not start or fork a child."""
 
 
 class ChildProcess:
@@ -187,21 +192,33 @@ class Sandbox:
 
     def launch(self, request: dict[str, Any], timeout_s: float, rss_limit_bytes: int | None = None
                ) -> ChildProcess:
-        """Fork a fresh child for `request`; its channel, deadline and memory watch are set up here."""
-        self.start()
-        assert self._sock is not None
-        to_child_r, to_child_w = os.pipe()
-        from_child_r, from_child_w = os.pipe()
-        try:
-            socket.send_fds(self._sock, [json.dumps(request).encode()], [to_child_r, from_child_w])
-            reply = self._recv(timeout=120.0)
-        finally:
-            os.close(to_child_r)
-            os.close(from_child_w)
-        if reply is None or "pid" not in reply:
+        """Fork a fresh child for `request`; its channel, deadline and memory watch are set up here.
+
+        Raises:
+            SandboxError: the zygote cannot be (re)started or does not fork (its log is named).
+        """
+        for attempt in range(2):
+            self.start()
+            assert self._sock is not None
+            to_child_r, to_child_w = os.pipe()
+            from_child_r, from_child_w = os.pipe()
+            try:
+                socket.send_fds(self._sock, [json.dumps(request).encode()], [to_child_r, from_child_w])
+                reply = self._recv(timeout=300.0)
+            except OSError:
+                reply = None
+            finally:
+                os.close(to_child_r)
+                os.close(from_child_w)
+            if reply is not None and "pid" in reply:
+                break
             os.close(to_child_w)
             os.close(from_child_r)
-            raise RuntimeError(f"sandbox zygote did not start a child (log: {self._log})")
+            self.close()
+            if attempt:
+                tail = self._log.read_text(errors="replace")[-600:].strip() if self._log.exists() else ""
+                raise SandboxError(f"the verifier's sandbox zygote did not start a child; its log ends with: "
+                                   f"{tail or '(empty)'}")
         return ChildProcess(self, int(reply["pid"]), to_child_w, from_child_r, time.monotonic() + timeout_s,
                             rss_limit_bytes)
 
@@ -227,7 +244,7 @@ class Sandbox:
         return Path(tempfile.mkdtemp(prefix="candidate-", dir=self.scratch_base))
 
     def close(self) -> None:
-        """Stop the zygote."""
+        """Stop the zygote (closing its socket ends its loop; killed if it does not exit)."""
         if self._sock is not None:
             self._sock.close()
             self._sock = None

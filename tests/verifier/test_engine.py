@@ -124,3 +124,12 @@ def test_verdict_json_round_trips_with_computed_fields():
     data = verdict.model_dump(mode="json")
     assert data["passed"] is True and data["errors"]["decode"]["mismatch_fraction"] == 0.25
     assert Verdict.model_validate_json(verdict.model_dump_json()) == verdict
+
+
+def test_a_broken_sandbox_is_one_clear_error(tmp_path):
+    from agent.verifier.sandbox import Sandbox, SandboxError
+
+    sandbox = Sandbox(tmp_path / "no_project_here", interpret=True, scratch_base=tmp_path)
+    with pytest.raises(SandboxError, match="did not start a child"):
+        sandbox.launch({"plan": {}}, timeout_s=5)
+    sandbox.close()
