@@ -114,7 +114,8 @@ class Verifier:
         return PlanSettings(
             include_test_cases=(not gpu) if o.include_test_cases is None else o.include_test_cases,
             include_bench_cases=gpu if o.include_bench_cases is None else o.include_bench_cases,
-            random_cases=o.random_cases, small=not gpu, timing=gpu if o.timing is None else o.timing,
+            random_cases=o.random_cases or (2 if gpu else 3), small=not gpu,
+            timing=gpu if o.timing is None else o.timing,
             warmup=o.warmup, reps=o.reps, rotations=o.rotations, case_ids=o.case_ids)
 
     def _sandbox(self, interpret: bool) -> Sandbox:

@@ -72,7 +72,8 @@ class VerifyOptions(BaseModel):
     include_test_cases: bool | None = Field(None, description="None: on the CPU only")
     include_bench_cases: bool | None = Field(None, description="None: on a GPU only")
     case_ids: tuple[str, ...] = Field((), description="restrict bench/test cases to these ids (hidden ones stay)")
-    random_cases: int = Field(3, ge=1, description="hidden random shapes (one is repeated with a new seed)")
+    random_cases: int | None = Field(None, ge=1, description="hidden random shapes, one repeated with a new seed "
+                                     "(None: 3 on the CPU, 2 on a GPU where each new shape may cost a compile)")
     timing: bool | None = Field(None, description="None: time on a GPU only. True on the CPU runs the timing "
                                 "protocol on the selected test cases with a wall clock (tests; not a measurement)")
     warmup: int = Field(3, ge=0)
