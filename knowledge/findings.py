@@ -42,7 +42,7 @@ class Finding(BaseModel):
 
     Attributes:
         id: deterministic when left empty: sha256(chip | task | case_id | run_id | verdict_id)[:24].
-        chip / task / case_id / case_class: where it was measured.
+        chip / task / case_id / case_class: where it was measured (chip names are stored lower-case).
         patterns: catalog pattern ids the candidate applied (relative to the baseline it is compared with).
         parameters: knob values (`FamilyConfig` fields) and pattern parameters of the candidate.
         baseline_time_us / candidate_time_us: medians, microseconds (None when not timed).
@@ -78,6 +78,8 @@ class Finding(BaseModel):
         if not isinstance(data, dict):
             return data
         data = dict(data)
+        if isinstance(data.get("chip"), str):
+            data["chip"] = data["chip"].strip().lower()  # chip names are case-insensitive (load_profile)
         base, cand = data.get("baseline_time_us"), data.get("candidate_time_us")
         if data.get("speedup") is None and base and cand:
             data["speedup"] = float(base) / float(cand)
@@ -196,7 +198,13 @@ def _chunk(finding: Finding, record: dict[str, Any]) -> Any:
                  kind="finding", metadata=meta)
 
 
-def _open_store(store: Any) -> Any:
+def open_store(store: Any = None) -> Any:
+    """`store` if given, else `knowledge.store.KnowledgeStore.open()` (embedded under $CHIPLORE_HOME, or the
+    Chroma server of $CHIPLORE_CHROMA_URL).
+
+    Raises:
+        StoreError: the store cannot be opened.
+    """
     if store is not None:
         return store
     from knowledge.store import KnowledgeStore
@@ -207,7 +215,7 @@ def _open_store(store: Any) -> Any:
 def store_records(store: Any = None, chip: str | None = None) -> list[dict[str, Any]]:
     """Finding records (`Finding.record`) held by the store's findings collection (of `chip` if given)."""
     out = []
-    for rec in _open_store(store).records(FINDINGS_COLLECTION, chip=chip):
+    for rec in open_store(store).records(FINDINGS_COLLECTION, chip=chip):
         raw = rec.metadata.get("finding_json")
         if raw:
             out.append(json.loads(raw))
@@ -235,18 +243,43 @@ def record_finding(finding: Any, profile: HardwareProfile | None = None, *, stor
     catalog = load_catalog()
     _check_patterns(finding, catalog)
     record = finding.record(chip_features(profile or _profile_for(finding.chip)))
-    store = _open_store(store)
+    store = open_store(store)
     store.upsert_chunks([_chunk(finding, record)], collection=FINDINGS_COLLECTION)
-    graph = PatternGraph.load(graph_file, catalog, findings=store_records(store))
+    graph = PatternGraph.load(graph_file, catalog)
+    for missing in _missing_records(store, graph.finding_ids() | {finding.id}):
+        graph.add_finding(missing)
     graph.add_finding(record)
     graph.save(graph_file)
     return finding.id
 
 
+def _missing_records(store: Any, known: set[str]) -> list[dict[str, Any]]:
+    """Finding records in the store whose ids are not in `known` (ids are listed first; only those are read)."""
+    col = store.collection(FINDINGS_COLLECTION)
+    try:
+        ids = col.get(include=[])["ids"]
+    except Exception as exc:
+        from knowledge.errors import StoreError
+
+        raise StoreError(f"findings collection: cannot list ids: {' '.join(str(exc).split())[:200]}") from None
+    missing = [i for i in ids if i.removeprefix("finding-") not in known]
+    if not missing:
+        return []
+    return [json.loads(r.metadata["finding_json"]) for r in store.records(FINDINGS_COLLECTION)
+            if r.id in set(missing) and r.metadata.get("finding_json")]
+
+
 def load_graph(store: Any = None, graph_file: str | Path | None = None, sync: bool = True) -> PatternGraph:
-    """The pattern graph, with every finding of the store added when `sync` (the store is opened then)."""
-    findings = store_records(store) if sync else ()
-    return PatternGraph.load(graph_file, load_catalog(), findings=findings)
+    """The pattern graph; with `sync`, findings in the store but not in the graph (e.g. after a crash between
+    the two writes) are added and the graph is saved."""
+    graph = PatternGraph.load(graph_file, load_catalog())
+    if sync:
+        missing = _missing_records(open_store(store), graph.finding_ids())
+        for record in missing:
+            graph.add_finding(record)
+        if missing:
+            graph.save(graph_file)
+    return graph
 
 
 def query_findings(chip: str | None = None, task: str | None = None, case_class: str | None = None,
@@ -257,7 +290,7 @@ def query_findings(chip: str | None = None, task: str | None = None, case_class:
         StoreError: the store cannot be read.
     """
     out = []
-    for record in store_records(store, chip=chip):
+    for record in store_records(store, chip=chip.strip().lower() if chip else None):
         if task is not None and record.get("task") != task:
             continue
         if case_class is not None and record.get("case_class") != case_class:

@@ -205,10 +205,10 @@ class PatternGraph:
             StoreError: the folder is not writable (the previous file is left untouched).
         """
         target = Path(path) if path is not None else graph_path()
-        target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         data = json.dumps(self.to_json(), sort_keys=True).encode()
         try:
+            target.parent.mkdir(parents=True, exist_ok=True)
             with open(tmp, "wb") as fh:
                 fh.write(data)
                 fh.flush()
@@ -226,14 +226,16 @@ class PatternGraph:
              findings: Iterable[Mapping[str, Any]] = ()) -> PatternGraph:
         """Read the graph file, or rebuild it from the catalog when the file is missing, corrupt (bad JSON or
         payload hash), of an older version, or built from another catalog; `findings` (e.g. from the store) are
-        added when absent. A rebuilt or extended graph is saved back atomically. Stale temp files are removed.
+        added when absent. A rebuilt or extended graph is saved back atomically (skipped when the folder is not
+        writable). Stale temp files are removed.
 
         Raises:
             StoreError: the file was written by a newer chiplore (version above `GRAPH_VERSION`).
         """
         target = Path(path) if path is not None else graph_path()
         catalog = catalog or load_catalog()
-        _remove_stale_temps(target)
+        if target.parent.is_dir():
+            _remove_stale_temps(target)
         doc = _read(target)
         records: list[Mapping[str, Any]] = []
         graph = None
@@ -255,7 +257,8 @@ class PatternGraph:
                 graph.add_finding(record)
                 changed = True
         if changed:
-            graph.save(target)
+            with contextlib.suppress(StoreError):  # read-only home: the rebuilt graph is still correct in memory
+                graph.save(target)
         return graph
 
 
@@ -288,7 +291,7 @@ def _read(path: Path) -> dict[str, Any] | None:
     """The parsed graph document, or None when missing or unusable (bad JSON, wrong format, payload hash)."""
     try:
         raw = path.read_bytes()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
         raise StoreError(f"pattern graph {path}: cannot read ({exc.strerror or exc})") from None

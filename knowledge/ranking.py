@@ -47,6 +47,7 @@ class WeightedEvidence:
     affinity: float
     weight: float
     citation: str
+    parameters: dict[str, Any] = field(default_factory=dict)
 
     def cite(self) -> str:
         return self.citation
@@ -68,7 +69,9 @@ class RankedPattern:
     Attributes:
         pattern_id / name: catalog id and display name.
         parameters: values computed for the chip and case (None = unknown; reason in `unknown`).
-        knobs: kernel-family knob values it sets (`FamilyConfig` fields; None = unknown).
+        knobs: kernel-family knob values it sets (`FamilyConfig` fields; None = unknown): from the parameter rules,
+            or, where a supporting measurement on this same chip recorded the knob, from the best such measurement
+            (same case first, then higher gain); `knob_sources` says which ("rule" or "evidence: <citation>").
         expected_gain: expected speedup over the reference kernel (None when neither a prior nor evidence).
         prior_gain: the modeled prior alone (None when the profile lacks what it needs).
         evidence: weighted evidence with citations. sources: citations of the catalog sources.
@@ -88,6 +91,7 @@ class RankedPattern:
     evidence: list[WeightedEvidence]
     addresses: tuple[str, ...]
     unknown: dict[str, str] = field(default_factory=dict)
+    knob_sources: dict[str, str] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
     composes_with: tuple[str, ...] = ()
     conflicts_with: tuple[str, ...] = ()
@@ -167,6 +171,7 @@ def _rank_one(catalog: Catalog, p: Pattern, values: dict[str, Any], unknown: dic
     if p.prior_gain and reason:
         why["prior_gain"] = reason
     weighted = [_weigh(catalog, e, chip, features, case) for e in evidence]
+    knob_sources = _measured_knobs(knobs, weighted)
     log_gain = _expected_log_gain(catalog.scoring.prior_weight, prior, weighted)
     known = prior is not None or bool(weighted)
     score = log_gain
@@ -176,10 +181,28 @@ def _rank_one(catalog: Catalog, p: Pattern, values: dict[str, Any], unknown: dic
         pattern_id=p.id, name=p.name, score=score, expected_gain=math.exp(log_gain) if known else None,
         prior_gain=None if prior is None else float(prior), parameters=params, knobs=knobs,
         applicable=applicable, preconditions=pre, evidence=sorted(weighted, key=lambda w: -w.weight),
-        addresses=p.addresses, unknown=why, sources=[catalog.source(s).cite() for s in p.sources],
+        addresses=p.addresses, unknown=why, knob_sources=knob_sources,
+        sources=[catalog.source(s).cite() for s in p.sources],
         composes_with=p.composes_with, conflicts_with=p.conflicts_with, family_default=p.family_default,
         family_support=p.family_support, purpose=p.purpose,
     )
+
+
+def _measured_knobs(knobs: dict[str, Any], evidence: list[WeightedEvidence]) -> dict[str, str]:
+    """Replace rule-derived knob values in place by values a supporting same-chip measurement recorded (same
+    case first, then the highest gain); a list of values (an example's alternatives) gives its first. Returns
+    where each knob value came from."""
+    sources = {k: "rule" for k in knobs}
+    measured = sorted((e for e in evidence if e.supports and e.similarity >= 1.0 and e.parameters),
+                      key=lambda e: (-e.affinity, -e.log_gain, e.source_id))
+    for knob in knobs:
+        for e in measured:
+            if knob in e.parameters:
+                value = e.parameters[knob]
+                knobs[knob] = value[0] if isinstance(value, (list, tuple)) and value else value
+                sources[knob] = f"evidence: {e.citation}"
+                break
+    return sources
 
 
 def _expected_log_gain(prior_weight: float, prior: float | None, evidence: list[WeightedEvidence]) -> float:
@@ -206,7 +229,7 @@ def _weigh(catalog: Catalog, e: Evidence, chip: str, features: dict, case: Case)
         affinity = s.case_affinity["other_class"]
     weight = sim * affinity * s.kind_weight.get(e.kind, 1.0)
     return WeightedEvidence(e.kind, e.source_id, e.chip, e.case_id, e.case_class, e.supports, e.log_gain, sim,
-                            affinity, weight, e.citation)
+                            affinity, weight, e.citation, dict(e.data.get("parameters") or {}))
 
 
 _FEATURE_CACHE: dict[str, dict] = {}

@@ -72,10 +72,11 @@ TASK_FUNCTIONS: dict[str, dict[str, str]] = {
     "extend_attention": {
         "seq_tiles": "seq_tiles(rows_per_token, block_m): Σ_b cdiv(E_b * rows_per_token, block_m), the query "
                      "tiles of the batch",
-        "split_time": "split_time(programs, slots, splits, merge_fraction): modeled time of a split-KV launch "
-                      "relative to the ideal stream (wave quantization + partial-merge traffic)",
-        "best_split": "best_split(programs, slots, max_splits, merge_fraction): power-of-two split count <= "
-                      "max_splits with the smallest split_time (ties: fewer splits)",
+        "split_time": "split_time(programs, units, resident_min, resident_max, splits, merge_fraction, tiles, "
+                      "fill): modeled time of a split-KV launch relative to the ideal stream (wave quantization "
+                      "averaged over the plausible residency, pipeline fill, partial-merge traffic)",
+        "best_split": "best_split(programs, units, resident_min, resident_max, max_splits, merge_fraction, tiles, "
+                      "fill): power-of-two split count <= max_splits with the smallest split_time (ties: fewer)",
     },
 }
 
@@ -161,30 +162,47 @@ def extend_attention_variables(case: Case) -> dict[str, Any]:
     }
 
 
-def split_time(programs: float, slots: float, splits: float, merge_fraction: float) -> float:
+def split_time(programs: float, units: float, resident_min: float, resident_max: float, splits: float,
+               merge_fraction: float, tiles: float, fill: float) -> float:
     """Modeled time of streaming the prefix with `splits` KV splits, relative to a perfectly balanced stream.
 
-    ``ceil(programs * splits / slots) / (programs * splits / slots)`` is the wave-quantization factor (the last
-    wave runs partly empty; each program does 1/splits of the work), and ``splits * merge_fraction`` the extra
-    traffic of writing and re-reading fp32 partial outputs + log-sum-exp when splits > 1.
+    - Wave quantization: for `resident` programs per compute unit, ``slots = units * resident`` and the factor is
+      ``ceil(w) / w`` with ``w = programs * splits / slots`` (the last wave runs partly empty). The compiled
+      kernel's residency is not known before compiling, so the factor is averaged over every resident count from
+      `resident_min` (the estimated footprint) to `resident_max` (a footprint of one pipeline stage).
+    - Pipeline fill: each program leaves about `fill` K/V tile times unhidden (its first loads), out of the
+      ``tiles / splits`` tiles it streams: factor ``1 + fill * splits / tiles``.
+    - Merge: ``splits * merge_fraction`` for writing and re-reading fp32 partial outputs and LSE (splits > 1).
+
     Sources: FlashAttention-2 ``num_splits_heuristic`` (wave efficiency n_waves / ceil(n_waves)); Flash-Decoding
     (Dao et al., 2023) for the partial-output merge.
+
+    Raises:
+        ValueError: programs, units, tiles <= 0, resident_min < 1, resident_max < resident_min or splits < 1.
     """
-    if programs <= 0 or slots <= 0 or splits < 1:
-        raise ValueError(f"split_time needs programs, slots > 0 and splits >= 1 (got {programs}, {slots}, {splits})")
-    waves = programs * splits / slots
+    lo, hi = int(resident_min), int(resident_max)
+    if programs <= 0 or units <= 0 or tiles <= 0 or lo < 1 or hi < lo or splits < 1:
+        raise ValueError(f"split_time needs programs, units, tiles > 0, 1 <= resident_min <= resident_max, "
+                         f"splits >= 1 (got {programs}, {units}, {tiles}, {resident_min}, {resident_max}, {splits})")
+    quant = 0.0
+    for resident in range(lo, hi + 1):
+        waves = programs * splits / (units * resident)
+        quant += math.ceil(waves) / waves
     merge = splits * merge_fraction if splits > 1 else 0.0
-    return math.ceil(waves) / waves + merge
+    return quant / (hi - lo + 1) * (1.0 + fill * splits / tiles) + merge
 
 
-def best_split(programs: float, slots: float, max_splits: float, merge_fraction: float) -> int:
+def best_split(programs: float, units: float, resident_min: float, resident_max: float, max_splits: float,
+               merge_fraction: float, tiles: float, fill: float) -> int:
     """The power of two s <= max_splits minimizing `split_time` (ties go to fewer splits); 1 if max_splits < 2."""
-    best, best_time = 1, split_time(programs, slots, 1, merge_fraction)
+    def t(s: int) -> float:
+        return split_time(programs, units, resident_min, resident_max, s, merge_fraction, tiles, fill)
+
+    best, best_time = 1, t(1)
     s = 2
     while s <= max_splits:
-        t = split_time(programs, slots, s, merge_fraction)
-        if t < best_time - 1e-12:
-            best, best_time = s, t
+        if t(s) < best_time - 1e-12:
+            best, best_time = s, t(s)
         s *= 2
     return best
 

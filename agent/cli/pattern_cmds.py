@@ -69,18 +69,17 @@ def patterns_cmd(
 ) -> None:
     """Optimization patterns: the catalog, or ranked for a chip with parameters computed from its profile."""
     from knowledge.catalog import load_catalog
-    from knowledge.findings import load_graph
 
     spec = _task(task)
     catalog = load_catalog()
     if chip is None:
         if case is not None:
             _cases(spec, case)
-        _print_catalog(catalog, spec.name, load_graph(sync=False), as_json)
+        _print_catalog(catalog, spec.name, _graph(), as_json)
         return
     profile = _profile(chip)
     cases = _cases(spec, case)
-    graph = load_graph()
+    graph = _graph()
     results = [_rank_case(profile, spec, c, graph, catalog) for c in cases]
     if as_json:
         doc = results[0] if case is not None else {"chip": profile.chip, "task": spec.name, "cases": results}
@@ -91,6 +90,20 @@ def patterns_cmd(
                        "(expected gain, knobs); details with --case")
     for result in results:
         _print_ranked(result, detailed=case is not None)
+
+
+def _graph() -> Any:
+    """The pattern graph synced with the findings store; from the graph file alone (with a warning on stderr)
+    when the store cannot be opened."""
+    from knowledge.errors import StoreError
+    from knowledge.findings import load_graph
+
+    try:
+        return load_graph()
+    except (StoreError, ImportError) as exc:
+        typer.secho(f"warning: findings store unavailable ({exc}); ranking from the graph file only",
+                    fg=typer.colors.YELLOW, err=True)
+        return load_graph(sync=False)
 
 
 def _rank_case(profile: Any, spec: Any, case: Any, graph: Any, catalog: Any) -> dict[str, Any]:
@@ -134,7 +147,8 @@ def _print_ranked(result: dict[str, Any], detailed: bool) -> None:
         gain = f"expected {_fmt(p['expected_gain'])}x (prior {_fmt(p['prior_gain'])}x)"
         rank = f"{i:2d}." if p["applicable"] else " - "
         _console.print(f"{rank} [bold]{p['pattern_id']}[/bold]: {p['name']}; {gain}")
-        lines = [f"knobs: {_knobs(p) or '-'}",
+        measured = sorted({v.removeprefix("evidence: ") for v in p["knob_sources"].values() if v != "rule"})
+        lines = [f"knobs: {_knobs(p) or '-'}" + (f" (* measured: {'; '.join(measured)})" if measured else ""),
                  "parameters: " + (", ".join(f"{k}={_fmt(v)}" for k, v in p["parameters"].items()) or "-")]
         for c in p["preconditions"]:
             mark = {True: "holds", False: "fails", None: "unknown"}[c["holds"]]
@@ -151,7 +165,9 @@ def _print_ranked(result: dict[str, Any], detailed: bool) -> None:
 
 
 def _knobs(p: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={_fmt(v)}" for k, v in p["knobs"].items())
+    """``k=v`` pairs; a value taken from a same-chip measurement instead of the rules is marked ``*``."""
+    marks = {k: "*" if p.get("knob_sources", {}).get(k, "rule") != "rule" else "" for k in p["knobs"]}
+    return ", ".join(f"{k}={_fmt(v)}{marks[k]}" for k, v in p["knobs"].items())
 
 
 @app.command("findings")

@@ -46,7 +46,7 @@ def _write_variant(tmp_path: Path, old: str, new: str) -> Path:
 
 
 def test_formula_with_missing_profile_field_names_pattern_and_field(tmp_path):
-    path = _write_variant(tmp_path, "num_compute_units * resident_per_cu", "num_compute_unitz * resident_per_cu")
+    path = _write_variant(tmp_path, "num_compute_units * resident_min", "num_compute_unitz * resident_min")
     with pytest.raises(CatalogError) as info:
         load_catalog(path)
     msg = str(info.value)

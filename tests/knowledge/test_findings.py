@@ -74,6 +74,7 @@ def test_query_by_chip_task_case_class_and_pattern(store):
                    h100(), store=store)
     assert {f.chip for f in query_findings(store=store)} == {"h200", "h100"}
     assert [f.case_id for f in query_findings(chip="h100", store=store)] == ["decode"]
+    assert [f.case_id for f in query_findings(chip="H100", store=store)] == ["decode"]  # case-insensitive
     assert all(f.case_class == "small-extend" for f in query_findings(case_class="small-extend", store=store))
     assert [f.verdict_id for f in query_findings(pattern="software_pipelining", store=store)] == ["v20"]
     assert query_findings(task="other_task", store=store) == []

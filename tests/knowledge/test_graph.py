@@ -94,6 +94,16 @@ def test_other_catalog_rebuilds_and_keeps_findings(tmp_path):
     assert back.finding_ids() == g.finding_ids()
 
 
+def test_unwritable_location_still_loads(tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the graph folder should be")
+    g = PatternGraph.load(blocker / "graph.json")  # rebuilt in memory, saving skipped
+    assert g.stats()["nodes.pattern"] == 9
+    with pytest.raises(StoreError, match="cannot write"):
+        g.save(blocker / "graph.json")
+    assert blocker.read_text().startswith("a file")
+
+
 def test_newer_version_is_an_error(tmp_path):
     path = tmp_path / "graph.json"
     PatternGraph.build(load_catalog()).save(path)

@@ -46,9 +46,10 @@ def _family_footprint(knobs: dict, case, v_is_k: bool) -> float:
     return smem_footprint_kb(cfg, _problem(case), v_is_k)
 
 
-def _split_time(programs, slots, s, merge):
-    waves = programs * s / slots
-    return math.ceil(waves) / waves + (s * merge if s > 1 else 0.0)
+def _split_time(programs, units, residents, s, merge, tiles, fill=0.5):
+    """Wave quantization averaged over resident counts, pipeline fill, partial-merge traffic (catalog rule)."""
+    quant = sum(math.ceil(programs * s / (units * r)) / (programs * s / (units * r)) for r in residents)
+    return quant / len(residents) * (1 + fill * s / tiles) + (s * merge if s > 1 else 0.0)
 
 
 def test_m890_spec_verify_ranks_split_kv_first_with_a_split_that_fills_36_units(graph):
@@ -59,13 +60,16 @@ def test_m890_spec_verify_ranks_split_kv_first_with_a_split_that_fills_36_units(
     # 64 sequences x 8 KV heads, the 4 rows x G=4 heads of a sequence fit one 16-row tile
     assert top.parameters["programs_base"] == 64 * 8
     assert top.parameters["slots"] == 36  # smem per compute unit unknown: one resident program per unit
-    # independent derivation: wave quantization on 36 units + fp32 partial-merge traffic per split
-    merge = 8 * 512 * 16 * (128 + 1) / bytes_moved(case)
-    times = {s: _split_time(512, 36, s, merge) for s in (1, 2, 4, 8, 16)}
-    assert min(times, key=times.get) == 4
-    assert top.knobs == {"num_splits": 4}  # the public run used 4 or 9
-    assert top.parameters["split_waves"] == pytest.approx(512 * 4 / 36)  # 56.9 full waves: all 36 units busy
-    assert top.prior_gain == pytest.approx(times[1] / times[4])
+    # independent derivation on 36 units: fp32 partials [splits, ΣE=256, H_q=32, D_v+1] written and read,
+    # 4096 prefix keys in 32-key tiles
+    merge = 8 * 256 * 32 * (128 + 1) / bytes_moved(case)
+    times = {s: _split_time(512, 36, [1], s, merge, 4096 / 32) for s in (1, 2, 4, 8, 16)}
+    assert top.parameters["num_splits"] == min(times, key=times.get) == 2
+    assert top.prior_gain == pytest.approx(times[1] / times[2])
+    # the public run on this chip measured 4 and 9 splits: same-chip evidence sets the knob
+    assert top.knobs == {"num_splits": 4}
+    assert "Public run" in top.knob_sources["num_splits"]
+    assert 512 * top.knobs["num_splits"] / 36 >= 1  # fills the 36 units (56.9 waves)
     assert any("Public run" in e.citation and e.chip == "m890" and e.similarity == 1.0 for e in top.evidence)
     tiles = _by_id(ranked)["tile_sizing"]
     assert tiles.knobs == {"block_m": 16, "block_n": 32, "num_stages": 2}
@@ -77,9 +81,15 @@ def test_h200_parameters_differ(graph):
     case = TASK.case("spec-verify")
     h = _by_id(rank_patterns(h200(), TASK, case, graph=graph))
     m = _by_id(rank_patterns(m890(), TASK, case, graph=graph))
-    # 512 programs on 132 SMs (one 196 KB program per 228 KB SM): 3.9 waves, a split only adds merge traffic
-    assert h["split_kv"].parameters["slots"] == 132 and h["split_kv"].knobs == {"num_splits": 1}
-    assert not h["split_kv"].applicable
+    split = h["split_kv"]
+    # one 196 KB program fits a 228 KB SM; a one-stage footprint (68 KB) would let 3 fit
+    assert (split.parameters["resident_min"], split.parameters["resident_max"]) == (1, 3)
+    merge = 8 * 256 * 32 * (128 + 1) / bytes_moved(case)
+    times = {s: _split_time(512, 132, [1, 2, 3], s, merge, 4096 / 128) for s in (1, 2, 4, 8, 16)}
+    # 2 splits: also the best measured on an H200 (docs/gpu_runs/sweep2.json: 473 us vs 559 us at 1, 513 at 4)
+    assert split.knobs == {"num_splits": 2} == {"num_splits": min(times, key=times.get)}
+    assert split.knob_sources == {"num_splits": "rule"} and split.applicable
+    assert split.knobs != m["split_kv"].knobs
     assert h["tile_sizing"].knobs == {"block_m": 16, "block_n": 128, "num_stages": 3}
     assert h["tile_sizing"].knobs != m["tile_sizing"].knobs
     assert _family_footprint(h["tile_sizing"].knobs, case, False) <= 227
@@ -171,6 +181,21 @@ def test_same_chip_evidence_counts_most(catalog):
     s_own, _ = _score(h200(), own, "persistent_grid", "mixed-batch")
     s_other, _ = _score(h200(), other, "persistent_grid", "mixed-batch")
     assert s_own > s_other > base
+
+
+def test_same_chip_measurements_set_knob_values(catalog):
+    g = PatternGraph.build(catalog)
+    other = _finding(h100(), "split_kv", 1.4, i=1)
+    other["parameters"] = {"num_splits": 8}
+    g.add_finding(other)
+    r = _by_id(rank_patterns(h200(), TASK, "spec-verify", graph=g))["split_kv"]
+    assert r.knobs == {"num_splits": 2} and r.knob_sources["num_splits"] == "rule"  # another chip: rule stays
+    own = _finding(h200(), "split_kv", 1.3, i=2)
+    own["parameters"] = {"num_splits": 4, "block_n": 128}
+    g.add_finding(own)
+    r = _by_id(rank_patterns(h200(), TASK, "spec-verify", graph=g))["split_kv"]
+    assert r.knobs == {"num_splits": 4} and r.knob_sources["num_splits"].startswith("evidence: finding")
+    assert r.parameters["num_splits"] == 2  # the rule's value is still reported
 
 
 def test_failed_attempts_lower_the_expected_gain(catalog):

@@ -1,0 +1,158 @@
+"""Markdown loader (markdown-it-py, CommonMark + pipe tables), with HTML tables and MyST directives.
+
+- Headings (ATX and setext) give the heading path; paragraphs, list items and code blocks are prose.
+- Pipe tables and HTML ``<table>`` blocks: one ``table_row`` section per row, carrying the header row and the
+  table's caption (or the short paragraph that introduces it).
+- MyST fences: ``{list-table}`` is parsed with docutils like reStructuredText (one section per row);
+  ``{figure}`` keeps its caption as a ``caption`` section; other directives keep their body as prose.
+- YAML front matter is dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from ingest.loaders.common import LoadedDocument, clean, one_line, read_text_file, table_sections, title_from_path
+from ingest.loaders.html import html_fragment_sections
+from ingest.types import Section
+
+_FRONT_MATTER = re.compile(r"\A(?:\ufeff)?---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*\n", re.S)
+_DIRECTIVE = re.compile(r"^\{([\w:.-]+)\}\s*(.*)$")
+
+
+def load_markdown(path: Path, source: str) -> LoadedDocument:
+    """Load a Markdown file into sections.
+
+    Raises:
+        BadInputError: empty or binary file.
+    """
+    text = _FRONT_MATTER.sub("", read_text_file(path, "Markdown"), count=1)
+    sections = markdown_sections(text, source)
+    title = next((s.heading_path[0] for s in sections if s.heading_path), "") or title_from_path(source)
+    return LoadedDocument(sections=sections, title=title)
+
+
+def markdown_sections(text: str, source: str) -> list[Section]:
+    """Sections of Markdown `text` in reading order (see module docstring)."""
+    tokens = MarkdownIt("commonmark").enable("table").parse(text)
+    return _Builder(source).run(tokens)
+
+
+class _Builder:
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.path: list[str] = []
+        self.levels: list[int] = []
+        self.sections: list[Section] = []
+        self.last_prose = ""
+
+    def run(self, tokens: list[Token]) -> list[Section]:
+        i = 0
+        list_depth = 0
+        while i < len(tokens):
+            tok = tokens[i]
+            if tok.type == "heading_open":
+                self._heading(int(tok.tag[1]), _inline_text(tokens[i + 1]))
+                i += 3
+                continue
+            if tok.type in ("bullet_list_open", "ordered_list_open"):
+                list_depth += 1
+            elif tok.type in ("bullet_list_close", "ordered_list_close"):
+                list_depth -= 1
+            elif tok.type == "inline":
+                text = _inline_text(tok)
+                self._prose(("- " + text) if list_depth else text)
+            elif tok.type == "table_open":
+                i = self._table(tokens, i)
+                continue
+            elif tok.type in ("fence", "code_block"):
+                self._fence(tok)
+            elif tok.type == "html_block":
+                self.sections.extend(html_fragment_sections(tok.content, self.source, tuple(self.path),
+                                                            _lead_in(self.last_prose)))
+            i += 1
+        return self.sections
+
+    def _heading(self, level: int, text: str) -> None:
+        while self.levels and self.levels[-1] >= level:
+            self.levels.pop()
+            self.path.pop()
+        self.levels.append(level)
+        self.path.append(text)
+        self.last_prose = ""
+
+    def _prose(self, text: str, kind: str = "prose") -> None:
+        text = clean(text)
+        if text:
+            self.sections.append(Section(text=text, source=self.source, heading_path=tuple(self.path), kind=kind))
+            self.last_prose = text
+
+    def _table(self, tokens: list[Token], i: int) -> int:
+        header: list[str] = []
+        rows: list[list[str]] = []
+        row: list[str] = []
+        in_head = False
+        while tokens[i].type != "table_close":
+            tok = tokens[i]
+            if tok.type == "thead_open":
+                in_head = True
+            elif tok.type == "thead_close":
+                in_head = False
+            elif tok.type == "tr_open":
+                row = []
+            elif tok.type == "tr_close" and in_head:
+                header.extend(row)
+            elif tok.type == "tr_close":
+                rows.append(row)
+            elif tok.type == "inline":
+                row.append(_inline_text(tok))
+            i += 1
+        self.sections.extend(table_sections(header, rows, self.source, tuple(self.path), _lead_in(self.last_prose)))
+        return i + 1
+
+    def _fence(self, tok: Token) -> None:
+        match = _DIRECTIVE.match(tok.info.strip())
+        if not match:
+            self._prose(tok.content)
+            return
+        name, argument = match.group(1), match.group(2).strip()
+        body = tok.content
+        if name == "list-table":
+            from ingest.loaders.rst import list_table_sections
+
+            self.sections.extend(list_table_sections(argument, body, self.source, tuple(self.path),
+                                                     _lead_in(self.last_prose)))
+        elif name in ("figure", "image"):
+            self._prose(_directive_body(body), kind="caption")
+        else:
+            self._prose(" ".join(p for p in (argument, _directive_body(body)) if p))
+
+
+def _directive_body(body: str) -> str:
+    """Body of a MyST directive without its ``---`` YAML option block or ``:key: value`` option lines."""
+    body = re.sub(r"\A---\n.*?\n---\n?", "", body, count=1, flags=re.S)
+    return "\n".join(line for line in body.splitlines() if not re.match(r"^:[\w-]+:", line.strip())).strip()
+
+
+def _inline_text(tok: Token) -> str:
+    """Plain text of an inline token: link text kept, images by alt text, inline HTML tags dropped."""
+    parts: list[str] = []
+    for child in tok.children or []:
+        if child.type in ("text", "code_inline"):
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+        elif child.type == "image":
+            parts.append(child.content or "")
+        elif child.type == "html_inline" and child.content.lower().startswith("<br"):
+            parts.append(" ")
+    return one_line("".join(parts))
+
+
+def _lead_in(paragraph: str) -> str:
+    text = one_line(paragraph)
+    return text if 0 < len(text) <= 240 else ""

@@ -1,0 +1,292 @@
+"""PDF loader (pypdf): page text with running headers/footers removed, endnote markers detached, paragraphs
+rebuilt from wrapped lines, figure/table captions kept, and table lines turned into rows that carry their table's
+caption and header line (also across a page break).
+
+Heuristics (layout-generic, no vendor rules):
+- Boilerplate: a line within the first/last 3 lines of a page whose digit-normalized form recurs on at least half
+  of the pages with text (and on 3 or more) is a running header/footer (page numbers, document banners).
+- Endnote markers: an upper-case token ending in ``-NN`` glued to the end of a sentence or number
+  (``2.6 PFLOP/s.MI300-11``) becomes ``2.6 PFLOP/s. [MI300-11]`` so the number stays a clean token.
+- Paragraphs: a line continues the previous one when that one was wrapped (trailing space or hyphen, or at least
+  70 % of the page's typical line length).
+- Headings: an all-capitals line of 8+ letters that follows prose (not a run of diagram labels); it names the
+  page's section until the next heading.
+- Tables: after a ``Table N.`` caption, lines up to the next prose paragraph are rows (the first line without two
+  numbers is the column header line; all-capitals lines without numbers are row-group labels).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from ingest.loaders.common import LoadedDocument, one_line, title_from_path
+from ingest.types import Section
+from knowledge.errors import BadInputError
+
+_MARKER = r"[A-Z][A-Z0-9]*\d[A-Z0-9]*-\d{1,3}[a-z]?"
+_MARKERS = rf"{_MARKER}(?:,\s*{_MARKER})*"
+_GLUED = re.compile(rf"(?<=\S)\.({_MARKERS})(?=[\s,;)]|$)")
+_SPACED = re.compile(rf"(?<=\.)\s+({_MARKERS})(?=\s|$)")
+_CAPTION = re.compile(r"^(?:Figure|Fig\.|Table|Exhibit)\s+\d+[A-Za-z]?\s*[.:]", re.I)
+_TABLE_CAPTION = re.compile(r"^Table\s+\d+", re.I)
+_NUMBER = re.compile(r"\b\d[\d,]*(?:\.\d+)?")
+
+
+def detach_endnote_markers(text: str) -> str:
+    """``"2.6 PFLOP/s.MI300-11 For"`` -> ``"2.6 PFLOP/s. [MI300-11] For"`` (also lists: ``MI300-13, MI300-14``)."""
+    text = _GLUED.sub(lambda m: f". [{m.group(1)}]", text)
+    return _SPACED.sub(lambda m: f" [{m.group(1)}]", text)
+
+
+def load_pdf(path: Path, source: str) -> LoadedDocument:
+    """Load a PDF into page-tagged sections.
+
+    Raises:
+        BadInputError: the file is empty, not a PDF, corrupt, encrypted (needs a password), or has no text layer.
+    """
+    reader = _open(path)
+    pages = [_page_lines(reader, i, path) for i in range(len(reader.pages))]
+    if not any(line.text for lines in pages for line in lines):
+        raise BadInputError(f"{path}: PDF has no extractable text (scanned images? run OCR first)")
+    boiler = _boilerplate(pages)
+    pages = [_strip_boilerplate(lines, boiler) for lines in pages]
+    title = _title(reader) or title_from_path(source)
+    parser = _PageParser(source, title, _typical_length([line.text for lines in pages for line in lines]))
+    for number, lines in enumerate(pages, start=1):
+        parser.parse(number, lines)
+    return LoadedDocument(sections=parser.sections, title=title, pages=len(pages))
+
+
+def _open(path: Path):
+    from pypdf import PdfReader
+    from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError
+
+    data = path.read_bytes()
+    if not data.strip():
+        raise BadInputError(f"{path}: file is empty")
+    if not data.lstrip()[:1024].startswith(b"%PDF") and b"%PDF" not in data[:1024]:
+        raise BadInputError(f"{path}: not a PDF (no %PDF header)")
+    try:
+        reader = PdfReader(path, strict=False)
+        if reader.is_encrypted:
+            try:
+                ok = reader.decrypt("")
+            except (DependencyError, NotImplementedError, FileNotDecryptedError) as exc:
+                raise BadInputError(f"{path}: PDF is encrypted and cannot be decrypted ({exc})") from exc
+            if not ok:
+                raise BadInputError(f"{path}: PDF is encrypted (a password is required); decrypt it first")
+        _ = len(reader.pages)
+    except BadInputError:
+        raise
+    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, OSError) as exc:
+        raise BadInputError(f"{path}: corrupt PDF ({type(exc).__name__}: {_short(exc)})") from exc
+    return reader
+
+
+def _page_lines(reader, index: int, path: Path) -> list[_Line]:
+    """Lines of page `index` with layout hints: `wrapped` = ends in a space or hyphen, `indented` = starts with
+    whitespace (a continuation of a caption, in typical layouts)."""
+    try:
+        raw = reader.pages[index].extract_text() or ""
+    except Exception as exc:  # pypdf raises many types on damaged content streams
+        raise BadInputError(f"{path}: corrupt PDF page {index + 1} ({type(exc).__name__}: {_short(exc)})") from exc
+    out = []
+    for line in raw.splitlines():
+        out.append(_Line(" ".join(line.split()), line.endswith((" ", "-", "\u00ad")), line[:1].isspace()))
+    return out
+
+
+def _norm(line: str) -> str:
+    return re.sub(r"\d+", "#", line.lower())
+
+
+def _boilerplate(pages: list[list[_Line]]) -> set[str]:
+    counts: Counter[str] = Counter()
+    with_text = 0
+    for lines in pages:
+        texts = [line.text for line in lines if line.text]
+        if not texts:
+            continue
+        with_text += 1
+        counts.update({_norm(t) for t in texts[:3] + texts[-3:]})
+    threshold = max(3, (with_text + 1) // 2)
+    return {line for line, n in counts.items() if n >= threshold}
+
+
+def _strip_boilerplate(lines: list[_Line], boiler: set[str]) -> list[_Line]:
+    lines = [line for line in lines if line.text]
+    edges = set(range(min(3, len(lines)))) | set(range(max(0, len(lines) - 3), len(lines)))
+    return [line for i, line in enumerate(lines) if not (i in edges and _norm(line.text) in boiler)]
+
+
+def _title(reader) -> str:
+    try:
+        meta = reader.metadata
+        return one_line(str(meta.title)) if meta and meta.title else ""
+    except Exception:  # broken info dictionaries are common and harmless
+        return ""
+
+
+def _upper_ratio(text: str) -> float:
+    letters = [c for c in text if c.isalpha()]
+    return sum(1 for c in letters if c.isupper()) / len(letters) if letters else 0.0
+
+
+def _is_heading(text: str) -> bool:
+    letters = sum(1 for c in text if c.isalpha())
+    return (letters >= 8 and len(text) <= 90 and not _CAPTION.match(text) and _upper_ratio(text) >= 0.9
+            and _numbers(text) <= 1)
+
+
+def _numbers(text: str) -> int:
+    return len(_NUMBER.findall(text))
+
+
+def _ends_sentence(text: str) -> bool:
+    return text.rstrip().endswith((".", ":", "?", "!", ".)", '."'))
+
+
+@dataclass(frozen=True)
+class _Line:
+    text: str
+    wrapped: bool
+    indented: bool
+
+
+@dataclass
+class _Table:
+    caption: str
+    header: str = ""
+    group: str = ""
+
+
+class _PageParser:
+    """Turns the lines of successive pages into sections; keeps the running heading and an open table."""
+
+    def __init__(self, source: str, title: str, typical: float) -> None:
+        self.source = source
+        self.title = title
+        self.typical = typical
+        self.heading = ""
+        self.table: _Table | None = None
+        self.sections: list[Section] = []
+        self.page = 0
+
+    def parse(self, page: int, lines: list[_Line]) -> None:
+        self.page = page
+        if not lines:
+            return
+        if self.table and not (lines[0].text == self.table.header or _numbers(lines[0].text) >= 2):
+            self.table = None  # a table continues on a new page only if it restarts with its header or a row
+        self.heading = _page_heading(lines, self.table.header if self.table else "") or self.heading
+        para: list[str] = []
+        labels: list[str] = []
+        i = 0
+        while i < len(lines):
+            line = lines[i]
+            if _CAPTION.match(line.text):
+                self._flush(para, labels)
+                para, labels = [], []
+                i = self._caption(lines, i)
+                continue
+            if self.table is not None and (not self._is_prose(line) or self._header_line(line)):
+                i = self._table_line(lines, i)
+                continue
+            self.table = None
+            if para and self._joins(lines[i - 1]):
+                para.append(("" if para[-1].endswith("-") else " ") + line.text)
+            elif self._is_prose(line) or line.wrapped:
+                self._flush(para, labels)
+                para, labels = [line.text], []
+            elif para and not labels:
+                self._flush(para, [])
+                para, labels = [], [line.text]
+            else:
+                labels.append(line.text)
+            i += 1
+        self._flush(para, labels)
+
+    def _is_prose(self, line: _Line) -> bool:
+        return len(line.text) >= 0.7 * self.typical and _numbers(line.text) < 2 and _upper_ratio(line.text) < 0.9
+
+    def _header_line(self, line: _Line) -> bool:
+        """A table's first line is its column header even when it is as long as prose (but never wrapped)."""
+        return self.table is not None and not self.table.header and not line.wrapped \
+            and not _ends_sentence(line.text)
+
+    def _joins(self, prev: _Line) -> bool:
+        return prev.wrapped or len(prev.text) >= 0.7 * self.typical
+
+    def _path(self) -> tuple[str, ...]:
+        return (self.title, self.heading) if self.heading else (self.title,)
+
+    def _emit(self, text: str, kind: str) -> None:
+        text = detach_endnote_markers(one_line(text))
+        if text:
+            self.sections.append(Section(text=text, source=self.source, page=self.page,
+                                         heading_path=self._path(), kind=kind))
+
+    def _flush(self, para: list[str], labels: list[str]) -> None:
+        if para:
+            self._emit("".join(para), "prose")
+        if labels:
+            self._emit("; ".join(labels), "caption")
+
+    def _caption(self, lines: list[_Line], i: int) -> int:
+        """Emit the caption at line `i` with its continuation lines; open a table after ``Table N.``."""
+        text = lines[i].text
+        i += 1
+        while i < len(lines) and (lines[i].indented or lines[i].text[:1].islower()) \
+                and not _CAPTION.match(lines[i].text):
+            text = text + lines[i].text if text.endswith("-") else f"{text} {lines[i].text}"
+            i += 1
+        self._emit(text, "caption")
+        self.table = _Table(caption=detach_endnote_markers(text)) if _TABLE_CAPTION.match(text) else None
+        return i
+
+    def _table_line(self, lines: list[_Line], i: int) -> int:
+        """Consume one table line (joined with its wrapped continuations); emit a row or update header/group."""
+        table = self.table
+        assert table is not None
+        text = lines[i].text
+        i += 1
+        while lines[i - 1].wrapped and i < len(lines) and not self._is_prose(lines[i]) \
+                and not _CAPTION.match(lines[i].text):
+            text = f"{text} {lines[i].text}"
+            i += 1
+        if not table.header and _numbers(text) < 2:
+            table.header = text
+        elif text != table.header and _numbers(text) == 0 and text.upper() == text:
+            table.group = text
+        elif text != table.header:
+            context = " | ".join(p for p in (table.caption, table.header, table.group) if p)
+            self._emit(f"{context} | {text}", "table_row")
+        return i
+
+
+def _page_heading(lines: list[_Line], table_header: str = "") -> str:
+    """The page's first heading: an all-capitals line at the top of the page or right after a full sentence
+    (a continued table's repeated header line is not a heading)."""
+    for i, line in enumerate(lines):
+        if line.text != table_header and _is_heading(line.text) and (i == 0 or _ends_sentence(lines[i - 1].text)):
+            text = line.text
+            j = i + 1
+            while lines[j - 1].wrapped and j < len(lines) and _upper_ratio(lines[j].text) >= 0.9:
+                text = f"{text} {lines[j].text}"
+                j += 1
+            return text.rstrip(": ")
+    return ""
+
+
+def _typical_length(texts: list[str]) -> float:
+    lengths = sorted(len(t) for t in texts if len(t) >= 20)
+    if not lengths:
+        return 80.0
+    return float(lengths[int(0.75 * (len(lengths) - 1))])
+
+
+def _short(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200]

@@ -1,0 +1,1 @@
+from tests.store_fixtures import *  # noqa: F401,F403

@@ -1,0 +1,109 @@
+"""`chiplore onboard / ask / chips`: human and --json output, exit codes, one-line errors, unchanged store."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent.cli.app import main
+from knowledge.store import KnowledgeStore
+from tests.ingest.pdfgen import encrypt_pdf, make_pdf
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def run_cli(capsys, monkeypatch, *args: str) -> tuple[int, str, str]:
+    """Run `chiplore ARGS` in this process (as the console script does); returns (exit code, stdout, stderr)."""
+    monkeypatch.setattr(sys, "argv", ["chiplore", *map(str, args)])
+    code = 0
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def records():
+    return sorted((r.id, r.text) for r in KnowledgeStore.open().records())
+
+
+def test_onboard_ask_chips(chiplore_home, embedder, docs, capsys, monkeypatch):
+    code, out, err = run_cli(capsys, monkeypatch, "onboard", "Z9", docs)
+    assert code == 0
+    assert "onboarded z9: 5 files (5 stored, 0 unchanged), 3 pages," in out and "1 skipped, 0 failed in" in out
+    assert "skipped: diagram.svg (unsupported file type '.svg')" in err
+
+    code, out, _ = run_cli(capsys, monkeypatch, "chips", "--json")
+    chips = json.loads(out)
+    assert code == 0 and chips["schema"] == 1
+    assert [(c["chip"], c["documents"], c["findings"]) for c in chips["chips"]] == [("z9", 5, 0)]
+
+    code, out, _ = run_cli(capsys, monkeypatch, "ask", "How many vector cores does the Z9 have?", "--chip", "z9",
+                           "-k", "2", "--json")
+    answer = json.loads(out)
+    assert code == 0 and answer["k"] == 2 and answer["chip"] == "z9" and len(answer["hits"]) == 2
+    top = answer["hits"][0]
+    assert set(top) == {"rank", "id", "collection", "chip", "source", "page", "section", "kind", "score",
+                        "dense_rank", "keyword_rank", "citation", "text"}
+    assert top["rank"] == 1 and "96 vector cores" in top["text"] and top["citation"].startswith("overview.md")
+
+    code, out, _ = run_cli(capsys, monkeypatch, "ask", "memory bandwidth of the Z9", "-k", "3")
+    assert code == 0 and "[1]" in out and "brief.pdf p.2" in out
+
+    code, out, _ = run_cli(capsys, monkeypatch, "onboard", "z9", docs, "--json")
+    again = json.loads(out)
+    assert code == 0 and again["counts"]["unchanged"] == 5 and again["counts"]["stored"] == 0
+    code, out, _ = run_cli(capsys, monkeypatch, "chips", "--json")
+    assert json.loads(out)["chips"] == chips["chips"]
+
+
+def test_ask_unknown_chip(chiplore_home, embedder, docs, capsys, monkeypatch):
+    run_cli(capsys, monkeypatch, "onboard", "z9", docs, "--json")
+    before = records()
+    code, out, err = run_cli(capsys, monkeypatch, "ask", "cores?", "--chip", "h999")
+    assert code == 1 and out == ""
+    assert err.strip() == "error: unknown chip 'h999'; known chips: z9"
+    assert records() == before
+
+
+@pytest.mark.parametrize("kind", ["missing", "corrupt", "encrypted", "empty", "binary"])
+def test_bad_input_exits_1_with_one_line_and_store_unchanged(chiplore_home, embedder, docs, tmp_path, capsys,
+                                                            monkeypatch, kind):
+    run_cli(capsys, monkeypatch, "onboard", "z9", docs, "--json")
+    before = records()
+    path = tmp_path / {"missing": "nope.pdf", "corrupt": "c.pdf", "encrypted": "e.pdf", "empty": "e.md",
+                       "binary": "b.md"}[kind]
+    if kind == "corrupt":
+        path.write_bytes(b"%PDF-1.5\n" + os.urandom(300))
+    elif kind == "encrypted":
+        encrypt_pdf(make_pdf(tmp_path / "plain.pdf", [["secret"]]), path)
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "binary":
+        path.write_bytes(bytes(range(256)) * 8)
+    code, out, err = run_cli(capsys, monkeypatch, "onboard", "z9", path)
+    assert code == 1
+    line = [x for x in err.splitlines() if x.startswith("error:")]
+    assert len(line) == 1 and str(path) in line[0]
+    expected = {"missing": "no such file or directory", "corrupt": "corrupt PDF",
+                "encrypted": "PDF is encrypted (a password is required)", "empty": "file is empty",
+                "binary": "binary content, not a Markdown text file"}[kind]
+    assert expected in line[0]
+    assert records() == before
+
+
+def test_cold_cli_process(chiplore_home):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-m", "agent.cli", "chips", "--json"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["chips"] == []
+    proc = subprocess.run([sys.executable, "-m", "agent.cli", "ask", "x", "--chip", "z9"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == ("error: unknown chip 'z9'; known chips: none yet "
+                                   "(run `chiplore onboard CHIP PATH...`)")

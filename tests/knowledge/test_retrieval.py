@@ -1,0 +1,102 @@
+"""Hybrid retrieval over real onboarded documents: dense + BM25 with reciprocal-rank fusion, chip filter, findings,
+citations, and the on-disk BM25 cache keyed by store revision."""
+
+import pytest
+
+from ingest.onboard import onboard
+from ingest.types import Chunk
+from knowledge import retrieval
+from knowledge.errors import BadInputError
+from knowledge.retrieval import RRF_K, KeywordIndex, search, tokenize
+from knowledge.store import KnowledgeStore
+
+
+@pytest.fixture
+def onboarded(chiplore_home, embedder, docs, tmp_path):
+    onboard("z9", [docs], progress=False)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "q1.md").write_text("# Quasar Q1\n\nThe Quasar Q1 has 24 vector cores and 8 GB of memory.\n")
+    onboard("q1", [other], progress=False)
+    return chiplore_home
+
+
+def test_tokenize():
+    assert tokenize("The L2 cache is 4MB; 1,216 cores at 4.096 TFLOP/s on MI300X GPUs") == [
+        "l2", "cache", "4mb", "4", "mb", "1216", "core", "4.096", "tflop", "mi300x", "gpu"]
+
+
+def test_question_finds_the_right_passage_with_citation(onboarded):
+    hits = search("How many vector cores does the Zephyr Z9 have?", chip="z9", k=3)
+    assert "96 vector cores" in hits[0].text
+    assert hits[0].chip == "z9" and hits[0].collection == "chunks"
+    assert hits[0].cite() == "overview.md > Zephyr Z9 overview"
+    bw = search("What is the memory bandwidth of the Z9?", chip="Z9", k=3)
+    top = next(h for h in bw if "3.2 TB/s" in h.text)
+    assert top.source == "brief.pdf" and top.page == 2 and top.cite().startswith("brief.pdf p.2")
+
+
+def test_table_row_answers_column_question(onboarded):
+    hits = search("clock frequency in MHz of the Z9 Lite", chip="z9", k=3)
+    assert any("Model: Z9 Lite" in h.text and "1600" in h.text for h in hits)
+
+
+def test_scores_are_reciprocal_rank_fusion(onboarded):
+    for hit in search("scratchpad memory per vector core", k=5):
+        expected = sum(1.0 / (RRF_K + r) for r in (hit.dense_rank, hit.keyword_rank) if r is not None)
+        assert hit.score == pytest.approx(expected)
+        assert hit.dense_rank is not None or hit.keyword_rank is not None
+
+
+def test_chip_filter(onboarded):
+    assert {h.chip for h in search("vector cores", chip="q1", k=5)} == {"q1"}
+    assert {h.chip for h in search("vector cores", k=10)} == {"q1", "z9"}
+
+
+def test_unknown_chip_lists_known_chips_and_changes_nothing(onboarded):
+    store = KnowledgeStore.open()
+    before = store.count()
+    with pytest.raises(BadInputError, match=r"^unknown chip 'h999'; known chips: q1, z9$"):
+        search("vector cores", chip="H999")
+    assert store.count() == before
+
+
+def test_empty_store_and_bad_arguments(chiplore_home, embedder):
+    with pytest.raises(BadInputError, match="known chips: none yet"):
+        search("anything", chip="z9")
+    assert search("anything") == []
+    with pytest.raises(BadInputError, match="-k must be at least 1"):
+        search("anything", k=0)
+    with pytest.raises(BadInputError, match="question is empty"):
+        search("  ")
+
+
+def test_findings_are_searched_and_cited(onboarded):
+    finding = Chunk(id="finding-1", text="Split-KV with 8 splits gave a 3.1x speedup on the Z9 decode case.",
+                    chip="z9", source="run 20260101-abc", section="extend_attention > decode", kind="finding")
+    KnowledgeStore.open().upsert_chunks([finding], collection="findings")
+    hits = search("what speedup did split-KV give on the Z9?", chip="z9", k=3)
+    assert hits[0].collection == "findings" and hits[0].id == "finding-1"
+    assert search("split-KV speedup", chip="z9", k=3, collections=("chunks",))[0].collection == "chunks"
+
+
+def test_bm25_index_cached_on_disk_by_revision(onboarded, monkeypatch, docs):
+    search("vector cores", k=2)
+    cache = onboarded / "cache" / "bm25" / "chunks"
+    first = sorted(p.name for p in cache.iterdir())
+    assert len(first) == 1 and (cache / first[0] / "records.json").is_file()
+    retrieval._MEMO.clear()
+
+    def no_build(records):
+        raise AssertionError("index rebuilt although the store did not change")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(KeywordIndex, "build", staticmethod(no_build))
+        assert search("vector cores", k=2)
+    (docs / "errata.txt").write_text("Errata\n======\n\nThe Z9 L2 cache now runs at full clock.\n")
+    report = onboard("z9", [docs], progress=False)
+    assert [f.source for f in report.files if f.status == "stored"] == ["errata.txt"]
+    hits = search("does the L2 cache run at full clock", chip="z9", k=1)
+    assert "full clock" in hits[0].text
+    second = sorted(p.name for p in cache.iterdir())
+    assert len(second) == 1 and second != first
