@@ -7,6 +7,9 @@
 - A file whose bytes, loader and chunker are unchanged since it was stored is not touched ("unchanged").
   An edited file replaces exactly its own chunks (`KnowledgeStore.replace_source`), and a file that fails to load
   leaves the store as it was.
+- After the files, the chip's hardware profile is re-extracted from all of its stored chunks and merged into its
+  profile (`ingest.profile_extract.update_profile_from_documents`; written to ``$CHIPLORE_HOME/profiles``);
+  re-running on the same documents leaves the profile unchanged.
 """
 
 from __future__ import annotations
@@ -41,12 +44,25 @@ class FileReport:
 
 
 @dataclass
+class ProfileUpdate:
+    """The hardware profile extracted during onboarding: where it was written, what was found and what not."""
+
+    path: str | None = None
+    found: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    summary: str = ""
+    error: str = ""
+
+
+@dataclass
 class OnboardReport:
     """Summary of one `onboard` call (counts cover stored and unchanged files; `seconds` is wall time)."""
 
     chip: str
     files: list[FileReport] = field(default_factory=list)
     seconds: float = 0.0
+    profile: ProfileUpdate | None = None
 
     def _with(self, *statuses: str) -> list[FileReport]:
         return [f for f in self.files if f.status in statuses]
@@ -85,6 +101,7 @@ class OnboardReport:
                        "unchanged": len(self._with("unchanged")), "failed": len(self.failed),
                        "skipped": len(self.skipped), "pages": self.pages, "chunks": self.chunks},
             "files": [asdict(f) for f in self.files],
+            "profile": asdict(self.profile) if self.profile is not None else None,
         }
 
 
@@ -163,8 +180,37 @@ def onboard(chip: str, paths: Sequence[str | Path], progress: bool = True, store
             bar.start(source)
             report.files.append(_onboard_file(store, chip, path, source, options))
             bar.advance()
+    if report.documents:
+        report.profile = update_chip_profile(store, chip)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def update_chip_profile(store: KnowledgeStore, chip: str) -> ProfileUpdate:
+    """Re-extract `chip`'s hardware profile from all of its stored chunks and merge it into its profile.
+
+    Uses the LLM proposer too when ``OPENAI_BASE_URL`` is set (falls back to the rules alone if the endpoint
+    fails). A profile that cannot be written is reported in `ProfileUpdate.error`; the stored documents stay.
+    """
+    from ingest.profile_extract import update_profile_from_documents
+    from ingest.profile_llm import default_model
+    from ingest.profile_sources import chunks_from_records
+
+    chunks = chunks_from_records(store.records("chunks", chip=chip))
+    llm, note = default_model(), ""
+    try:
+        try:
+            _, extraction, path = update_profile_from_documents(chip, chunks, llm=llm)
+        except ChiploreError as exc:
+            if llm is None:
+                raise
+            note = f"; LLM proposals skipped ({exc})"
+            _, extraction, path = update_profile_from_documents(chip, chunks)
+    except ChiploreError as exc:
+        return ProfileUpdate(error=str(exc))
+    return ProfileUpdate(path=str(path) if path else None, found=list(extraction.found),
+                         conflicts=list(extraction.conflicts), problems=list(extraction.problems),
+                         summary=extraction.summary() + note)
 
 
 def _onboard_file(store: KnowledgeStore, chip: str, path: Path, source: str,

@@ -100,9 +100,8 @@ SCALAR_RULES: tuple[FieldRule, ...] = (
               reject_levels=frozenset(), minimum=1e8),
 )
 RULES_BY_NAME = {rule.name: rule for rule in SCALAR_RULES}
-#: Fields whose keyword must sit next to the number when a clause holds several numbers.
-_NEEDS_LOCAL_KEYWORD = ("mem_bw_gbps", "mem_capacity_gb", "l2_cache_mb", "smem_per_compute_unit_kb",
-                        "smem_per_block_kb")
+#: Fields whose keyword must sit next to the number when a clause holds several numbers (all of them).
+_NEEDS_LOCAL_KEYWORD = tuple(RULES_BY_NAME)
 
 
 @dataclass
@@ -227,6 +226,8 @@ def _consider(rule: FieldRule, record: Record, quantity: Quantity, out: RuleOutp
         return
     if quantity.per or _is_bound(record, quantity) or quantity.value < rule.minimum:
         return
+    if re.match(r"\s*(?:\(|,)?\s*(?:by default|default)\b", record.text[quantity.end:], re.IGNORECASE):
+        return  # "48 KB by default": a default, not the limit
     if rule.needs_peak_cue and not record.is_table and not re.search(
             r"peak|theoretical|aggregate|total|maximum|\bmax\b|up to|bandwidth", record.text, re.IGNORECASE):
         return
@@ -249,9 +250,13 @@ def _factor(unit: str) -> float:
 
 def _register_candidates(record: Record, rule: FieldRule, out: RuleOutput) -> None:
     """Register file size in bytes (-> 32-bit registers, derived) or a count of 32-bit registers (stated)."""
-    for quantity in find_quantities(record.text, record.default_unit)[: 1 if record.is_table else None]:
+    every = find_quantities(record.text, record.default_unit)
+    for quantity in every[: 1 if record.is_table else None]:
         levels = _quantity_levels(record, quantity)
         if levels & rule.reject_levels or quantity.per:
+            continue
+        if not record.is_table and not re.search(
+                r"register|VGPR", _segment(record.text, every, quantity), re.IGNORECASE):
             continue
         if quantity.dimension == "bytes":
             value = quantity.value / 4

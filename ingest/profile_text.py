@@ -30,8 +30,8 @@ _NOT_PRODUCT = re.compile(
 )
 _ENDNOTE_AFTER = re.compile(r"^-\d+")
 _COMPARISON_BEFORE = re.compile(
-    r"(?:than|compared (?:to|with)|versus|vs\.?|over|relative to|previous|prior|predecessor|like the|from the)"
-    r"(?:\s+\S+){0,5}\s*$",
+    r"(?:(?:than|compared (?:to|with)|versus|vs\.?|over|relative to|previous|prior|predecessor|like the|from the)"
+    r"(?:\s+\S+){0,5}|\b(?:same\s+\w+\s+)?as(?:\s+(?:the|a|an|on|in|with))?(?:\s+\S+)?)\s*$",
     re.IGNORECASE,
 )
 
@@ -56,7 +56,7 @@ _MULTI = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(
-    r"(?<=[.!?:])(?:[A-Z]{1,5}\d{2,4}-\d+(?:,\s*[A-Z]{1,5}\d{2,4}-\d+)*)?\s+(?=[A-Z\u2022(\[*`\"'\u201c])"
+    r"(?<=[.!?:])(?:[A-Z]{1,5}\d{2,4}-\d+(?:,\s*[A-Z]{1,5}\d{2,4}-\d+)*)?\s+(?=[A-Z\u2022(\[*`\"'\u201c]|-\s)"
 )
 _CLAUSE_SPLIT = re.compile(r",\s+|;\s+|\s+(?:and|while|whereas|but|although)\s+", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[*\-+\u2022]|\d+\.)\s+")
@@ -211,7 +211,7 @@ def sentences(paragraph: str) -> list[str]:
     if not text:
         return []
     text = re.sub(r"(?<=[a-z/%)])\.([A-Z]{1,5}\d{2,4}-\d+)(?=\s)", r". \1", text)
-    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+    return [re.sub(r"^-\s+", "", s.strip()) for s in _SENTENCE_END.split(text) if s.strip()]
 
 
 def clauses(sentence: str) -> list[str]:

@@ -23,6 +23,7 @@ def _register_commands() -> None:
     import agent.cli.optimize_cmds  # noqa: F401  optimize, report, bench, demo
     import agent.cli.pattern_cmds  # noqa: F401  patterns, findings
     import agent.cli.profile_cmds  # noqa: F401  profile show, diff, detect
+    import agent.cli.verify_cmds  # noqa: F401  verify
 
 
 def main() -> None:

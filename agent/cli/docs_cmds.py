@@ -46,6 +46,14 @@ def onboard_cmd(
             f"onboarded [bold]{escape(report.chip)}[/bold]: {len(report.documents)} files ({stored} stored, "
             f"{len(report.documents) - stored} unchanged), {report.pages} pages, {report.chunks} chunks, "
             f"{len(report.skipped)} skipped, {len(report.failed)} failed in {report.seconds:.1f} s")
+        if report.profile is not None:
+            profile = report.profile
+            if profile.error:
+                _err.print(f"[red]profile not updated:[/red] {escape(profile.error)}")
+            else:
+                where = f"; saved {escape(profile.path)} (chiplore profile show {escape(report.chip)})" \
+                    if profile.path else ""
+                _out.print(f"hardware profile: {escape(profile.summary)}{where}")
     if not report.ok:
         raise typer.Exit(1)
 

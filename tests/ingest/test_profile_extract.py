@@ -282,3 +282,26 @@ def test_cell_with_two_values_named_by_a_two_part_label():
     assert (p.get("mem_capacity_gb"), p.get("mem_bw_gbps"), p.peak_tflops["bf16"].value) == (16, 819, 197)
     q = extract_profile("zx100", [prose])
     assert (q.get("mem_capacity_gb"), q.get("mem_bw_gbps")) == (128, pytest.approx(3700))  # not the SRAM's
+
+
+@pytest.mark.parametrize("chip", ["h200", "h100"])
+def test_packaged_chip_notes_agree_with_packaged_profiles(chip):
+    """The chip notes shipped for the demo, read by the rules, give the packaged profile's values."""
+    import hardware_profiles as hp
+    from ingest.profile_sources import document_chunks
+
+    notes = Path(hp.__file__).resolve().parent / "notes" / f"{chip}.md"
+    if not notes.is_file():
+        pytest.skip("no packaged notes")
+    extracted = extract_profile(chip, document_chunks(chip, [notes])[0])
+    packaged = hp.load_profile(chip)
+    compared = 0
+    for name, field in extracted.fields().items():
+        if field.value is None:
+            continue
+        assert field.kind == "stated", name
+        documented = packaged.fields()[name]
+        values = {documented.value} | {a.value for a in documented.alternatives}
+        assert any(abs(field.value - v) <= 0.01 * v for v in values if v is not None), (name, field.value, values)
+        compared += 1
+    assert compared >= 12

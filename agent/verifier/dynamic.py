@@ -1,0 +1,288 @@
+"""Parent side of the dynamic and timing stages: follow the child's messages in a strict order, regenerate every
+input, compute every reference here (never in the child), compare, and validate timings against this
+process's own clock.
+
+Anything out of order, malformed or missing is a ``runtime_error``: the child is untrusted once the candidate
+has been imported into it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from agent.verifier.compare import Comparison, compare, describe, moved
+from agent.verifier.plan import Plan, TimedCase, Trial, fresh_queries, input_digest, make_trial_inputs, perturb_inputs
+from agent.verifier.sandbox import ChildProcess, ChildTimeout
+from agent.verifier.timing import median
+from agent.verifier.verdict import CaseErrors, CaseTiming
+from kernels.task import Case, TaskSpec
+
+
+class Failure(Exception):
+    """The candidate failed at `stage` for `reasons`."""
+
+    def __init__(self, stage: str, *reasons: str):
+        super().__init__(reasons[0] if reasons else stage)
+        self.stage = stage
+        self.reasons = list(reasons)
+
+
+@dataclass
+class Outcome:
+    """What the dynamic stage found (stage None = every check passed)."""
+
+    stage: str | None = None
+    reasons: list[str] = field(default_factory=list)
+    errors: dict[str, CaseErrors] = field(default_factory=dict)
+    timings: dict[str, CaseTiming] = field(default_factory=dict)
+    exit_status: int = 0
+    phase_seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class _Kept:
+    inputs: dict[str, Any]
+    output: torch.Tensor
+    expected: torch.Tensor
+
+
+@dataclass
+class _Timed:
+    case: TimedCase
+    event_us: list[float]
+    wall_us: list[float]
+    verifier_wall_us: list[float]
+    captures: list[tuple[int, int, torch.Tensor]]
+
+
+class DynamicRun:
+    """Drives one child through `plan` and judges everything it reports."""
+
+    def __init__(self, task: TaskSpec, plan: Plan, child: ChildProcess, scratch: Path):
+        self.task = task
+        self.plan = plan
+        self.child = child
+        self.scratch = scratch
+        self.output = task.output_args[0]
+        self.device = torch.device(plan.device)
+        self.outcome = Outcome()
+        self.kept: dict[int, _Kept] = {}
+        self.bases = {t.base for t in plan.trials if t.base is not None}
+        self.timing_digests: dict[tuple[str, int], str] = {}
+        self.timing_refs: dict[tuple[str, int], torch.Tensor] = {}
+
+    # -- messages ------------------------------------------------------------------------------------------
+    def _next(self, expected: str) -> tuple[float, dict[str, Any], torch.Tensor | None]:
+        t, head, tensor = self.child.next()
+        kind = head.get("type")
+        if kind == "error":
+            stage = head.get("stage") if head.get("stage") in ("compile_error", "runtime_error") else "runtime_error"
+            raise Failure(stage, f"{head.get('label', '?')}: {head.get('summary', 'error')}")
+        if kind == "violation":
+            problems = [str(p) for p in head.get("problems", [])][:10] or ["unspecified violation"]
+            raise Failure("runtime_error", *(f"{head.get('label', '?')}: {p}" for p in problems))
+        if kind in ("eof", "channel_error"):
+            raise Failure("runtime_error", self._death_reason(head))
+        if kind != expected:
+            raise Failure("runtime_error", f"sandbox protocol: expected {expected!r}, got {kind!r}")
+        return t, head, tensor
+
+    def _death_reason(self, head: dict[str, Any]) -> str:
+        if self.child.killed_because:
+            return f"the candidate's process was killed: {self.child.killed_because}"
+        log = self.scratch / "candidate.log"
+        tail = log.read_text(errors="replace")[-800:].strip() if log.exists() else ""
+        what = head.get("summary") or "the candidate's process ended without reporting"
+        return f"{what}{'; its output ended with: ' + tail if tail else ''}"
+
+    # -- run -----------------------------------------------------------------------------------------------
+    def execute(self) -> Outcome:
+        started = time.perf_counter()
+
+        def phase(name: str) -> None:
+            self.outcome.phase_seconds[name] = round(time.perf_counter() - started - sum(
+                self.outcome.phase_seconds.values()), 3)
+
+        try:
+            self._next("ready")
+            phase("start_and_import")
+            for i, trial in enumerate(self.plan.trials):
+                if i == 3 and self.plan.timing is not None:
+                    self._prepare_timing()
+                self._judge_trial(trial)
+            phase("correctness")
+            if self.plan.timing is not None:
+                self._timing_stage()
+                phase("timing")
+            else:
+                self._next("done")
+        except Failure as failure:
+            self.outcome.stage, self.outcome.reasons = failure.stage, failure.reasons
+        except ChildTimeout:
+            self.outcome.stage = "runtime_error"
+            self.outcome.reasons = [f"the candidate's process was killed: {self.child.killed_because}"]
+        finally:
+            self.outcome.exit_status = self.child.finish()
+        return self.outcome
+
+    # -- correctness ---------------------------------------------------------------------------------------
+    def _judge_trial(self, trial: Trial) -> None:
+        _, head, tensor = self._next("trial")
+        label = f"case {trial.case.id} ({trial.label}, trial {trial.id}, seed {trial.seed:#x})"
+        if head.get("id") != trial.id:
+            raise Failure("runtime_error", f"sandbox protocol: result for trial {head.get('id')} instead of {trial.id}")
+        base = self.kept.pop(trial.base, None) if trial.base is not None else None
+        if trial.kind == "perturb":
+            if base is None:
+                raise Failure("runtime_error", f"{label}: perturbation of an unknown trial")
+            inputs = base.inputs
+            perturb_inputs(inputs, trial.perturb_seed)
+        else:
+            inputs = make_trial_inputs(self.task, trial.case, trial.seed, self.device)
+        digest = input_digest(inputs, skip=(self.output,))
+        if head.get("digest") != digest:
+            raise Failure("runtime_error", f"{label}: the sandbox's inputs differ from the verifier's (input "
+                          "generation was tampered with)")
+        if head.get("digest_after") != digest:
+            raise Failure("runtime_error", f"{label}: the candidate modified its inputs (input mutation)")
+        got = self._output(tensor, inputs, label)
+        expected = self.task.reference(inputs)[self.output]
+        tol = self.task.tolerances[str(inputs[self.output].dtype).replace("torch.", "")]
+        result = compare(got, expected, tol)
+        if trial.kind == "ablate":
+            if result.ok:
+                raise Failure("runtime_error", f"{label}: the output matched the reference with every Triton launch "
+                              "disabled, so the answer does not come from the candidate's kernels (dead kernel)")
+            return
+        if int(head.get("launches", 0)) < 1:
+            raise Failure("runtime_error", f"{label}: no Triton kernel was launched")
+        if base is not None:
+            self._check_sensitivity(label, base, got, expected, tol)
+        self._record(trial.case, result, tol)
+        if not result.ok:
+            raise Failure("mismatch", f"{label}: {describe(result, self.output, tol)}")
+        if trial.id in self.bases:
+            self.kept[trial.id] = _Kept(inputs, got, expected)
+
+    def _output(self, tensor: torch.Tensor | None, inputs: dict[str, Any], label: str) -> torch.Tensor:
+        want = inputs[self.output]
+        if tensor is None or tensor.dtype != want.dtype or tuple(tensor.shape) != tuple(want.shape):
+            raise Failure("runtime_error", f"{label}: the sandbox returned no {self.output} of the right shape and "
+                          "dtype")
+        return tensor.to(self.device)
+
+    def _check_sensitivity(self, label: str, base: _Kept, got: torch.Tensor, expected: torch.Tensor, tol) -> None:
+        ref_moved = moved(base.expected, expected, tol)
+        stuck = int((ref_moved & ~moved(base.output, got, tol)).sum().item())
+        total = int(ref_moved.sum().item())
+        if total and stuck > total // 2:
+            raise Failure("mismatch", f"{label}: the output did not move when the inputs moved in place: the "
+                          f"reference changed at {total} elements, the candidate's output stayed at {stuck} of them "
+                          "(a cached or replayed result)")
+
+    def _record(self, case: Case, c: Comparison, tol) -> None:
+        prev = self.outcome.errors.get(case.id) or CaseErrors(case_id=case.id, atol=tol.atol, rtol=tol.rtol)
+        self.outcome.errors[case.id] = CaseErrors(
+            case_id=case.id, trials=prev.trials + 1, elements=prev.elements + c.elements,
+            mismatches=prev.mismatches + c.mismatches, nonfinite=prev.nonfinite + c.nonfinite,
+            max_abs_error=max(prev.max_abs_error, c.max_abs_error),
+            max_rel_error=max(prev.max_rel_error, c.max_rel_error), atol=tol.atol, rtol=tol.rtol)
+
+    # -- timing --------------------------------------------------------------------------------------------
+    def _prepare_timing(self) -> None:
+        """Digests of every rotation set and references of every captured call (its set with the queries of
+        that call), computed while the child is still running the correctness trials."""
+        timing = self.plan.timing
+        assert timing is not None
+        for timed in timing.cases:
+            for s, seed in enumerate(timed.seeds):
+                inputs = make_trial_inputs(self.task, timed.case, seed, self.device)
+                self.timing_digests[(timed.case.id, s)] = input_digest(inputs, skip=(self.output,))
+                for rep, _ in [c for c in timed.captures if c[1] == s]:
+                    q = fresh_queries(inputs["q_extend"], timed.call_seeds[timing.warmup + rep])
+                    self.timing_refs[(timed.case.id, rep)] = self.task.reference({**inputs, "q_extend": q})[self.output]
+
+    def _timing_stage(self) -> None:
+        """Release the child into timing; this process stays off the GPU until every case is timed."""
+        assert self.plan.timing is not None
+        if not self.timing_digests:
+            self._prepare_timing()
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+        self._next("await_go")
+        self.child.send({"type": "go"})
+        timed = [self._receive_case(tc) for tc in self.plan.timing.cases]
+        self._next("done")
+        for record in timed:
+            self._judge_timed(record)
+
+    def _receive_case(self, tc: TimedCase) -> _Timed:
+        timing = self.plan.timing
+        assert timing is not None
+        _, head, _ = self._next("case_begin")
+        if head.get("case") != tc.case.id:
+            raise Failure("runtime_error", f"sandbox protocol: timing {head.get('case')} instead of {tc.case.id}")
+        walls = []
+        for _ in range(timing.reps):
+            t_begin, mark, _ = self._next("m")
+            t_end, mark2, _ = self._next("m")
+            if (mark.get("k"), mark2.get("k")) != ("rb", "re"):
+                raise Failure("runtime_error", "sandbox protocol: timing markers out of order")
+            walls.append((t_end - t_begin) * 1e6)
+        _, summary, _ = self._next("timing")
+        event_us = [float(x) for x in summary.get("event_us", [])]
+        wall_us = [float(x) for x in summary.get("wall_us", [])]
+        captures = [tuple(c) for c in summary.get("captures", [])]
+        if len(event_us) != timing.reps or len(wall_us) != timing.reps or sorted(captures) != sorted(tc.captures):
+            raise Failure("runtime_error", f"timing {tc.case.id}: the sandbox reported a different number of calls "
+                          "or captures than the plan fixed")
+        digests = summary.get("digests", [])
+        for s in range(len(tc.seeds)):
+            if s >= len(digests) or digests[s] != self.timing_digests[(tc.case.id, s)]:
+                raise Failure("runtime_error", f"timing {tc.case.id}: rotation set {s} differs from the verifier's "
+                              "inputs")
+        received = []
+        for rep, s in tc.captures:
+            _, cap, tensor = self._next("capture")
+            if (cap.get("case"), cap.get("rep"), cap.get("set")) != (tc.case.id, rep, s) or tensor is None:
+                raise Failure("runtime_error", f"timing {tc.case.id}: capture of call {rep} missing or out of order")
+            received.append((rep, s, tensor))
+        return _Timed(tc, event_us, wall_us, walls, received)
+
+    def _judge_timed(self, record: _Timed) -> None:
+        case = record.case.case
+        tol = self.task.tolerances[str(case.params.get("dtype"))]
+        for rep, s, tensor in record.captures:
+            expected = self.timing_refs[(case.id, rep)]
+            result = compare(tensor.to(self.device), expected, tol)
+            self._record(case, result, tol)
+            if not result.ok:
+                raise Failure("mismatch", f"case {case.id}: output of timed call {rep} (input set {s}), re-checked "
+                              f"after the timing loop: {describe(result, self.output, tol)}")
+        self._check_clocks(case.id, record)
+        self.outcome.timings[case.id] = CaseTiming(
+            case_id=case.id, time_us=median(record.event_us), reps=len(record.event_us),
+            warmup=self.plan.timing.warmup if self.plan.timing else 0, min_us=min(record.event_us),
+            max_us=max(record.event_us), wall_us=median(record.wall_us),
+            verifier_wall_us=median(record.verifier_wall_us))
+
+    @staticmethod
+    def _check_clocks(case_id: str, record: _Timed) -> None:
+        """Reject times that are non-positive or that the wall clocks contradict."""
+        if not all(math.isfinite(e) and e > 0 for e in record.event_us):
+            raise Failure("too_fast_to_be_true", f"case {case_id}: non-positive or non-finite event times")
+        off = sum(1 for e, w in zip(record.event_us, record.wall_us) if e < 0.5 * w - 20 or e > 1.5 * w + 20)
+        if off > len(record.event_us) // 5:
+            raise Failure("too_fast_to_be_true", f"case {case_id}: CUDA-event times disagree with the sandbox's "
+                          f"wall clock in {off}/{len(record.event_us)} calls (event {median(record.event_us):.1f} us, "
+                          f"wall {median(record.wall_us):.1f} us): timers tampered with")
+        event, seen = median(record.event_us), median(record.verifier_wall_us)
+        if event < 0.8 * seen - 200:
+            raise Failure("too_fast_to_be_true", f"case {case_id}: reported {event:.1f} us per call but the "
+                          f"verifier's own clock saw {seen:.1f} us per call")

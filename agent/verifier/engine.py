@@ -1,0 +1,238 @@
+"""`verify(task, candidate_path, profile, options) -> Verdict`: static stage, sandboxed dynamic stage, timing,
+plausibility gate (shared/reference/verifier_threats.md, "How strong harnesses are built").
+
+Use `Verifier` to verify many candidates with one sandbox zygote (the start-up cost of torch and triton is paid
+once; every candidate still runs in a fresh process).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from agent.roofline import RooflineUnknown, fraction_of_floor, roofline_floor_us
+from agent.verifier.dynamic import DynamicRun, Outcome
+from agent.verifier.plan import PlanSettings, build_plan
+from agent.verifier.sandbox import Sandbox
+from agent.verifier.static_rules import check_source
+from agent.verifier.tamper import changes, snapshot
+from agent.verifier.verdict import Verdict, VerifyOptions
+from hardware_profiles.schema import HardwareProfile
+from kernels.task import TaskSpec, load_task
+from kernels.timing import L2_FLUSH_BYTES
+from knowledge.errors import BadInputError
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Static violations listed one per reason; the rest are summarized in one line.
+MAX_STATIC_REASONS = 12
+
+
+class Verifier:
+    """Verifies candidate files for one task against one chip profile (the profile may be None: no floor)."""
+
+    def __init__(self, task: TaskSpec | str, profile: HardwareProfile | None = None,
+                 options: VerifyOptions | None = None, root: Path = ROOT):
+        try:
+            self.task = load_task(task) if isinstance(task, str) else task
+        except KeyError as exc:
+            raise BadInputError(str(exc.args[0])) from exc
+        self.profile = profile
+        self.options = options or VerifyOptions()
+        self.root = root
+        self._sandboxes: dict[bool, Sandbox] = {}
+
+    def __enter__(self) -> Verifier:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the sandbox zygotes and remove their scratch directories."""
+        for sandbox in self._sandboxes.values():
+            sandbox.close()
+            shutil.rmtree(sandbox.scratch_base, ignore_errors=True)
+        self._sandboxes.clear()
+
+    def device(self) -> str:
+        """'cuda' or 'cpu' for this verifier's options and machine.
+
+        Raises:
+            BadInputError: CUDA requested but not available.
+        """
+        want = self.options.device
+        if want == "cuda" and not torch.cuda.is_available():
+            raise BadInputError("device 'cuda' requested but torch sees no GPU")
+        if want == "auto":
+            return "cuda" if torch.cuda.is_available() else "cpu"
+        return want
+
+    def verify(self, candidate: str | Path) -> Verdict:
+        """Verify one candidate file.
+
+        Raises:
+            BadInputError: the file cannot be read.
+        """
+        started = time.perf_counter()
+        path = Path(candidate)
+        try:
+            data = path.read_bytes()
+            text = data.decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadInputError(f"candidate file {path}: cannot read it ({exc})") from exc
+        base: dict[str, Any] = {"task": self.task.name, "candidate": str(path),
+                                "candidate_sha256": hashlib.sha256(data).hexdigest()}
+        verdict = self._static(text, path, base)
+        if verdict is None:
+            verdict = self._dynamic(path, base)
+        verdict.verify_seconds = round(time.perf_counter() - started, 3)
+        return verdict
+
+    # -- stages --------------------------------------------------------------------------------------------
+    def _static(self, text: str, path: Path, base: dict[str, Any]) -> Verdict | None:
+        config = {"options": self.options.model_dump(mode="json"), "static_rules": len(_rules())}
+        report = check_source(text, path.name, self.task)
+        if report.syntax_error:
+            return Verdict(stage="compile_error", reasons=[report.syntax_error], config=config,
+                           timing_note="not timed: the file does not parse", **base)
+        if report.violations and not self.options.skip_static:
+            reasons = [v.reason(path.name) for v in report.violations[:MAX_STATIC_REASONS]]
+            if len(report.violations) > MAX_STATIC_REASONS:
+                rules = sorted({v.rule for v in report.violations[MAX_STATIC_REASONS:]})
+                reasons.append(f"... and {len(report.violations) - MAX_STATIC_REASONS} more violations of {rules}")
+            return Verdict(stage="static_rejected", reasons=reasons,
+                           config=config, timing_note="not timed: rejected by the static rules", **base)
+        return None
+
+    def _settings(self, device: str) -> PlanSettings:
+        o, gpu = self.options, device == "cuda"
+        return PlanSettings(
+            include_test_cases=(not gpu) if o.include_test_cases is None else o.include_test_cases,
+            include_bench_cases=gpu if o.include_bench_cases is None else o.include_bench_cases,
+            random_cases=o.random_cases or (2 if gpu else 3), small=not gpu,
+            timing=gpu if o.timing is None else o.timing,
+            warmup=o.warmup, reps=o.reps, rotations=o.rotations, case_ids=o.case_ids)
+
+    def _sandbox(self, interpret: bool) -> Sandbox:
+        if interpret not in self._sandboxes:
+            self._sandboxes[interpret] = Sandbox(self.root, interpret)
+        return self._sandboxes[interpret]
+
+    def _dynamic(self, path: Path, base: dict[str, Any]) -> Verdict:
+        device = self.device()
+        plan = build_plan(self.task, device, self._settings(device))
+        sandbox = self._sandbox(interpret=device == "cpu")
+        scratch = sandbox.new_scratch()
+        shutil.copyfile(path, scratch / "candidate.py")
+        before = snapshot(self.root)
+        limit = int(self.options.memory_limit_gb * 2**30)
+        request = {"plan": plan.to_json(), "candidate": str(scratch / "candidate.py"), "scratch": str(scratch),
+                   "root": str(self.root), "compute_guard": self.options.compute_guard,
+                   "max_file_bytes": 256 << 20, "address_space_bytes": limit if device == "cpu" else 0,
+                   "cpu_seconds": int(4 * self.options.timeout_s) + 60}
+        try:
+            child = sandbox.launch(request, self.options.timeout_s, rss_limit_bytes=limit if device == "cuda" else None)
+            outcome = DynamicRun(self.task, plan, child, scratch).execute()
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        tampering = changes(before, snapshot(self.root))
+        if tampering:
+            outcome.stage = "runtime_error"
+            outcome.reasons = [f"environment tampering: {c}" for c in tampering[:10]] + outcome.reasons
+        config = {"options": self.options.model_dump(mode="json"), "static_rules": len(_rules()),
+                  "plan": [{"case": t.case.id, "kind": t.kind, "label": t.label, "seed": f"{t.seed:#x}"}
+                           for t in plan.trials],
+                  "profile": self.profile.chip if self.profile else None, "phase_seconds": outcome.phase_seconds}
+        verdict = Verdict(stage="pass", device=_device_name(device), versions=_versions(), config=config,
+                          errors=outcome.errors, **base)
+        if outcome.stage:
+            verdict.stage, verdict.reasons = outcome.stage, outcome.reasons  # type: ignore[assignment]
+        self._timing_verdict(verdict, outcome, plan.timing is not None, device)
+        return verdict
+
+    def _timing_verdict(self, verdict: Verdict, outcome: Outcome, planned: bool, device: str) -> None:
+        if not planned:
+            verdict.timing_note = ("not timed: no GPU; correctness only, under the Triton interpreter at small "
+                                   "shapes (interpreter times are not measurements)" if device == "cpu"
+                                   else "not timed: timing switched off")
+            return
+        if verdict.stage != "pass" or not outcome.timings:
+            verdict.timing_note = f"not timed: the candidate failed at {verdict.stage} before timing completed"
+            return
+        o = self.options
+        if device == "cpu":
+            verdict.timings = outcome.timings
+            verdict.timing_note = ("not timed: timing protocol exercised on the CPU with a wall clock under the "
+                                   "Triton interpreter; these numbers are not measurements")
+            return
+        verdict.timed = True
+        verdict.timings = outcome.timings
+        verdict.time_us = {k: round(v.time_us, 3) for k, v in outcome.timings.items()}
+        verdict.timing_note = (f"timed on {verdict.device} with kernels.timing.bench: median of {o.reps} calls after "
+                               f"{o.warmup} warm-up calls per case; CUDA events around each call, then a device-wide "
+                               f"synchronize inside the wall-clock region; L2 flushed "
+                               f"({L2_FLUSH_BYTES >> 20} MiB) and output refilled with NaN before each call; inputs "
+                               f"rotated over {o.rotations} sets; microseconds")
+        self._plausibility(verdict)
+
+    def _plausibility(self, verdict: Verdict) -> None:
+        """Roofline floor (reject below it) and speedup over the baseline (flag above `speedup_flag`)."""
+        too_fast = []
+        for case_id, timing in verdict.timings.items():
+            case = self.task.case(case_id)
+            if self.profile is not None:
+                try:
+                    timing.floor_us = roofline_floor_us(self.task, case, self.profile)
+                except RooflineUnknown as exc:
+                    verdict.flags.append(f"no roofline floor for {case_id}: {exc}")
+                timing.fraction_of_floor = fraction_of_floor(timing.floor_us, timing.time_us)
+                if timing.time_us < timing.floor_us:
+                    too_fast.append(f"case {case_id}: {timing.time_us:.1f} us is below the roofline floor "
+                                    f"{timing.floor_us:.1f} us of {self.profile.chip} (max of FLOPs/peak and "
+                                    "bytes/bandwidth): physically impossible")
+            base = self.options.baseline_time_us.get(case_id)
+            if base:
+                verdict.speedup[case_id] = round(base / timing.time_us, 3)
+                if base / timing.time_us > self.options.speedup_flag:
+                    verdict.flags.append(f"case {case_id}: {base / timing.time_us:.1f}x faster than the baseline "
+                                         f"(> {self.options.speedup_flag:g}x): second look")
+        if self.profile is None:
+            verdict.flags.append("no chip profile given: the roofline gate was not applied")
+        if too_fast:
+            verdict.stage = "too_fast_to_be_true"
+            verdict.reasons = too_fast
+
+
+def _device_name(device: str) -> str:
+    """The device as this (trusted) process sees it."""
+    return torch.cuda.get_device_name() if device == "cuda" else "cpu (Triton interpreter)"
+
+
+def _versions() -> dict[str, str]:
+    import sys
+
+    import triton
+
+    return {"python": sys.version.split()[0], "torch": torch.__version__, "triton": triton.__version__,
+            "cuda": str(torch.version.cuda), "hip": str(torch.version.hip)}
+
+
+def _rules() -> list[str]:
+    from agent.verifier.static_rules import rule_names
+
+    return rule_names()
+
+
+def verify(task: TaskSpec | str, candidate_path: str | Path, profile: HardwareProfile | None = None,
+           options: VerifyOptions | None = None) -> Verdict:
+    """Verify one candidate (see `Verifier.verify`); starts and stops a sandbox zygote."""
+    with Verifier(task, profile, options) as verifier:
+        return verifier.verify(candidate_path)
+
+
+

@@ -1,0 +1,253 @@
+"""What one verification runs: trials with secret fresh seeds, hidden random shapes, adversarial magnitudes,
+an in-place perturbation, a kernel ablation, and (on a GPU) the timing plan.
+
+The plan is built in the parent from ``os.urandom``; the child receives it and regenerates the same inputs with
+`TaskSpec.make_inputs`. The parent regenerates them too, computes the reference itself, and compares input
+digests so that both sides provably worked on the same data. Nothing in the plan is the expected output.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+
+from kernels.task import Case, TaskSpec
+
+TrialKind = Literal["check", "perturb", "ablate"]
+
+#: Multiplier of q in the adversarial trial: logits ~ N(0, 100^2), so every row of at least 16 keys almost surely
+#: has logits above 88.7, where exp() without max-subtraction overflows float32 (exp(88.7) = 3.4e38, the IEEE 754
+#: single-precision maximum).
+ADVERSARIAL_Q_SCALE = 100.0
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One call of the candidate. ``base`` names the trial whose input tensors a perturbation edits in place."""
+
+    id: int
+    kind: TrialKind
+    case: Case
+    seed: int
+    label: str
+    base: int | None = None
+    perturb_seed: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "case": self.case.to_json(), "seed": self.seed,
+                "label": self.label, "base": self.base, "perturb_seed": self.perturb_seed}
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> Trial:
+        return Trial(int(d["id"]), d["kind"], Case.from_json(d["case"]), int(d["seed"]), str(d["label"]),
+                     d.get("base"), int(d.get("perturb_seed", 0)))
+
+
+@dataclass(frozen=True)
+class TimedCase:
+    """A bench case timed on rotated input sets. Before call i (warm-up calls first) the queries of the set in use
+    are regenerated in place from ``call_seeds[i]``, so no two calls see the same inputs; ``captures`` are the
+    secret (rep, set) pairs whose outputs are re-checked against references computed by the verifier."""
+
+    case: Case
+    seeds: tuple[int, ...]
+    captures: tuple[tuple[int, int], ...]
+    call_seeds: tuple[int, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"case": self.case.to_json(), "seeds": list(self.seeds), "captures": [list(c) for c in self.captures],
+                "call_seeds": list(self.call_seeds)}
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> TimedCase:
+        return TimedCase(Case.from_json(d["case"]), tuple(int(s) for s in d["seeds"]),
+                         tuple((int(r), int(s)) for r, s in d["captures"]),
+                         tuple(int(s) for s in d.get("call_seeds", ())))
+
+
+@dataclass(frozen=True)
+class TimingPlan:
+    """Fixed repetition rules: `warmup` untimed calls, then `reps` timed calls per case (never adapted)."""
+
+    cases: tuple[TimedCase, ...]
+    warmup: int
+    reps: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cases": [c.to_json() for c in self.cases], "warmup": self.warmup, "reps": self.reps}
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> TimingPlan:
+        return TimingPlan(tuple(TimedCase.from_json(c) for c in d["cases"]), int(d["warmup"]), int(d["reps"]))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything the child runs, in order."""
+
+    task: str
+    device: str
+    trials: tuple[Trial, ...]
+    timing: TimingPlan | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"task": self.task, "device": self.device, "trials": [t.to_json() for t in self.trials],
+                "timing": self.timing.to_json() if self.timing else None}
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> Plan:
+        timing = TimingPlan.from_json(d["timing"]) if d.get("timing") else None
+        return Plan(d["task"], d["device"], tuple(Trial.from_json(t) for t in d["trials"]), timing)
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    """Which trials to draw (see `VerifyOptions` for the meaning of each field)."""
+
+    include_test_cases: bool
+    include_bench_cases: bool
+    random_cases: int
+    small: bool
+    timing: bool
+    warmup: int = 3
+    reps: int = 20
+    rotations: int = 2
+    case_ids: tuple[str, ...] = ()
+
+
+def secret_rng() -> random.Random:
+    """A generator seeded from ``os.urandom``: seeds no one wrote down and the candidate cannot predict."""
+    return random.Random(int.from_bytes(os.urandom(16), "little"))
+
+
+def _seed(rng: random.Random) -> int:
+    return rng.randrange(1, 1 << 62)
+
+
+def adversarial_case(task: TaskSpec, rng: random.Random, small: bool) -> Case:
+    """Large logits: a random head layout with q scaled by `ADVERSARIAL_Q_SCALE`, no cap, window, mask or sinks,
+    and at least 16 prefix keys per row (so a kernel that skips max-subtraction overflows)."""
+    base = task.random_case(rng, small)
+    scale = 1 if small else 24
+    batch = rng.randint(1, 3)
+    params = {**dict(base.params), "q_scale": ADVERSARIAL_Q_SCALE, "logit_cap": 0.0, "sinks": False,
+              "sliding_window": -1, "custom_mask": False, "is_causal": True,
+              "extend_lens": [rng.randint(8, 24) * scale for _ in range(batch)],
+              "prefix_lens": [rng.randint(16, 40) * scale for _ in range(batch)]}
+    if not small:
+        params["head_dim"] = params["head_dim_v"] = 128
+    return Case(f"adversarial-logits-{base.id.split('-')[-1]}", params, base.seed, "adversarial")
+
+
+def _selected(cases: tuple[Case, ...], ids: tuple[str, ...]) -> list[Case]:
+    return [c for c in cases if not ids or c.id in ids]
+
+
+def build_plan(task: TaskSpec, device: str, settings: PlanSettings, rng: random.Random | None = None) -> Plan:
+    """Trials in the order the child runs them: a hidden random case, its in-place perturbation, large logits,
+    the bench and/or test cases, more hidden random cases (one repeated with a new seed), the kernel ablation;
+    then the timing plan: the bench cases (the selected test cases when no bench case is checked -- a CPU
+    protocol test); rotation set 0 reuses the case's trial seed."""
+    rng = rng or secret_rng()
+    trials: list[Trial] = []
+
+    def add(kind: TrialKind, case: Case, label: str, **extra: Any) -> Trial:
+        trial = Trial(len(trials), kind, case, _seed(rng), label, **extra)
+        trials.append(trial)
+        return trial
+
+    first = add("check", task.random_case(rng, settings.small), "hidden random shape")
+    add("perturb", first.case, "same buffers, perturbed values", base=first.id, perturb_seed=_seed(rng))
+    add("check", adversarial_case(task, rng, settings.small), "large logits")
+    bench_seed: dict[str, int] = {}
+    if settings.include_bench_cases:
+        for case in _selected(task.bench_cases, settings.case_ids):
+            bench_seed[case.id] = add("check", case, "bench case").seed
+    if settings.include_test_cases:
+        for case in _selected(task.test_cases, settings.case_ids):
+            add("check", case, "test case")
+    for i in range(max(0, settings.random_cases - 1)):
+        extra = add("check", task.random_case(rng, settings.small), "hidden random shape")
+        if i == 0:
+            add("check", extra.case, "repeat with a new seed")
+    add("ablate", task.random_case(rng, True), "every Triton launch disabled")
+    timing = None
+    checked = {t.case.id: t.seed for t in trials if t.label in ("bench case", "test case")}
+    if settings.timing and checked:
+        pool = task.bench_cases if bench_seed else task.test_cases
+        timed = [_timed_case(case, checked[case.id], settings, rng)
+                 for case in _selected(pool, settings.case_ids) if case.id in checked]
+        timing = TimingPlan(tuple(timed), settings.warmup, settings.reps)
+    return Plan(task.name, device, tuple(trials), timing)
+
+
+def _timed_case(case: Case, first_seed: int, settings: PlanSettings, rng: random.Random) -> TimedCase:
+    seeds = (first_seed, *(_seed(rng) for _ in range(settings.rotations - 1)))
+    captures: set[tuple[int, int]] = set()
+    for s in range(len(seeds)):
+        reps_of_set = [r for r in range(settings.reps) if r % len(seeds) == s]
+        if reps_of_set:
+            captures.add((reps_of_set[-1], s))
+            captures.add((rng.choice(reps_of_set), s))
+    call_seeds = tuple(_seed(rng) for _ in range(settings.warmup + settings.reps))
+    return TimedCase(case, seeds, tuple(sorted(captures)), call_seeds)
+
+
+def make_trial_inputs(task: TaskSpec, case: Case, seed: int, device: str | torch.device) -> dict[str, Any]:
+    """`TaskSpec.make_inputs` for one trial, in the case's own dtype."""
+    return task.make_inputs(case, seed, device, case.params.get("dtype"))
+
+
+def fresh_queries(q: torch.Tensor, seed: int) -> torch.Tensor:
+    """Standard-normal queries shaped and typed like `q`, deterministic in `seed` on a given device type."""
+    gen = torch.Generator(device=q.device).manual_seed(seed)
+    return torch.randn(q.shape, generator=gen, device=q.device, dtype=torch.float32).to(q.dtype)
+
+
+def perturb_inputs(inputs: dict[str, Any], seed: int) -> None:
+    """Edit inputs in place (same storages, same pointers): fresh q values and negated v.
+
+    Deterministic in `seed` on a given device type; the parent applies it to its own copy. A candidate that
+    replays an output cached on pointers or shapes keeps the old answer and fails.
+    """
+    inputs["q_extend"].copy_(fresh_queries(inputs["q_extend"], seed))
+    inputs["v_extend"].neg_()
+    if inputs["v_buffer"].untyped_storage().data_ptr() != inputs["v_extend"].untyped_storage().data_ptr():
+        inputs["v_buffer"].neg_()
+
+
+_INT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def tensor_digest(t: torch.Tensor) -> str:
+    """Bit-exact checksum of a tensor's elements (NaN payloads included), equal on CPU and CUDA.
+
+    Two int64 sums with wrap-around (order-independent, so identical on every device): plain and weighted by
+    position modulo 65521 (the largest prime below 2^16; catches permutations).
+    """
+    flat = t.detach().reshape(-1)
+    if flat.dtype == torch.bool:
+        flat = flat.to(torch.uint8)
+    bits = flat.contiguous().view(_INT_VIEW[flat.element_size()]).to(torch.int64)
+    weights = torch.arange(bits.numel(), device=bits.device, dtype=torch.int64) % 65521 + 1
+    plain = int(bits.sum().item())
+    weighted = int((bits * weights).sum().item())
+    return f"{list(t.shape)}:{t.dtype}:{plain:x}:{weighted:x}"
+
+
+def input_digest(inputs: Mapping[str, Any], skip: tuple[str, ...] = ()) -> str:
+    """Digest of every input (tensors bit-exact, other values by repr), skipping the names in `skip`."""
+    parts = []
+    for name in sorted(inputs):
+        if name in skip:
+            continue
+        value = inputs[name]
+        parts.append(f"{name}={tensor_digest(value) if isinstance(value, torch.Tensor) else repr(value)}")
+    return ";".join(parts)
+
+

@@ -1,0 +1,102 @@
+"""The verifier's timing loop (GPU only), run in the sandbox child around the project's one timing helper.
+
+Each timed call is one `kernels.timing.bench` call (warm-up 0, one repetition): L2 flushed by writing a buffer
+larger than it, CUDA events around the call on the current stream, then a device-wide synchronize inside the
+host wall-clock region -- so work left on a side stream or a background thread shows as wall time far above
+event time, which the verifier rejects. Around it this loop adds what a verifier needs and a benchmark does
+not: fixed warm-up and repetition counts from the plan (never derived from the candidate's own first calls),
+the output refilled with NaN and the queries regenerated (``refresh``) before every call -- so no call sees the
+inputs of another and a replayed answer is wrong -- input sets rotated call by call, the outputs of secret
+repetitions cloned for re-checking, and markers (``mark``) that let the parent time every call on its own clock.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from kernels.timing import bench
+
+Timer = Callable[[Callable[[dict[str, Any]], None], dict[str, Any]], tuple[float, float]]
+
+
+def gpu_timer(call: Callable[[dict[str, Any]], None], args: dict[str, Any]) -> tuple[float, float]:
+    """(event_us, wall_us) of one call through `kernels.timing.bench` (L2 flush, events, device-wide sync)."""
+    timing = bench(lambda **kw: call(kw), [args], reps=1, warmup=0, flush_l2=True)
+    return timing.median_us, timing.wall_median_us
+
+
+def wall_timer(call: Callable[[dict[str, Any]], None], args: dict[str, Any]) -> tuple[float, float]:
+    """(wall_us, wall_us) of one call: exercises the timing protocol on the CPU; never a measurement."""
+    t0 = time.perf_counter()
+    call(args)
+    elapsed = (time.perf_counter() - t0) * 1e6
+    return elapsed, elapsed
+
+
+@dataclass
+class TimingResult:
+    """Per-repetition times in microseconds and the captured outputs keyed by (rep, set)."""
+
+    event_us: list[float] = field(default_factory=list)
+    wall_us: list[float] = field(default_factory=list)
+    captured: dict[tuple[int, int], torch.Tensor] = field(default_factory=dict)
+
+
+def timed_reps(
+    call: Callable[[dict[str, Any]], None],
+    arg_sets: Sequence[dict[str, Any]],
+    output: str,
+    *,
+    warmup: int,
+    reps: int,
+    capture: set[tuple[int, int]],
+    mark: Callable[[str], None],
+    refresh: Callable[[dict[str, Any], int], None],
+    timer: Timer = gpu_timer,
+) -> TimingResult:
+    """Time `reps` calls of `call` cycling through `arg_sets` (rep r uses set r % len(arg_sets)).
+
+    Args:
+        call: runs the candidate on one argument dict (guards armed by the caller).
+        output: name of the in-place output argument, refilled with NaN before every call.
+        capture: (rep, set) pairs whose output is cloned after the call (outside the timed region).
+        mark: sends ``"rb"`` right before and ``"re"`` right after each timed call to the parent.
+        refresh: ``refresh(args, i)`` rewrites the inputs in place before call i (warm-up calls count first).
+        timer: `gpu_timer` (default) or `wall_timer` (CPU protocol tests).
+    """
+    n = len(arg_sets)
+    gpu = timer is gpu_timer
+    sync = torch.cuda.synchronize if gpu else (lambda: None)
+    for w in range(warmup):
+        args = arg_sets[w % n]
+        refresh(args, w)
+        args[output].fill_(float("nan"))
+        call(args)
+    sync()
+    result = TimingResult()
+    for r in range(reps):
+        s = r % n
+        args = arg_sets[s]
+        refresh(args, warmup + r)
+        args[output].fill_(float("nan"))
+        sync()
+        mark("rb")
+        event_us, wall_us = timer(call, args)
+        mark("re")
+        result.event_us.append(event_us)
+        result.wall_us.append(wall_us)
+        if (r, s) in capture:
+            result.captured[(r, s)] = args[output].clone()
+    return result
+
+
+def median(values: Sequence[float]) -> float:
+    """Median of a non-empty sequence (mean of the two middle values for even lengths)."""
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2

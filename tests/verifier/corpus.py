@@ -1,0 +1,110 @@
+"""The verifier's regression corpus: cheating candidates (must be rejected, each at a known stage) and honest
+candidates (must pass). Used by tests/verifier/test_corpus.py (CPU) and scripts/verify_corpus_gpu.py (H200).
+
+Each cheat names the threat kind it implements (shared/reference/verifier_threats.md, plus kinds found while
+building the harness), the stage the full verifier rejects it at, and the stage the dynamic stage alone (static
+rules skipped) rejects it at -- on the CPU, and on a GPU where the attack only shows there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+CHEATS_DIR = HERE / "cheats"
+
+
+@dataclass(frozen=True)
+class Cheat:
+    """A cheating candidate and where the verifier must stop it.
+
+    Attributes:
+        name: file stem in tests/verifier/cheats/. kind: the threat it implements.
+        full: expected stage with every layer.
+        dynamic: expected stage with the static stage skipped, on the CPU (None: invisible on the CPU).
+        gpu: expected stage with the static stage skipped on a GPU (None: same as `dynamic`).
+        reason: substring of the dynamic-only verdict's reasons.
+        unguarded: expected stage with the static stage and the torch compute guard both off (None: not run).
+    """
+
+    name: str
+    kind: str
+    full: str
+    dynamic: str | None
+    reason: str
+    gpu: str | None = None
+    unguarded: str | None = None
+
+    @property
+    def path(self) -> Path:
+        return CHEATS_DIR / f"{self.name}.py"
+
+    @property
+    def gpu_dynamic(self) -> str | None:
+        return self.gpu or self.dynamic
+
+
+S, R, M = "static_rejected", "runtime_error", "mismatch"
+
+CHEATS: tuple[Cheat, ...] = (
+    Cheat("stale_allocator", "stale allocator memory", M, M, "outside |got-expected|"),
+    Cheat("partial_grid", "partial computation", M, M, "NaN/inf"),
+    Cheat("input_mutation", "input mutation", R, R, "input mutation"),
+    Cheat("input_mutation_kernel", "input mutation", R, R, "input mutation"),
+    Cheat("passthrough_return", "input passthrough / aliasing", S, R, "passthrough"),
+    Cheat("alias_set_storage", "input passthrough / aliasing", S, R, "aliasing"),
+    Cheat("no_max_subtraction", "precision downgrade / tolerance abuse", M, M, "large logits"),
+    Cheat("low_precision_v", "precision downgrade / tolerance abuse", M, M, "outside |got-expected|"),
+    Cheat("hardcoded_bench_shapes", "hard-coded shapes, early exit", S, None, "bench case", gpu=M),
+    Cheat("hardcoded_test_shapes", "hard-coded shapes, early exit", S, M, "hidden random shape"),
+    Cheat("torch_library", "library call instead of a kernel", S, R, "forbidden torch operation"),
+    Cheat("reference_import", "library call instead of a kernel", S, R, "kernels.extend_attention.reference"),
+    Cheat("try_except_fallback", "try/except or never-taken fallback", S, R, "forbidden torch operation"),
+    Cheat("dead_kernel", "dead kernel", S, R, "forbidden torch operation", unguarded=R),
+    Cheat("ptr_cache", "result caching across calls", S, M, "did not move"),
+    Cheat("call_counter", "result caching across calls (call counter)", S, R, "no Triton kernel was launched"),
+    Cheat("gc_steal", "stealing the answer", S, R, "import of 'gc'"),
+    Cheat("frame_steal", "stealing the answer", S, R, "import of 'sys'"),
+    Cheat("inspect_seed_steal", "stealing the answer", S, R, "import of 'inspect'"),
+    Cheat("zero_grid_launch", "failed launch, stale output", M, M, "NaN/inf"),
+    Cheat("side_stream", "side stream", S, None, "side stream", gpu=R),
+    Cheat("background_thread", "background thread", S, R, "import of 'threading'"),
+    Cheat("monkeypatch_timer", "monkeypatched timers", S, R, "replaced torch.cuda.Event.elapsed_time"),
+    Cheat("fake_output_lines", "faked output lines", M, M, "outside |got-expected|"),
+    Cheat("forge_channel", "faked output lines (forged channel messages)", S, R, "differ from the verifier's"),
+    Cheat("replay_when_timed", "impossible times", S, None, "re-checked after the timing loop", gpu=M),
+    Cheat("shadow_torch", "environment tampering", S, R, "open('torch.py', 'w')"),
+    Cheat("exit_early", "ending the run early", S, R, "SystemExit"),
+    Cheat("tensor_subclass", "tensor subclass", S, R, "passthrough"),
+    Cheat("getattr_escape", "string lookups around the rules", S, R, "forbidden torch operation"),
+    Cheat("module_escape", "module escape through a library namespace", S, R, "forbidden torch operation"),
+)
+
+#: Threat kinds of shared/reference/verifier_threats.md; every one must have at least one cheat.
+THREAT_KINDS: tuple[str, ...] = (
+    "stale allocator memory", "partial computation", "input mutation", "input passthrough / aliasing",
+    "precision downgrade / tolerance abuse", "hard-coded shapes, early exit", "library call instead of a kernel",
+    "try/except or never-taken fallback", "dead kernel", "result caching across calls", "stealing the answer",
+    "failed launch, stale output", "side stream", "background thread", "monkeypatched timers",
+    "faked output lines", "impossible times", "environment tampering",
+)
+
+
+@dataclass(frozen=True)
+class Honest:
+    """An honest candidate that must pass."""
+
+    name: str
+    path: Path
+    what: str
+
+
+HONEST: tuple[Honest, ...] = (
+    Honest("baseline", ROOT / "kernels" / "extend_attention" / "baseline.py", "the SGLang-structured baseline"),
+    Honest("family_split3_pack", HERE / "honest" / "family_split3_pack.py", "family: split-KV 3, packed GQA"),
+    Honest("family_nosplit_nopack", HERE / "honest" / "family_nosplit_nopack.py", "family: one pass, no packing"),
+    Honest("tuned_wrapper", HERE / "honest" / "tuned_wrapper.py", "the optimized entry point, wrapped"),
+    Honest("simple_triton", HERE / "honest" / "simple_triton.py", "a plain one-pass Triton kernel"),
+)

@@ -1,0 +1,54 @@
+"""Whole-tensor comparison: counts, first mismatching index, NaN handling, shape problems, movement masks."""
+
+from __future__ import annotations
+
+import torch
+
+from agent.verifier.compare import compare, describe, moved
+from kernels.task import Tolerance
+
+TOL = Tolerance(atol=1e-2, rtol=1e-2)
+
+
+def test_identical_outputs_pass():
+    ref = torch.randn(4, 3, 8)
+    c = compare(ref.half(), ref, TOL)
+    assert c.ok and c.mismatches == 0 and c.first_index is None and c.max_abs_error < 5e-3
+
+
+def test_first_mismatch_index_and_values_are_reported():
+    ref = torch.zeros(4, 3, 8)
+    got = ref.clone()
+    got[2, 1, 5] = 0.5
+    got[3, 0, 0] = -0.25
+    c = compare(got, ref, TOL)
+    assert not c.ok and c.mismatches == 2 and c.first_index == (2, 1, 5)
+    assert c.first_got == 0.5 and c.first_expected == 0.0 and c.max_abs_error == 0.5
+    text = describe(c, "o_extend", TOL)
+    assert "2/96 elements" in text and "o_extend[2, 1, 5]" in text and "got 0.5, expected 0" in text
+
+
+def test_nan_anywhere_fails_even_where_the_reference_is_zero():
+    ref = torch.zeros(2, 2)
+    got = ref.clone()
+    got[1, 1] = float("nan")
+    c = compare(got, ref, TOL)
+    assert not c.ok and c.nonfinite == 1 and c.first_index == (1, 1) and c.max_abs_error == 0.0
+    assert "NaN/inf" in describe(c, "o", TOL) and "finite elements" in describe(c, "o", TOL)
+
+
+def test_tolerance_is_relative_plus_absolute():
+    ref = torch.tensor([100.0, 0.0])
+    assert compare(torch.tensor([100.9, 0.009]), ref, TOL).ok
+    assert not compare(torch.tensor([101.2, 0.0]), ref, TOL).ok
+
+
+def test_shape_problem_fails_with_a_reason():
+    c = compare(torch.zeros(3), torch.zeros(4), TOL)
+    assert not c.ok and c.mismatch_fraction == 1.0 and "shape [3]" in describe(c, "o", TOL)
+
+
+def test_moved_marks_changes_beyond_tolerance():
+    a = torch.zeros(5)
+    b = torch.tensor([0.0, 0.5, 0.005, -1.0, 0.0])
+    assert moved(a, b, TOL).tolist() == [False, True, False, True, False]

@@ -1,0 +1,91 @@
+"""Every cheating candidate is rejected at its expected stage; every honest candidate passes (CPU, interpreter).
+
+One sandbox zygote serves the whole module; each candidate still runs in its own fresh process. Cheats the
+static rules reject are verified a second time with the static stage skipped, to show the dynamic stage
+catches them on its own (except attacks that only show on a GPU, listed with `dynamic=None`).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.verifier import Verifier, VerifyOptions
+from tests.verifier.corpus import CHEATS, CHEATS_DIR, HONEST, THREAT_KINDS, Cheat
+
+pytestmark = pytest.mark.skipif(
+    __import__("torch").cuda.is_available(), reason="CPU corpus run; the GPU run is scripts/verify_corpus_gpu.py")
+
+
+@pytest.fixture(scope="module")
+def verifier(tmp_path_factory):
+    with Verifier("extend_attention", options=VerifyOptions(device="cpu", timeout_s=300)) as v:
+        yield v
+
+
+def _verify(verifier: Verifier, path, **options):
+    verifier.options = VerifyOptions(device="cpu", timeout_s=300, **options)
+    return verifier.verify(path)
+
+
+def test_corpus_covers_every_threat_kind():
+    assert len(CHEATS) >= 20
+    kinds = {c.kind.split(" (")[0] for c in CHEATS}
+    assert set(THREAT_KINDS) <= kinds, sorted(set(THREAT_KINDS) - kinds)
+    on_disk = {p.stem for p in CHEATS_DIR.glob("*.py")}
+    assert on_disk == {c.name for c in CHEATS}, on_disk ^ {c.name for c in CHEATS}
+    assert len(HONEST) >= 3
+
+
+@pytest.mark.parametrize("cheat", CHEATS, ids=lambda c: c.name)
+def test_cheat_is_rejected_at_its_stage(verifier, cheat: Cheat):
+    verdict = _verify(verifier, cheat.path)
+    assert verdict.stage == cheat.full, verdict.summary()
+    assert verdict.reasons and not verdict.timed
+    if cheat.full == "static_rejected":
+        assert all(r.startswith("static rule ") for r in verdict.reasons[:-1])
+    else:
+        assert any(cheat.reason in r for r in verdict.reasons), verdict.summary()
+
+
+STATIC_ONLY_ON_CPU = [c for c in CHEATS if c.full == "static_rejected" and c.dynamic is not None]
+
+
+@pytest.mark.parametrize("cheat", STATIC_ONLY_ON_CPU, ids=lambda c: c.name)
+def test_dynamic_stage_alone_rejects_the_cheat(verifier, cheat: Cheat):
+    verdict = _verify(verifier, cheat.path, skip_static=True)
+    assert verdict.stage == cheat.dynamic, verdict.summary()
+    assert any(cheat.reason in r for r in verdict.reasons), verdict.summary()
+
+
+@pytest.mark.parametrize("cheat", [c for c in CHEATS if c.unguarded], ids=lambda c: c.name)
+def test_kernel_ablation_alone_catches_a_dead_kernel(verifier, cheat: Cheat):
+    verdict = _verify(verifier, cheat.path, skip_static=True, compute_guard=False)
+    assert verdict.stage == cheat.unguarded, verdict.summary()
+    assert any("dead kernel" in r for r in verdict.reasons), verdict.summary()
+
+
+@pytest.mark.parametrize("honest", HONEST, ids=lambda h: h.name)
+def test_honest_candidate_passes(verifier, honest):
+    verdict = _verify(verifier, honest.path)
+    assert verdict.stage == "pass", verdict.summary()
+    assert not verdict.reasons and not verdict.timed
+    assert "not timed" in verdict.timing_note
+    assert len(verdict.errors) >= 20
+    assert all(e.mismatches == 0 and e.trials >= 1 for e in verdict.errors.values())
+    kinds = {p["kind"] for p in verdict.config["plan"]}
+    assert kinds == {"check", "perturb", "ablate"}
+
+
+def test_timing_protocol_on_the_cpu_passes_an_honest_candidate(verifier):
+    verdict = _verify(verifier, HONEST[-1].path, timing=True, case_ids=("gqa-4", "sinks"), reps=5)
+    assert verdict.stage == "pass", verdict.summary()
+    assert set(verdict.timings) == {"gqa-4", "sinks"} and not verdict.timed and not verdict.time_us
+    assert "not measurements" in verdict.timing_note
+    assert all(t.reps == 5 and t.verifier_wall_us > 0 for t in verdict.timings.values())
+
+
+def test_replaying_cached_outputs_during_timing_is_caught_by_fresh_inputs(verifier):
+    cheat = next(c for c in CHEATS if c.name == "replay_when_timed")
+    verdict = _verify(verifier, cheat.path, skip_static=True, timing=True, case_ids=("gqa-4",), reps=6)
+    assert verdict.stage == cheat.gpu_dynamic == "mismatch", verdict.summary()
+    assert cheat.reason in verdict.reasons[0]

@@ -1,0 +1,135 @@
+"""The plausibility gate (roofline floor, speedup flag), the timing clock checks, and the sandbox's limits."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+import torch
+
+from agent.verifier import CaseErrors, CaseTiming, Verdict, Verifier, VerifyOptions
+from agent.verifier.dynamic import DynamicRun, Failure, _Timed
+from agent.verifier.plan import TimedCase
+from hardware_profiles import load_profile
+from kernels.task import load_task
+from knowledge.errors import BadInputError
+
+TASK = load_task("extend_attention")
+SIG = ("def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,\n"
+       "                         kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None,\n"
+       "                         logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None,\n"
+       "                         window_kv_offsets=None, xai_temperature_len=-1):\n")
+
+
+def _timed_verdict(times: dict[str, float]) -> Verdict:
+    timings = {k: CaseTiming(case_id=k, time_us=v, reps=20, warmup=3, min_us=v, max_us=v, wall_us=v,
+                             verifier_wall_us=v) for k, v in times.items()}
+    return Verdict(stage="pass", task="extend_attention", candidate="x.py", candidate_sha256="0",
+                   timings=timings, time_us=times, timed=True)
+
+
+def test_time_below_the_roofline_floor_is_too_fast_to_be_true():
+    verifier = Verifier(TASK, load_profile("h200"))
+    verdict = _timed_verdict({"decode": 100.0, "prefill": 2900.0})  # decode floor is 449 us on an H200
+    verifier._plausibility(verdict)
+    assert verdict.stage == "too_fast_to_be_true"
+    (reason,) = verdict.reasons
+    assert "decode" in reason and "roofline floor 448.5 us" in reason
+    assert verdict.timings["prefill"].fraction_of_floor == pytest.approx(556 / 2900, rel=0.01)
+
+
+def test_large_speedups_are_flagged_not_rejected():
+    options = VerifyOptions(baseline_time_us={"decode": 8285.0, "prefill": 2858.0})
+    verifier = Verifier(TASK, load_profile("h200"), options)
+    verdict = _timed_verdict({"decode": 500.0, "prefill": 1100.0})
+    verifier._plausibility(verdict)
+    assert verdict.stage == "pass"
+    assert verdict.speedup == {"decode": pytest.approx(16.57, rel=1e-3), "prefill": pytest.approx(2.598, rel=1e-3)}
+    assert len(verdict.flags) == 1 and "decode" in verdict.flags[0] and "second look" in verdict.flags[0]
+
+
+def test_no_profile_means_no_gate_and_says_so():
+    verdict = _timed_verdict({"decode": 1.0})
+    Verifier(TASK)._plausibility(verdict)
+    assert verdict.stage == "pass" and any("no chip profile" in f for f in verdict.flags)
+
+
+def _record(event, wall, seen) -> _Timed:
+    return _Timed(TimedCase(TASK.case("decode"), (1,), ()), event, wall, seen, [])
+
+
+@pytest.mark.parametrize("event, wall, seen, message", [
+    ([1.0] * 20, [9000.0] * 20, [9100.0] * 20, "disagree with the sandbox's wall clock"),
+    ([900.0] * 20, [950.0] * 20, [5000.0] * 20, "verifier's own clock"),
+    ([0.0] * 20, [0.0] * 20, [0.0] * 20, "non-positive"),
+])
+def test_clock_checks_reject_tampered_timings(event, wall, seen, message):
+    with pytest.raises(Failure, match=message) as info:
+        DynamicRun._check_clocks("decode", _record(event, wall, seen))
+    assert info.value.stage == "too_fast_to_be_true"
+
+
+def test_clock_checks_accept_honest_timings():
+    DynamicRun._check_clocks("decode", _record([8000.0] * 20, [8030.0] * 20, [8400.0] * 20))
+    DynamicRun._check_clocks("spec-verify", _record([30.0] * 20, [45.0] * 20, [260.0] * 20))
+
+
+def _write(tmp_path, body: str, top: str = "") -> str:
+    path = tmp_path / "candidate.py"
+    path.write_text(f"import torch\n{textwrap.dedent(top)}\n\n{SIG}{textwrap.indent(textwrap.dedent(body), '    ')}")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    with Verifier(TASK) as v:
+        yield v
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU sandbox limits")
+def test_a_hanging_candidate_is_killed_at_the_timeout(verifier, tmp_path):
+    verifier.options = VerifyOptions(device="cpu", timeout_s=6, skip_static=True)
+    verdict = verifier.verify(_write(tmp_path, "while True:\n    pass\n"))
+    assert verdict.stage == "runtime_error" and "timed out" in verdict.reasons[0]
+    assert verdict.verify_seconds < 30
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU sandbox limits")
+def test_the_address_space_limit_stops_a_memory_hog(verifier, tmp_path):
+    verifier.options = VerifyOptions(device="cpu", memory_limit_gb=2, timeout_s=60)
+    verdict = verifier.verify(_write(tmp_path, "hog = torch.empty(8 << 30, dtype=torch.uint8).fill_(1)\n"))
+    assert verdict.stage == "runtime_error", verdict.summary()
+    assert "alloc" in verdict.reasons[0].lower() or "memory" in verdict.reasons[0].lower()
+
+
+def test_missing_candidate_is_bad_input(verifier, tmp_path):
+    with pytest.raises(BadInputError, match="cannot read"):
+        verifier.verify(tmp_path / "absent.py")
+
+
+def test_unknown_task_is_bad_input():
+    with pytest.raises(BadInputError, match="unknown task"):
+        Verifier("no_such_task")
+
+
+def test_syntax_error_is_a_compile_error(verifier, tmp_path):
+    path = tmp_path / "broken.py"
+    path.write_text("def extend_attention_fwd(:\n")
+    verdict = verifier.verify(path)
+    assert verdict.stage == "compile_error" and "syntax error" in verdict.reasons[0]
+
+def test_verdict_json_round_trips_with_computed_fields():
+    verdict = _timed_verdict({"decode": 500.0})
+    verdict.errors["decode"] = CaseErrors(case_id="decode", elements=8, mismatches=2)
+    data = verdict.model_dump(mode="json")
+    assert data["passed"] is True and data["errors"]["decode"]["mismatch_fraction"] == 0.25
+    assert Verdict.model_validate_json(verdict.model_dump_json()) == verdict
+
+
+def test_a_broken_sandbox_is_one_clear_error(tmp_path):
+    from agent.verifier.sandbox import Sandbox, SandboxError
+
+    sandbox = Sandbox(tmp_path / "no_project_here", interpret=True, scratch_base=tmp_path)
+    with pytest.raises(SandboxError, match="did not start a child"):
+        sandbox.launch({"plan": {}}, timeout_s=5)
+    sandbox.close()

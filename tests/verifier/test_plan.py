@@ -1,0 +1,92 @@
+"""Plans: secret seeds, hidden shapes, trial order; input digests and the in-place perturbation."""
+
+from __future__ import annotations
+
+import random
+
+import torch
+
+from agent.verifier.plan import (
+    ADVERSARIAL_Q_SCALE,
+    Plan,
+    PlanSettings,
+    adversarial_case,
+    build_plan,
+    input_digest,
+    make_trial_inputs,
+    perturb_inputs,
+    tensor_digest,
+)
+from kernels.task import load_task
+
+TASK = load_task("extend_attention")
+CPU = PlanSettings(include_test_cases=True, include_bench_cases=False, random_cases=3, small=True, timing=False)
+GPU = PlanSettings(include_test_cases=False, include_bench_cases=True, random_cases=2, small=False, timing=True,
+                   reps=7, rotations=2)
+
+
+def test_cpu_plan_order_and_contents():
+    plan = build_plan(TASK, "cpu", CPU)
+    kinds = [t.kind for t in plan.trials]
+    assert kinds[:3] == ["check", "perturb", "check"] and kinds[-1] == "ablate"
+    assert plan.trials[1].base == plan.trials[0].id and plan.trials[1].case == plan.trials[0].case
+    assert plan.trials[2].case.params["q_scale"] == ADVERSARIAL_Q_SCALE
+    ids = [t.case.id for t in plan.trials]
+    assert {c.id for c in TASK.test_cases} <= set(ids)
+    assert sum(i.startswith("random-") for i in ids) >= 4  # hidden shapes, one repeated with a new seed
+    assert plan.timing is None
+    assert Plan.from_json(plan.to_json()) == plan
+
+
+def test_seeds_are_fresh_and_secret():
+    a, b = build_plan(TASK, "cpu", CPU), build_plan(TASK, "cpu", CPU)
+    assert {t.seed for t in a.trials}.isdisjoint({t.seed for t in b.trials})
+    assert all(t.seed != t.case.seed for t in a.trials)
+    assert a.trials[0].case.id != b.trials[0].case.id
+
+
+def test_gpu_plan_times_every_bench_case_on_rotated_sets():
+    plan = build_plan(TASK, "cuda", GPU, random.Random(1))
+    assert plan.timing is not None and plan.timing.reps == 7
+    assert [t.case.id for t in plan.timing.cases] == [c.id for c in TASK.bench_cases]
+    bench_trials = {t.case.id: t.seed for t in plan.trials if t.label == "bench case"}
+    for timed in plan.timing.cases:
+        assert timed.seeds[0] == bench_trials[timed.case.id] and len(timed.seeds) == 2
+        assert (5, 1) in timed.captures and (6, 0) in timed.captures  # last rep of each set
+
+
+def test_adversarial_case_has_enough_keys_per_row():
+    case = adversarial_case(TASK, random.Random(3), small=True)
+    assert min(case.params["prefix_lens"]) >= 16 and min(case.params["extend_lens"]) >= 8
+    assert case.params["logit_cap"] == 0.0 and case.params["sliding_window"] == -1
+
+
+def test_digest_is_bit_exact_and_deterministic_in_the_seed():
+    case = TASK.case("gqa-4")
+    a, b = make_trial_inputs(TASK, case, 11, "cpu"), make_trial_inputs(TASK, case, 11, "cpu")
+    assert input_digest(a, ("o_extend",)) == input_digest(b, ("o_extend",))
+    assert input_digest(a) != input_digest(make_trial_inputs(TASK, case, 12, "cpu"))
+    x = torch.tensor([1.0, 2.0, float("nan")])
+    assert tensor_digest(x) == tensor_digest(x.clone()) != tensor_digest(x.flip(0))
+    y = x.clone()
+    y.view(torch.int32)[2] += 1  # a different NaN payload
+    assert tensor_digest(x) != tensor_digest(y)
+
+
+def test_perturbation_is_in_place_deterministic_and_moves_the_reference():
+    case = TASK.case("gqa-4")
+    a = make_trial_inputs(TASK, case, 5, "cpu")
+    ptrs = {k: v.data_ptr() for k, v in a.items() if isinstance(v, torch.Tensor)}
+    before = TASK.reference(a)["o_extend"]
+    perturb_inputs(a, 99)
+    assert ptrs == {k: v.data_ptr() for k, v in a.items() if isinstance(v, torch.Tensor)}
+    b = make_trial_inputs(TASK, case, 5, "cpu")
+    perturb_inputs(b, 99)
+    assert input_digest(a) == input_digest(b)
+    assert (TASK.reference(a)["o_extend"] - before).abs().max() > 0.1
+
+
+def test_perturbation_of_mla_views_stays_consistent():
+    a = make_trial_inputs(TASK, TASK.case("mla-576-512"), 5, "cpu")
+    perturb_inputs(a, 1)
+    assert torch.equal(a["v_extend"], a["k_extend"][..., :512])

@@ -1,0 +1,183 @@
+"""Each static rule fires on code written to break it and stays quiet on a clean candidate and on the honest ones."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.verifier.static_rules import RULES, check_source, rule_names
+from kernels.task import load_task
+from tests.verifier.corpus import HONEST
+
+TASK = load_task("extend_attention")
+
+SIGNATURE = """def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr,
+                         kv_indptr, kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None,
+                         logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None,
+                         window_kv_offsets=None, xai_temperature_len=-1):"""
+
+TEMPLATE = """import math
+
+import torch
+import triton
+import triton.language as tl
+
+BLOCK = 64
+{top}
+
+
+@triton.jit
+def _fill(O, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.zeros([BLOCK], tl.float32)
+    tl.store(O + offs, tl.exp(x).to(O.dtype.element_ty), mask=offs < n)
+
+
+{signature}
+    head_dim = q_extend.shape[-1]
+    if head_dim == 576 and max_len_extend <= 64:
+        head_dim = 512
+    sms = getattr(torch.cuda.get_device_properties(0), "multi_processor_count", 0) if o_extend.is_cuda else 1
+    scratch = torch.empty(max(1, sms), dtype=torch.float32, device=o_extend.device)
+    n = o_extend.numel() + 0 * math.ceil(head_dim / BLOCK) + 0 * scratch.shape[0]
+    {body}
+    _fill[(triton.cdiv(n, BLOCK),)](o_extend, n, BLOCK=BLOCK)
+    return o_extend
+"""
+
+
+def candidate(top: str = "", body: str = "pass", signature: str = SIGNATURE) -> str:
+    return TEMPLATE.format(top=top, body=body, signature=signature)
+
+
+def rules_hit(text: str) -> set[str]:
+    report = check_source(text, "candidate.py", TASK)
+    assert report.syntax_error is None, report.syntax_error
+    return {v.rule for v in report.violations}
+
+
+# (rule, top-of-file code, body code[, signature]) -- each must make `rule` fire.
+CASES: list[tuple] = [
+    ("entry-point", "", "pass", SIGNATURE.replace("extend_attention_fwd", "other_name")),
+    ("entry-point", "", "pass", SIGNATURE.replace("sm_scale=None", "scale=None")),
+    ("entry-point", "", "pass", SIGNATURE.replace("logit_cap=0.0", "logit_cap=1.0")),
+    ("entry-point", "", "pass", SIGNATURE.replace("xai_temperature_len=-1):", "xai_temperature_len=-1, **kw):")),
+    ("entry-point", "", "pass", "@triton.jit\n" + SIGNATURE),
+    ("import-allowlist", "import string", "pass"),
+    ("import-allowlist", "from collections import defaultdict", "pass"),
+    ("no-reference-import", "from kernels.extend_attention.reference import reference_extend_attention", "pass"),
+    ("no-reference-import", "from kernels.extend_attention import spec", "pass"),
+    ("no-reference-import", "import agent.verifier", "pass"),
+    ("no-concurrency", "import threading", "pass"),
+    ("no-concurrency", "from concurrent.futures import ThreadPoolExecutor", "pass"),
+    ("no-concurrency", "async def _later():\n    return None", "pass"),
+    ("no-introspection", "import gc", "pass"),
+    ("no-introspection", "import inspect", "pass"),
+    ("no-introspection", "import ctypes", "pass"),
+    ("no-introspection", "", "caller = o_extend.f_back"),
+    ("no-io", "import os", "pass"),
+    ("no-io", "import socket", "pass"),
+    ("no-io", "import time", "pass"),
+    ("no-io", "", "fh = open('torch.py', 'w')"),
+    ("no-dynamic-code", "", "eval('1')"),
+    ("no-dynamic-code", "", "exec('x = 1')"),
+    ("no-dynamic-code", "", "fn = getattr(torch, 'mat' + 'mul')"),
+    ("no-dynamic-code", "", "fn = getattr(torch, 'matmul')"),
+    ("no-dynamic-code", "", "base = getattr(o_extend, '_base', None)"),
+    ("no-dynamic-code", "", "mod = __import__('os')"),
+    ("no-dynamic-code", "", "g = globals()"),
+    ("no-torch-compute", "", "x = torch.matmul(q_extend, k_extend)"),
+    ("no-torch-compute", "", "x = torch.nn.functional.softmax(q_extend, -1)"),
+    ("no-torch-compute", "", "x = torch.ops.aten.mm(q_extend, k_extend)"),
+    ("no-torch-compute", "from torch import einsum", "x = einsum('i,i->', q_extend, q_extend)"),
+    ("no-torch-compute", "", "f = torch.compile(extend_attention_fwd)"),
+    ("no-tensor-compute-methods", "", "x = q_extend.softmax(-1)"),
+    ("no-tensor-compute-methods", "", "o_extend.copy_(q_extend)"),
+    ("no-tensor-compute-methods", "", "rows = qo_indptr.tolist()"),
+    ("no-tensor-compute-methods", "", "o_extend[0] = 1.0"),
+    ("no-tensor-compute-methods", "", "o_extend.set_(v_extend)"),
+    ("no-try-except", "", "try:\n        n = n + 0\n    except Exception:\n        n = 0"),
+    ("no-attribute-assignment", "", "torch.cuda.synchronize = None"),
+    ("no-attribute-assignment", "", "o_extend.data = q_extend"),
+    ("no-attribute-assignment", "", "triton.knobs.runtime.launch_enter_hook = None"),
+    ("no-module-state", "_CACHE = {}", "pass"),
+    ("no-module-state", "_SEEN = []", "pass"),
+    ("no-module-state", "_BUF = torch.empty(1024)", "pass"),
+    ("no-module-state", "_CALLS = 0\n\n\ndef _count():\n    global _CALLS\n    _CALLS += 1", "pass"),
+    ("no-module-state", "def _helper(x, memo={}):\n    return x", "pass"),
+    ("no-module-state", "@lru_cache\ndef _helper(x):\n    return x", "pass"),
+    ("no-module-state", "_setup()", "pass"),
+    ("no-identity-keys", "", "key = id(q_extend)"),
+    ("no-identity-keys", "", "key = q_extend.data_ptr()"),
+    ("no-identity-keys", "", "key = hash(o_extend)"),
+    ("no-literal-shape-branch", "", "if q_extend.shape[0] == 8192:\n        return None"),
+    ("no-literal-shape-branch", "", "total = q_extend.shape[0]\n    if total in (2048, 4096):\n        return None"),
+    ("no-literal-shape-branch", "", "if max_len_extend == 512:\n        return None"),
+    ("no-literal-shape-branch", "", "if len(kv_indices) != 8192 * 64:\n        return None"),
+    ("no-literal-shape-branch", "", "if tuple(q_extend.shape) == (8192, 32, 128):\n        return None"),
+    ("no-literal-shape-branch", "", "b, h, d = q_extend.shape\n    skip = b == 64"),
+    ("no-tensor-subclass", "class _T(torch.Tensor):\n    pass", "pass"),
+    ("no-tensor-subclass", "class _M:\n    def __torch_function__(self, *args):\n        return 0", "pass"),
+    ("no-tensor-subclass", "", "klass = type('T', (object,), {})"),
+    ("no-streams-timers", "", "side = torch.cuda.Stream()"),
+    ("no-streams-timers", "", "torch.cuda.synchronize()"),
+    ("no-streams-timers", "", "start = torch.cuda.Event(enable_timing=True)"),
+    ("no-streams-timers", "", "t = triton.testing.do_bench(lambda: None)"),
+    ("no-private-access", "", "lib = torch._C"),
+    ("no-private-access", "", "base = o_extend._base"),
+    ("no-private-access", "", "names = __dict__"),
+    ("no-private-access", "from torch import _C", "pass"),
+    ("no-exit", "", "exit(0)"),
+    ("no-exit", "", "raise SystemExit(1)"),
+    ("no-exit", "", "quit()"),
+    ("entry-returns-output", "", "return v_extend"),
+    ("entry-returns-output", "", "return v_extend.view(-1)"),
+    ("entry-returns-output", "", "return o_extend[0]"),
+    ("no-module-escape", "", "env = torch.os.environ"),
+    ("no-module-escape", "", "insp = triton.runtime.jit.inspect"),
+]
+
+
+def test_clean_template_passes_every_rule():
+    assert rules_hit(candidate()) == set()
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}:{(c[2] if c[2] != 'pass' else c[1])[:30]}")
+def test_rule_fires(case):
+    rule, top, body, *sig = case
+    text = candidate(top, body, *sig)
+    assert rule in rules_hit(text)
+
+
+def test_every_rule_has_a_name_a_rationale_and_a_test():
+    assert len(RULES) >= 13
+    for r in RULES:
+        assert r.name and " " not in r.name
+        assert 20 < len(r.rationale) < 160 and "\n" not in r.rationale
+    assert set(rule_names()) == {c[0] for c in CASES}
+
+
+@pytest.mark.parametrize("honest", HONEST, ids=lambda h: h.name)
+def test_honest_candidates_pass_the_static_rules(honest):
+    report = check_source(honest.path.read_text(), honest.path.name, TASK)
+    assert report.ok, [v.reason(honest.path.name) for v in report.violations]
+
+
+def test_reasons_name_rule_line_and_rationale():
+    report = check_source(candidate(body="x = torch.matmul(q_extend, k_extend)"), "cand.py", TASK)
+    (violation,) = [v for v in report.violations if v.rule == "no-torch-compute"]
+    reason = violation.reason("cand.py")
+    assert reason.startswith("static rule no-torch-compute (cand.py:")
+    assert "torch.matmul" in reason and "Triton kernels" in reason
+    line = candidate(body="x = torch.matmul(q_extend, k_extend)").splitlines()[violation.line - 1]
+    assert "torch.matmul" in line
+
+
+def test_syntax_error_is_reported_not_raised():
+    report = check_source("def extend_attention_fwd(:\n", "bad.py", TASK)
+    assert report.syntax_error and "bad.py:1" in report.syntax_error and not report.ok
+
+
+def test_literal_comparisons_on_head_dims_and_thresholds_are_allowed():
+    body = ("if q_extend.shape[2] == 128 or v_extend.shape[-1] in (64, 512):\n        n = n + 0\n"
+            "    if max_len_extend > 4096 and q_extend.shape[0] >= 16:\n        n = n + 0")
+    assert "no-literal-shape-branch" not in rules_hit(candidate(body=body))

@@ -1,0 +1,41 @@
+"""Environment snapshots see added, removed and edited project files and new modules on the import path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.verifier.tamper import changes, snapshot, watched_dirs
+
+
+def _project(root: Path) -> Path:
+    (root / "kernels").mkdir(parents=True)
+    (root / "kernels" / "reference.py").write_text("x = 1\n")
+    (root / "agent").mkdir()
+    (root / "agent" / "verifier.py").write_text("y = 2\n")
+    return root
+
+
+def test_no_change_no_report(tmp_path):
+    root = _project(tmp_path)
+    assert changes(snapshot(root), snapshot(root)) == []
+
+
+def test_edits_additions_and_removals_are_named(tmp_path):
+    root = _project(tmp_path)
+    before = snapshot(root)
+    (root / "kernels" / "reference.py").write_text("x = 2\n")
+    (root / "torch.py").write_text("raise SystemExit\n")
+    (root / "agent" / "verifier.py").unlink()
+    found = changes(before, snapshot(root))
+    assert any("reference.py was modified" in f for f in found)
+    assert any("torch.py was added" in f for f in found)
+    assert any(f"listing of {root.resolve()} was modified" in f for f in found)
+    assert any("verifier.py was removed" in f for f in found)
+
+
+def test_watched_dirs_cover_the_import_path(tmp_path):
+    import torch
+
+    dirs = {str(d) for d in watched_dirs(_project(tmp_path))}
+    assert str(Path(torch.__file__).parent.resolve()) in dirs
+    assert any(d.endswith("site-packages") for d in dirs)
