@@ -62,3 +62,16 @@ def test_onboard_optimize_resume_report(chiplore_home, monkeypatch):
     paths = json.loads(_invoke(["report", "e2e", "--json"]))
     assert "Correctness-only run" in open(paths["markdown"]).read()
     assert load_profile("h200").get("num_compute_units") == 132
+
+
+def test_demo_runs_every_job(chiplore_home):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("the CPU demo is what this test covers")
+    _register_commands()
+    out = _invoke(["demo", "--max-evals", "1"])
+    assert "onboarded h200" in out and "chiplore ask" in out and "chiplore patterns" in out
+    assert "No GPU on this machine" in out and "1 of 1 candidates passed the verifier" in out
+    state = RunDir.open(next((chiplore_home / "runs").iterdir()).name).load_state()
+    assert state.config.retrieval and state.evaluations[0].stage == "pass"
