@@ -129,7 +129,11 @@ def test_verdict_json_round_trips_with_computed_fields():
 def test_a_broken_sandbox_is_one_clear_error(tmp_path):
     from agent.verifier.sandbox import Sandbox, SandboxError
 
-    sandbox = Sandbox(tmp_path / "no_project_here", interpret=True, scratch_base=tmp_path)
+    # a project root whose `agent` package cannot be imported: it shadows any installed copy (sys.path[0])
+    root = tmp_path / "broken_project"
+    (root / "agent").mkdir(parents=True)
+    (root / "agent" / "__init__.py").write_text("raise ImportError('broken on purpose')\n")
+    sandbox = Sandbox(root, interpret=True, scratch_base=tmp_path)
     with pytest.raises(SandboxError, match="did not start a child"):
         sandbox.launch({"plan": {}}, timeout_s=5)
     sandbox.close()
