@@ -121,7 +121,9 @@ def markdown(summary: dict[str, Any], command: str) -> str:
                          f"| {frac} |")
         lines.append("")
     k = summary.get("kill_check")
-    if k:
+    if k and "error" in k:
+        lines += [f"SIGKILL + resume check did not complete: {k['error']} (logs/uninterrupted.log, logs/killed.log).", ""]
+    elif k:
         lines += [f"SIGKILL + resume: a run of {k['max_evals']} evaluations was killed (process group, SIGKILL) while "
                   f"candidate v{k['killed_at']} was being verified, then resumed with `--resume`: "
                   f"{k['resumed_evaluations']} distinct evaluations against {k['uninterrupted_evaluations']} for the "

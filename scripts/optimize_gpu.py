@@ -40,7 +40,8 @@ def cli(*args: str) -> list[str]:
 
 
 def env_for(home: Path, gpu: str | None) -> dict[str, str]:
-    env = {**os.environ, "CHIPLORE_HOME": str(home), "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)  # keep e.g. /tmp/site
+    env = {**os.environ, "CHIPLORE_HOME": str(home), "PYTHONPATH": path, "PYTHONUNBUFFERED": "1"}
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
     return env
@@ -74,8 +75,12 @@ def environment(out: Path, cpu_dry_run: bool) -> dict[str, object]:
 
     if not torch.cuda.is_available() and not cpu_dry_run:
         sys.exit("optimize_gpu: no GPU visible")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip() or os.environ.get("CHIPLORE_COMMIT", "unknown")
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                text=True).stdout.strip()
+    except OSError:
+        commit = ""
+    commit = commit or os.environ.get("CHIPLORE_COMMIT", "unknown")
     gpu = torch.cuda.is_available()
     env = {"device": torch.cuda.get_device_name(0) if gpu else "cpu (dry run: interpreter, untimed)",
            "gpus": torch.cuda.device_count() if gpu else 1, "torch": torch.__version__,
@@ -166,6 +171,14 @@ def kill_check(homes: dict[str, Path], gpus: tuple[str, str], k: int, out: Path)
     return result
 
 
+def safe_kill_check(homes: dict[str, Path], gpus: tuple[str, str], k: int, out: Path) -> dict[str, object]:
+    """`kill_check`, with any failure recorded (logs under OUT/logs) instead of ending the script."""
+    try:
+        return kill_check(homes, gpus, k, out)
+    except Exception as exc:  # noqa: BLE001  the optimize runs' results must still be collected
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "max_evals": k}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True)
@@ -202,13 +215,13 @@ def main() -> None:
         if len(gpus) == 1:
             p.wait()
     if kill_gpus is not None:
-        kill = kill_check(homes, kill_gpus, args.kill_evals, out)
+        kill = safe_kill_check(homes, kill_gpus, args.kill_evals, out)
         for p in procs:
             p.wait()
     else:
         for p in procs:
             p.wait()
-        kill = kill_check(homes, (gpus[0], gpus[1 % len(gpus)]), args.kill_evals, out)
+        kill = safe_kill_check(homes, (gpus[0], gpus[1 % len(gpus)]), args.kill_evals, out)
     (out / "kill_check.json").write_text(json.dumps(kill, indent=2))
     for name, home in homes.items():
         run = home / "runs" / name
