@@ -122,7 +122,8 @@ def markdown(summary: dict[str, Any], command: str) -> str:
         lines.append("")
     k = summary.get("kill_check")
     if k and "error" in k:
-        lines += [f"SIGKILL + resume check did not complete: {k['error']} (logs/uninterrupted.log, logs/killed.log).", ""]
+        lines += [f"SIGKILL + resume check did not complete: {k['error']} "
+                  "(logs/uninterrupted.log, logs/killed.log).", ""]
     elif k:
         lines += [f"SIGKILL + resume: a run of {k['max_evals']} evaluations was killed (process group, SIGKILL) while "
                   f"candidate v{k['killed_at']} was being verified, then resumed with `--resume`: "
