@@ -176,11 +176,12 @@ def baseline_tiles(head_dim: int, elem_bytes: int, smem_per_block_kb: float | No
 
 
 def _device_smem_kb(device: torch.device) -> float | None:
+    """Opt-in shared memory per block (KiB) from Triton's driver utilities (cuDeviceGetAttribute), or None on the
+    CPU. Triton's query is used rather than torch's, which may load NVML when CUDA_VISIBLE_DEVICES is set."""
     if device.type != "cuda":
         return None
-    props = torch.cuda.get_device_properties(device)
-    optin = getattr(props, "shared_memory_per_block_optin", 0) or getattr(props, "shared_memory_per_block", 0)
-    return optin / 1024 if optin else None
+    props = triton.runtime.driver.active.utils.get_device_properties(device.index or 0)
+    return props["max_shared_mem"] / 1024
 
 
 def extend_attention_fwd(

@@ -90,12 +90,12 @@ class ChipLimits:
         """Read from the CUDA/ROCm device properties; the CPU (interpreter) gets the defaults."""
         if device.type != "cuda":
             return ChipLimits()
-        props = torch.cuda.get_device_properties(device)
-        smem = getattr(props, "shared_memory_per_block_optin", 0) or getattr(props, "shared_memory_per_block", 0)
+        # Triton's driver query (cuDeviceGetAttribute); torch's may load NVML when CUDA_VISIBLE_DEVICES is set
+        props = triton.runtime.driver.active.utils.get_device_properties(device.index or 0)
         return ChipLimits(
-            num_compute_units=props.multi_processor_count,
-            smem_per_block_kb=smem / 1024 if smem else 227.0,
-            warp_size=getattr(props, "warp_size", 32) or 32,
+            num_compute_units=props["multiprocessor_count"],
+            smem_per_block_kb=props["max_shared_mem"] / 1024,
+            warp_size=props.get("warpSize", 32) or 32,
         )
 
 
