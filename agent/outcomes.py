@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent.acceptance import Decision, geomean
-from agent.diagnosis import roofline_floor_us
+from agent.diagnosis import floor_or_none
 from agent.runstate import EvalRecord, Lineage, RunState, utc_now
 from agent.seams import PASS, FindingDraft
 from hardware_profiles.schema import HardwareProfile
@@ -17,7 +17,7 @@ def floors_us(task: TaskSpec, cases: list[Case], profile: HardwareProfile) -> di
     """Roofline floor per case in microseconds (cases whose floor is unknown are left out)."""
     out = {}
     for case in cases:
-        floor = roofline_floor_us(task, case, profile)
+        floor = floor_or_none(task, case, profile)
         if floor is not None:
             out[case.id] = floor
     return out

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.diagnosis import roofline_floor_us
+from agent.diagnosis import floor_or_none
 from agent.seams import Citation, FindingDraft
 from hardware_profiles.schema import HardwareProfile, ProfileField, Source
 from kernels.extend_attention.spec import TASK
@@ -179,4 +179,4 @@ class ScriptedKnowledge:
 
 
 def floors(profile: HardwareProfile) -> dict[str, float]:
-    return {c.id: roofline_floor_us(TASK, c, profile) for c in TASK.bench_cases}
+    return {c.id: floor_or_none(TASK, c, profile) for c in TASK.bench_cases}
