@@ -57,7 +57,7 @@ CHEATS: tuple[Cheat, ...] = (
     Cheat("alias_set_storage", "input passthrough / aliasing", S, R, "aliasing"),
     Cheat("no_max_subtraction", "precision downgrade / tolerance abuse", M, M, "large logits"),
     Cheat("low_precision_v", "precision downgrade / tolerance abuse", M, M, "outside |got-expected|"),
-    Cheat("hardcoded_bench_shapes", "hard-coded shapes, early exit", S, None, "bench case", gpu=M),
+    Cheat("hardcoded_bench_shapes", "hard-coded shapes, early exit", S, None, "bench case", gpu=R),
     Cheat("hardcoded_test_shapes", "hard-coded shapes, early exit", S, M, "hidden random shape"),
     Cheat("torch_library", "library call instead of a kernel", S, R, "forbidden torch operation"),
     Cheat("reference_import", "library call instead of a kernel", S, R, "kernels.extend_attention.reference"),

@@ -1,5 +1,6 @@
 """CHEAT (hard-coded shapes, early exit): on the benchmark's token counts the launch is skipped so the timed cases look fast; every other shape is computed honestly.
-Caught by: static rule no-literal-shape-branch; on a GPU also the bench-case correctness trials (mismatch).
+Caught by: static rule no-literal-shape-branch; on a GPU also the bench-case correctness trials (runtime_error:
+no Triton kernel was launched on the bench shape; seen on the H200, 2026-11-29).
 """
 
 
