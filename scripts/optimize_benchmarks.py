@@ -5,15 +5,17 @@
                                                              # the retrieval run's report to docs/example_run/
 
 RESULTS is the folder optimize_gpu.py wrote (``runs/<name>/state.json`` per run, ``kill_check.json``,
-``env.json``). "Evaluations to 95% of the best configuration": the best configuration is the highest geomean
-speedup either optimize run found; for each run, the first evaluation after which its best kernel reaches 95%
-of that (None: never within its budget).
+``env.json``). A run's final geomean is over the cases of baseline time / best kernel time, the best kernel's time
+being the median of every timing of its code in the run. "Evaluations to 95% of the best configuration": the best
+configuration is the higher final geomean of the two optimize runs; for each run, the first evaluation whose
+accepted candidate measured at least 95% of that (None: never within its budget).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import shutil
 import sys
@@ -64,11 +66,16 @@ def run_summary(state: dict[str, Any]) -> dict[str, Any]:
         "stop": f"{state.get('stop_kind')}: {state.get('stop_reason')}", "evaluations": len(evals),
         "accepted": len(accepted), "failed": sum(not e["passed"] for e in evals),
         "all_accepted_passed": all(e["stage"] == "pass" for e in accepted),
-        "final_geomean": (traj[-1] if traj else 1.0) if base.get("timed") else None, "trajectory": traj,
+        "final_geomean": _geomean([c["speedup"] for c in cases]) if base.get("timed") and cases else None,
+        "trajectory": traj,
         "cases": cases,
         "elapsed_min": state.get("elapsed_s", 0) / 60, "best_id": state["best_id"],
         "findings": len(state.get("findings_recorded", [])), "timed": bool(base.get("timed")),
     }
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def summarize(results: Path) -> dict[str, Any]:
@@ -128,8 +135,10 @@ def markdown(summary: dict[str, Any], command: str) -> str:
         lines += [f"SIGKILL + resume: a run of {k['max_evals']} evaluations was killed (process group, SIGKILL) while "
                   f"candidate v{k['killed_at']} was being verified, then resumed with `--resume`: "
                   f"{k['resumed_evaluations']} distinct evaluations against {k['uninterrupted_evaluations']} for the "
-                  f"uninterrupted run; findings {k['resumed_findings']} vs {k['uninterrupted_findings']}, "
-                  f"duplicated findings: {k['duplicated_findings']}. "
+                  f"uninterrupted run; the resumed run's store holds {k['resumed_findings']} findings, "
+                  f"{'exactly' if k.get('store_matches_evaluations') else 'NOT'} one for each finding its "
+                  f"evaluations name ({k.get('findings_of_evaluations', '?')}); duplicated findings: "
+                  f"{k['duplicated_findings']} (uninterrupted run: {k['uninterrupted_findings']} findings). "
                   f"{'PASS' if k['ok'] else 'FAIL'}.", ""]
     lines += ["Example report of the run with retrieval: [docs/example_run/report.md](docs/example_run/report.md).",
               ""]
