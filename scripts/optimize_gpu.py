@@ -1,6 +1,8 @@
 """Issue 6 on the GPU machine: onboard the H200, optimize with and without retrieval, SIGKILL + resume.
 
     bash scripts/optimize_gpu.sh $OUT        # = python scripts/optimize_gpu.py --out $OUT --minutes 8
+    bash scripts/optimize_gpu.sh $OUT --part runs --minutes 9.3   # two device commands when verifying is slow:
+    bash scripts/optimize_gpu.sh $OUT2 --part kill --minutes 4    # the runs with all the budget, then the check
 
 1. Onboard (CHIPLORE_HOME under a scratch folder): ``chiplore profile detect --as h200`` and
    ``chiplore onboard h200 hardware_profiles/notes/h200.md``; the home is then copied once per job, so every
@@ -190,6 +192,8 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=8.0, help="wall-clock budget of the whole script")
     parser.add_argument("--max-evals", type=int, default=40)
     parser.add_argument("--kill-evals", type=int, default=6)
+    parser.add_argument("--part", choices=("all", "runs", "kill"), default="all",
+                        help="runs: only the two optimize runs (all the budget); kill: only the SIGKILL check")
     parser.add_argument("--cpu-dry-run", action="store_true",
                         help="exercise the orchestration without a GPU (interpreter, untimed, nothing to report)")
     args = parser.parse_args()
@@ -207,27 +211,32 @@ def main() -> None:
         shutil.copytree(base, home)
     gpus = [str(i) for i in range(int(env["gpus"]))]
     used = (time.monotonic() - t0) / 60
-    kill_gpus = (gpus[2], gpus[3] if len(gpus) >= 4 else gpus[2]) if len(gpus) >= 3 else None
-    # with fewer than 3 GPUs the kill check runs after the optimize runs: keep ~2.5 min for it
-    budget = args.minutes - used - (0.8 if len(gpus) >= 3 else 3.3)
-    if len(gpus) == 1:
-        budget /= 2
-    procs = []
-    for name, extra, gpu in (("retrieval", [], gpus[0]), ("no-retrieval", ["--no-retrieval"], gpus[1 % len(gpus)])):
-        p = start_logged(optimize_args(name, args.max_evals, max(budget, 0.5), extra), env_for(homes[name], gpu),
-                         out / "logs" / f"{name}.log")
-        procs.append(p)
-        if len(gpus) == 1:
-            p.wait()
-    if kill_gpus is not None:
-        kill = safe_kill_check(homes, kill_gpus, args.kill_evals, out)
-        for p in procs:
-            p.wait()
-    else:
-        for p in procs:
-            p.wait()
+    if args.part == "kill":
         kill = safe_kill_check(homes, (gpus[0], gpus[1 % len(gpus)]), args.kill_evals, out)
-    (out / "kill_check.json").write_text(json.dumps(kill, indent=2))
+    else:
+        kill_gpus = (gpus[2], gpus[3] if len(gpus) >= 4 else gpus[2]) if len(gpus) >= 3 else None
+        # with fewer than 3 GPUs the kill check runs after the optimize runs: keep ~3.3 min for it
+        reserve = 0.8 if len(gpus) >= 3 or args.part == "runs" else 3.3
+        budget = args.minutes - used - reserve
+        if len(gpus) == 1:
+            budget /= 2
+        procs = []
+        for name, extra, gpu in (("retrieval", [], gpus[0]),
+                                 ("no-retrieval", ["--no-retrieval"], gpus[1 % len(gpus)])):
+            p = start_logged(optimize_args(name, args.max_evals, max(budget, 0.5), extra), env_for(homes[name], gpu),
+                             out / "logs" / f"{name}.log")
+            procs.append(p)
+            if len(gpus) == 1:
+                p.wait()
+        kill = None
+        if args.part == "all" and kill_gpus is not None:
+            kill = safe_kill_check(homes, kill_gpus, args.kill_evals, out)
+        for p in procs:
+            p.wait()
+        if args.part == "all" and kill is None:
+            kill = safe_kill_check(homes, (gpus[0], gpus[1 % len(gpus)]), args.kill_evals, out)
+    if kill is not None:
+        (out / "kill_check.json").write_text(json.dumps(kill, indent=2))
     for name, home in homes.items():
         run = home / "runs" / name
         if run.is_dir():

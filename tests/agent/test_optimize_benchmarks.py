@@ -39,4 +39,5 @@ def test_summary_and_markdown(tmp_path):
     text = optimize_benchmarks.markdown(summary, "bash scripts/optimize_gpu.sh $OUT")
     assert text.startswith(optimize_benchmarks.SECTION)
     assert f"| retrieval | 12 | {r['accepted']} | 0 | x{r['final_geomean']:.2f} |" in text
-    assert "duplicated findings: 0. PASS." in text
+    assert "exactly one for each finding its evaluations name (14); duplicated findings: 0" in text
+    assert text.rstrip().splitlines()[-3].endswith("PASS.")
