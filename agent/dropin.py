@@ -13,7 +13,7 @@ import importlib.util
 import re
 from pathlib import Path
 
-from agent.atomic_io import atomic_write_text
+from knowledge.atomic_io import atomic_write_text
 from knowledge.errors import ChiploreError
 
 PACKAGE = "chiplore_extend_attention"

@@ -18,10 +18,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from agent.acceptance import geomean  # noqa: E402
-from agent.atomic_io import atomic_write_text  # noqa: E402
 from agent.dropin import write_dropin  # noqa: E402
 from agent.runstate import EvalRecord, RunDir, RunState  # noqa: E402
 from agent.templates import render  # noqa: E402
+from knowledge.atomic_io import atomic_write_text  # noqa: E402
 
 
 @dataclass(frozen=True)

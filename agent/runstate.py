@@ -27,9 +27,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.atomic_io import atomic_write_json, atomic_write_text, read_json
 from agent.config import OptimizeConfig
 from agent.errors import RunNotFoundError
+from knowledge.atomic_io import atomic_write_json, atomic_write_text, read_json
 from knowledge.errors import BadInputError
 from knowledge.settings import runs_dir
 
@@ -155,7 +155,7 @@ def new_run_id(task: str, chip: str) -> str:
 
 
 class RunDir:
-    """The folder of one run; every write is atomic (`agent.atomic_io`)."""
+    """The folder of one run; every write is atomic (`knowledge.atomic_io`)."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)

@@ -10,9 +10,7 @@ with one line naming the file and the key.
 from __future__ import annotations
 
 import difflib
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +25,7 @@ from hardware_profiles.schema import (
     ProfileField,
     Source,
 )
+from knowledge.atomic_io import atomic_write_text
 from knowledge.errors import BadInputError
 from knowledge.settings import chiplore_home
 
@@ -220,29 +219,10 @@ def save_profile(profile: HardwareProfile, path: str | Path | None = None) -> Pa
     target = Path(path) if path is not None else user_profiles_dir(create=True) / f"{profile.chip}.yaml"
     target.parent.mkdir(parents=True, exist_ok=True)
     text = dump_profile_yaml(profile)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, target)
-        _fsync_dir(target.parent)
+        atomic_write_text(target, text)
     except OSError as exc:
-        Path(tmp_name).unlink(missing_ok=True)
         raise BadInputError(f"{target}: cannot write profile: {exc.strerror or exc}") from exc
     return target
 
 
-def _fsync_dir(folder: Path) -> None:
-    """Make a rename durable (best effort: some file systems refuse to open directories)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

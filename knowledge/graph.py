@@ -19,7 +19,6 @@ import contextlib
 import hashlib
 import json
 import math
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any
 
 import networkx as nx
 
+from knowledge.atomic_io import atomic_write_text, remove_stale_temps
 from knowledge.catalog import Catalog, load_catalog
 from knowledge.errors import StoreError
 from knowledge.settings import chiplore_home
@@ -205,19 +205,9 @@ class PatternGraph:
             StoreError: the folder is not writable (the previous file is left untouched).
         """
         target = Path(path) if path is not None else graph_path()
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        data = json.dumps(self.to_json(), sort_keys=True).encode()
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, target)
-            _fsync_dir(target.parent)
+            atomic_write_text(target, json.dumps(self.to_json(), sort_keys=True))
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
             raise StoreError(f"pattern graph {target}: cannot write ({exc.strerror or exc})") from None
         return target
 
@@ -235,7 +225,7 @@ class PatternGraph:
         target = Path(path) if path is not None else graph_path()
         catalog = catalog or load_catalog()
         if target.parent.is_dir():
-            _remove_stale_temps(target)
+            remove_stale_temps(target)
         doc = _read(target)
         records: list[Mapping[str, Any]] = []
         graph = None
@@ -305,31 +295,3 @@ def _read(path: Path) -> dict[str, Any] | None:
         return doc
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _remove_stale_temps(target: Path) -> None:
-    """Delete temp files left by writers that died (their pid no longer runs)."""
-    for tmp in target.parent.glob(f".{target.name}.*.tmp"):
-        pid_text = tmp.name[len(target.name) + 2:-4]
-        try:
-            os.kill(int(pid_text), 0)
-            continue  # its writer is alive
-        except (ValueError, ProcessLookupError):
-            pass
-        except PermissionError:
-            continue
-        with contextlib.suppress(OSError):
-            tmp.unlink()

@@ -33,6 +33,7 @@ from rich.table import Table  # noqa: E402
 
 from agent.verifier import Verdict, Verifier, VerifyOptions  # noqa: E402
 from hardware_profiles import load_profile  # noqa: E402
+from knowledge.atomic_io import atomic_write_text  # noqa: E402
 from tests.verifier.corpus import CHEATS, HONEST  # noqa: E402
 
 
@@ -45,16 +46,6 @@ def _row(name: str, kind: str, mode: str, expected: str | None, verdict: Verdict
         "fraction_of_floor": {k: round(t.fraction_of_floor, 4) for k, t in verdict.timings.items()},
         "speedup": verdict.speedup, "timing_note": verdict.timing_note,
     }
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    """Write `text` to a temporary file beside `path`, fsync, then rename over `path`."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def _commit() -> str:
@@ -129,7 +120,7 @@ def main() -> int:
         "max_honest_verify_seconds": max((r["verify_seconds"] for r in honest_rows), default=0.0),
         "rows": rows,
     }
-    _write_atomic(Path(args.out), json.dumps(summary, indent=2))
+    atomic_write_text(Path(args.out), json.dumps(summary, indent=2))
     console.print(f"cheat runs rejected {summary['cheats_rejected']}/{summary['cheat_runs']}, honest passed "
                   f"{summary['honest_passed']}/{summary['honest']}, all as expected: {summary['all_as_expected']}; "
                   f"wrote {args.out}")
