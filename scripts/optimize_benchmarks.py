@@ -1,6 +1,6 @@
 """Numbers of the GPU optimize run (scripts/optimize_gpu.py) for BENCHMARKS.md, and the example report for docs/.
 
-    python scripts/optimize_benchmarks.py RESULTS            # print the Markdown section
+    python scripts/optimize_benchmarks.py RESULTS [RESULTS2] # print the Markdown section
     python scripts/optimize_benchmarks.py RESULTS --write    # also append/replace it in BENCHMARKS.md and copy
                                                              # the retrieval run's report to docs/example_run/
 
@@ -24,10 +24,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "## Agent loop: `chiplore optimize` on the H200 (issue 6)"
-
-
-def _state(run_dir: Path) -> dict[str, Any]:
-    return json.loads((run_dir / "state.json").read_text())
 
 
 def trajectory(state: dict[str, Any]) -> list[float]:
@@ -78,18 +74,26 @@ def _geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-def summarize(results: Path) -> dict[str, Any]:
-    """Everything BENCHMARKS.md needs from a results folder."""
-    runs = {}
+def _first(folders: list[Path], relative: str) -> Path | None:
+    return next((f / relative for f in folders if (f / relative).exists()), None)
+
+
+def summarize(*folders: Path) -> dict[str, Any]:
+    """Everything BENCHMARKS.md needs from one or more results folders (e.g. ``--part runs`` and ``--part kill``
+    written by two device commands); the first folder holding a file wins."""
+    folders_ = list(folders)
+    runs, states = {}, {}
     for name in ("retrieval", "no-retrieval"):
-        path = results / "runs" / name
-        if (path / "state.json").is_file():
-            runs[name] = run_summary(_state(path))
+        path = _first(folders_, f"runs/{name}/state.json")
+        if path is not None:
+            states[name] = json.loads(path.read_text())
+            runs[name] = run_summary(states[name])
     best = max((r["final_geomean"] for r in runs.values() if r["final_geomean"]), default=None)
     for name, r in runs.items():
-        r["evals_to_95pct_best"] = evals_to(_state(results / "runs" / name), 0.95 * best) if best else None
-    kill = json.loads((results / "kill_check.json").read_text()) if (results / "kill_check.json").is_file() else None
-    env = json.loads((results / "env.json").read_text()) if (results / "env.json").is_file() else {}
+        r["evals_to_95pct_best"] = evals_to(states[name], 0.95 * best) if best else None
+    kill_file, env_file = _first(folders_, "kill_check.json"), _first(folders_, "env.json")
+    kill = json.loads(kill_file.read_text()) if kill_file else None
+    env = json.loads(env_file.read_text()) if env_file else {}
     return {"env": env, "runs": runs, "best_geomean_any_run": best, "kill_check": kill}
 
 
@@ -145,15 +149,15 @@ def markdown(summary: dict[str, Any], command: str) -> str:
     return "\n".join(lines)
 
 
-def write(summary_md: str, results: Path) -> None:
+def write(summary_md: str, results: list[Path]) -> None:
     """Replace (or append) the section in BENCHMARKS.md; copy the retrieval run's report to docs/example_run/."""
     bench = ROOT / "BENCHMARKS.md"
     text = bench.read_text()
     pattern = re.compile(re.escape(SECTION) + r".*?(?=\n## |\Z)", re.DOTALL)
     text = pattern.sub(summary_md.rstrip() + "\n", text) if SECTION in text else text.rstrip() + "\n\n" + summary_md
     bench.write_text(text)
-    report = results / "runs" / "retrieval" / "report"
-    if report.is_dir():
+    report = _first(results, "runs/retrieval/report")
+    if report is not None:
         target = ROOT / "docs" / "example_run"
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(report, target)
@@ -161,11 +165,11 @@ def write(summary_md: str, results: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("results", type=Path)
+    parser.add_argument("results", type=Path, nargs="+", help="results folder(s) of scripts/optimize_gpu.py")
     parser.add_argument("--write", action="store_true")
     parser.add_argument("--command", default="bash scripts/optimize_gpu.sh $OUT")
     args = parser.parse_args()
-    summary = summarize(args.results)
+    summary = summarize(*args.results)
     text = markdown(summary, args.command)
     print(text)
     if args.write:
