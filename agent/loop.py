@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agent import context as retrieval
-from agent.acceptance import decide, measure_noise
+from agent.acceptance import decide
 from agent.diagnosis import diagnose
 from agent.errors import (
     BaselineFailed,
@@ -32,10 +32,17 @@ from agent.errors import (
     VerifierSuspect,
 )
 from agent.family_space import FamilySpace
-from agent.outcomes import evaluation_record, failed_proposal_record, findings_for, floors_us
+from agent.outcomes import (
+    baseline_record,
+    changed_cases,
+    evaluation_record,
+    failed_proposal_record,
+    findings_for,
+    floors_us,
+)
 from agent.proposers.base import Proposal, ProposalContext, Proposer
 from agent.reference import ReferenceTimes
-from agent.runstate import BaselineRecord, Clock, EvalRecord, Lineage, PendingEval, RunDir, RunState
+from agent.runstate import Clock, EvalRecord, Lineage, PendingEval, RunDir, RunState
 from agent.seams import PASS, Knowledge, Verifier, verdict_to_json
 from hardware_profiles.schema import HardwareProfile
 from kernels.task import Case, TaskSpec
@@ -158,16 +165,11 @@ class OptimizationLoop:
                 raise BaselineFailed(f"baseline {path.name} failed verification at stage {verdict['stage']}: "
                                      + "; ".join(verdict["reasons"][:2]))
             times.append({c: t for c, t in verdict["time_us"].items() if c in self.case_ids})
-        timed = all(set(self.case_ids) <= set(t) for t in times)
-        if self.config.timing == "gpu" and not timed:
+        record, replicates = baseline_record(times, self.case_ids, self.floors, self.config.accept.noise_floor)
+        if self.config.timing == "gpu" and not record.timed:
             raise BaselineFailed(f"baseline {path.name} passed but was not timed on every case: "
                                  f"{verdict.get('timing_note') or 'no timings in the verdict'}")
-        best = {c: min(t[c] for t in times) for c in self.case_ids} if timed else {}
-        noise = measure_noise(times, self.config.accept.noise_floor) if timed else {}
-        self.state.baseline = BaselineRecord(
-            stage=PASS, passed=True, timed=timed, time_us=best, noise=noise, floor_us=self.floors,
-            roofline_fraction={c: self.floors[c] / t for c, t in best.items() if c in self.floors})
-        self.state.reference_us = {c: [t[c] for t in times] for c in self.case_ids} if timed else {}
+        self.state.baseline, self.state.reference_us = record, replicates
         self.state.best_id, self.state.best_time_us = "v0", self.reference.medians()
         self._save()
         self.p.events("baseline_done", record=self.state.baseline)
@@ -258,18 +260,9 @@ class OptimizationLoop:
         self._finish(record, lineage)
 
     def _changed_cases(self, lineage: Lineage) -> list[str]:
-        """Cases whose code differs from the best kernel's: those of the dispatch classes whose configuration
-        differs from the best table's; every case when the best is the baseline kernel or either side has no
-        dispatch table (e.g. an LLM-written file)."""
         best = self.state.best_record()
         best_lineage = self.run.read_lineage(best.n) if best else None
-        table, dispatch = lineage.parameters.get("table"), lineage.parameters.get("dispatch") or {}
-        best_table = best_lineage.parameters.get("table") if best_lineage else None
-        if not table or not best_table or not self.p.space:
-            return list(self.case_ids)
-        best_table = self.p.space.full_table(best_table)
-        return [c for c in self.case_ids if dispatch.get(c) is None
-                or table.get(dispatch[c]) != best_table.get(dispatch[c])]
+        return changed_cases(self.case_ids, lineage, best_lineage, self.p.space)
 
     def _finish(self, record: EvalRecord, lineage: Lineage | None) -> None:
         if record.content_hash and not record.passed:
