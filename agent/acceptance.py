@@ -5,7 +5,8 @@ target cases, and no case regresses by more than `regression_limit` (5%). Noise 
 of repeated baseline timings (`measure_noise`), never below `noise_floor`. Both sides of the rule are judged
 against that noise: the target gain must exceed ``1 + noise``, and a case counts as regressed when it is slower
 by more than ``regression_limit + noise`` (a 5% check on a case whose timings move 4% between processes would
-otherwise reject good candidates at random; H200 baseline times moved 1-5% between runs).
+otherwise reject good candidates at random; H200 baseline times moved 1-5% between runs). Only cases whose code
+changed are checked for regressions (`changed_cases`); the others run the best kernel's code.
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ def measure_noise(repeats: Sequence[Mapping[str, float]], noise_floor: float) ->
 
 
 def decide(best_us: Mapping[str, float], new_us: Mapping[str, float], noise: Mapping[str, float],
-           target_cases: Sequence[str], regression_limit: float, noise_floor: float) -> Decision:
+           target_cases: Sequence[str], regression_limit: float, noise_floor: float,
+           changed_cases: Sequence[str] | None = None) -> Decision:
     """Accept or reject a verified candidate timed on every case of `best_us`.
 
     Args:
@@ -66,16 +68,21 @@ def decide(best_us: Mapping[str, float], new_us: Mapping[str, float], noise: Map
         noise: relative noise per case (`measure_noise`); missing cases use `noise_floor`.
         target_cases: the cases the candidate means to speed up (empty: every case).
         regression_limit: largest allowed slowdown of any case, relative (0.05 = 5%).
+        changed_cases: cases whose code differs from the best kernel's (None: every case). A case that runs the
+            identical code cannot regress; its timing difference is noise and is not checked.
     """
     missing = sorted(set(best_us) - set(new_us))
     if missing:
         return Decision(False, f"not timed on case(s) {missing}")
     targets = [c for c in (target_cases or list(best_us)) if c in best_us] or list(best_us)
     ratios = {c: new_us[c] / best_us[c] for c in best_us}
-    worst = max(ratios.items(), key=lambda kv: kv[1])
+    worst = max(((c, r) for c, r in ratios.items() if changed_cases is None or c in changed_cases),
+                key=lambda kv: kv[1], default=max(ratios.items(), key=lambda kv: kv[1]))
     gain = geomean([1.0 / ratios[c] for c in targets])
     threshold = 1.0 + max([noise.get(c, noise_floor) for c in targets] + [noise_floor])
-    regressed = [(c, r) for c, r in ratios.items() if r > 1.0 + regression_limit + noise.get(c, noise_floor)]
+    checked = set(best_us) if changed_cases is None else set(changed_cases)
+    regressed = [(c, r) for c, r in ratios.items()
+                 if c in checked and r > 1.0 + regression_limit + noise.get(c, noise_floor)]
     if regressed:
         c, r = max(regressed, key=lambda cr: cr[1])
         return Decision(False, f"case {c} regressed {100 * (r - 1):.1f}% (limit {100 * regression_limit:.0f}% "

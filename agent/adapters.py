@@ -98,6 +98,7 @@ class StoreKnowledge:
         self.profile = profile
         self._graph: Any = None
         self._known_patterns: set[str] | None = None
+        self.warnings: list[str] = []
 
     def check(self) -> None:
         """Import every module this needs now.
@@ -110,8 +111,15 @@ class StoreKnowledge:
             _module(name, what)
 
     def search_documents(self, query: str, chip: str | None, k: int) -> list[Citation]:
+        """Document chunks of `chip` for `query`; none (and a note in `warnings`) when the chip has no documents
+        onboarded, so a run on a chip known only from its profile still runs on patterns and findings."""
         search = _module("knowledge.retrieval", "document retrieval").search
-        hits = search(query, chip=chip, k=k, collections=("chunks",))
+        try:
+            hits = search(query, chip=chip, k=k, collections=("chunks",))
+        except BadInputError as exc:
+            if not self.warnings:
+                self.warnings.append(f"no documents retrieved: {exc}")
+            return []
         return [Citation(h.cite(), h.text, float(h.score), str(h.collection), str(h.id)) for h in hits]
 
     def rank_patterns(self, profile: HardwareProfile, task: TaskSpec, case: Case, diagnosis: Any) -> list[Any]:
@@ -122,9 +130,9 @@ class StoreKnowledge:
         return ranking.rank_patterns(profile, task, case, diagnosis, graph=self._graph)
 
     def query_findings(self, chip: str, task: str, k: int) -> list[Citation]:
-        """Findings of `task` on any chip: this chip's first, then by speedup (failures last)."""
+        """Findings of `task` on any chip: this chip's first, accepted ones first, then by speedup."""
         findings = _module("knowledge.findings", "the findings memory").query_findings(task=task)
-        ordered = sorted(findings, key=lambda f: (f.chip != chip, -(f.speedup or 0.0)))
+        ordered = sorted(findings, key=lambda f: (f.chip != chip, not f.accepted, -(f.speedup or 0.0)))
         return [Citation(f"finding {f.id} (run {f.run_id}, {f.date[:10]})", f.summary(), float(f.speedup or 0.0),
                          "findings", f.id, {"status": f.status, "speedup": f.speedup, "chip": f.chip,
                                             "case_id": f.case_id, "patterns": list(f.patterns),

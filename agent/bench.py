@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.table import Table
 
-from agent.diagnosis import roofline_floor_us
+from agent.diagnosis import floor_or_none
 from agent.session import load_task_checked, select_cases
 
 
@@ -29,7 +29,7 @@ def bench_task(task_name: str, chip: str | None, case_ids: list[str] | None, rep
     rows = []
     for case in select_cases(task, case_ids):
         arg_sets = [task.make_inputs(case, case.seed + i, "cuda") for i in range(2)]
-        floor = roofline_floor_us(task, case, profile) if profile else None
+        floor = floor_or_none(task, case, profile) if profile else None
         for name, fn in kernels.items():
             timing = bench(fn, arg_sets, reps=reps)
             rows.append({"case": case.id, "kernel": name, "time_us": timing.median_us, "p25_us": timing.p25_us,

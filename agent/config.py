@@ -24,6 +24,8 @@ class StopRules(BaseModel):
     budget_min: float | None = Field(None, gt=0, description="wall-clock budget in minutes, over all resumes")
     target_roofline_fraction: float = Field(
         0.85, gt=0, le=1.0, description="stop when every case reaches this fraction of its roofline floor")
+    same_failure_limit: int = Field(
+        4, ge=2, description="stop when this many candidates in a row fail verification with the same reason")
 
 
 class AcceptanceRules(BaseModel):
@@ -89,4 +91,4 @@ class OptimizeConfig(BaseModel):
     verify_options: dict[str, Any] = Field(default_factory=dict)
     record_findings: bool = True
     docs_k: int = Field(4, ge=0, description="document hits retrieved per iteration")
-    findings_k: int = Field(6, ge=0, description="findings retrieved per iteration")
+    findings_k: int = Field(12, ge=0, description="findings retrieved per iteration")

@@ -57,6 +57,13 @@ class ProposerUnavailable(StopRun):
     kind = "proposer_unavailable"
 
 
+class VerifierSuspect(StopRun):
+    """Several different candidates in a row failed verification with the very same reason: that is the harness
+    or the machine (e.g. out of device memory), not the candidates; the run stops so it can be resumed later."""
+
+    kind = "verifier_suspect"
+
+
 class CandidateFailed(Exception):  # noqa: N818
     """A proposal that is not a usable candidate (no code, wrong signature); recorded as a failed evaluation.
 

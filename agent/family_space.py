@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent.diagnosis import case_dtype, ridge_flop_per_byte
+from agent.roofline import peak_flops
 from agent.templates import render
 from hardware_profiles.schema import HardwareProfile
 from kernels.extend_attention.baseline import baseline_tiles
@@ -85,6 +85,17 @@ def case_shape(case: Case) -> CaseShape:
 def _problem(shape: CaseShape) -> Problem:
     return Problem(shape.batch, shape.total_extend, shape.total_prefix, shape.num_q_heads, shape.num_kv_heads,
                    shape.head_dim, shape.head_dim_v, DTYPES[shape.dtype])
+
+
+def case_dtype(case: Case) -> str:
+    """Input dtype name of a case (``params['dtype']``, default bfloat16)."""
+    return str(case.params.get("dtype", "bfloat16"))
+
+
+def ridge_flop_per_byte(profile: HardwareProfile, dtype: str) -> float | None:
+    """Roofline ridge point, FLOP per byte: peak FLOP/s of `dtype` over peak bytes/s (None if either unknown)."""
+    flops, bandwidth = peak_flops(profile, dtype), profile.peak_bytes_per_s()
+    return flops / bandwidth if flops and bandwidth else None
 
 
 def width_class(head_dim: int) -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agent import context as retrieval
-from agent.acceptance import decide, measure_noise
+from agent.acceptance import decide
 from agent.diagnosis import diagnose
 from agent.errors import (
     BaselineFailed,
@@ -29,11 +29,20 @@ from agent.errors import (
     ProposerUnavailable,
     RooflineReached,
     StopRun,
+    VerifierSuspect,
 )
 from agent.family_space import FamilySpace
-from agent.outcomes import evaluation_record, failed_proposal_record, findings_for, floors_us
+from agent.outcomes import (
+    baseline_record,
+    changed_cases,
+    evaluation_record,
+    failed_proposal_record,
+    findings_for,
+    floors_us,
+)
 from agent.proposers.base import Proposal, ProposalContext, Proposer
-from agent.runstate import BaselineRecord, Clock, EvalRecord, Lineage, PendingEval, RunDir, RunState
+from agent.reference import ReferenceTimes
+from agent.runstate import Clock, EvalRecord, Lineage, PendingEval, RunDir, RunState
 from agent.seams import PASS, Knowledge, Verifier, verdict_to_json
 from hardware_profiles.schema import HardwareProfile
 from kernels.task import Case, TaskSpec
@@ -73,8 +82,14 @@ class OptimizationLoop:
         self.case_ids = [c.id for c in parts.cases]
         self.floors = floors_us(parts.task, parts.cases, parts.profile)
         self.signature = inspect.signature(parts.task.load_entry_point("baseline"))
-        self.noise: dict[str, float] = dict(state.baseline.noise) if state.baseline else {}
         self.clock = Clock(state.elapsed_s)
+        self.same_failure: tuple[str, int] = ("", 0)  # (reason, count) of this session's failed verifications
+
+    @property
+    def reference(self) -> ReferenceTimes:
+        """Replicate times of the best kernel (medians and noise per case), backed by the run state."""
+        noise = self.state.baseline.noise if self.state.baseline else {}
+        return ReferenceTimes(self.state.reference_us, noise, self.config.accept.noise_floor)
 
     # ----- driver
     def run_loop(self) -> RunState:
@@ -87,7 +102,7 @@ class OptimizationLoop:
             while True:
                 self.step()
         except StopRun as stop:
-            self.state.status = "stopped" if isinstance(stop, ProposerUnavailable) else "finished"
+            self.state.status = "stopped" if isinstance(stop, ProposerUnavailable | VerifierSuspect) else "finished"
             self.state.stop_kind, self.state.stop_reason = stop.kind, stop.reason
             self.p.events("stop", stop=stop)
         except BaseException:
@@ -121,6 +136,10 @@ class OptimizationLoop:
             raise MaxEvaluationsReached(f"{len(s.evaluations)} evaluations made (max {rules.max_evals})")
         if s.no_improve_streak >= rules.patience:
             raise NoImprovement(f"{s.no_improve_streak} consecutive evaluations without improvement")
+        if self.same_failure[1] >= rules.same_failure_limit:
+            raise VerifierSuspect(f"{self.same_failure[1]} candidates in a row failed verification with the same "
+                                  f"reason (check the verifier and the machine, then --resume): "
+                                  f"{self.same_failure[0][:300]}")
         if rules.budget_min is not None and self.clock.elapsed_s() >= 60 * rules.budget_min:
             raise BudgetExhausted(f"wall-clock budget of {rules.budget_min} min used")
         fractions = [self.floors[c] / s.best_time_us[c] for c in self.case_ids
@@ -146,16 +165,12 @@ class OptimizationLoop:
                 raise BaselineFailed(f"baseline {path.name} failed verification at stage {verdict['stage']}: "
                                      + "; ".join(verdict["reasons"][:2]))
             times.append({c: t for c, t in verdict["time_us"].items() if c in self.case_ids})
-        timed = all(set(self.case_ids) <= set(t) for t in times)
-        if self.config.timing == "gpu" and not timed:
+        record, replicates = baseline_record(times, self.case_ids, self.floors, self.config.accept.noise_floor)
+        if self.config.timing == "gpu" and not record.timed:
             raise BaselineFailed(f"baseline {path.name} passed but was not timed on every case: "
                                  f"{verdict.get('timing_note') or 'no timings in the verdict'}")
-        best = {c: min(t[c] for t in times) for c in self.case_ids} if timed else {}
-        self.noise = measure_noise(times, self.config.accept.noise_floor) if timed else {}
-        self.state.baseline = BaselineRecord(
-            stage=PASS, passed=True, timed=timed, time_us=best, noise=self.noise, floor_us=self.floors,
-            roofline_fraction={c: self.floors[c] / t for c, t in best.items() if c in self.floors})
-        self.state.best_id, self.state.best_time_us = "v0", dict(best)
+        self.state.baseline, self.state.reference_us = record, replicates
+        self.state.best_id, self.state.best_time_us = "v0", self.reference.medians()
         self._save()
         self.p.events("baseline_done", record=self.state.baseline)
 
@@ -182,7 +197,7 @@ class OptimizationLoop:
             retrieval=ctx_retrieved, best_id=self.state.best_id,
             best_source=self.run.read_candidate(best.n if best else 0), best_lineage=best_lineage,
             best_table=table, best_time_us=dict(self.state.best_time_us),
-            baseline_time_us=dict(self.state.baseline.time_us), noise=dict(self.noise),
+            baseline_time_us=dict(self.state.baseline.time_us), noise=self.reference.noise(),
             last_verdict=self._last_verdict(last), history=list(self.state.evaluations),
             rng=random.Random(f"{self.config.seed}:{n}"), timed=self.state.baseline.timed,
             regression_limit=self.config.accept.regression_limit)
@@ -225,19 +240,37 @@ class OptimizationLoop:
         return verdict_to_json(self.p.verifier(self.p.task, path, self.p.profile, options))
 
     def conclude(self, n: int, lineage: Lineage, verdict: dict[str, Any], wall_s: float) -> None:
-        """Decide on a verified candidate, update the best kernel, record findings, clear the pending mark."""
-        decision = None
+        """Decide on a verified candidate against the best kernel's replicate medians (only cases whose code
+        changed can regress), update the replicates and the best kernel, record findings, clear the pending mark."""
+        decision, reference = None, self.reference
+        changed = self._changed_cases(lineage)
         times = verdict.get("time_us") or {}
         if verdict["stage"] == PASS and self.state.best_time_us and set(self.case_ids) <= set(times):
-            decision = decide(self.state.best_time_us, times, self.noise, lineage.target_cases,
-                              self.config.accept.regression_limit, self.config.accept.noise_floor)
+            decision = decide(reference.medians(), times, reference.noise(), lineage.target_cases or changed,
+                              self.config.accept.regression_limit, self.config.accept.noise_floor, changed)
         record = evaluation_record(n, lineage, verdict, decision, self.state.baseline.time_us, self.floors, wall_s,
                                    self.case_ids)
+        record.changed_cases = changed
+        if record.passed and record.timed:
+            reference.update({c: times[c] for c in self.case_ids}, changed, record.accepted)
         if record.accepted:
-            self.state.best_id, self.state.best_time_us = lineage.id, dict(record.time_us)
+            self.state.best_id = lineage.id
+        if record.timed:
+            self.state.best_time_us = reference.medians()
         self._finish(record, lineage)
 
+    def _changed_cases(self, lineage: Lineage) -> list[str]:
+        best = self.state.best_record()
+        best_lineage = self.run.read_lineage(best.n) if best else None
+        return changed_cases(self.case_ids, lineage, best_lineage, self.p.space)
+
     def _finish(self, record: EvalRecord, lineage: Lineage | None) -> None:
+        if record.content_hash and not record.passed:
+            reason = record.reasons[0] if record.reasons else record.stage
+            count = self.same_failure[1] + 1 if reason == self.same_failure[0] else 1
+            self.same_failure = (reason, count)
+        elif record.passed:
+            self.same_failure = ("", 0)
         s = self.state
         s.no_improve_streak = 0 if record.accepted else s.no_improve_streak + 1
         if self.config.record_findings and self.p.knowledge is not None and record.content_hash:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agent.acceptance import Decision, geomean
-from agent.diagnosis import roofline_floor_us
-from agent.runstate import EvalRecord, Lineage, RunState, utc_now
+from agent.acceptance import Decision, geomean, measure_noise
+from agent.diagnosis import floor_or_none
+from agent.family_space import FamilySpace
+from agent.runstate import BaselineRecord, EvalRecord, Lineage, RunState, utc_now
 from agent.seams import PASS, FindingDraft
 from hardware_profiles.schema import HardwareProfile
 from kernels.task import Case, TaskSpec
@@ -17,10 +18,36 @@ def floors_us(task: TaskSpec, cases: list[Case], profile: HardwareProfile) -> di
     """Roofline floor per case in microseconds (cases whose floor is unknown are left out)."""
     out = {}
     for case in cases:
-        floor = roofline_floor_us(task, case, profile)
+        floor = floor_or_none(task, case, profile)
         if floor is not None:
             out[case.id] = floor
     return out
+
+
+def baseline_record(times: list[Mapping[str, float]], case_ids: list[str], floors: Mapping[str, float],
+                    noise_floor: float) -> tuple[BaselineRecord, dict[str, list[float]]]:
+    """The baseline's record from its repeated timings (one ``{case: us}`` per repeat; empty when untimed) and
+    the first replicates of the best kernel (`agent.reference`). Baseline time per case: the fastest repeat."""
+    timed = bool(times) and all(set(case_ids) <= set(t) for t in times)
+    best = {c: min(t[c] for t in times) for c in case_ids} if timed else {}
+    record = BaselineRecord(
+        stage=PASS, passed=True, timed=timed, time_us=best,
+        noise=measure_noise(times, noise_floor) if timed else {}, floor_us=dict(floors),
+        roofline_fraction={c: floors[c] / t for c, t in best.items() if c in floors})
+    return record, ({c: [t[c] for t in times] for c in case_ids} if timed else {})
+
+
+def changed_cases(case_ids: list[str], lineage: Lineage, best_lineage: Lineage | None,
+                  space: FamilySpace | None) -> list[str]:
+    """Cases whose code differs from the best kernel's: those of the dispatch classes whose configuration differs
+    from the best table's; every case when the best is the baseline kernel or either side has no dispatch table
+    (e.g. an LLM-written file)."""
+    table, dispatch = lineage.parameters.get("table"), lineage.parameters.get("dispatch") or {}
+    best_table = best_lineage.parameters.get("table") if best_lineage else None
+    if not table or not best_table or space is None:
+        return list(case_ids)
+    best_table = space.full_table(best_table)
+    return [c for c in case_ids if dispatch.get(c) is None or table.get(dispatch[c]) != best_table.get(dispatch[c])]
 
 
 def evaluation_record(n: int, lineage: Lineage, verdict: Mapping[str, Any], decision: Decision | None,

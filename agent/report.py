@@ -109,8 +109,8 @@ def plot_roofline(state: RunState, path: Path) -> None:
     """Fraction of the roofline floor per case: baseline vs best kernel (grouped bars, percent)."""
     fig, ax = plt.subplots(figsize=(8, 4.2), dpi=120)
     base = state.baseline.roofline_fraction if state.baseline else {}
-    best_record = state.best_record()
-    best = best_record.roofline_fraction if best_record else base
+    floors = state.baseline.floor_us if state.baseline else {}
+    best = {c: floors[c] / t for c, t in state.best_time_us.items() if c in floors and t > 0}
     cases = list(base)
     if cases:
         x = range(len(cases))
@@ -131,13 +131,12 @@ def plot_roofline(state: RunState, path: Path) -> None:
 
 def _case_rows(state: RunState) -> list[dict[str, Any]]:
     base = state.baseline
-    best = state.best_record()
     rows = []
     for case, t0 in (base.time_us.items() if base else []):
         t1 = state.best_time_us.get(case, t0)
-        rows.append({"case": case, "baseline_us": t0, "best_us": t1, "speedup": t0 / t1,
-                     "floor_us": base.floor_us.get(case), "base_fraction": base.roofline_fraction.get(case),
-                     "best_fraction": (best.roofline_fraction if best else base.roofline_fraction).get(case)})
+        floor = base.floor_us.get(case)
+        rows.append({"case": case, "baseline_us": t0, "best_us": t1, "speedup": t0 / t1, "floor_us": floor,
+                     "base_fraction": base.roofline_fraction.get(case), "best_fraction": floor / t1 if floor else None})
     return rows
 
 
@@ -165,11 +164,12 @@ def write_report(run: RunDir) -> ReportFiles:
     shutil.copyfile(run.candidate_path(best_n), best_kernel)
     dropin = write_dropin(run.candidate_path(best_n), out / "sglang") if best_n else None
     best = state.best_record()
-    final = best.geomean_speedup if best and best.geomean_speedup else 1.0
+    final = best_geomean(state)
     timed = bool(state.baseline and state.baseline.timed)
     text = render(
         "report.md.j2", state=state, rows=_case_rows(state), timed=timed, final=final,
-        geomean_fraction=_geomean_fraction(state), evals_95=evals_to_fraction_of(state, 0.95 * final) if best else None,
+        geomean_fraction=_geomean_fraction(state),
+        evals_95=evals_to_fraction_of(state, 0.95 * best.geomean_speedup) if best and best.geomean_speedup else None,
         chain=lineage_chain(run, state), evaluations=state.evaluations, retrieval=_retrieval_summary(run, state),
         counts=_counts(state.evaluations), best_kernel=best_kernel.name, dropin=dropin is not None,
         findings=len(state.findings_recorded))
@@ -178,11 +178,20 @@ def write_report(run: RunDir) -> ReportFiles:
     return ReportFiles(markdown, speedup_png, roofline_png, best_kernel, dropin)
 
 
+def best_geomean(state: RunState) -> float:
+    """Geomean over cases of baseline time / best kernel time, the best kernel's time being the median of its
+    replicates (`agent.reference`); 1.0 when nothing was timed."""
+    base = state.baseline.time_us if state.baseline else {}
+    ratios = [base[c] / t for c, t in state.best_time_us.items() if c in base and t > 0]
+    return geomean(ratios) if ratios and state.baseline.timed else 1.0
+
+
 def _geomean_fraction(state: RunState) -> tuple[float | None, float | None]:
-    base = state.baseline.roofline_fraction if state.baseline else {}
-    best = state.best_record()
-    fb = list(base.values())
-    fbest = list((best.roofline_fraction if best else base).values())
+    base = state.baseline
+    if base is None or not base.timed:
+        return None, None
+    fb = [base.floor_us[c] / t for c, t in base.time_us.items() if c in base.floor_us]
+    fbest = [base.floor_us[c] / t for c, t in state.best_time_us.items() if c in base.floor_us]
     return (geomean(fb) if fb else None, geomean(fbest) if fbest else None)
 
 

@@ -94,6 +94,7 @@ class EvalRecord(BaseModel):
     patterns: list[str] = Field(default_factory=list)
     parameters: dict[str, Any] = Field(default_factory=dict)
     target_cases: list[str] = Field(default_factory=list)
+    changed_cases: list[str] = Field(default_factory=list, description="cases whose code differs from the best's")
     content_hash: str = ""
     wall_s: float = 0.0
     finding_ids: list[str] = Field(default_factory=list)
@@ -125,7 +126,9 @@ class RunState(BaseModel):
     elapsed_s: float = 0.0
     baseline: BaselineRecord | None = None
     best_id: str = "v0"
-    best_time_us: dict[str, float] = Field(default_factory=dict)
+    best_time_us: dict[str, float] = Field(default_factory=dict, description="median of `reference_us` per case")
+    reference_us: dict[str, list[float]] = Field(
+        default_factory=dict, description="replicate times of the best kernel per case (`agent.reference`)")
     evaluations: list[EvalRecord] = Field(default_factory=list)
     pending: PendingEval | None = None
     no_improve_streak: int = 0

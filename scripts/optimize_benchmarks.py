@@ -1,19 +1,21 @@
 """Numbers of the GPU optimize run (scripts/optimize_gpu.py) for BENCHMARKS.md, and the example report for docs/.
 
-    python scripts/optimize_benchmarks.py RESULTS            # print the Markdown section
+    python scripts/optimize_benchmarks.py RESULTS [RESULTS2] # print the Markdown section
     python scripts/optimize_benchmarks.py RESULTS --write    # also append/replace it in BENCHMARKS.md and copy
                                                              # the retrieval run's report to docs/example_run/
 
 RESULTS is the folder optimize_gpu.py wrote (``runs/<name>/state.json`` per run, ``kill_check.json``,
-``env.json``). "Evaluations to 95% of the best configuration": the best configuration is the highest geomean
-speedup either optimize run found; for each run, the first evaluation after which its best kernel reaches 95%
-of that (None: never within its budget).
+``env.json``). A run's final geomean is over the cases of baseline time / best kernel time, the best kernel's time
+being the median of every timing of its code in the run. "Evaluations to 95% of the best configuration": the best
+configuration is the higher final geomean of the two optimize runs; for each run, the first evaluation whose
+accepted candidate measured at least 95% of that (None: never within its budget).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import shutil
 import sys
@@ -22,10 +24,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "## Agent loop: `chiplore optimize` on the H200 (issue 6)"
-
-
-def _state(run_dir: Path) -> dict[str, Any]:
-    return json.loads((run_dir / "state.json").read_text())
 
 
 def trajectory(state: dict[str, Any]) -> list[float]:
@@ -64,25 +62,38 @@ def run_summary(state: dict[str, Any]) -> dict[str, Any]:
         "stop": f"{state.get('stop_kind')}: {state.get('stop_reason')}", "evaluations": len(evals),
         "accepted": len(accepted), "failed": sum(not e["passed"] for e in evals),
         "all_accepted_passed": all(e["stage"] == "pass" for e in accepted),
-        "final_geomean": (traj[-1] if traj else 1.0) if base.get("timed") else None, "trajectory": traj,
+        "final_geomean": _geomean([c["speedup"] for c in cases]) if base.get("timed") and cases else None,
+        "trajectory": traj,
         "cases": cases,
         "elapsed_min": state.get("elapsed_s", 0) / 60, "best_id": state["best_id"],
         "findings": len(state.get("findings_recorded", [])), "timed": bool(base.get("timed")),
     }
 
 
-def summarize(results: Path) -> dict[str, Any]:
-    """Everything BENCHMARKS.md needs from a results folder."""
-    runs = {}
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def _first(folders: list[Path], relative: str) -> Path | None:
+    return next((f / relative for f in folders if (f / relative).exists()), None)
+
+
+def summarize(*folders: Path) -> dict[str, Any]:
+    """Everything BENCHMARKS.md needs from one or more results folders (e.g. ``--part runs`` and ``--part kill``
+    written by two device commands); the first folder holding a file wins."""
+    folders_ = list(folders)
+    runs, states = {}, {}
     for name in ("retrieval", "no-retrieval"):
-        path = results / "runs" / name
-        if (path / "state.json").is_file():
-            runs[name] = run_summary(_state(path))
+        path = _first(folders_, f"runs/{name}/state.json")
+        if path is not None:
+            states[name] = json.loads(path.read_text())
+            runs[name] = run_summary(states[name])
     best = max((r["final_geomean"] for r in runs.values() if r["final_geomean"]), default=None)
     for name, r in runs.items():
-        r["evals_to_95pct_best"] = evals_to(_state(results / "runs" / name), 0.95 * best) if best else None
-    kill = json.loads((results / "kill_check.json").read_text()) if (results / "kill_check.json").is_file() else None
-    env = json.loads((results / "env.json").read_text()) if (results / "env.json").is_file() else {}
+        r["evals_to_95pct_best"] = evals_to(states[name], 0.95 * best) if best else None
+    kill_file, env_file = _first(folders_, "kill_check.json"), _first(folders_, "env.json")
+    kill = json.loads(kill_file.read_text()) if kill_file else None
+    env = json.loads(env_file.read_text()) if env_file else {}
     return {"env": env, "runs": runs, "best_geomean_any_run": best, "kill_check": kill}
 
 
@@ -121,27 +132,32 @@ def markdown(summary: dict[str, Any], command: str) -> str:
                          f"| {frac} |")
         lines.append("")
     k = summary.get("kill_check")
-    if k:
+    if k and "error" in k:
+        lines += [f"SIGKILL + resume check did not complete: {k['error']} "
+                  "(logs/uninterrupted.log, logs/killed.log).", ""]
+    elif k:
         lines += [f"SIGKILL + resume: a run of {k['max_evals']} evaluations was killed (process group, SIGKILL) while "
                   f"candidate v{k['killed_at']} was being verified, then resumed with `--resume`: "
                   f"{k['resumed_evaluations']} distinct evaluations against {k['uninterrupted_evaluations']} for the "
-                  f"uninterrupted run; findings {k['resumed_findings']} vs {k['uninterrupted_findings']}, "
-                  f"duplicated findings: {k['duplicated_findings']}. "
+                  f"uninterrupted run; the resumed run's store holds {k['resumed_findings']} findings, "
+                  f"{'exactly' if k.get('store_matches_evaluations') else 'NOT'} one for each finding its "
+                  f"evaluations name ({k.get('findings_of_evaluations', '?')}); duplicated findings: "
+                  f"{k['duplicated_findings']} (uninterrupted run: {k['uninterrupted_findings']} findings). "
                   f"{'PASS' if k['ok'] else 'FAIL'}.", ""]
     lines += ["Example report of the run with retrieval: [docs/example_run/report.md](docs/example_run/report.md).",
               ""]
     return "\n".join(lines)
 
 
-def write(summary_md: str, results: Path) -> None:
+def write(summary_md: str, results: list[Path]) -> None:
     """Replace (or append) the section in BENCHMARKS.md; copy the retrieval run's report to docs/example_run/."""
     bench = ROOT / "BENCHMARKS.md"
     text = bench.read_text()
     pattern = re.compile(re.escape(SECTION) + r".*?(?=\n## |\Z)", re.DOTALL)
     text = pattern.sub(summary_md.rstrip() + "\n", text) if SECTION in text else text.rstrip() + "\n\n" + summary_md
     bench.write_text(text)
-    report = results / "runs" / "retrieval" / "report"
-    if report.is_dir():
+    report = _first(results, "runs/retrieval/report")
+    if report is not None:
         target = ROOT / "docs" / "example_run"
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(report, target)
@@ -149,11 +165,11 @@ def write(summary_md: str, results: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("results", type=Path)
+    parser.add_argument("results", type=Path, nargs="+", help="results folder(s) of scripts/optimize_gpu.py")
     parser.add_argument("--write", action="store_true")
     parser.add_argument("--command", default="bash scripts/optimize_gpu.sh $OUT")
     args = parser.parse_args()
-    summary = summarize(args.results)
+    summary = summarize(*args.results)
     text = markdown(summary, args.command)
     print(text)
     if args.write:

@@ -120,6 +120,8 @@ def optimize_cmd(
             state = run_optimization(run, state, profile, verifier, knowledge, events=printer)
     finally:
         verifier.close()
+    for note in getattr(knowledge, "warnings", []):
+        console.print(f"[yellow]{note}[/yellow]")
     console.print(summary_table(state))
     files = None
     if report:

@@ -11,6 +11,7 @@ proposed on their own. It never proposes the same dispatch table twice (content 
 from __future__ import annotations
 
 import itertools
+import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -43,7 +44,7 @@ class PatternGuidedProposer:
         self.tried: set[str] = set()
         self.tried_in_class: set[tuple[str, str]] = set()
         self.failed: dict[str, set[str]] = defaultdict(set)
-        self.observed: dict[str, dict[str, float]] = defaultdict(dict)
+        self.observed: dict[str, dict[str, list[float]]] = defaultdict(dict)
         self.configs: dict[str, Config] = {}
         self.move_stats: Counter[tuple[str, str, int]] = Counter()
         self.pattern_stats: Counter[str] = Counter()
@@ -66,7 +67,7 @@ class PatternGuidedProposer:
             if record.passed and record.timed:
                 times = [record.time_us[c] for c in self.space.class_cases(key) if c in record.time_us]
                 if times:
-                    self.observed[key][ck] = min(geomean(times), self.observed[key].get(ck, float("inf")))
+                    self.observed[key].setdefault(ck, []).append(geomean(times))
             if key not in changed:
                 continue
             self.tried_in_class.add((key, ck))
@@ -139,7 +140,8 @@ class PatternGuidedProposer:
         for record in ctx.history:
             if record.passed and record.timed:
                 for key in self.space.classes:
-                    if any(record.time_us.get(c, 0.0) > ctx.best_time_us[c] * (1 + ctx.regression_limit)
+                    if any(record.time_us.get(c, 0.0) > ctx.best_time_us[c] * (1 + ctx.regression_limit
+                                                                                 + ctx.noise.get(c, 0.0))
                            for c in self.space.class_cases(key)):
                         out.add(key)
         return out
@@ -164,10 +166,12 @@ class PatternGuidedProposer:
         return sorted(self.space.classes, key=lambda k: (k not in blocking, -priority(k), k))
 
     def _centre(self, key: str, ctx: ProposalContext, plans: list[Plan]) -> Config:
-        """Where to explore: the fastest configuration of the class seen in this run (its cases' geomean),
-        else the best table's, else the first knowledge plan, else the baseline structure."""
+        """Where to explore: the fastest configuration of the class seen in this run (median over its
+        measurements of its cases' geomean), else the best table's, else the first knowledge plan, else the
+        baseline structure."""
         if self.observed[key]:
-            return dict(self.configs[min(self.observed[key], key=self.observed[key].get)])
+            seen = self.observed[key]
+            return dict(self.configs[min(seen, key=lambda ck: statistics.median(seen[ck]))])
         if key in ctx.best_table:
             return dict(ctx.best_table[key])
         for plan in plans:
@@ -234,18 +238,31 @@ class PatternGuidedProposer:
         return [p for p in unique.values() if config_key(p.config) not in self.failed[key]]
 
     def _finding_plans(self, key: str, ctx: ProposalContext) -> list[Plan]:
-        out = []
+        """Configurations of this class that earlier runs accepted, best first: accepted findings grouped by
+        configuration, ranked by (this chip first, share of the class's cases measured, geomean speedup)."""
+        cases = set(self.space.class_cases(key))
+        groups: dict[tuple[str, str], dict] = {}
         for f in ctx.retrieval.findings:
             meta = f.metadata or {}
             params = meta.get("parameters") or {}
             config = {k: params[k] for k in self.space.knobs if k in params}
-            if (meta.get("status") == "accepted" and (meta.get("speedup") or 0) > 1
-                    and params.get("dispatch_class") == key and len(config) == len(self.space.knobs)
-                    and self.space.feasible(config, key)):
-                out.append((-(meta.get("chip") == ctx.chip), -float(meta["speedup"]), Plan(
-                    dict(config), tuple(meta.get("patterns") or ()),
-                    f"verified x{float(meta['speedup']):.2f} on {meta.get('chip')} ({f.cite})", (f.cite,))))
-        return [plan for *_, plan in sorted(out, key=lambda t: t[:2])]
+            if (meta.get("status") != "accepted" or not meta.get("speedup") or params.get("dispatch_class") != key
+                    or len(config) != len(self.space.knobs) or not self.space.feasible(config, key)):
+                continue
+            group = groups.setdefault((str(meta.get("chip")), config_key(config)), {
+                "config": config, "speedups": {}, "cites": [], "patterns": tuple(meta.get("patterns") or ())})
+            group["speedups"][meta.get("case_id")] = float(meta["speedup"])
+            group["cites"].append(f.cite)
+        ranked = sorted(groups.items(), key=lambda kv: (
+            kv[0][0] != ctx.chip, -len(cases & set(kv[1]["speedups"])) / max(len(cases), 1),
+            -geomean(list(kv[1]["speedups"].values()))))
+        plans = []
+        for (chip, _ck), g in ranked:
+            gain = geomean(list(g["speedups"].values()))
+            plans.append(Plan(dict(g["config"]), g["patterns"],
+                              f"verified x{gain:.2f} on {chip} ({len(g['speedups'])} case(s); {g['cites'][0]})",
+                              tuple(g["cites"][:2])))
+        return plans
 
     def _aggregate_patterns(self, key: str, ctx: ProposalContext
                             ) -> list[tuple[str, tuple[dict[str, Any], float, list[str]]]]:

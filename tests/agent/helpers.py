@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.diagnosis import roofline_floor_us
+from agent.diagnosis import floor_or_none
 from agent.seams import Citation, FindingDraft
 from hardware_profiles.schema import HardwareProfile, ProfileField, Source
 from kernels.extend_attention.spec import TASK
@@ -55,11 +55,12 @@ DISPATCH = {"prefill": "compute-d128", "chunked-prefill": "compute-d128", "mixed
             "decode": "memory-d128", "large-heads": "compute-d256", "mla": "compute-wide"}
 
 
-def model_time_us(case_id: str, config: dict[str, Any] | None, jitter_key: str, scale: float = 1.0) -> float:
-    """Scripted time of `case_id` with family `config` (None: baseline), with +-0.5% deterministic jitter;
+def model_time_us(case_id: str, config: dict[str, Any] | None, jitter_key: str, scale: float = 1.0,
+                  jitter: float = 0.005) -> float:
+    """Scripted time of `case_id` with family `config` (None: baseline), with +-`jitter` deterministic noise;
     `scale` multiplies family times (a class where the family starts slower than the baseline)."""
     base = BASELINE_US[case_id]
-    jitter = 1 + 0.005 * (int(hashlib.sha256(f"{jitter_key}:{case_id}".encode()).hexdigest()[:8], 16) / 2**31 - 1)
+    jitter = 1 + jitter * (int(hashlib.sha256(f"{jitter_key}:{case_id}".encode()).hexdigest()[:8], 16) / 2**31 - 1)
     if config is None:
         return base * jitter
     optimum, best = OPTIMA[DISPATCH[case_id]]
@@ -86,6 +87,7 @@ class ScriptedVerifier:
     ``timed=False`` returns untimed passes (as on a machine without a GPU). Every call is logged."""
 
     timed: bool = True
+    jitter: float = 0.005
     scale: dict[str, float] = field(default_factory=dict)
     fail_when: dict[str, Any] = field(default_factory=lambda: {"num_stages": 4, "block_n": 128})
     calls: list[str] = field(default_factory=list)
@@ -105,7 +107,7 @@ class ScriptedVerifier:
         if self.timed:
             key = hashlib.sha256(path.read_bytes()).hexdigest() + str(len(self.calls) if table is None else "")
             times = {c: model_time_us(c, None if table is None else table.get(DISPATCH[c], FAMILY_DEFAULT), key,
-                                      self.scale.get(DISPATCH[c], 1.0)) for c in options["cases"]}
+                                      self.scale.get(DISPATCH[c], 1.0), self.jitter) for c in options["cases"]}
         return {"stage": "pass", "reasons": [], "time_us": times, "flags": [], "errors": {}}
 
 
@@ -166,7 +168,7 @@ class ScriptedKnowledge:
             if f.chip == chip and f.task == task:
                 out.append(Citation(f"finding {f.id}", f"{f.case_id}: {f.status} x{f.speedup}", 1.0, "findings", f.id,
                                     {"status": f.status, "speedup": f.speedup, "parameters": dict(f.parameters),
-                                     "patterns": list(f.patterns), "chip": f.chip}))
+                                     "patterns": list(f.patterns), "chip": f.chip, "case_id": f.case_id}))
         return sorted(out, key=lambda c: -(c.metadata["speedup"] or 0))[:k]
 
     def record_finding(self, finding: FindingDraft) -> str:
@@ -179,4 +181,4 @@ class ScriptedKnowledge:
 
 
 def floors(profile: HardwareProfile) -> dict[str, float]:
-    return {c.id: roofline_floor_us(TASK, c, profile) for c in TASK.bench_cases}
+    return {c.id: floor_or_none(TASK, c, profile) for c in TASK.bench_cases}

@@ -5,7 +5,6 @@ import pytest
 from agent.adapters import RealVerifier, StoreKnowledge, load_chip_profile
 from agent.context import gather
 from agent.diagnosis import diagnose
-from agent.errors import DependencyMissingError
 from agent.family_space import FamilySpace
 from agent.proposers.base import ProposalContext
 from agent.proposers.offline import PatternGuidedProposer
@@ -56,10 +55,16 @@ def test_real_ranking_drives_the_first_plan(chiplore_home):
     assert set(proposal.parameters["classes"]) == set(space.classes) and proposal.patterns
 
 
-def test_real_verifier_missing_is_one_clear_error():
-    try:
-        RealVerifier()
-    except DependencyMissingError as exc:
-        assert "verifier" in str(exc)
-    else:
-        pytest.skip("the verifier is installed")
+def test_real_verifier_options_mapping():
+    from agent.verifier import VerifyOptions
+    from knowledge.errors import BadInputError
+
+    v = RealVerifier()
+    gpu = v.options({"cases": ["decode", "mla"], "timing": True, "baseline_time_us": {"decode": 8285.0},
+                     "reps": 10})
+    assert gpu == VerifyOptions(case_ids=("decode", "mla"), timing=True, baseline_time_us={"decode": 8285.0},
+                                reps=10)
+    cpu = v.options({"cases": ["decode"], "timing": False})
+    assert cpu.timing is False and cpu.case_ids == ()  # correctness-only runs keep the test and hidden cases
+    with pytest.raises(BadInputError, match="verify options"):
+        v.options({"cases": [], "timing": True, "no_such_option": 1})

@@ -2,6 +2,7 @@
 model) and an in-memory knowledge base."""
 
 import json
+import statistics
 
 import pytest
 
@@ -32,14 +33,17 @@ def test_offline_run_improves_and_keeps_every_promise(tmp_path):
     assert state.baseline.time_us.keys() == BASELINE_US.keys()
     best = state.best_record()
     assert best is not None and best.accepted and best.geomean_speedup > 2.0
-    # every accepted candidate passed, was faster on its targets and regressed nothing by more than 5% + noise
-    current, noise = dict(state.baseline.time_us), state.baseline.noise
+    # every accepted candidate passed and was timed; while the baseline kernel was best every case counted as
+    # changed; later only the cases of the classes it changed
     for e in state.evaluations:
+        assert set(e.target_cases) <= set(e.changed_cases) or not e.passed
         if e.accepted:
-            assert e.passed and all(e.time_us[c] <= current[c] * (1.05 + noise[c]) for c in current)
-            assert all(e.time_us[c] < current[c] for c in e.target_cases)
-            current = dict(e.time_us)
-    assert current == state.best_time_us
+            assert e.passed and e.timed and e.decision.startswith("target gain")
+    first_accepted = next(e for e in state.evaluations if e.accepted)
+    assert set(first_accepted.changed_cases) == set(BASELINE_US)
+    # best times are the medians of the best kernel's replicates
+    assert state.best_time_us == {c: statistics.median(ts) for c, ts in state.reference_us.items()}
+    assert all(len(ts) >= 1 for ts in state.reference_us.values())
     # no time under the roofline floor (the scripted model is realistic)
     floor = floors(h200_profile())
     assert all(t >= floor[c] for e in state.evaluations for c, t in e.time_us.items())
@@ -82,12 +86,11 @@ def test_failed_candidates_are_recorded_and_not_retried(tmp_path):
 
 
 def test_patience_stops_a_run_without_improvement(tmp_path):
-    verifier = ScriptedVerifier(fail_when={})
-    verifier_slow = ScriptedVerifier(fail_when={"num_warps": 4, "num_warps": 8})  # noqa: F601  every config fails
+    verifier = ScriptedVerifier(fail_when={})  # an empty condition matches every configuration: all fail
     config = _config(stop=StopRules(max_evals=40, patience=3))
-    run, state, *_ = _run(tmp_path, config, verifier_slow)
+    run, state, *_ = _run(tmp_path, config, verifier)
     assert state.stop_kind == "no_improvement" and len(state.evaluations) == 3
-    assert verifier.calls == []
+    assert all(e.stage == "compile_error" for e in state.evaluations)
 
 
 def test_roofline_target_stops(tmp_path):
@@ -167,3 +170,28 @@ def test_gpu_run_needs_a_timed_baseline(tmp_path):
     with pytest.raises(BaselineFailed, match="not timed on every case"):
         run_optimization(run, state, h200_profile(), ScriptedVerifier(timed=False), ScriptedKnowledge())
     assert run.load_state().status == "stopped" and run.load_state().baseline is None
+
+
+def test_noisy_untouched_cases_do_not_block_progress(tmp_path):
+    """Timings that move 10% between verifications (as on the H200) on cases whose code did not change are
+    replicates, not regressions."""
+    verifier = ScriptedVerifier(jitter=0.10)
+    run, state, *_ = _run(tmp_path, _config(stop=StopRules(max_evals=12)), verifier)
+    accepted = [e for e in state.evaluations if e.accepted]
+    assert len(accepted) >= 3
+    for e in state.evaluations:
+        if "regressed" in e.decision:
+            case = e.decision.split()[1]
+            assert case in e.changed_cases
+    noise = run.load_state().reference_us
+    assert max(len(ts) for ts in noise.values()) >= 3
+
+
+def test_same_failure_again_and_again_stops_for_the_harness(tmp_path):
+    """Every candidate fails with the identical reason (as when the GPU ran out of memory in the sandbox): the run
+    stops after `same_failure_limit` and can be resumed."""
+    verifier = ScriptedVerifier(fail_when={})  # every configuration fails the same way
+    config = _config(stop=StopRules(max_evals=40, patience=40, same_failure_limit=3))
+    run, state, *_ = _run(tmp_path, config, verifier)
+    assert state.status == "stopped" and state.stop_kind == "verifier_suspect" and len(state.evaluations) == 3
+    assert "out of resources" in state.stop_reason

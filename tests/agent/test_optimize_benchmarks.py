@@ -24,7 +24,8 @@ def test_summary_and_markdown(tmp_path):
         write_report(run)
         shutil.copytree(run.path, results / "runs" / name)
     kill = {"max_evals": 6, "killed_at": 3, "resumed_evaluations": 6, "uninterrupted_evaluations": 6,
-            "resumed_findings": 14, "uninterrupted_findings": 14, "duplicated_findings": 0, "ok": True}
+            "resumed_findings": 14, "uninterrupted_findings": 16, "duplicated_findings": 0, "ok": True,
+            "store_matches_evaluations": True, "findings_of_evaluations": 14}
     (results / "kill_check.json").write_text(json.dumps(kill))
     (results / "env.json").write_text(json.dumps({"device": "NVIDIA H200", "gpus": 4, "commit": "abc1234"}))
     summary = optimize_benchmarks.summarize(results)
@@ -38,4 +39,5 @@ def test_summary_and_markdown(tmp_path):
     text = optimize_benchmarks.markdown(summary, "bash scripts/optimize_gpu.sh $OUT")
     assert text.startswith(optimize_benchmarks.SECTION)
     assert f"| retrieval | 12 | {r['accepted']} | 0 | x{r['final_geomean']:.2f} |" in text
-    assert "duplicated findings: 0. PASS." in text
+    assert "exactly one for each finding its evaluations name (14); duplicated findings: 0" in text
+    assert text.rstrip().splitlines()[-3].endswith("PASS.")
