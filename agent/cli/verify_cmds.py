@@ -126,7 +126,8 @@ def verify_command(
     chip: str | None = typer.Option(None, "--chip", help="chip profile for the roofline gate, e.g. h200"),
     as_json: bool = typer.Option(False, "--json", help="print the verdict as JSON"),
     device: str = typer.Option("auto", "--device", help="auto | cpu | cuda"),
-    cases: str = typer.Option("", "--cases", help="comma-separated case ids: test cases on the CPU, bench cases on a GPU (default: all)"),
+    cases: str = typer.Option("", "--cases", help="comma-separated case ids: test cases on the CPU, bench cases "
+                              "on a GPU (default: all)"),
     with_baseline: bool = typer.Option(False, "--with-baseline",
                                        help="GPU: time the task's baseline first and report speedups"),
     reps: int = typer.Option(20, "--reps", help="timed calls per bench case (GPU; at least 3)"),
