@@ -107,3 +107,58 @@ def test_cold_cli_process(chiplore_home):
     assert proc.returncode == 1
     assert proc.stderr.strip() == ("error: unknown chip 'z9'; known chips: none yet "
                                    "(run `chiplore onboard CHIP PATH...`)")
+
+
+def test_huge_junk_text_is_refused_before_anything_is_stored(chiplore_home, embedder, docs, tmp_path, capsys,
+                                                             monkeypatch):
+    run_cli(capsys, monkeypatch, "onboard", "z9", docs, "--json")
+    before = records()
+    huge = tmp_path / "huge.txt"
+    huge.write_bytes(b"x" * 30_000_000)
+    nowords = tmp_path / "nowords.txt"
+    nowords.write_bytes(b"x" * 3_000_000)
+    for path, problem in ((huge, "30.0 MB is above the 20 MB limit for plain text documents; split it into "
+                                 "smaller files"),
+                          (nowords, "does not look like a plain-text document: only 0% of its characters form "
+                                    "words (at least 3% expected)")):
+        code, out, err = run_cli(capsys, monkeypatch, "onboard", "hugechip", path)
+        assert code == 1
+        assert [x for x in err.splitlines() if not x.startswith("onboard ")] == [f"error: {path}: {problem}"]
+        assert "0 files (0 stored, 0 unchanged), 0 pages, 0 chunks, 0 skipped, 1 failed" in out
+        assert records() == before
+    code, out, _ = run_cli(capsys, monkeypatch, "chips", "--json")
+    assert [c["chip"] for c in json.loads(out)["chips"]] == ["z9"]
+
+
+def test_truncated_pdf_prints_only_the_error_line(chiplore_home, tmp_path):
+    """pypdf logs 'EOF marker not found' on stderr for a truncated file; only chiplore's own line may appear."""
+    whole = make_pdf(tmp_path / "whole.pdf", [["TITLE", "The Z9 has 96 vector cores.", "1"], ["TITLE", "More.", "2"]])
+    truncated = tmp_path / "truncated.pdf"
+    truncated.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    cmd = [sys.executable, "-m", "agent.cli", "onboard", "testchip", str(truncated)]
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    lines = [x for x in proc.stderr.splitlines() if not x.startswith("onboard done")]
+    assert len(lines) == 1 and lines[0].startswith(f"error: {truncated}: corrupt PDF ("), proc.stderr
+    proc = subprocess.run(cmd + ["--json"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and proc.stderr == ""
+    assert json.loads(proc.stdout)["files"][0]["error"] == lines[0].removeprefix("error: ")
+
+
+def test_partial_failure_exits_2_and_stores_the_good_files(chiplore_home, embedder, tmp_path, capsys, monkeypatch):
+    empty = tmp_path / "empty.md"
+    empty.write_bytes(b"")
+    good = tmp_path / "good.rst"
+    good.write_text("Zephyr Z9\n=========\n\nThe Zephyr Z9 has 96 vector cores and 48 GB of HBM3.\n")
+    code, out, err = run_cli(capsys, monkeypatch, "onboard", "testchip", empty, good)
+    assert code == 2
+    assert f"error: {empty}: file is empty" in err.splitlines()
+    assert "onboarded testchip: 1 files (1 stored, 0 unchanged)" in out and "0 skipped, 1 failed in" in out
+    assert sorted({r.metadata["source"] for r in KnowledgeStore.open().records(chip="testchip")}) == ["good.rst"]
+    code, out, _ = run_cli(capsys, monkeypatch, "onboard", "testchip", empty, good, "--json")
+    report = json.loads(out)
+    assert code == 2 and report["ok"] is True
+    assert (report["counts"]["failed"], report["counts"]["unchanged"]) == (1, 1)
+    code, _, _ = run_cli(capsys, monkeypatch, "onboard", "testchip", good)
+    assert code == 0
