@@ -162,3 +162,43 @@ def test_partial_failure_exits_2_and_stores_the_good_files(chiplore_home, embedd
     assert (report["counts"]["failed"], report["counts"]["unchanged"]) == (1, 1)
     code, _, _ = run_cli(capsys, monkeypatch, "onboard", "testchip", good)
     assert code == 0
+
+
+def _store_files(store_dir: Path) -> dict[str, bytes]:
+    return {p.relative_to(store_dir).as_posix(): p.read_bytes() for p in sorted(store_dir.rglob("*")) if p.is_file()}
+
+
+def _cold(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run([sys.executable, "-m", "agent.cli", *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+FRESH = ("(damaged store); chiplore will not write over it; keep it for inspection, point CHIPLORE_HOME at a fresh "
+         "folder and onboard the documents again")
+
+
+@pytest.mark.parametrize("damage", ["sqlite-empty", "sqlite-missing", "index-empty"])
+def test_damaged_store_is_reported_and_never_rebuilt_over(chiplore_home, embedder, docs, capsys, monkeypatch, damage):
+    code, _, _ = run_cli(capsys, monkeypatch, "onboard", "z9", docs, "--json")
+    assert code == 0
+    store_dir = chiplore_home / "store"
+    db = store_dir / "chroma.sqlite3"
+    index = next(store_dir.glob("*/data_level0.bin"))
+    if damage == "sqlite-empty":
+        db.write_bytes(b"")
+        line = f"error: knowledge store {store_dir}: {db} is empty {FRESH}"
+    elif damage == "sqlite-missing":
+        db.unlink()
+        line = (f"error: knowledge store {store_dir}: {db} is missing but vector indexes remain in {index.parent} "
+                f"{FRESH}")
+    else:
+        index.write_bytes(b"")
+        line = f"error: knowledge store {store_dir}: vector index file {index} is empty {FRESH}"
+    damaged = _store_files(store_dir)
+    commands = {"sqlite-empty": [["chips"], ["onboard", "z9", str(docs)]], "sqlite-missing": [["chips"]],
+                "index-empty": [["ask", "How many vector cores does the Z9 have?", "--chip", "z9"]]}[damage]
+    for args in commands:
+        proc = _cold(*args)
+        assert (proc.returncode, proc.stdout, proc.stderr.strip()) == (1, "", line), args
+    assert _store_files(store_dir) == damaged
