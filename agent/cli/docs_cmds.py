@@ -71,7 +71,7 @@ def onboard_cmd(
 def ask_cmd(
     question: str = typer.Argument(..., help="The question, in quotes."),
     chip: str = typer.Option(None, "--chip", "-c", help="Only this chip's documents and findings."),
-    k: int = typer.Option(5, "-k", "--top-k", help="Number of passages."),
+    k: int = typer.Option(5, "-k", "--top-k", help="Number of passages (1 to 100)."),
     as_json: bool = typer.Option(False, "--json", help="Print hits as JSON (docs/cli-json.md)."),
 ) -> None:
     """Hybrid (dense + BM25) search over documents and findings; prints passages with citations."""

@@ -202,3 +202,30 @@ def test_damaged_store_is_reported_and_never_rebuilt_over(chiplore_home, embedde
         proc = _cold(*args)
         assert (proc.returncode, proc.stdout, proc.stderr.strip()) == (1, "", line), args
     assert _store_files(store_dir) == damaged
+
+
+def test_ask_k_is_bounded(chiplore_home, embedder, docs, capsys, monkeypatch):
+    run_cli(capsys, monkeypatch, "onboard", "z9", docs, "--json")
+    for k in ("100000", "0", "101"):
+        code, out, err = run_cli(capsys, monkeypatch, "ask", "vector cores", "-k", k)
+        assert (code, out, err) == (1, "", f"error: ask: -k {k}: must be between 1 and 100 passages\n")
+    code, out, _ = run_cli(capsys, monkeypatch, "ask", "vector cores", "-k", "100", "--json")
+    hits = json.loads(out)["hits"]
+    assert code == 0 and len(hits) == len({h["id"] for h in hits}) == records_count()
+
+
+def records_count() -> int:
+    return len(KnowledgeStore.open().records())
+
+
+@pytest.mark.parametrize("model, line", [
+    ("/nonexistent", "error: embedding model '/nonexistent' (CHIPLORE_EMBED_MODEL): no such folder; point it at a "
+                     "folder saved by sentence-transformers, or unset it to use the packaged all-MiniLM-L6-v2"),
+    ("nosuch-model", "error: embedding model 'nosuch-model': cannot load model name (not in the local Hugging Face "
+                     "cache; nothing is downloaded): OSError: "),
+])
+def test_ask_on_an_empty_store_reports_a_missing_embedding_model(chiplore_home, capsys, monkeypatch, model, line):
+    monkeypatch.setenv("CHIPLORE_EMBED_MODEL", model)
+    code, out, err = run_cli(capsys, monkeypatch, "ask", "what is the wavefront size?")
+    assert (code, out) == (1, "")
+    assert err.startswith(line) and err.count("\n") == 1
