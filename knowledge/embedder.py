@@ -113,8 +113,9 @@ def _load_model(spec: str):
 
     is_path = Path(spec).expanduser().exists()
     if not is_path and _looks_like_path(spec):
-        raise StoreError(f"embedding model {spec!r} ({ENV_MODEL}): no such folder; point it at a folder saved by "
-                         f"sentence-transformers, or unset it to use the packaged {DEFAULT_MODEL_LABEL}")
+        origin = f" ({ENV_MODEL})" if os.environ.get(ENV_MODEL) == spec else ""
+        raise StoreError(f"embedding model {spec!r}{origin}: no such folder; point it at a folder saved by "
+                         f"sentence-transformers, or unset {ENV_MODEL} to use the packaged {DEFAULT_MODEL_LABEL}")
     with _offline_hub(), _quiet_logger("sentence_transformers"):
         _quiet_transformers()
         from sentence_transformers import SentenceTransformer

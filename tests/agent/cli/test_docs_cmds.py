@@ -220,7 +220,8 @@ def records_count() -> int:
 
 @pytest.mark.parametrize("model, line", [
     ("/nonexistent", "error: embedding model '/nonexistent' (CHIPLORE_EMBED_MODEL): no such folder; point it at a "
-                     "folder saved by sentence-transformers, or unset it to use the packaged all-MiniLM-L6-v2"),
+                     "folder saved by sentence-transformers, or unset CHIPLORE_EMBED_MODEL to use the packaged "
+                     "all-MiniLM-L6-v2\n"),
     ("nosuch-model", "error: embedding model 'nosuch-model': cannot load model name (not in the local Hugging Face "
                      "cache; nothing is downloaded): OSError: "),
 ])
