@@ -64,7 +64,7 @@ def _fmt(value: Any) -> str:
 def patterns_cmd(
     chip: str = typer.Option(None, "--chip", help="rank for this chip (a known profile)"),
     task: str = typer.Option("extend_attention", "--task", help="kernel task"),
-    case: str = typer.Option(None, "--case", help="one case id of the task (default: every bench case)"),
+    case: str = typer.Option(None, "--case", help="one case id of the task, with --chip (default: every bench case)"),
     as_json: bool = typer.Option(False, "--json", help="print JSON (schema in the module docstring)"),
 ) -> None:
     """Optimization patterns: the catalog, or ranked for a chip with parameters computed from its profile."""
@@ -75,6 +75,10 @@ def patterns_cmd(
     if chip is None:
         if case is not None:
             _cases(spec, case)
+            from hardware_profiles import known_chips
+
+            raise BadInputError(f"--case {case}: ranking for a case needs --chip (one of {', '.join(known_chips())}); "
+                                "without --chip the catalog is listed for the whole task")
         _print_catalog(catalog, spec.name, _graph(), as_json)
         return
     profile = _profile(chip)

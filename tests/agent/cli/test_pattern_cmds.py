@@ -88,3 +88,16 @@ def test_cli_prints_one_error_line_and_exits_1(chiplore_home):
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: unknown chip 'm999'")
+
+
+def test_case_without_chip_is_an_error_not_ignored(capsys, monkeypatch):
+    from hardware_profiles import known_chips
+    from tests.agent.cli.cli_helpers import run_cli
+
+    code, out, err = run_cli(capsys, monkeypatch, "patterns", "--case", "spec-verify")
+    assert (code, out) == (1, "")
+    assert known_chips()[:2] == ["a100", "h100"]
+    assert err == (f"error: --case spec-verify: ranking for a case needs --chip (one of {', '.join(known_chips())}); "
+                   "without --chip the catalog is listed for the whole task\n")
+    code, _, err = run_cli(capsys, monkeypatch, "patterns", "--case", "nosuch")
+    assert code == 1 and err.startswith("error: unknown case 'nosuch' for task 'extend_attention'; known: [")
