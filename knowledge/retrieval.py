@@ -217,7 +217,7 @@ def search(query: str, chip: str | None = None, k: int = 5, collections: tuple[s
 
     Raises:
         BadInputError: empty query, k outside 1..`MAX_K`, unknown collection, or a chip with no records (the
-            message lists the known chips).
+            message lists the chips that have records, and says so when the chip has a profile but no documents).
         StoreError: the store cannot be read, or the embedding model cannot be loaded (checked even when the store
             is empty).
     """
@@ -234,8 +234,7 @@ def search(query: str, chip: str | None = None, k: int = 5, collections: tuple[s
         chip = chip.strip().lower()
         chips = sorted({c for ix in indexes.values() for c in ix.chips.tolist() if c})
         if chip not in chips:
-            listing = ", ".join(chips) if chips else "none yet (run `chiplore onboard CHIP PATH...`)"
-            raise BadInputError(f"unknown chip {chip!r}; known chips: {listing}")
+            raise BadInputError(_chip_without_records(chip, chips))
     _ = store.embedder  # load the configured model even when nothing is stored: a broken one is an error, not "no hits"
     n = candidates or max(10 * k, 100)
     fused: dict[tuple[str, str], dict[str, Any]] = {}
@@ -255,6 +254,24 @@ def search(query: str, chip: str | None = None, k: int = 5, collections: tuple[s
                 entry[label] = rank
     ranked = sorted(fused.items(), key=lambda kv: (-kv[1]["score"], kv[1].get("dense", 10**9)))
     return [_hit(name, rid, entry) for (name, rid), entry in ranked[:k]]
+
+
+def _chip_without_records(chip: str, chips: list[str]) -> str:
+    """Why `chip` cannot be searched: it has a hardware profile but no documents yet (say how to onboard them), or it
+    is unknown everywhere; both name the chips that do have records."""
+    from hardware_profiles import PACKAGED_DIR, profile_path
+
+    try:
+        path = profile_path(chip)
+    except BadInputError:
+        path = None
+    if path is None:
+        listing = ", ".join(chips) if chips else "none yet (run `chiplore onboard CHIP PATH...`)"
+        return f"unknown chip {chip!r}; known chips: {listing}"
+    kind = "a packaged profile" if path.parent == PACKAGED_DIR else f"a profile, {path}"
+    listing = f"chips in the knowledge store: {', '.join(chips)}" if chips else "the knowledge store is empty"
+    return (f"no documents onboarded for chip {chip!r} (it has {kind}); onboard its documents with "
+            f"`chiplore onboard {chip} PATH...` ({listing})")
 
 
 def _diverse(ranked: list[tuple[str, str, dict]]) -> list[tuple[str, str, dict]]:

@@ -26,10 +26,36 @@ _console = Console()
 
 
 def _profile(chip: str) -> Any:
-    """The chip's profile (`hardware_profiles.load_profile`); unknown chips raise BadInputError naming the known."""
-    from hardware_profiles import load_profile
+    """The chip's profile (`hardware_profiles.load_profile`).
 
+    Raises:
+        BadInputError: no profile (naming the profiles; for a chip whose documents are onboarded but yielded no
+            profile facts, saying so and how to add a profile), or a broken profile file.
+    """
+    from hardware_profiles import load_profile, profile_path
+
+    if profile_path(chip) is None:
+        documents = _documents_of(chip)
+        if documents:
+            name = chip.strip().lower()
+            raise BadInputError(
+                f"no hardware profile for chip {name!r}: its {documents} onboarded document(s) gave no profile facts; "
+                f"ranking needs one: run `chiplore profile detect --as {name}` on the device, or write "
+                f"$CHIPLORE_HOME/profiles/{name}.yaml (format: `chiplore profile show h200 --json`)")
     return load_profile(chip)
+
+
+def _documents_of(chip: str) -> int:
+    """Documents onboarded for `chip` (0 when the store cannot be opened: the profile error is then the one shown)."""
+    from knowledge.errors import StoreError
+
+    try:
+        from knowledge.retrieval import default_store
+
+        summary = {c.chip: c.documents for c in default_store().chips()}
+    except (StoreError, ImportError):
+        return 0
+    return summary.get(chip.strip().lower(), 0)
 
 
 def _task(name: str) -> Any:
@@ -208,11 +234,15 @@ def findings_cmd(
 
 
 def _check_chip_known(chip: str) -> None:
-    """Raise BadInputError naming the known chips when `chip` has neither a profile nor findings."""
+    """Raise BadInputError when `chip` has no profile, no onboarded documents and no findings (the message names the
+    chips that have each); a chip known in any of these ways simply has no findings yet."""
     from hardware_profiles import known_chips
     from knowledge.findings import query_findings
 
     with_findings = sorted({f.chip for f in query_findings()})
-    known = sorted(set(known_chips()) | set(with_findings))
-    if chip.lower() not in {k.lower() for k in known}:
-        raise BadInputError(f"unknown chip {chip!r}; known: {', '.join(known) or 'none'}")
+    name = chip.strip().lower()
+    if name in set(known_chips()) | set(with_findings) or _documents_of(name):
+        return
+    raise BadInputError(f"unknown chip {chip!r}: no profile, documents or findings for it; profiles: "
+                        f"{', '.join(known_chips()) or 'none'}; "
+                        f"chips with findings: {', '.join(with_findings) or 'none'}")

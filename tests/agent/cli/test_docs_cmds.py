@@ -230,3 +230,12 @@ def test_ask_on_an_empty_store_reports_a_missing_embedding_model(chiplore_home, 
     code, out, err = run_cli(capsys, monkeypatch, "ask", "what is the wavefront size?")
     assert (code, out) == (1, "")
     assert err.startswith(line) and err.count("\n") == 1
+
+
+def test_ask_for_a_chip_with_a_profile_but_no_documents_says_what_it_needs(chiplore_home, embedder, docs, capsys,
+                                                                          monkeypatch):
+    run_cli(capsys, monkeypatch, "onboard", "z9", docs, "--json")
+    code, out, err = run_cli(capsys, monkeypatch, "ask", "wavefront size?", "--chip", "MI300X")
+    assert (code, out) == (1, "")
+    assert err == ("error: no documents onboarded for chip 'mi300x' (it has a packaged profile); onboard its "
+                   "documents with `chiplore onboard mi300x PATH...` (chips in the knowledge store: z9)\n")

@@ -101,3 +101,24 @@ def test_case_without_chip_is_an_error_not_ignored(capsys, monkeypatch):
                    "without --chip the catalog is listed for the whole task\n")
     code, _, err = run_cli(capsys, monkeypatch, "patterns", "--case", "nosuch")
     assert code == 1 and err.startswith("error: unknown case 'nosuch' for task 'extend_attention'; known: [")
+
+
+def test_chip_with_documents_but_no_profile(chiplore_home, embedder, tmp_path, capsys, monkeypatch):
+    """A chip whose documents gave no profile facts: findings knows it (none yet), patterns says what it needs."""
+    from tests.agent.cli.cli_helpers import run_cli
+
+    doc = tmp_path / "zeta.md"
+    doc.write_text("# Zeta notes\n\nThe Zeta accelerator is described here in prose without a single figure.\n")
+    code, _, _ = run_cli(capsys, monkeypatch, "onboard", "zeta", doc)
+    assert code == 0 and not (chiplore_home / "profiles" / "zeta.yaml").exists()
+    code, out, _ = run_cli(capsys, monkeypatch, "findings", "--chip", "zeta")
+    assert (code, out.strip()) == (0, "Findings on zeta: 0")
+    code, out, err = run_cli(capsys, monkeypatch, "patterns", "--chip", "zeta")
+    assert (code, out) == (1, "")
+    assert err == ("error: no hardware profile for chip 'zeta': its 1 onboarded document(s) gave no profile facts; "
+                   "ranking needs one: run `chiplore profile detect --as zeta` on the device, or write "
+                   "$CHIPLORE_HOME/profiles/zeta.yaml (format: `chiplore profile show h200 --json`)\n")
+    code, out, err = run_cli(capsys, monkeypatch, "findings", "--chip", "nope")
+    assert (code, out) == (1, "")
+    assert err == ("error: unknown chip 'nope': no profile, documents or findings for it; profiles: a100, h100, "
+                   "h200, m890, mi300x; chips with findings: none\n")
