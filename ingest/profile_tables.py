@@ -359,6 +359,62 @@ def _html_to_text(text: str) -> str:
     return re.sub(r"<[^>]+>", "", text)
 
 
+_ITEM_MARK = r"(?:[-*+\u2022]|\d{1,2}[.)])\s+"
+_ITEM_KEY = r"[^\s:|*_`][^:|\n]{0,58}?"
+#: A list item that opens with ``key:`` (the key at most 60 characters, no ``|`` so table rows stay tables).
+_ITEM_START = re.compile(rf"(?:^|(?<=\s)){_ITEM_MARK}(?=\**{_ITEM_KEY}\**\s*:\**\s)", re.MULTILINE)
+_ITEM = re.compile(rf"^{_ITEM_MARK}\**(?P<key>{_ITEM_KEY})\**\s*:\**\s+(?P<value>\S.*)$", re.DOTALL)
+_VALUE_END = re.compile(r"(?<=[^\s\d])[.;]\s+(?=[A-Z])")
+
+
+def list_item_records(text: str, chunk: Chunk, tokens: set[str]) -> tuple[list[Record], str]:
+    """Records of ``key: value`` list items in prose, and the prose without them.
+
+    A list item is a bullet (``-``, ``*``, ``+``, ``•``) or a number (``1.``, ``2)``) followed by ``key: value``
+    (``- Shared memory per block: 96 KB``, ``* **L2 cache:** 32 MB``). The first item of a list starts a line or
+    follows the end of a sentence; further items follow on the same line (the chunker joins list items with
+    spaces) or start their own lines. Each item is read like a table cell whose header is the key (so a unit in
+    the key, ``LDS (KiB): 64``, applies to a bare value); its value ends at the next item, the end of the line or
+    the end of its first sentence. Items without a digit in the value stay prose.
+    """
+    records: list[Record] = []
+    keep: list[tuple[int, int]] = []
+    position = 0
+    for start, end in _item_spans(text):
+        match = _ITEM.match(text[start:end].strip())
+        if not match or not re.search(r"\d", match.group("value")) or not re.search(r"[A-Za-z]", match.group("key")):
+            continue
+        key = normalize_space(match.group("key"))
+        value = normalize_space(_VALUE_END.split(match.group("value"), maxsplit=1)[0])
+        quote = normalize_space(text[start:end].strip())
+        quote = quote[quote.index(match.group("key").split()[0]):]
+        quote = quote[: quote.index(value) + len(value)] if value in quote else quote
+        record = _cell_record(key, "", value, "", chunk, tokens, locator_of(chunk, f"list item '{key}'"))
+        record.quote = quote
+        records.append(record)
+        keep.append((position, start))
+        position = end
+    keep.append((position, len(text)))
+    return records, "\n".join(text[a:b] for a, b in keep)
+
+
+def _item_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each ``key:`` list item: from its marker to the next item on its line or the line end."""
+    spans: list[tuple[int, int]] = []
+    starts = [m.start() for m in _ITEM_START.finditer(text)]
+    for i, start in enumerate(starts):
+        line_start = text.rfind("\n", 0, start) + 1
+        before = text[line_start:start].rstrip()
+        chained = bool(spans) and spans[-1][1] == start
+        if before and not chained and not re.search(r"[.!?:;]$", before):
+            continue
+        line_end = text.find("\n", start)
+        line_end = len(text) if line_end < 0 else line_end
+        nxt = starts[i + 1] if i + 1 < len(starts) and starts[i + 1] < line_end else line_end
+        spans.append((start, nxt))
+    return spans
+
+
 def table_records(chunk: Chunk, tokens: set[str]) -> tuple[list[Record], str]:
     """Cell records of the tables in a chunk, and the chunk's remaining (prose) text.
 
