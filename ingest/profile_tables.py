@@ -5,6 +5,8 @@
 - Flat PDF tables: lines that end in two or more values under a header line that names products
   (``"MI300A APU MI300X DISCRETE GPU"``); the chip's column is chosen by its model token, and a label with
   ``|``-separated sub-labels (``"FP16 | FP16 (SPARSITY)"``) splits each column into sub-columns.
+- ``key: value`` list items in prose (``- L2 cache: 32 MB``), read as cells whose header is the key
+  (`list_item_records`).
 """
 
 from __future__ import annotations
