@@ -1,8 +1,7 @@
 """Rule-based hardware-profile extraction from onboarded chunks; every value cited, nothing invented.
 
 `extract_profile(chip, chunks)` reads every chunk (prose, `key: value` list items, loader-rendered table rows, raw
-tables, flattened PDF
-tables; see `ingest.profile_text` and `ingest.profile_tables`), applies the field rules of
+tables, flattened PDF tables; see `ingest.profile_text` and `ingest.profile_tables`), applies the field rules of
 `ingest.profile_rules`, and resolves the candidates of each field:
 
 1. values learned to be per sub-unit ("32 (4 per XCD)" -> 4 is per XCD) are dropped;
