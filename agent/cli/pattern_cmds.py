@@ -6,6 +6,9 @@ JSON schemas (``--json``; keys are stable):
   "sources", "evidence": n}]}``.
 - ``patterns --chip C --case K``: ``{"chip", "task", "case", "bottlenecks": [{"id", "holds", "signal", "reason"}],
   "patterns": [RankedPattern.to_json()]}``; without ``--case`` the same per bench case under ``"cases"``.
+  ``expected_gain`` and ``prior_gain`` are modeled, not measured. Each ``evidence`` item has ``basis``
+  (``measured`` for a finding, ``public_example`` for a modeled share of a published total) and ``quoted_total``
+  (the total the public source quotes, null for findings); both keys were added without removing any.
 - ``findings``: ``{"findings": [Finding fields + "status"]}``.
 """
 
@@ -117,7 +120,7 @@ def patterns_cmd(
         return
     if case is None:
         _console.print(f"[bold]{spec.name} on {profile.chip}[/bold]: top patterns per bench case "
-                       "(expected gain, knobs); details with --case")
+                       "(modeled gain, knobs); details with --case")
     for result in results:
         _print_ranked(result, detailed=case is not None)
 
@@ -169,29 +172,51 @@ def _print_ranked(result: dict[str, Any], detailed: bool) -> None:
     signals = ", ".join(f"{b['id']} {_fmt(b['holds'])}" for b in result["bottlenecks"])
     if not detailed:
         top = [p for p in result["patterns"] if p["applicable"]][:3]
-        cells = [f"{p['pattern_id']} {_fmt(p['expected_gain'])}x {_knobs(p)}".strip() for p in top]
+        cells = [f"{p['pattern_id']} modeled {_fmt(p['expected_gain'])}x {_knobs(p)}".strip() for p in top]
         _console.print(f"[bold]{result['case']}[/bold]: " + " | ".join(cells))
         return
     _console.print(f"[bold]{title}[/bold]\nbottleneck signals: {signals}\n")
     for i, p in enumerate(result["patterns"], start=1):
-        gain = f"expected {_fmt(p['expected_gain'])}x (prior {_fmt(p['prior_gain'])}x)"
+        gain = _gain_label(p)
         rank = f"{i:2d}." if p["applicable"] else " - "
         _console.print(f"{rank} [bold]{p['pattern_id']}[/bold]: {p['name']}; {gain}")
         measured = sorted({v.removeprefix("evidence: ") for v in p["knob_sources"].values() if v != "rule"})
-        lines = [f"knobs: {_knobs(p) or '-'}" + (f" (* measured: {'; '.join(measured)})" if measured else ""),
+        lines = [f"knobs: {_knobs(p) or '-'}" + (f" (* from the evidence: {'; '.join(measured)})" if measured else ""),
                  "parameters: " + (", ".join(f"{k}={_fmt(v)}" for k, v in p["parameters"].items()) or "-")]
         for c in p["preconditions"]:
             mark = {True: "holds", False: "fails", None: "unknown"}[c["holds"]]
             lines.append(f"{c['kind']}: {c['text']} ({mark})")
         lines += [f"unknown {k}: {v}" for k, v in p["unknown"].items()]
-        lines += [f"evidence [{e['kind']} on {e['chip']}, weight {e['weight']:.2f}, "
-                  f"gain {math.exp(e['log_gain']):.2f}x]: {e['citation']}" for e in p["evidence"][:3]]
+        lines += [_evidence_line(e) for e in p["evidence"][:3]]
         if p["family_default"]:
             lines.append("built into the kernel family")
         if not p["family_support"]:
             lines.append("not a family knob: a candidate must implement it")
         for line in lines:
             _console.print(f"      {line}", highlight=False, markup=False)
+
+
+def _gain_label(p: dict[str, Any]) -> str:
+    """``modeled gain 1.41x (prior 1.02x from the chip profile, with the evidence below)``: the expected gain is a
+    model output, never a measurement."""
+    if p["expected_gain"] is None:
+        return "modeled gain unknown (no prior, no evidence)"
+    evidence = "the evidence below" if p["evidence"] else ""
+    if p["prior_gain"] is None:
+        basis = f"no prior; from {evidence}" if evidence else "no prior"
+    else:
+        basis = f"prior {_fmt(p['prior_gain'])}x from the chip profile" + (f", with {evidence}" if evidence else "")
+    return f"modeled gain {_fmt(p['expected_gain'])}x ({basis})"
+
+
+def _evidence_line(e: dict[str, Any]) -> str:
+    """A finding's gain is measured; a public example's per-step gain is a modeled share of the total it quotes."""
+    gain = math.exp(e["log_gain"])
+    head = f"on {e['chip']}, weight {e['weight']:.2f}"
+    if e.get("basis") == "public_example":
+        total = f" of the quoted {e['quoted_total']:g}x total" if e.get("quoted_total") else ""
+        return f"evidence [public example {head}: modeled share {gain:.2f}x{total}]: {e['citation']}"
+    return f"evidence [{e['kind']} {head}: measured {gain:.2f}x]: {e['citation']}"
 
 
 def _knobs(p: dict[str, Any]) -> str:
