@@ -370,34 +370,56 @@ _VALUE_END = re.compile(r"(?<=[^\s\d])[.;]\s+(?=[A-Z])")
 
 
 def list_item_records(text: str, chunk: Chunk, tokens: set[str]) -> tuple[list[Record], str]:
-    """Records of ``key: value`` list items in prose, and the prose without them.
+    """Records of ``key: value`` list items in prose, and the prose with every list item on a line of its own.
 
     A list item is a bullet (``-``, ``*``, ``+``, ``•``) or a number (``1.``, ``2)``) followed by ``key: value``
     (``- Shared memory per block: 96 KB``, ``* **L2 cache:** 32 MB``). The first item of a list starts a line or
     follows the end of a sentence; further items follow on the same line (the chunker joins list items with
-    spaces) or start their own lines. Each item is read like a table cell whose header is the key (so a unit in
-    the key, ``LDS (KiB): 64``, applies to a bare value); its value ends at the next item, the end of the line or
-    the end of its first sentence. Items without a digit in the value stay prose.
+    spaces) or start their own lines. An item's value ends at the next item, the end of the line or the end of its
+    first sentence. A simple value (one number, an optional unit and at most a few words; bracketed references and
+    parentheticals aside) is read like a table cell whose header is the key, so a unit in the key (``LDS (KiB):
+    64``) applies to a bare value; the item leaves the prose. Any other item (``Shared memory per block: 48 KB by
+    default; up to 227 KB with the opt-in``) stays prose, as a paragraph of its own, for the sentence rules.
     """
     records: list[Record] = []
-    keep: list[tuple[int, int]] = []
+    pieces: list[str] = []
     position = 0
     for start, end in _item_spans(text):
-        match = _ITEM.match(text[start:end].strip())
-        if not match or not re.search(r"\d", match.group("value")) or not re.search(r"[A-Za-z]", match.group("key")):
-            continue
-        key = normalize_space(match.group("key"))
-        value = normalize_space(_VALUE_END.split(match.group("value"), maxsplit=1)[0])
-        quote = normalize_space(text[start:end].strip())
-        quote = quote[quote.index(match.group("key").split()[0]):]
-        quote = quote[: quote.index(value) + len(value)] if value in quote else quote
-        record = _cell_record(key, "", value, "", chunk, tokens, locator_of(chunk, f"list item '{key}'"))
-        record.quote = quote
-        records.append(record)
-        keep.append((position, start))
+        pieces.append(text[position:start])
         position = end
-    keep.append((position, len(text)))
-    return records, "\n".join(text[a:b] for a, b in keep)
+        item = text[start:end].strip()
+        record, rest = _item_record(item, chunk, tokens)
+        if record is None:
+            pieces.append(f"\n{item}\n")
+            continue
+        records.append(record)
+        pieces.append(f"\n{rest}\n" if rest else "\n")
+    pieces.append(text[position:])
+    return records, "".join(pieces)
+
+
+_VALUE_NUMBER = re.compile(r"(?<![A-Za-z\d.,])\d[\d,]*(?:\.\d+)?")
+_MAX_VALUE_WORDS = 4
+
+
+def _item_record(item: str, chunk: Chunk, tokens: set[str]) -> tuple[Record | None, str]:
+    """(cell record, the text after the value's first sentence) for a list item with a simple value, else
+    (None, "")."""
+    match = _ITEM.match(item)
+    if not match or not re.search(r"[A-Za-z]", match.group("key")):
+        return None, ""
+    first, *rest = _VALUE_END.split(match.group("value"), maxsplit=1)
+    value = normalize_space(first)
+    bare = re.sub(r"\[[^\]]*\]|\([^()]*\)", " ", value).strip(" .,;")
+    if len(_VALUE_NUMBER.findall(bare)) != 1 or len(bare.split()) > _MAX_VALUE_WORDS:
+        return None, ""
+    key = normalize_space(match.group("key"))
+    quote = normalize_space(item)
+    quote = quote[quote.index(key.split()[0]):]
+    quote = quote[: quote.index(value) + len(value)] if value in quote else quote
+    record = _cell_record(key, "", value, "", chunk, tokens, locator_of(chunk, f"list item '{key}'"))
+    record.quote = quote
+    return record, rest[0].strip() if rest else ""
 
 
 def _item_spans(text: str) -> list[tuple[int, int]]:

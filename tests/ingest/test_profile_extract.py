@@ -381,3 +381,15 @@ def test_a_dash_inside_a_sentence_is_not_a_list_item():
     assert profile.get("mem_bw_gbps") is None
     source = profile.l2_cache_mb.source
     assert source is None or "list item" not in (source.locator or "")
+
+
+def test_list_items_with_several_figures_stay_sentences():
+    """An item whose value holds several figures is read by the sentence rules, as before list items were cells
+    (the shipped H100/H200 notes are written this way)."""
+    text = ("## Shared memory\n\n- Shared memory per thread block: 48 KB by default; up to 227 KB per block with the "
+            "opt-in attribute [CUDA-GUIDE]. - Registers: 64K 32-bit registers per SM (65,536); at most 255 registers "
+            "per thread [CUDA-GUIDE]. - L2 cache: 50 MB [HOPPER-WP].")
+    profile = extract_profile("zx100", [chunk(text)])
+    assert (profile.get("smem_per_block_kb"), profile.get("registers_per_compute_unit"), profile.get("l2_cache_mb")) \
+        == (227, 65536, 50)
+    assert profile.l2_cache_mb.source.quote == "L2 cache: 50 MB [HOPPER-WP]."
