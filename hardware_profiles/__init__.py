@@ -75,9 +75,11 @@ def load_profile(chip: str) -> HardwareProfile:
     path = profile_path(chip)
     if path is None:
         known = ", ".join(known_chips()) or "none"
+        name = chip.strip().lower()
         raise BadInputError(
-            f"unknown chip {chip!r}: no profile in {user_profiles_dir(create=False)} or the packaged profiles "
-            f"(known: {known}); onboard its documents or run `chiplore profile detect --as {chip.lower()}`"
+            f"unknown chip {chip!r}: no hardware profile in {user_profiles_dir(create=False)} or the packaged "
+            f"profiles (known: {known}); onboard documents that state its facts (`chiplore onboard {name} PATH...`) "
+            f"or run `chiplore profile detect --as {name}` on the device"
         )
     return load_profile_file(path)
 

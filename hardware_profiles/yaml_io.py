@@ -79,8 +79,8 @@ def load_profile_file(path: str | Path) -> HardwareProfile:
     """Read and strictly validate one profile YAML file.
 
     Raises:
-        BadInputError: unreadable file, invalid YAML, unknown or duplicate key, negative value, wrong unit,
-            a value without source/kind, a derived value without formula, a conflict without alternatives,
+        BadInputError: unreadable or non-UTF-8 file, invalid YAML, unknown or duplicate key, negative value,
+            wrong unit, a value without source/kind, a derived value without formula, a conflict without alternatives,
             or a ``chip:`` that differs from the file name. The message names the file and the key.
     """
     path = Path(path)
@@ -88,6 +88,9 @@ def load_profile_file(path: str | Path) -> HardwareProfile:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise BadInputError(f"{path}: cannot read profile: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise BadInputError(f"{path}: not a profile YAML file: byte {exc.start} is not UTF-8 text "
+                            "(binary or corrupt; fix or delete the file)") from exc
     try:
         data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - strict SafeLoader subclass
     except yaml.YAMLError as exc:

@@ -1,7 +1,7 @@
 """Rule-based hardware-profile extraction from onboarded chunks; every value cited, nothing invented.
 
-`extract_profile(chip, chunks)` reads every chunk (prose, loader-rendered table rows, raw tables, flattened PDF
-tables; see `ingest.profile_text` and `ingest.profile_tables`), applies the field rules of
+`extract_profile(chip, chunks)` reads every chunk (prose, `key: value` list items, loader-rendered table rows, raw
+tables, flattened PDF tables; see `ingest.profile_text` and `ingest.profile_tables`), applies the field rules of
 `ingest.profile_rules`, and resolves the candidates of each field:
 
 1. values learned to be per sub-unit ("32 (4 per XCD)" -> 4 is per XCD) are dropped;
@@ -45,7 +45,7 @@ from ingest.profile_rules import (
     peak_candidates,
     scalar_candidates,
 )
-from ingest.profile_tables import table_records
+from ingest.profile_tables import list_item_records, table_records
 from ingest.profile_text import CU_NOUNS, Record, chip_tokens, prose_records
 from ingest.types import Chunk
 
@@ -160,7 +160,8 @@ def _records(chunks: list[Chunk], tokens: set[str]) -> list[Record]:
     records: list[Record] = []
     for merged, originals in merge_windows(chunks):
         cells, prose = table_records(merged, tokens)
-        found = cells + (prose_records(prose, merged, tokens) if prose.strip() else [])
+        items, prose = list_item_records(prose, merged, tokens)
+        found = cells + items + (prose_records(prose, merged, tokens) if prose.strip() else [])
         for record in found:
             record.originals = originals
         records.extend(found)

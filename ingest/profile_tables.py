@@ -5,6 +5,8 @@
 - Flat PDF tables: lines that end in two or more values under a header line that names products
   (``"MI300A APU MI300X DISCRETE GPU"``); the chip's column is chosen by its model token, and a label with
   ``|``-separated sub-labels (``"FP16 | FP16 (SPARSITY)"``) splits each column into sub-columns.
+- ``key: value`` list items in prose (``- L2 cache: 32 MB``), read as cells whose header is the key
+  (`list_item_records`).
 """
 
 from __future__ import annotations
@@ -357,6 +359,84 @@ def _html_to_text(text: str) -> str:
     text = re.sub(r"(?i)</tr>|<br\s*/?>", "\n", text)
     text = re.sub(r"(?i)</t[dh]>", " ", text)
     return re.sub(r"<[^>]+>", "", text)
+
+
+_ITEM_MARK = r"(?:[-*+\u2022]|\d{1,2}[.)])\s+"
+_ITEM_KEY = r"[^\s:|*_`][^:|\n]{0,58}?"
+#: A list item that opens with ``key:`` (the key at most 60 characters, no ``|`` so table rows stay tables).
+_ITEM_START = re.compile(rf"(?:^|(?<=\s)){_ITEM_MARK}(?=\**{_ITEM_KEY}\**\s*:\**\s)", re.MULTILINE)
+_ITEM = re.compile(rf"^{_ITEM_MARK}\**(?P<key>{_ITEM_KEY})\**\s*:\**\s+(?P<value>\S.*)$", re.DOTALL)
+_VALUE_END = re.compile(r"(?<=[^\s\d])[.;]\s+(?=[A-Z])")
+
+
+def list_item_records(text: str, chunk: Chunk, tokens: set[str]) -> tuple[list[Record], str]:
+    """Records of ``key: value`` list items in prose, and the prose with every list item on a line of its own.
+
+    A list item is a bullet (``-``, ``*``, ``+``, ``•``) or a number (``1.``, ``2)``) followed by ``key: value``
+    (``- Shared memory per block: 96 KB``, ``* **L2 cache:** 32 MB``). The first item of a list starts a line or
+    follows the end of a sentence; further items follow on the same line (the chunker joins list items with
+    spaces) or start their own lines. An item's value ends at the next item, the end of the line or the end of its
+    first sentence. A simple value (one number, an optional unit and at most a few words; bracketed references and
+    parentheticals aside) is read like a table cell whose header is the key, so a unit in the key (``LDS (KiB):
+    64``) applies to a bare value; the item leaves the prose. Any other item (``Shared memory per block: 48 KB by
+    default; up to 227 KB with the opt-in``) stays prose, as a paragraph of its own, for the sentence rules.
+    """
+    records: list[Record] = []
+    pieces: list[str] = []
+    position = 0
+    for start, end in _item_spans(text):
+        pieces.append(text[position:start])
+        position = end
+        item = text[start:end].strip()
+        record, rest = _item_record(item, chunk, tokens)
+        if record is None:
+            pieces.append(f"\n{item}\n")
+            continue
+        records.append(record)
+        pieces.append(f"\n{rest}\n" if rest else "\n")
+    pieces.append(text[position:])
+    return records, "".join(pieces)
+
+
+_VALUE_NUMBER = re.compile(r"(?<![A-Za-z\d.,])\d[\d,]*(?:\.\d+)?")
+_MAX_VALUE_WORDS = 4
+
+
+def _item_record(item: str, chunk: Chunk, tokens: set[str]) -> tuple[Record | None, str]:
+    """(cell record, the text after the value's first sentence) for a list item with a simple value, else
+    (None, "")."""
+    match = _ITEM.match(item)
+    if not match or not re.search(r"[A-Za-z]", match.group("key")):
+        return None, ""
+    first, *rest = _VALUE_END.split(match.group("value"), maxsplit=1)
+    value = normalize_space(first)
+    bare = re.sub(r"\[[^\]]*\]|\([^()]*\)", " ", value).strip(" .,;")
+    if len(_VALUE_NUMBER.findall(bare)) != 1 or len(bare.split()) > _MAX_VALUE_WORDS:
+        return None, ""
+    key = normalize_space(match.group("key"))
+    quote = normalize_space(item)
+    quote = quote[quote.index(key.split()[0]):]
+    quote = quote[: quote.index(value) + len(value)] if value in quote else quote
+    record = _cell_record(key, "", value, "", chunk, tokens, locator_of(chunk, f"list item '{key}'"))
+    record.quote = quote
+    return record, rest[0].strip() if rest else ""
+
+
+def _item_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each ``key:`` list item: from its marker to the next item on its line or the line end."""
+    spans: list[tuple[int, int]] = []
+    starts = [m.start() for m in _ITEM_START.finditer(text)]
+    for i, start in enumerate(starts):
+        line_start = text.rfind("\n", 0, start) + 1
+        before = text[line_start:start].rstrip()
+        chained = bool(spans) and spans[-1][1] == start
+        if before and not chained and not re.search(r"[.!?:;]$", before):
+            continue
+        line_end = text.find("\n", start)
+        line_end = len(text) if line_end < 0 else line_end
+        nxt = starts[i + 1] if i + 1 < len(starts) and starts[i + 1] < line_end else line_end
+        spans.append((start, nxt))
+    return spans
 
 
 def table_records(chunk: Chunk, tokens: set[str]) -> tuple[list[Record], str]:

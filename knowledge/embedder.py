@@ -10,6 +10,7 @@ function (which downloads an ONNX model at run time) is never used; the store al
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -110,11 +111,15 @@ def _load_model(spec: str):
     """Load `spec` with sentence-transformers, offline; fp16 weights are upcast to fp32 on the CPU."""
     import torch
 
-    with _offline_hub():
+    is_path = Path(spec).expanduser().exists()
+    if not is_path and _looks_like_path(spec):
+        origin = f" ({ENV_MODEL})" if os.environ.get(ENV_MODEL) == spec else ""
+        raise StoreError(f"embedding model {spec!r}{origin}: no such folder; point it at a folder saved by "
+                         f"sentence-transformers, or unset {ENV_MODEL} to use the packaged {DEFAULT_MODEL_LABEL}")
+    with _offline_hub(), _quiet_logger("sentence_transformers"):
         _quiet_transformers()
         from sentence_transformers import SentenceTransformer
 
-        is_path = Path(spec).expanduser().exists()
         # On a CPU, load in float32 whatever dtype the files hold (an fp16 export is upcast, not run in fp16).
         cpu_kwargs = {} if torch.cuda.is_available() else {"model_kwargs": {"dtype": torch.float32}}
         try:
@@ -123,10 +128,28 @@ def _load_model(spec: str):
             )
         except Exception as exc:  # any load failure is reported as one line
             where = "folder" if is_path else "model name (not in the local Hugging Face cache; nothing is downloaded)"
-            raise StoreError(f"embedding model {spec!r}: cannot load {where}: {type(exc).__name__}: {exc}") from exc
+            detail = " ".join(str(exc).split())[:300]
+            raise StoreError(f"embedding model {spec!r}: cannot load {where}: {type(exc).__name__}: {detail}") from exc
     if model.device.type == "cpu":
         model = model.to(torch.float32)
     return model
+
+
+def _looks_like_path(spec: str) -> bool:
+    """A spec written as a path (``/x``, ``./x``, ``~/x``, ``a/b/c``) rather than a Hub name (``org/name``)."""
+    return spec.startswith(("/", ".", "~")) or spec.count("/") > 1 or (os.sep != "/" and os.sep in spec)
+
+
+@contextlib.contextmanager
+def _quiet_logger(name: str) -> Iterator[None]:
+    """Raise logger `name` to ERROR for the duration (a failed load is reported as one StoreError line)."""
+    logger = logging.getLogger(name)
+    saved = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(saved)
 
 
 def _quiet_transformers() -> None:

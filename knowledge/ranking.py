@@ -48,6 +48,11 @@ class WeightedEvidence:
     weight: float
     citation: str
     parameters: dict[str, Any] = field(default_factory=dict)
+    #: ``measured`` (a finding: a verified run's own timing) or ``public_example`` (a share of a published total,
+    #: apportioned over the example's steps by the catalog: a modeled split of a quoted figure).
+    basis: str = "measured"
+    #: For a public example: the total speedup the source quotes (e.g. 10.0); None for findings.
+    quoted_total: float | None = None
 
     def cite(self) -> str:
         return self.citation
@@ -72,7 +77,8 @@ class RankedPattern:
         knobs: kernel-family knob values it sets (`FamilyConfig` fields; None = unknown): from the parameter rules,
             or, where a supporting measurement on this same chip recorded the knob, from the best such measurement
             (same case first, then higher gain); `knob_sources` says which ("rule" or "evidence: <citation>").
-        expected_gain: expected speedup over the reference kernel (None when neither a prior nor evidence).
+        expected_gain: modeled expected speedup over the reference kernel: the prior and the evidence combined
+            (None when neither a prior nor evidence). Never itself a measurement.
         prior_gain: the modeled prior alone (None when the profile lacks what it needs).
         evidence: weighted evidence with citations. sources: citations of the catalog sources.
         score: ln(expected_gain), scaled off-diagnosis; the sort key among applicable patterns.
@@ -228,8 +234,11 @@ def _weigh(catalog: Catalog, e: Evidence, chip: str, features: dict, case: Case)
     else:
         affinity = s.case_affinity["other_class"]
     weight = sim * affinity * s.kind_weight.get(e.kind, 1.0)
+    example = next((x for x in catalog.examples if x.id == e.source_id), None) if e.kind == "example" else None
     return WeightedEvidence(e.kind, e.source_id, e.chip, e.case_id, e.case_class, e.supports, e.log_gain, sim,
-                            affinity, weight, e.citation, dict(e.data.get("parameters") or {}))
+                            affinity, weight, e.citation, dict(e.data.get("parameters") or {}),
+                            basis="public_example" if e.kind == "example" else "measured",
+                            quoted_total=example.total_speedup if example is not None else None)
 
 
 _FEATURE_CACHE: dict[str, dict] = {}

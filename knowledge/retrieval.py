@@ -29,6 +29,8 @@ from knowledge.errors import BadInputError
 from knowledge.store import COLLECTIONS, KnowledgeStore, index_text
 
 RRF_K = 60
+#: Most passages one search returns (each ranked list then holds up to 10 x MAX_K candidates).
+MAX_K = 100
 MAX_ROWS_PER_TABLE = 2
 TOKENIZER_VERSION = "1"
 _TOKEN = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?")
@@ -205,7 +207,7 @@ def search(query: str, chip: str | None = None, k: int = 5, collections: tuple[s
     Args:
         query: the question or keywords.
         chip: restrict to one chip (case-insensitive); None searches every chip.
-        k: number of hits (>= 1).
+        k: number of hits (1 to `MAX_K`).
         collections: any of ``chunks`` and ``findings``.
         store: an open store (default: `default_store()`).
         candidates: records taken from each ranked list before fusion (default max(10k, 100)).
@@ -214,14 +216,15 @@ def search(query: str, chip: str | None = None, k: int = 5, collections: tuple[s
         Up to `k` hits sorted by fused score (ties broken by dense rank).
 
     Raises:
-        BadInputError: empty query, k < 1, unknown collection, or a chip with no records (the message lists the known
-            chips).
-        StoreError: the store cannot be read.
+        BadInputError: empty query, k outside 1..`MAX_K`, unknown collection, or a chip with no records (the
+            message lists the chips that have records, and says so when the chip has a profile but no documents).
+        StoreError: the store cannot be read, or the embedding model cannot be loaded (checked even when the store
+            is empty).
     """
     if not query or not query.strip():
         raise BadInputError("ask: the question is empty")
-    if k < 1:
-        raise BadInputError(f"ask: -k must be at least 1 (got {k})")
+    if not 1 <= k <= MAX_K:
+        raise BadInputError(f"ask: -k {k}: must be between 1 and {MAX_K} passages")
     unknown = [c for c in collections if c not in COLLECTIONS]
     if unknown:
         raise BadInputError(f"unknown collection {unknown[0]!r}; collections: {', '.join(COLLECTIONS)}")
@@ -231,8 +234,8 @@ def search(query: str, chip: str | None = None, k: int = 5, collections: tuple[s
         chip = chip.strip().lower()
         chips = sorted({c for ix in indexes.values() for c in ix.chips.tolist() if c})
         if chip not in chips:
-            listing = ", ".join(chips) if chips else "none yet (run `chiplore onboard CHIP PATH...`)"
-            raise BadInputError(f"unknown chip {chip!r}; known chips: {listing}")
+            raise BadInputError(_chip_without_records(chip, chips))
+    _ = store.embedder  # load the configured model even when nothing is stored: a broken one is an error, not "no hits"
     n = candidates or max(10 * k, 100)
     fused: dict[tuple[str, str], dict[str, Any]] = {}
     tokens = tokenize(query)
@@ -251,6 +254,24 @@ def search(query: str, chip: str | None = None, k: int = 5, collections: tuple[s
                 entry[label] = rank
     ranked = sorted(fused.items(), key=lambda kv: (-kv[1]["score"], kv[1].get("dense", 10**9)))
     return [_hit(name, rid, entry) for (name, rid), entry in ranked[:k]]
+
+
+def _chip_without_records(chip: str, chips: list[str]) -> str:
+    """Why `chip` cannot be searched: it has a hardware profile but no documents yet (say how to onboard them), or it
+    is unknown everywhere; both name the chips that do have records."""
+    from hardware_profiles import PACKAGED_DIR, profile_path
+
+    try:
+        path = profile_path(chip)
+    except BadInputError:
+        path = None
+    if path is None:
+        listing = ", ".join(chips) if chips else "none yet (run `chiplore onboard CHIP PATH...`)"
+        return f"unknown chip {chip!r}; known chips: {listing}"
+    kind = "a packaged profile" if path.parent == PACKAGED_DIR else f"a profile, {path}"
+    listing = f"chips in the knowledge store: {', '.join(chips)}" if chips else "the knowledge store is empty"
+    return (f"no documents onboarded for chip {chip!r} (it has {kind}); onboard its documents with "
+            f"`chiplore onboard {chip} PATH...` ({listing})")
 
 
 def _diverse(ranked: list[tuple[str, str, dict]]) -> list[tuple[str, str, dict]]:

@@ -97,8 +97,8 @@ class KnowledgeStore:
         store under `home` (default ``$CHIPLORE_HOME``) ``/store``.
 
         Raises:
-            StoreError: the server is unreachable, the store cannot be opened, or it was written by a newer
-                chiplore (schema version above `SCHEMA_VERSION`).
+            StoreError: the server is unreachable, the store cannot be opened, its files are damaged
+                (`check_store_files`), or it was written by a newer chiplore (schema version above `SCHEMA_VERSION`).
         """
         url = url if url is not None else settings.chroma_url()
         client, location = _http_client(url) if url else _persistent_client(home)
@@ -208,7 +208,12 @@ class KnowledgeStore:
 
     def query(self, embedding: Sequence[float], collection: str = "chunks", k: int = 10,
               chip: str | None = None) -> list[tuple[StoredRecord, float]]:
-        """Nearest records to `embedding` ([dim] floats) by cosine distance (0 = identical), best first."""
+        """Nearest records to `embedding` ([dim] floats) by cosine distance (0 = identical), best first.
+
+        Raises:
+            StoreError: the query failed, or the vector index returned fewer records than the store holds (a
+                damaged index would otherwise silently drop dense retrieval).
+        """
         col = self.collection(collection)
         n = min(k, self.count(collection, chip))
         if n <= 0:
@@ -218,6 +223,10 @@ class KnowledgeStore:
                             include=["documents", "metadatas", "distances"])
         except Exception as exc:
             raise StoreError(f"{self.location}: query on {collection} failed: {_one_line(exc)}") from exc
+        if len(res["ids"][0]) < n and len(res["ids"][0]) < min(k, self.count(collection, chip)):
+            raise StoreError(
+                f"{self.location}: the vector index of {collection!r} returned {len(res['ids'][0])} of {n} nearest "
+                f"records although {self.count(collection, chip)} are stored (damaged index files); {_FRESH_HOME}")
         return [(StoredRecord(i, d or "", dict(m or {})), float(dist)) for i, d, m, dist in
                 zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0])]
 
@@ -359,9 +368,58 @@ def _chroma_settings() -> Any:
     return Settings(anonymized_telemetry=False, allow_reset=False)
 
 
+SQLITE_FILE = "chroma.sqlite3"
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+#: Vector-index files of a chromadb segment folder that are never empty once written (``link_lists.bin`` may be).
+_INDEX_FILES = ("header.bin", "data_level0.bin", "length.bin", "index_metadata.pickle")
+_FRESH_HOME = ("chiplore will not write over it; keep it for inspection, point CHIPLORE_HOME at a fresh folder "
+               "and onboard the documents again")
+
+
+def check_store_files(path: Path) -> None:
+    """Refuse an embedded store whose files exist but are damaged, before chromadb opens (and rebuilds over) it.
+
+    Checks: ``chroma.sqlite3`` starts with the SQLite header (an empty or overwritten file would be silently
+    replaced by a new, empty database); segment folders (vector indexes) are not left without that database; and
+    the vector-index files of each segment folder that exist are not empty.
+
+    Raises:
+        StoreError: one line naming the damaged file and what to do.
+    """
+    location = f"knowledge store {path}"
+    db = path / SQLITE_FILE
+    segments = sorted(p for p in path.iterdir() if p.is_dir() and _is_uuid(p.name)) if path.is_dir() else []
+    if db.exists():
+        try:
+            with open(db, "rb") as fh:
+                head = fh.read(len(_SQLITE_MAGIC))
+        except OSError as exc:
+            raise StoreError(f"{location}: cannot read {db} ({exc.strerror or exc})") from exc
+        if head != _SQLITE_MAGIC:
+            what = "is empty" if not head else "is not a SQLite database"
+            raise StoreError(f"{location}: {db} {what} (damaged store); {_FRESH_HOME}")
+    elif segments:
+        raise StoreError(f"{location}: {db} is missing but vector indexes remain in {segments[0]} "
+                         f"(damaged store); {_FRESH_HOME}")
+    for folder in segments:
+        for name in _INDEX_FILES:
+            file = folder / name
+            if file.is_file() and file.stat().st_size == 0:
+                raise StoreError(f"{location}: vector index file {file} is empty (damaged store); {_FRESH_HOME}")
+
+
+def _is_uuid(name: str) -> bool:
+    try:
+        uuid.UUID(name)
+    except ValueError:
+        return False
+    return True
+
+
 def _persistent_client(home: Path | None) -> tuple[Any, str]:
     path = (Path(home) if home is not None else settings.chiplore_home()) / "store"
     location = f"knowledge store {path}"
+    check_store_files(path)
     try:
         import chromadb
 

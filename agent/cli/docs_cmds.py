@@ -16,6 +16,8 @@ from rich.table import Table
 from agent.cli.app import app
 
 JSON_SCHEMA = 1
+#: `chiplore onboard` exit code when some files failed and the others were stored (docs/cli-json.md).
+ONBOARD_PARTIAL_EXIT = 2
 _out = Console(highlight=False, soft_wrap=True)
 _err = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -30,7 +32,12 @@ def onboard_cmd(
     paths: list[Path] = typer.Argument(..., help="Documents and/or folders (PDF, Markdown, reST, HTML, text)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (docs/cli-json.md)."),
 ) -> None:
-    """Parse, chunk, embed and store a chip's documents with provenance; re-running is idempotent."""
+    """Parse, chunk, embed and store a chip's documents with provenance; re-running is idempotent.
+
+    Exit code 0: every document is stored (unsupported file types are listed as skipped); 2: some files failed
+    (each named on one error line) and the others were stored; 1: nothing could be stored, or bad input (a path that
+    does not exist, a bad chip name, an unreadable store).
+    """
     from ingest.onboard import onboard
 
     report = onboard(chip, paths, progress=not as_json)
@@ -56,13 +63,15 @@ def onboard_cmd(
                 _out.print(f"hardware profile: {escape(profile.summary)}{where}")
     if not report.ok:
         raise typer.Exit(1)
+    if report.failed:
+        raise typer.Exit(ONBOARD_PARTIAL_EXIT)
 
 
 @app.command("ask")
 def ask_cmd(
     question: str = typer.Argument(..., help="The question, in quotes."),
     chip: str = typer.Option(None, "--chip", "-c", help="Only this chip's documents and findings."),
-    k: int = typer.Option(5, "-k", "--top-k", help="Number of passages."),
+    k: int = typer.Option(5, "-k", "--top-k", help="Number of passages (1 to 100)."),
     as_json: bool = typer.Option(False, "--json", help="Print hits as JSON (docs/cli-json.md)."),
 ) -> None:
     """Hybrid (dense + BM25) search over documents and findings; prints passages with citations."""

@@ -6,6 +6,9 @@ JSON schemas (``--json``; keys are stable):
   "sources", "evidence": n}]}``.
 - ``patterns --chip C --case K``: ``{"chip", "task", "case", "bottlenecks": [{"id", "holds", "signal", "reason"}],
   "patterns": [RankedPattern.to_json()]}``; without ``--case`` the same per bench case under ``"cases"``.
+  ``expected_gain`` and ``prior_gain`` are modeled, not measured. Each ``evidence`` item has ``basis``
+  (``measured`` for a finding, ``public_example`` for a modeled share of a published total) and ``quoted_total``
+  (the total the public source quotes, null for findings); both keys were added without removing any.
 - ``findings``: ``{"findings": [Finding fields + "status"]}``.
 """
 
@@ -26,10 +29,36 @@ _console = Console()
 
 
 def _profile(chip: str) -> Any:
-    """The chip's profile (`hardware_profiles.load_profile`); unknown chips raise BadInputError naming the known."""
-    from hardware_profiles import load_profile
+    """The chip's profile (`hardware_profiles.load_profile`).
 
+    Raises:
+        BadInputError: no profile (naming the profiles; for a chip whose documents are onboarded but yielded no
+            profile facts, saying so and how to add a profile), or a broken profile file.
+    """
+    from hardware_profiles import load_profile, profile_path
+
+    if profile_path(chip) is None:
+        documents = _documents_of(chip)
+        if documents:
+            name = chip.strip().lower()
+            raise BadInputError(
+                f"no hardware profile for chip {name!r}: its {documents} onboarded document(s) gave no profile facts; "
+                f"ranking needs one: run `chiplore profile detect --as {name}` on the device, or write "
+                f"$CHIPLORE_HOME/profiles/{name}.yaml (format: `chiplore profile show h200 --json`)")
     return load_profile(chip)
+
+
+def _documents_of(chip: str) -> int:
+    """Documents onboarded for `chip` (0 when the store cannot be opened: the profile error is then the one shown)."""
+    from knowledge.errors import StoreError
+
+    try:
+        from knowledge.retrieval import default_store
+
+        summary = {c.chip: c.documents for c in default_store().chips()}
+    except (StoreError, ImportError):
+        return 0
+    return summary.get(chip.strip().lower(), 0)
 
 
 def _task(name: str) -> Any:
@@ -64,7 +93,7 @@ def _fmt(value: Any) -> str:
 def patterns_cmd(
     chip: str = typer.Option(None, "--chip", help="rank for this chip (a known profile)"),
     task: str = typer.Option("extend_attention", "--task", help="kernel task"),
-    case: str = typer.Option(None, "--case", help="one case id of the task (default: every bench case)"),
+    case: str = typer.Option(None, "--case", help="one case id of the task, with --chip (default: every bench case)"),
     as_json: bool = typer.Option(False, "--json", help="print JSON (schema in the module docstring)"),
 ) -> None:
     """Optimization patterns: the catalog, or ranked for a chip with parameters computed from its profile."""
@@ -75,6 +104,10 @@ def patterns_cmd(
     if chip is None:
         if case is not None:
             _cases(spec, case)
+            from hardware_profiles import known_chips
+
+            raise BadInputError(f"--case {case}: ranking for a case needs --chip (one of {', '.join(known_chips())}); "
+                                "without --chip the catalog is listed for the whole task")
         _print_catalog(catalog, spec.name, _graph(), as_json)
         return
     profile = _profile(chip)
@@ -87,7 +120,7 @@ def patterns_cmd(
         return
     if case is None:
         _console.print(f"[bold]{spec.name} on {profile.chip}[/bold]: top patterns per bench case "
-                       "(expected gain, knobs); details with --case")
+                       "(modeled gain, knobs); details with --case")
     for result in results:
         _print_ranked(result, detailed=case is not None)
 
@@ -139,29 +172,51 @@ def _print_ranked(result: dict[str, Any], detailed: bool) -> None:
     signals = ", ".join(f"{b['id']} {_fmt(b['holds'])}" for b in result["bottlenecks"])
     if not detailed:
         top = [p for p in result["patterns"] if p["applicable"]][:3]
-        cells = [f"{p['pattern_id']} {_fmt(p['expected_gain'])}x {_knobs(p)}".strip() for p in top]
+        cells = [f"{p['pattern_id']} modeled {_fmt(p['expected_gain'])}x {_knobs(p)}".strip() for p in top]
         _console.print(f"[bold]{result['case']}[/bold]: " + " | ".join(cells))
         return
     _console.print(f"[bold]{title}[/bold]\nbottleneck signals: {signals}\n")
     for i, p in enumerate(result["patterns"], start=1):
-        gain = f"expected {_fmt(p['expected_gain'])}x (prior {_fmt(p['prior_gain'])}x)"
+        gain = _gain_label(p)
         rank = f"{i:2d}." if p["applicable"] else " - "
         _console.print(f"{rank} [bold]{p['pattern_id']}[/bold]: {p['name']}; {gain}")
         measured = sorted({v.removeprefix("evidence: ") for v in p["knob_sources"].values() if v != "rule"})
-        lines = [f"knobs: {_knobs(p) or '-'}" + (f" (* measured: {'; '.join(measured)})" if measured else ""),
+        lines = [f"knobs: {_knobs(p) or '-'}" + (f" (* from the evidence: {'; '.join(measured)})" if measured else ""),
                  "parameters: " + (", ".join(f"{k}={_fmt(v)}" for k, v in p["parameters"].items()) or "-")]
         for c in p["preconditions"]:
             mark = {True: "holds", False: "fails", None: "unknown"}[c["holds"]]
             lines.append(f"{c['kind']}: {c['text']} ({mark})")
         lines += [f"unknown {k}: {v}" for k, v in p["unknown"].items()]
-        lines += [f"evidence [{e['kind']} on {e['chip']}, weight {e['weight']:.2f}, "
-                  f"gain {math.exp(e['log_gain']):.2f}x]: {e['citation']}" for e in p["evidence"][:3]]
+        lines += [_evidence_line(e) for e in p["evidence"][:3]]
         if p["family_default"]:
             lines.append("built into the kernel family")
         if not p["family_support"]:
             lines.append("not a family knob: a candidate must implement it")
         for line in lines:
             _console.print(f"      {line}", highlight=False, markup=False)
+
+
+def _gain_label(p: dict[str, Any]) -> str:
+    """``modeled gain 1.41x (prior 1.02x from the chip profile, with the evidence below)``: the expected gain is a
+    model output, never a measurement."""
+    if p["expected_gain"] is None:
+        return "modeled gain unknown (no prior, no evidence)"
+    evidence = "the evidence below" if p["evidence"] else ""
+    if p["prior_gain"] is None:
+        basis = f"no prior; from {evidence}" if evidence else "no prior"
+    else:
+        basis = f"prior {_fmt(p['prior_gain'])}x from the chip profile" + (f", with {evidence}" if evidence else "")
+    return f"modeled gain {_fmt(p['expected_gain'])}x ({basis})"
+
+
+def _evidence_line(e: dict[str, Any]) -> str:
+    """A finding's gain is measured; a public example's per-step gain is a modeled share of the total it quotes."""
+    gain = math.exp(e["log_gain"])
+    head = f"on {e['chip']}, weight {e['weight']:.2f}"
+    if e.get("basis") == "public_example":
+        total = f" of the quoted {e['quoted_total']:g}x total" if e.get("quoted_total") else ""
+        return f"evidence [public example {head}: modeled share {gain:.2f}x{total}]: {e['citation']}"
+    return f"evidence [{e['kind']} {head}: measured {gain:.2f}x]: {e['citation']}"
 
 
 def _knobs(p: dict[str, Any]) -> str:
@@ -204,11 +259,15 @@ def findings_cmd(
 
 
 def _check_chip_known(chip: str) -> None:
-    """Raise BadInputError naming the known chips when `chip` has neither a profile nor findings."""
+    """Raise BadInputError when `chip` has no profile, no onboarded documents and no findings (the message names the
+    chips that have each); a chip known in any of these ways simply has no findings yet."""
     from hardware_profiles import known_chips
     from knowledge.findings import query_findings
 
     with_findings = sorted({f.chip for f in query_findings()})
-    known = sorted(set(known_chips()) | set(with_findings))
-    if chip.lower() not in {k.lower() for k in known}:
-        raise BadInputError(f"unknown chip {chip!r}; known: {', '.join(known) or 'none'}")
+    name = chip.strip().lower()
+    if name in set(known_chips()) | set(with_findings) or _documents_of(name):
+        return
+    raise BadInputError(f"unknown chip {chip!r}: no profile, documents or findings for it; profiles: "
+                        f"{', '.join(known_chips()) or 'none'}; "
+                        f"chips with findings: {', '.join(with_findings) or 'none'}")

@@ -1,15 +1,22 @@
 """``chiplore verify TASK FILE [--chip C] [--json]``: run the anti-cheat verifier on one candidate file.
 
-Exit codes: 0 the candidate passed, 2 it was rejected (the verdict says at which stage and why), 1 bad input.
+A candidate file is a standalone Python file that defines the task's entry point at module level with exactly
+the baseline's signature; for extend_attention: ``extend_attention_fwd`` as in kernels/extend_attention/baseline.py
+(start from a copy of that file).
+
+Exit codes: 0 the candidate passed, 2 it was rejected (the verdict says at which stage and why), 1 bad input
+(a missing file or a directory, an unknown task, chip or case, an option out of range).
 Without a GPU the candidate is checked for correctness under the Triton interpreter at small shapes and the
 output says that nothing was timed.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
@@ -24,6 +31,65 @@ def _profile(chip: str | None):
     from hardware_profiles import load_profile
 
     return load_profile(chip)
+
+
+_OPTION_NAMES = {"reps": "--reps", "timeout_s": "--timeout", "device": "--device", "case_ids": "--cases"}
+
+
+def _check_file(file: Path) -> None:
+    """Raise BadInputError unless `file` is an existing regular file."""
+    if file.is_dir():
+        raise BadInputError(f"candidate file {file}: is a directory; give the kernel file (a .py file defining "
+                            "the task's entry point)")
+    if not file.is_file():
+        raise BadInputError(f"candidate file {file}: no such file")
+
+
+def _options(device: str, reps: int, timeout: float, case_ids: tuple[str, ...]) -> VerifyOptions:
+    """`VerifyOptions` from the command-line values; a value the verifier refuses is one line naming the option.
+
+    Raises:
+        BadInputError: e.g. ``--reps 0: must be >= 3`` or ``--timeout -5: must be > 0 seconds``.
+    """
+    if not math.isfinite(timeout):
+        raise BadInputError(f"--timeout {timeout:g}: must be a finite number of seconds")
+    try:
+        return VerifyOptions(device=device, reps=reps, timeout_s=timeout,  # type: ignore[arg-type]
+                             case_ids=case_ids)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = str(err["loc"][0]) if err.get("loc") else ""
+        option = _OPTION_NAMES.get(field, field)
+        value = {"reps": f"{reps}", "timeout_s": f"{timeout:g}"}.get(field, err.get("input"))
+        ctx = err.get("ctx") or {}
+        bounds = [f"{sym} {ctx[key]:g}" for key, sym in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
+                  if key in ctx]
+        problem = f"must be {' and '.join(bounds)}" if bounds else str(err.get("msg", "invalid value")).lower()
+        unit = " seconds" if field == "timeout_s" and bounds else ""
+        raise BadInputError(f"{option} {value}: {problem}{unit}") from None
+
+
+def _check_cases(verifier: Verifier, case_ids: tuple[str, ...]) -> None:
+    """Raise BadInputError when a `--cases` id is not a case this verification would check.
+
+    On a GPU the verifier checks the task's bench cases, on the CPU its (small) test cases; an id of the other kind
+    or of no case at all would otherwise be silently dropped.
+    """
+    if not case_ids:
+        return
+    task = verifier.task
+    gpu = verifier.device() == "cuda"
+    checked = [c.id for c in (task.bench_cases if gpu else task.test_cases)]
+    other = {c.id for c in (task.test_cases if gpu else task.bench_cases)}
+    unknown = [c for c in case_ids if c not in checked and c not in other]
+    elsewhere = [c for c in case_ids if c in other]
+    here = (f"on a GPU the verifier checks the bench cases: {', '.join(checked)}" if gpu else
+            f"on the CPU the verifier checks the test cases: {', '.join(checked)} (bench cases need a GPU)")
+    if unknown:
+        raise BadInputError(f"--cases {','.join(unknown)}: unknown case for task {task.name!r}; {here}")
+    if elsewhere:
+        what = "test case, checked only on the CPU (--device cpu)" if gpu else "bench case, checked only on a GPU"
+        raise BadInputError(f"--cases {','.join(elsewhere)}: {what}; {here}")
 
 
 def _print_verdict(verdict: Verdict, console: Console) -> None:
@@ -54,26 +120,31 @@ def _print_verdict(verdict: Verdict, console: Console) -> None:
 @app.command("verify")
 def verify_command(
     task: str = typer.Argument(..., help="task name, e.g. extend_attention"),
-    file: Path = typer.Argument(..., help="candidate kernel file defining the task's entry point"),
+    file: Path = typer.Argument(..., help="candidate kernel file: defines the task's entry point at module level "
+                                "with the baseline's signature (extend_attention: extend_attention_fwd; start from "
+                                "a copy of kernels/extend_attention/baseline.py)"),
     chip: str | None = typer.Option(None, "--chip", help="chip profile for the roofline gate, e.g. h200"),
     as_json: bool = typer.Option(False, "--json", help="print the verdict as JSON"),
     device: str = typer.Option("auto", "--device", help="auto | cpu | cuda"),
-    cases: str = typer.Option("", "--cases", help="comma-separated bench/test case ids (default: all)"),
+    cases: str = typer.Option("", "--cases", help="comma-separated case ids: test cases on the CPU, bench cases "
+                              "on a GPU (default: all)"),
     with_baseline: bool = typer.Option(False, "--with-baseline",
                                        help="GPU: time the task's baseline first and report speedups"),
-    reps: int = typer.Option(20, "--reps", help="timed calls per bench case (GPU)"),
+    reps: int = typer.Option(20, "--reps", help="timed calls per bench case (GPU; at least 3)"),
     timeout: float = typer.Option(600.0, "--timeout", help="seconds before the candidate's process is killed"),
 ) -> None:
-    """Verify a candidate kernel: static rules, sandboxed correctness on hidden inputs, timing, roofline gate."""
-    if not file.is_file():
-        raise BadInputError(f"candidate file {file}: no such file")
+    """Verify a candidate kernel: static rules, sandboxed correctness on hidden inputs, timing, roofline gate.
+
+    Exit code 0 = pass, 2 = rejected (stage and reasons printed), 1 = bad input.
+    """
+    _check_file(file)
     if device not in ("auto", "cpu", "cuda"):
         raise BadInputError(f"--device {device!r}: expected auto, cpu or cuda")
-    options = VerifyOptions(device=device, reps=reps, timeout_s=timeout,  # type: ignore[arg-type]
-                            case_ids=tuple(c.strip() for c in cases.split(",") if c.strip()))
+    options = _options(device, reps, timeout, tuple(c.strip() for c in cases.split(",") if c.strip()))
     profile = _profile(chip)
     console = Console(stderr=as_json)
     with Verifier(task, profile, options) as verifier:
+        _check_cases(verifier, options.case_ids)
         if with_baseline and verifier.device() == "cuda":
             module = verifier.task.baseline_module.replace(".", "/") + ".py"
             with console.status(f"verifying and timing the baseline {module} ..."):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,13 +24,28 @@ class LoadedDocument:
     notes: list[str] = field(default_factory=list)
 
 
+#: Largest text document (Markdown, reST, HTML, plain text) onboarded, in MB (10**6 bytes); split larger files.
+MAX_TEXT_FILE_MB = 20
+#: Longest line in a Markdown, reST or plain-text document (HTML is often minified onto one line).
+MAX_LINE_CHARS = 100_000
+#: At least this fraction of a document's non-space characters must be letters of words (2-64 letters).
+MIN_WORD_FRACTION = 0.03
+#: A document that zlib compresses more than this many times is one phrase repeated, not a document.
+MAX_COMPRESSION_RATIO = 40.0
+_WORD_RUN = re.compile(r"[^\W\d_]+")
+
+
 def read_text_file(path: Path, kind: str) -> str:
-    """Read a UTF-8 (or UTF-16 with BOM, or Latin-1) text file of format `kind`.
+    """Read a UTF-8 (or UTF-16 with BOM, or Latin-1) text file of format `kind` and check that it is a document.
 
     Raises:
-        BadInputError: the file is empty, or holds binary data (NUL bytes or control characters), e.g. a PDF or
-            image renamed to ``.md``.
+        BadInputError: the file is empty, larger than `MAX_TEXT_FILE_MB`, holds binary data (NUL bytes or control
+            characters, e.g. a PDF or image renamed to ``.md``), or is not text-like (`check_text_like`).
     """
+    size = path.stat().st_size
+    if size > MAX_TEXT_FILE_MB * 10**6:
+        raise BadInputError(f"{path}: {size / 10**6:.1f} MB is above the {MAX_TEXT_FILE_MB} MB limit for "
+                            f"{'plain' if kind == 'plain' else kind} text documents; split it into smaller files")
     data = path.read_bytes()
     if not data.strip():
         raise BadInputError(f"{path}: file is empty")
@@ -48,7 +64,38 @@ def read_text_file(path: Path, kind: str) -> str:
         raise BadInputError(f"{path}: binary content, not a {kind} text file")
     if not text.strip():
         raise BadInputError(f"{path}: file is empty")
+    check_text_like(text, path, kind)
     return text
+
+
+def check_text_like(text: str, path: Path, kind: str) -> None:
+    """Refuse text that is not a document before anything is chunked, embedded or stored.
+
+    Three generic measures (thresholds are the module constants; real documentation, tables and HTML markup
+    included, has 35-95% word characters, lines under ~10,000 characters and compresses 2-10x with zlib):
+    words (letter runs of 2-64 letters) must make at least `MIN_WORD_FRACTION` of the non-space characters; no
+    line longer than `MAX_LINE_CHARS` (not checked for HTML); zlib compression ratio at most
+    `MAX_COMPRESSION_RATIO`.
+
+    Raises:
+        BadInputError: one line naming the file and the measure that failed.
+    """
+    not_doc = f"{path}: does not look like a {'plain-text' if kind == 'plain' else kind} document"
+    nonspace = len(text) - sum(text.count(c) for c in " \t\n\r\f\v\u00a0")
+    words = sum(len(run) for run in _WORD_RUN.findall(text) if 2 <= len(run) <= 64)
+    if words < MIN_WORD_FRACTION * nonspace:
+        raise BadInputError(f"{not_doc}: only {100 * words / max(nonspace, 1):.0f}% of its characters form words "
+                            f"(at least {100 * MIN_WORD_FRACTION:.0f}% expected)")
+    if kind != "HTML":
+        longest, number = max((len(line), i) for i, line in enumerate(text.splitlines(), start=1))
+        if longest > MAX_LINE_CHARS:
+            raise BadInputError(f"{not_doc}: line {number} is {longest:,} characters long "
+                                f"(limit {MAX_LINE_CHARS:,})")
+    raw = text.encode("utf-8", "replace")
+    ratio = len(raw) / len(zlib.compress(raw, 1))
+    if ratio > MAX_COMPRESSION_RATIO:
+        raise BadInputError(f"{not_doc}: its text repeats itself (compresses {ratio:.0f}x with zlib; "
+                            f"documents compress less than {MAX_COMPRESSION_RATIO:.0f}x)")
 
 
 def clean(text: str) -> str:

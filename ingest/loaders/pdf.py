@@ -17,8 +17,12 @@ Heuristics (layout-generic, no vendor rules):
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
+import warnings
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,19 +45,36 @@ def detach_endnote_markers(text: str) -> str:
     return _SPACED.sub(lambda m: f" [{m.group(1)}]", text)
 
 
+@contextlib.contextmanager
+def _quiet_pypdf() -> Iterator[None]:
+    """Silence pypdf's logger (and its warnings) while a PDF is read: on a damaged file it logs lines such as
+    ``EOF marker not found`` on stderr, while the one line the user needs is the `BadInputError` raised here."""
+    logger = logging.getLogger("pypdf")
+    saved = logger.level
+    logger.setLevel(logging.CRITICAL + 1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logger.setLevel(saved)
+
+
 def load_pdf(path: Path, source: str) -> LoadedDocument:
-    """Load a PDF into page-tagged sections.
+    """Load a PDF into page-tagged sections (pypdf's own log lines are silenced while it reads).
 
     Raises:
         BadInputError: the file is empty, not a PDF, corrupt, encrypted (needs a password), or has no text layer.
     """
-    reader = _open(path)
-    pages = [_page_lines(reader, i, path) for i in range(len(reader.pages))]
+    with _quiet_pypdf():
+        reader = _open(path)
+        pages = [_page_lines(reader, i, path) for i in range(len(reader.pages))]
+        title = _title(reader)
     if not any(line.text for lines in pages for line in lines):
         raise BadInputError(f"{path}: PDF has no extractable text (scanned images? run OCR first)")
     boiler = _boilerplate(pages)
     pages = [_strip_boilerplate(lines, boiler) for lines in pages]
-    title = _title(reader) or title_from_path(source)
+    title = title or title_from_path(source)
     parser = _PageParser(source, title, _typical_length([line.text for lines in pages for line in lines]))
     for number, lines in enumerate(pages, start=1):
         parser.parse(number, lines)

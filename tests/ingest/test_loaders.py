@@ -149,3 +149,51 @@ def test_encrypted_pdf_is_rejected(tmp_path):
 def test_supported_suffixes():
     assert all(is_supported(Path(f"a{s}")) for s in (".pdf", ".md", ".MD", ".rst", ".html", ".htm", ".txt"))
     assert not is_supported(Path("a.svg")) and not is_supported(Path("LICENSE"))
+
+
+MB = 10**6
+
+
+@pytest.mark.parametrize(("name", "make", "message"), [
+    ("huge.txt", lambda: b"x" * (30 * MB),
+     "30.0 MB is above the 20 MB limit for plain text documents; split it into smaller files"),
+    ("nowords.txt", lambda: b"x" * (2 * MB), "does not look like a plain-text document: only 0% of its characters "
+     "form words (at least 3% expected)"),
+    ("numbers.md", lambda: b"| 1 | 2.5 | 3 |\n" * 2000, "does not look like a Markdown document: only 0% of its "
+     "characters form words"),
+    ("longline.rst", lambda: b"word " * 40_000, "does not look like a reStructuredText document: line 1 is "
+     "200,000 characters long (limit 100,000)"),
+    ("repeated.md", lambda: b"The same sentence again and again.\n" * 50_000,
+     "does not look like a Markdown document: its text repeats itself (compresses"),
+    ("repeated.html", lambda: b"<p>The same sentence again and again.</p>" * 50_000,
+     "does not look like a HTML document: its text repeats itself"),
+])
+def test_text_that_is_not_a_document_is_refused_with_one_line(tmp_path, name, make, message):
+    path = tmp_path / name
+    path.write_bytes(make())
+    with pytest.raises(BadInputError) as info:
+        load_document(path)
+    assert str(info.value).startswith(f"{path}: {message}") and "\n" not in str(info.value)
+
+
+def test_real_documents_are_text_like(tmp_path):
+    """Every text document of the corpus and the shipped notes loads; so do a number-heavy spec table, prose in
+    another script and a minified one-line HTML page (the line-length rule skips HTML)."""
+    from ingest.loaders.common import check_text_like
+
+    notes = Path(__file__).resolve().parents[2] / "hardware_profiles" / "notes"
+    files = [p for p in [*CORPUS.glob("*/*"), *notes.glob("*.md")] if p.suffix in (".md", ".rst", ".txt")]
+    assert len(files) >= 15
+    for path in files:
+        assert load_document(path).sections, path
+    table = "| Model | CUs | LDS (KiB) | L2 (MiB) | HBM (GB) | TB/s |\n|---|---|---|---|---|---|\n" + "".join(
+        f"| MI{300 + i}X | {i * 8} | 64 | {i * 4} | {i * 24} | {i * 0.7:.1f} |\n" for i in range(1, 60))
+    check_text_like(table, Path("specs.md"), "Markdown")
+    check_text_like("Память устройства: 192 ГБ HBM3, пропускная способность 5,3 ТБ/с.\n" * 3, Path("ru.txt"),
+                    "plain")
+    page = tmp_path / "min.html"
+    page.write_text("<html><body>" + "".join(f"<h2>Section {i}</h2><p>The accelerator {i} has {i * 4} compute "
+                                             f"units and {i * 16} KB of cache per unit, plus notes.</p>"
+                                             for i in range(2000)) + "</body></html>")
+    assert len(page.read_text().splitlines()) == 1 and len(page.read_text()) > 200_000
+    assert len(load_document(page).sections) > 1000

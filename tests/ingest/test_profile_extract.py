@@ -305,3 +305,91 @@ def test_packaged_chip_notes_agree_with_packaged_profiles(chip):
         assert any(abs(field.value - v) <= 0.01 * v for v in values if v is not None), (name, field.value, values)
         compared += 1
     assert compared >= 12
+
+
+BULLETS_MD = """# ZX100 datasheet
+
+## Key specifications
+
+The ZX100 at a glance:
+
+- Compute units: 96
+- Shared memory per block: 96 KB
+- L2 cache: 32 MB
+- Memory bandwidth: 2.4 TB/s
+- Memory capacity: 64 GB
+- Wavefront size: 64
+
+## Memory
+
+* **LDS per compute unit (KiB):** 160
+* **Registers per CU:** 65,536
+
+1. Peak engine clock: 2,100 MHz
+2. Peak FP16 matrix throughput: 800 TFLOPS
+- ZX50 compute units: 48
+- Max threads per block: 1024 (the hardware limit). Blocks of 256 are typical.
+"""
+
+
+def _markdown_chunks(tmp_path: Path, text: str, chip: str = "zx100") -> list[Chunk]:
+    from ingest.chunker import chunk_sections
+    from ingest.loaders import load_document
+
+    path = tmp_path / "zx100-specs.md"
+    path.write_text(text)
+    doc = load_document(path)
+    return chunk_sections(doc.sections, chip, title=doc.title, metadata={})
+
+
+def test_key_value_list_items_of_a_markdown_document(tmp_path):
+    """Markdown bullet and numbered lists of ``key: value`` items (the chunker joins them on one line), bold keys,
+    a unit in the key, a trailing sentence after the value, and an item about another product."""
+    chunks = _markdown_chunks(tmp_path, BULLETS_MD)
+    assert any(" - Shared memory per block: 96 KB - L2 cache: 32 MB" in c.text for c in chunks)
+    profile = extract_profile("zx100", chunks)
+    expected = {"num_compute_units": 96, "smem_per_block_kb": 96, "l2_cache_mb": 32, "mem_bw_gbps": 2400,
+                "mem_capacity_gb": 64, "warp_size": 64, "smem_per_compute_unit_kb": 160,
+                "registers_per_compute_unit": 65536, "clock_mhz": 2100, "max_threads_per_block": 1024}
+    assert {name: profile.get(name) for name in expected} == expected  # ZX50's 48 units are another product's
+    assert profile.peak_tflops["fp16"].value == 800
+    quotes = {name: field.source.quote for name, field in profile.fields().items() if field.value is not None}
+    assert quotes["smem_per_block_kb"] == "Shared memory per block: 96 KB"
+    assert quotes["mem_bw_gbps"] == "Memory bandwidth: 2.4 TB/s"
+    assert quotes["max_threads_per_block"] == "Max threads per block: 1024 (the hardware limit)"
+    assert profile.smem_per_block_kb.source.locator == "ZX100 datasheet > Key specifications > list item " \
+                                                       "'Shared memory per block'"
+
+
+@pytest.mark.parametrize("text", [
+    "- Shared memory per block: 96 KB\n- L2 cache: 32 MB\n- Memory bandwidth: 2.4 TB/s",
+    "+ Shared memory per block: 96 KB\n+ L2 cache: 32 MB\n+ Memory bandwidth: 2.4 TB/s",
+    "\u2022 Shared memory per block: 96 KB \u2022 L2 cache: 32 MB \u2022 Memory bandwidth: 2.4 TB/s",
+    "Specifications: 1) Shared memory per block: 96 KB 2) L2 cache: 32 MB 3) Memory bandwidth: 2.4 TB/s",
+    "The ZX100 in brief. - Shared memory per block: 96 KB - L2 cache: 32 MB - Memory bandwidth: 2,400 GB/s",
+])
+def test_key_value_list_items_in_several_phrasings(text):
+    profile = extract_profile("zx100", [chunk(text)])
+    assert (profile.get("smem_per_block_kb"), profile.get("l2_cache_mb"), profile.get("mem_bw_gbps")) == \
+        (96, 32, 2400)
+
+
+def test_a_dash_inside_a_sentence_is_not_a_list_item():
+    """' - ' between clauses of prose, and a key-value list item of another product, give no values."""
+    profile = extract_profile("zx100", [chunk("Its cache - L2 cache: 32 MB on the old part - is unified. "
+                                              "- ZX50 memory bandwidth: 1.2 TB/s")])
+    assert profile.get("mem_bw_gbps") is None
+    source = profile.l2_cache_mb.source
+    assert source is None or "list item" not in (source.locator or "")
+
+
+def test_list_items_with_several_figures_stay_sentences():
+    """An item whose value holds several figures is read by the sentence rules, as before list items were cells
+    (the shipped H100/H200 notes are written this way)."""
+    text = ("## Shared memory\n\n- Shared memory per thread block: 48 KB by default; up to 227 KB per block with the "
+            "opt-in attribute [CUDA-GUIDE]. - Registers: 64K 32-bit registers per SM (65,536); at most 255 registers "
+            "per thread [CUDA-GUIDE]. - L2 cache: 50 MB [HOPPER-WP].")
+    profile = extract_profile("zx100", [chunk(text)])
+    assert (profile.get("smem_per_block_kb"), profile.get("registers_per_compute_unit"), profile.get("l2_cache_mb")) \
+        == (227, 65536, 50)
+    assert profile.l2_cache_mb.source.quote == "L2 cache: 50 MB [HOPPER-WP]."

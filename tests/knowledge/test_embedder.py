@@ -34,7 +34,8 @@ def test_similar_texts_are_closer_than_unrelated_ones(embedder):
 
 
 def test_missing_model_path_is_one_clear_error():
-    with pytest.raises(StoreError, match=r"embedding model '/nonexistent/model'.*cannot load"):
+    with pytest.raises(StoreError, match=r"^embedding model '/nonexistent/model': no such folder; point it at a "
+                                         r"folder saved by sentence-transformers"):
         Embedder("/nonexistent/model")
 
 

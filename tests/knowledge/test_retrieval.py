@@ -65,7 +65,7 @@ def test_empty_store_and_bad_arguments(chiplore_home, embedder):
     with pytest.raises(BadInputError, match="known chips: none yet"):
         search("anything", chip="z9")
     assert search("anything") == []
-    with pytest.raises(BadInputError, match="-k must be at least 1"):
+    with pytest.raises(BadInputError, match="-k 0: must be between 1 and 100 passages"):
         search("anything", k=0)
     with pytest.raises(BadInputError, match="question is empty"):
         search("  ")

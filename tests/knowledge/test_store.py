@@ -141,3 +141,62 @@ def test_index_text_prepends_context():
 def test_unknown_collection_is_rejected(chiplore_home):
     with pytest.raises(StoreError, match="unknown collection 'notes'"):
         KnowledgeStore.open().collection("notes")
+
+
+_QUERY_DAMAGED = """
+import sys
+import chromadb
+from knowledge.store import KnowledgeStore, _chroma_settings
+from knowledge.errors import StoreError
+client = chromadb.PersistentClient(path=sys.argv[1], settings=_chroma_settings())  # past check_store_files
+store = KnowledgeStore(client, "knowledge store " + sys.argv[1])
+try:
+    print(len(store.query([1.0] + [0.0] * 383, k=5, chip="big")))
+except StoreError as exc:
+    print("StoreError:", exc)
+"""
+
+
+def test_a_vector_index_that_drops_records_is_a_store_error(chiplore_home, embedder):
+    """An index file emptied behind chromadb's back makes filtered queries return nothing (dense retrieval would
+    silently vanish); `query` compares with the stored count. Run in a fresh process, past the file checks of
+    `open`, so the damaged file is what chromadb reads."""
+    import os
+    import random
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    rng = random.Random(0)
+    store = KnowledgeStore.open()
+    chunks = [_chunk(i, f"doc{i // 100}.md", chip="big") for i in range(1200)]  # > chromadb's sync threshold
+    store.upsert_chunks(chunks, embeddings=[[rng.gauss(0, 1) for _ in range(384)] for _ in chunks])
+    assert len(store.query([1.0] + [0.0] * 383, k=5, chip="big")) == 5
+    index = next((chiplore_home / "store").glob("*/data_level0.bin"))
+    index.write_bytes(b"")
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-c", _QUERY_DAMAGED, str(chiplore_home / "store")], cwd=repo,
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(repo)})
+    assert proc.stdout.strip() == (
+        f"StoreError: knowledge store {chiplore_home / 'store'}: the vector index of 'chunks' returned 0 of 5 nearest "
+        "records although 1200 are stored (damaged index files); chiplore will not write over it; keep it for "
+        "inspection, point CHIPLORE_HOME at a fresh folder and onboard the documents again"), proc.stderr
+
+
+def test_damaged_store_files_are_refused_before_chromadb_opens_them(tmp_path):
+    from knowledge.store import check_store_files
+
+    store = tmp_path / "store"
+    seg = store / "0b5d2c8e-5c1e-4c8a-9d57-0d1f7c3b8a11"
+    seg.mkdir(parents=True)
+    (store / "chroma.sqlite3").write_bytes(b"not a database, just text")
+    with pytest.raises(StoreError, match=r"chroma\.sqlite3 is not a SQLite database \(damaged store\)"):
+        check_store_files(store)
+    (store / "chroma.sqlite3").write_bytes(b"SQLite format 3\x00" + bytes(100))
+    (seg / "header.bin").write_bytes(bytes(100))
+    (seg / "link_lists.bin").write_bytes(b"")  # legitimately empty for a small index
+    check_store_files(store)
+    (seg / "length.bin").write_bytes(b"")
+    with pytest.raises(StoreError, match=r"vector index file .*length\.bin is empty"):
+        check_store_files(store)
+    check_store_files(tmp_path / "no-store-yet")

@@ -107,3 +107,135 @@ def test_cold_cli_process(chiplore_home):
     assert proc.returncode == 1
     assert proc.stderr.strip() == ("error: unknown chip 'z9'; known chips: none yet "
                                    "(run `chiplore onboard CHIP PATH...`)")
+
+
+def test_huge_junk_text_is_refused_before_anything_is_stored(chiplore_home, embedder, docs, tmp_path, capsys,
+                                                             monkeypatch):
+    run_cli(capsys, monkeypatch, "onboard", "z9", docs, "--json")
+    before = records()
+    huge = tmp_path / "huge.txt"
+    huge.write_bytes(b"x" * 30_000_000)
+    nowords = tmp_path / "nowords.txt"
+    nowords.write_bytes(b"x" * 3_000_000)
+    for path, problem in ((huge, "30.0 MB is above the 20 MB limit for plain text documents; split it into "
+                                 "smaller files"),
+                          (nowords, "does not look like a plain-text document: only 0% of its characters form "
+                                    "words (at least 3% expected)")):
+        code, out, err = run_cli(capsys, monkeypatch, "onboard", "hugechip", path)
+        assert code == 1
+        assert [x for x in err.splitlines() if not x.startswith("onboard ")] == [f"error: {path}: {problem}"]
+        assert "0 files (0 stored, 0 unchanged), 0 pages, 0 chunks, 0 skipped, 1 failed" in out
+        assert records() == before
+    code, out, _ = run_cli(capsys, monkeypatch, "chips", "--json")
+    assert [c["chip"] for c in json.loads(out)["chips"]] == ["z9"]
+
+
+def test_truncated_pdf_prints_only_the_error_line(chiplore_home, tmp_path):
+    """pypdf logs 'EOF marker not found' on stderr for a truncated file; only chiplore's own line may appear."""
+    whole = make_pdf(tmp_path / "whole.pdf", [["TITLE", "The Z9 has 96 vector cores.", "1"], ["TITLE", "More.", "2"]])
+    truncated = tmp_path / "truncated.pdf"
+    truncated.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    cmd = [sys.executable, "-m", "agent.cli", "onboard", "testchip", str(truncated)]
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    lines = [x for x in proc.stderr.splitlines() if not x.startswith("onboard done")]
+    assert len(lines) == 1 and lines[0].startswith(f"error: {truncated}: corrupt PDF ("), proc.stderr
+    proc = subprocess.run(cmd + ["--json"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and proc.stderr == ""
+    assert json.loads(proc.stdout)["files"][0]["error"] == lines[0].removeprefix("error: ")
+
+
+def test_partial_failure_exits_2_and_stores_the_good_files(chiplore_home, embedder, tmp_path, capsys, monkeypatch):
+    empty = tmp_path / "empty.md"
+    empty.write_bytes(b"")
+    good = tmp_path / "good.rst"
+    good.write_text("Zephyr Z9\n=========\n\nThe Zephyr Z9 has 96 vector cores and 48 GB of HBM3.\n")
+    code, out, err = run_cli(capsys, monkeypatch, "onboard", "testchip", empty, good)
+    assert code == 2
+    assert f"error: {empty}: file is empty" in err.splitlines()
+    assert "onboarded testchip: 1 files (1 stored, 0 unchanged)" in out and "0 skipped, 1 failed in" in out
+    assert sorted({r.metadata["source"] for r in KnowledgeStore.open().records(chip="testchip")}) == ["good.rst"]
+    code, out, _ = run_cli(capsys, monkeypatch, "onboard", "testchip", empty, good, "--json")
+    report = json.loads(out)
+    assert code == 2 and report["ok"] is True
+    assert (report["counts"]["failed"], report["counts"]["unchanged"]) == (1, 1)
+    code, _, _ = run_cli(capsys, monkeypatch, "onboard", "testchip", good)
+    assert code == 0
+
+
+def _store_files(store_dir: Path) -> dict[str, bytes]:
+    return {p.relative_to(store_dir).as_posix(): p.read_bytes() for p in sorted(store_dir.rglob("*")) if p.is_file()}
+
+
+def _cold(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run([sys.executable, "-m", "agent.cli", *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+FRESH = ("(damaged store); chiplore will not write over it; keep it for inspection, point CHIPLORE_HOME at a fresh "
+         "folder and onboard the documents again")
+
+
+@pytest.mark.parametrize("damage", ["sqlite-empty", "sqlite-missing", "index-empty"])
+def test_damaged_store_is_reported_and_never_rebuilt_over(chiplore_home, embedder, docs, capsys, monkeypatch, damage):
+    code, _, _ = run_cli(capsys, monkeypatch, "onboard", "z9", docs, "--json")
+    assert code == 0
+    store_dir = chiplore_home / "store"
+    db = store_dir / "chroma.sqlite3"
+    index = next(store_dir.glob("*/data_level0.bin"))
+    if damage == "sqlite-empty":
+        db.write_bytes(b"")
+        line = f"error: knowledge store {store_dir}: {db} is empty {FRESH}"
+    elif damage == "sqlite-missing":
+        db.unlink()
+        line = (f"error: knowledge store {store_dir}: {db} is missing but vector indexes remain in {index.parent} "
+                f"{FRESH}")
+    else:
+        index.write_bytes(b"")
+        line = f"error: knowledge store {store_dir}: vector index file {index} is empty {FRESH}"
+    damaged = _store_files(store_dir)
+    commands = {"sqlite-empty": [["chips"], ["onboard", "z9", str(docs)]], "sqlite-missing": [["chips"]],
+                "index-empty": [["ask", "How many vector cores does the Z9 have?", "--chip", "z9"]]}[damage]
+    for args in commands:
+        proc = _cold(*args)
+        assert (proc.returncode, proc.stdout, proc.stderr.strip()) == (1, "", line), args
+    assert _store_files(store_dir) == damaged
+
+
+def test_ask_k_is_bounded(chiplore_home, embedder, docs, capsys, monkeypatch):
+    run_cli(capsys, monkeypatch, "onboard", "z9", docs, "--json")
+    for k in ("100000", "0", "101"):
+        code, out, err = run_cli(capsys, monkeypatch, "ask", "vector cores", "-k", k)
+        assert (code, out, err) == (1, "", f"error: ask: -k {k}: must be between 1 and 100 passages\n")
+    code, out, _ = run_cli(capsys, monkeypatch, "ask", "vector cores", "-k", "100", "--json")
+    hits = json.loads(out)["hits"]
+    assert code == 0 and len(hits) == len({h["id"] for h in hits}) == records_count()
+
+
+def records_count() -> int:
+    return len(KnowledgeStore.open().records())
+
+
+@pytest.mark.parametrize("model, line", [
+    ("/nonexistent", "error: embedding model '/nonexistent' (CHIPLORE_EMBED_MODEL): no such folder; point it at a "
+                     "folder saved by sentence-transformers, or unset CHIPLORE_EMBED_MODEL to use the packaged "
+                     "all-MiniLM-L6-v2\n"),
+    ("nosuch-model", "error: embedding model 'nosuch-model': cannot load model name (not in the local Hugging Face "
+                     "cache; nothing is downloaded): OSError: "),
+])
+def test_ask_on_an_empty_store_reports_a_missing_embedding_model(chiplore_home, capsys, monkeypatch, model, line):
+    monkeypatch.setenv("CHIPLORE_EMBED_MODEL", model)
+    code, out, err = run_cli(capsys, monkeypatch, "ask", "what is the wavefront size?")
+    assert (code, out) == (1, "")
+    assert err.startswith(line) and err.count("\n") == 1
+
+
+def test_ask_for_a_chip_with_a_profile_but_no_documents_says_what_it_needs(chiplore_home, embedder, docs, capsys,
+                                                                          monkeypatch):
+    run_cli(capsys, monkeypatch, "onboard", "z9", docs, "--json")
+    code, out, err = run_cli(capsys, monkeypatch, "ask", "wavefront size?", "--chip", "MI300X")
+    assert (code, out) == (1, "")
+    assert err == ("error: no documents onboarded for chip 'mi300x' (it has a packaged profile); onboard its "
+                   "documents with `chiplore onboard mi300x PATH...` (chips in the knowledge store: z9)\n")

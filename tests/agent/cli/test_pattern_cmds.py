@@ -2,6 +2,7 @@
 
 import importlib.util
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -88,3 +89,70 @@ def test_cli_prints_one_error_line_and_exits_1(chiplore_home):
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: unknown chip 'm999'")
+
+
+def test_case_without_chip_is_an_error_not_ignored(capsys, monkeypatch):
+    from hardware_profiles import known_chips
+    from tests.agent.cli.cli_helpers import run_cli
+
+    code, out, err = run_cli(capsys, monkeypatch, "patterns", "--case", "spec-verify")
+    assert (code, out) == (1, "")
+    assert known_chips()[:2] == ["a100", "h100"]
+    assert err == (f"error: --case spec-verify: ranking for a case needs --chip (one of {', '.join(known_chips())}); "
+                   "without --chip the catalog is listed for the whole task\n")
+    code, _, err = run_cli(capsys, monkeypatch, "patterns", "--case", "nosuch")
+    assert code == 1 and err.startswith("error: unknown case 'nosuch' for task 'extend_attention'; known: [")
+
+
+def test_chip_with_documents_but_no_profile(chiplore_home, embedder, tmp_path, capsys, monkeypatch):
+    """A chip whose documents gave no profile facts: findings knows it (none yet), patterns says what it needs."""
+    from tests.agent.cli.cli_helpers import run_cli
+
+    doc = tmp_path / "zeta.md"
+    doc.write_text("# Zeta notes\n\nThe Zeta accelerator is described here in prose without a single figure.\n")
+    code, _, _ = run_cli(capsys, monkeypatch, "onboard", "zeta", doc)
+    assert code == 0 and not (chiplore_home / "profiles" / "zeta.yaml").exists()
+    code, out, _ = run_cli(capsys, monkeypatch, "findings", "--chip", "zeta")
+    assert (code, out.strip()) == (0, "Findings on zeta: 0")
+    code, out, err = run_cli(capsys, monkeypatch, "patterns", "--chip", "zeta")
+    assert (code, out) == (1, "")
+    assert err == ("error: no hardware profile for chip 'zeta': its 1 onboarded document(s) gave no profile facts; "
+                   "ranking needs one: run `chiplore profile detect --as zeta` on the device, or write "
+                   "$CHIPLORE_HOME/profiles/zeta.yaml (format: `chiplore profile show h200 --json`)\n")
+    code, out, err = run_cli(capsys, monkeypatch, "findings", "--chip", "nope")
+    assert (code, out) == (1, "")
+    assert err == ("error: unknown chip 'nope': no profile, documents or findings for it; profiles: a100, h100, "
+                   "h200, m890, mi300x; chips with findings: none\n")
+
+
+def test_gains_are_labelled_modeled_measured_or_quoted(embedder, capsys, monkeypatch):
+    """Expected gains are modeled; a public example's step gain is a modeled share of the total it quotes (10x);
+    a finding's gain is measured. The --json keys of before are all still there, with `basis` and `quoted_total`."""
+    from knowledge.findings import Finding, record_finding
+    from tests.agent.cli.cli_helpers import run_cli
+
+    record_finding(Finding(chip="h200", task="extend_attention", case_id="decode", case_class="decode",
+                           patterns=("split_kv",), parameters={"num_splits": 8}, baseline_time_us=100.0,
+                           candidate_time_us=40.0, verdict_stage="pass", verdict_id="v1", run_id="r1",
+                           date="2026-11-30", accepted=True))
+    code, out, _ = run_cli(capsys, monkeypatch, "patterns", "--chip", "h200", "--case", "decode", "--json")
+    split = next(p for p in json.loads(out)["patterns"] if p["pattern_id"] == "split_kv")
+    assert code == 0 and {"expected_gain", "prior_gain", "evidence", "knobs", "score"} <= set(split)
+    by_basis = {e["basis"]: e for e in split["evidence"]}
+    assert set(by_basis) == {"measured", "public_example"}
+    assert by_basis["measured"]["quoted_total"] is None and by_basis["public_example"]["quoted_total"] == 10.0
+    assert by_basis["measured"]["log_gain"] == pytest.approx(math.log(2.5))
+
+    code, out, _ = run_cli(capsys, monkeypatch, "patterns", "--chip", "h200", "--case", "decode")
+    text = " ".join(out.split())
+    assert code == 0
+    assert (f"split_kv: {split['name']}; modeled gain {split['expected_gain']:.3g}x (prior "
+            f"{split['prior_gain']:.3g}x from the chip profile, with the evidence below)") in text
+    assert "evidence [finding on h200, weight 1.00: measured 2.50x]: " in text
+    share = math.exp(by_basis["public_example"]["log_gain"])
+    weight = by_basis["public_example"]["weight"]
+    assert (f"evidence [public example on m890, weight {weight:.2f}: modeled share {share:.2f}x of the quoted 10x "
+            "total]: Public run") in text
+    code, out, _ = run_cli(capsys, monkeypatch, "patterns", "--chip", "h200")
+    assert code == 0 and "top patterns per bench case (modeled gain, knobs)" in " ".join(out.split())
+    assert " modeled " in out.split("decode:")[1].splitlines()[0]

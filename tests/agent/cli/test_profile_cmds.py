@@ -69,3 +69,18 @@ def test_detect_on_gpu_saves_user_profile(tmp_path):
     profile = load_profile("detected_gpu")
     assert profile.get("num_compute_units") == torch.cuda.get_device_properties(0).multi_processor_count
     assert profile.get("smem_per_block_kb") and profile.num_compute_units.kind == "device_query"
+
+
+@pytest.mark.parametrize("args", [["profile", "show", "h200"], ["profile", "diff", "h100", "h200"]])
+def test_non_utf8_user_profile_is_one_line_naming_the_file(tmp_path, capsys, monkeypatch, args):
+    from tests.agent.cli.cli_helpers import run_cli
+
+    path = tmp_path / "home" / "profiles" / "h200.yaml"
+    path.parent.mkdir(parents=True)
+    garbage = bytes([0xED, 0x9F, 0xC0, 0xFF, 0x00, 0x81]) * 500
+    path.write_bytes(garbage)
+    code, out, err = run_cli(capsys, monkeypatch, *args)
+    assert code == 1 and out == ""
+    assert err == (f"error: {path}: not a profile YAML file: byte 0 is not UTF-8 text "
+                   "(binary or corrupt; fix or delete the file)\n")
+    assert path.read_bytes() == garbage

@@ -48,3 +48,40 @@ def test_honest_candidate_passes_and_says_nothing_was_timed():
 def test_bad_input_is_one_clear_error(args, message):
     result = runner.invoke(app, args)
     assert isinstance(result.exception, BadInputError) and message in str(result.exception)
+
+
+TEST_IDS = ("zero-lengths, decode-long-prefix, shorter-than-tile, gqa-1, gqa-4, gqa-7, head-dim-13, head-dim-80, "
+            "head-dim-96, qk192-v128, mla-576-512, sliding-window, logit-cap-huge, sinks, custom-mask, "
+            "custom-mask-prefix, non-causal, loose-max-len, sm-scale, fp32-inputs, window-and-mask")
+BENCH_IDS = "prefill, chunked-prefill, mixed-batch, spec-verify, decode, ragged, small-heads, large-heads, mla"
+ON_THIS_DEVICE = (f"on a GPU the verifier checks the bench cases: {BENCH_IDS}" if torch.cuda.is_available() else
+                  f"on the CPU the verifier checks the test cases: {TEST_IDS} (bench cases need a GPU)")
+OTHER_KIND = ("--cases gqa-4: test case, checked only on the CPU (--device cpu)" if torch.cuda.is_available() else
+              "--cases prefill: bench case, checked only on a GPU")
+
+
+@pytest.mark.parametrize("options, line", [
+    (["--reps", "0"], "--reps 0: must be >= 3"),
+    (["--reps", "-1"], "--reps -1: must be >= 3"),
+    (["--timeout", "0"], "--timeout 0: must be > 0 seconds"),
+    (["--timeout", "-5"], "--timeout -5: must be > 0 seconds"),
+    (["--timeout", "inf"], "--timeout inf: must be a finite number of seconds"),
+    (["--cases", "nosuchcase"], f"--cases nosuchcase: unknown case for task 'extend_attention'; {ON_THIS_DEVICE}"),
+    (["--cases", "gqa-4,nosuch,prefill"],
+     f"--cases nosuch: unknown case for task 'extend_attention'; {ON_THIS_DEVICE}"),
+    (["--cases", "gqa-4" if torch.cuda.is_available() else "prefill"], f"{OTHER_KIND}; {ON_THIS_DEVICE}"),
+])
+def test_bad_option_is_one_line_exit_1(capsys, monkeypatch, options, line):
+    from tests.agent.cli.cli_helpers import run_cli
+
+    code, out, err = run_cli(capsys, monkeypatch, "verify", "extend_attention", HONEST, *options)
+    assert (code, out, err) == (1, "", f"error: {line}\n")
+
+
+def test_a_directory_is_not_a_candidate_file(tmp_path, capsys, monkeypatch):
+    from tests.agent.cli.cli_helpers import run_cli
+
+    code, out, err = run_cli(capsys, monkeypatch, "verify", "extend_attention", tmp_path)
+    assert (code, out) == (1, "")
+    assert err == (f"error: candidate file {tmp_path}: is a directory; give the kernel file (a .py file defining "
+                   "the task's entry point)\n")
