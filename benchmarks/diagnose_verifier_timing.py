@@ -82,14 +82,17 @@ def main() -> None:
                 "armed, dispatcher guard (timed)": armed(True)}
 
     print(f"device {device}, case {case.id}, {args.calls} calls per figure")
-    print("| entry point | variant | host us/call | event us/call (bench, median of 10) |")
-    print("|---|---|---|---|")
+    print("| entry point | variant | host us/call | event us/call, delay-covered (median of 10) | event us/call, "
+          "exposed (cover 0) |")
+    print("|---|---|---|---|---|")
     for name, fn in (("baseline", baseline), ("optimized", optimized)):
         for label, call in variants(fn).items():
             host = host_us(call, inputs, args.calls)
-            event = (bench(lambda _c=call, **kw: _c(kw), [inputs], reps=10, warmup=2).median_us
-                     if torch.cuda.is_available() else float("nan"))
-            print(f"| {name} | {label} | {host:.1f} | {event:.1f} |")
+            gpu = torch.cuda.is_available()
+            event = bench(lambda _c=call, **kw: _c(kw), [inputs], reps=10, warmup=2).median_us if gpu else float("nan")
+            bare = (bench(lambda _c=call, **kw: _c(kw), [inputs], reps=10, warmup=2, cover_us=0).median_us
+                    if gpu else float("nan"))
+            print(f"| {name} | {label} | {host:.1f} | {event:.1f} | {bare:.1f} |")
         EVENTS.clear()
         COUNTING = True
         with guards.armed(timed=True):

@@ -26,7 +26,7 @@ from agent.verifier import policy
 from agent.verifier.channel import MessageReader, write_message
 from agent.verifier.guard import STATE, FrameJudge, Guards, SandboxViolation, poison_free_memory
 from agent.verifier.plan import Plan, TimedCase, Trial, fresh_queries, input_digest, make_trial_inputs, perturb_inputs
-from agent.verifier.timing import gpu_timer, timed_reps, wall_timer
+from agent.verifier.timing import exposed_reps, gpu_timer, timed_reps, wall_timer
 from kernels.task import load_task
 
 _COMPILE_ERRORS = frozenset({"CompilationError", "CompileTimeAssertionFailure", "OutOfResources", "PTXASError",
@@ -253,7 +253,8 @@ class Child:
         try:
             result = timed_reps(call, sets, self.output, warmup=timing.warmup, reps=timing.reps,
                                 capture=set(timed.captures), mark=lambda k: self.send({"type": "m", "k": k}),
-                                refresh=refresh, timer=gpu_timer if cuda else wall_timer)
+                                refresh=refresh, timer=gpu_timer if cuda else wall_timer,
+                                exposed=exposed_reps(timed.call_seeds, timing.reps))
         except BaseException as exc:  # noqa: BLE001
             self._exception(exc, label)
             return False
@@ -267,7 +268,7 @@ class Child:
             self._violation(label, problems)
             return False
         self.send({"type": "timing", "case": timed.case.id, "event_us": result.event_us,
-                   "wall_us": result.wall_us, "digests": digests,
+                   "wall_us": result.wall_us, "cover_us": result.cover_us, "digests": digests,
                    "captures": [list(k) for k in sorted(result.captured)]})
         for (rep, s), tensor in sorted(result.captured.items()):
             self.send({"type": "capture", "case": timed.case.id, "rep": rep, "set": s}, tensor)

@@ -19,9 +19,10 @@ import torch
 from agent.verifier.compare import Comparison, compare, describe, moved
 from agent.verifier.plan import Plan, TimedCase, Trial, fresh_queries, input_digest, make_trial_inputs, perturb_inputs
 from agent.verifier.sandbox import ChildProcess, ChildTimeout
-from agent.verifier.timing import median
+from agent.verifier.timing import exposed_reps, median
 from agent.verifier.verdict import CaseErrors, CaseTiming
 from kernels.task import Case, TaskSpec
+from kernels.timing import HOST_COVER_US
 
 
 class Failure(Exception):
@@ -59,6 +60,12 @@ class _Timed:
     wall_us: list[float]
     verifier_wall_us: list[float]
     captures: list[tuple[int, int, torch.Tensor]]
+    exposed: frozenset[int] = frozenset()
+
+    def covered(self, values: list[float]) -> list[float]:
+        """`values` of the calls timed behind the GPU-side delay (all of them when none were)."""
+        kept = [v for r, v in enumerate(values) if r not in self.exposed]
+        return kept or values
 
 
 class DynamicRun:
@@ -255,6 +262,9 @@ class DynamicRun:
         if len(event_us) != timing.reps or len(wall_us) != timing.reps or sorted(captures) != sorted(tc.captures):
             raise Failure("runtime_error", f"timing {tc.case.id}: the sandbox reported a different number of calls "
                           "or captures than the plan fixed")
+        exposed = exposed_reps(tc.call_seeds, timing.reps) if self.device.type == "cuda" else frozenset()
+        covers = self._covers(tc.case.id, summary.get("cover_us"), exposed, timing.reps)
+        walls = [w - c for w, c in zip(walls, covers)]
         digests = summary.get("digests", [])
         for s in range(len(tc.seeds)):
             if s >= len(digests) or digests[s] != self.timing_digests[(tc.case.id, s)]:
@@ -266,7 +276,20 @@ class DynamicRun:
             if (cap.get("case"), cap.get("rep"), cap.get("set")) != (tc.case.id, rep, s) or tensor is None:
                 raise Failure("runtime_error", f"timing {tc.case.id}: capture of call {rep} missing or out of order")
             received.append((rep, s, tensor))
-        return _Timed(tc, event_us, wall_us, walls, received)
+        return _Timed(tc, event_us, wall_us, walls, received, exposed)
+
+    def _covers(self, case_id: str, reported: Any, exposed: frozenset[int], reps: int) -> list[float]:
+        """The child's GPU-side delays per call, checked against the protocol: none before exposed calls, about
+        `HOST_COVER_US` before the others on a GPU (0 everywhere on the CPU)."""
+        covers = [float(x) for x in reported] if isinstance(reported, list) else []
+        gpu = self.device.type == "cuda"
+        ok = len(covers) == reps and all(
+            (c < 50.0 if (r in exposed or not gpu) else 0.5 * HOST_COVER_US <= c <= 3 * HOST_COVER_US)
+            for r, c in enumerate(covers))
+        if not ok:
+            raise Failure("runtime_error", f"timing {case_id}: the sandbox's GPU-side delays do not follow the "
+                          "timing protocol")
+        return covers
 
     def _judge_timed(self, record: _Timed) -> None:
         case = record.case.case
@@ -280,22 +303,31 @@ class DynamicRun:
                               f"after the timing loop: {describe(result, self.output, tol)}")
         self._check_clocks(case.id, record)
         self.outcome.timings[case.id] = CaseTiming(
-            case_id=case.id, time_us=median(record.event_us), reps=len(record.event_us),
-            warmup=self.plan.timing.warmup if self.plan.timing else 0, min_us=min(record.event_us),
-            max_us=max(record.event_us), wall_us=median(record.wall_us),
-            verifier_wall_us=median(record.verifier_wall_us))
+            case_id=case.id, time_us=median(record.covered(record.event_us)), reps=len(record.event_us),
+            warmup=self.plan.timing.warmup if self.plan.timing else 0, min_us=min(record.covered(record.event_us)),
+            max_us=max(record.covered(record.event_us)), wall_us=median(record.covered(record.wall_us)),
+            verifier_wall_us=median(record.covered(record.verifier_wall_us)))
 
     @staticmethod
     def _check_clocks(case_id: str, record: _Timed) -> None:
         """Reject times that are non-positive or that the wall clocks contradict."""
         if not all(math.isfinite(e) and e > 0 for e in record.event_us):
             raise Failure("too_fast_to_be_true", f"case {case_id}: non-positive or non-finite event times")
-        off = sum(1 for e, w in zip(record.event_us, record.wall_us) if e < 0.5 * w - 20 or e > 1.5 * w + 20)
-        if off > len(record.event_us) // 5:
-            raise Failure("too_fast_to_be_true", f"case {case_id}: CUDA-event times disagree with the sandbox's "
-                          f"wall clock in {off}/{len(record.event_us)} calls (event {median(record.event_us):.1f} us, "
-                          f"wall {median(record.wall_us):.1f} us): timers tampered with")
+        groups = (record.exposed, set(range(len(record.event_us))) - record.exposed)
+        for group in (g for g in groups if g):
+            off = sum(1 for r in group if _clocks_disagree(record.event_us[r], record.wall_us[r]))
+            if off > len(group) // 5:
+                raise Failure("too_fast_to_be_true", f"case {case_id}: CUDA-event times disagree with the sandbox's "
+                              f"wall clock in {off}/{len(group)} calls (event {median(record.event_us):.1f} us, "
+                              f"wall {median(record.wall_us):.1f} us): timers tampered with or work hidden from "
+                              "the events")
         event, seen = median(record.event_us), median(record.verifier_wall_us)
         if event < 0.8 * seen - 200:
             raise Failure("too_fast_to_be_true", f"case {case_id}: reported {event:.1f} us per call but the "
                           f"verifier's own clock saw {seen:.1f} us per call")
+
+
+def _clocks_disagree(event_us: float, wall_us: float) -> bool:
+    """True when a call's event time is far below or above its sandbox wall time (wall includes ~10-50 us of
+    synchronize and clock overhead)."""
+    return event_us < 0.5 * wall_us - 50 or event_us > 1.5 * wall_us + 20

@@ -1,9 +1,12 @@
 """The verifier's timing loop (GPU only), run in the sandbox child around the project's one timing helper.
 
-Each timed call is one `kernels.timing.bench` call (warm-up 0, one repetition): L2 flushed by writing a buffer
-larger than it, CUDA events around the call on the current stream, then a device-wide synchronize inside the
-host wall-clock region -- so work left on a side stream or a background thread shows as wall time far above
-event time, which the verifier rejects. Around it this loop adds what a verifier needs and a benchmark does
+Each timed call is one `kernels.timing.time_one_call`: L2 flushed by writing a buffer larger than it, a GPU-side
+delay that hides host launch work (the guards armed around the call cost host time, which must not count as
+kernel time), CUDA events around the call on the current stream, then a device-wide synchronize inside the host
+wall-clock region -- so work left on a side stream or a background thread shows as wall time far above event
+time, which the verifier rejects. Calls picked by the plan's secret seeds run *exposed* (no delay), so a
+candidate cannot hide work behind the delay without showing it in those calls.
+Around it this loop adds what a verifier needs and a benchmark does
 not: fixed warm-up and repetition counts from the plan (never derived from the candidate's own first calls),
 the output refilled with NaN and the queries regenerated (``refresh``) before every call -- so no call sees the
 inputs of another and a replayed answer is wrong -- input sets rotated call by call, the outputs of secret
@@ -12,6 +15,7 @@ repetitions cloned for re-checking, and markers (``mark``) that let the parent t
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,31 +23,37 @@ from typing import Any
 
 import torch
 
-from kernels.timing import bench
+from kernels.timing import HOST_COVER_US, time_one_call
 
-Timer = Callable[[Callable[[dict[str, Any]], None], dict[str, Any]], tuple[float, float]]
-
-
-def gpu_timer(call: Callable[[dict[str, Any]], None], args: dict[str, Any]) -> tuple[float, float]:
-    """(event_us, wall_us) of one call through `kernels.timing.bench` (L2 flush, events, device-wide sync)."""
-    timing = bench(lambda **kw: call(kw), [args], reps=1, warmup=0, flush_l2=True)
-    return timing.median_us, timing.wall_median_us
+Timer = Callable[[Callable[[dict[str, Any]], None], dict[str, Any], bool], tuple[float, float, float]]
 
 
-def wall_timer(call: Callable[[dict[str, Any]], None], args: dict[str, Any]) -> tuple[float, float]:
-    """(wall_us, wall_us) of one call: exercises the timing protocol on the CPU; never a measurement."""
+def gpu_timer(call: Callable[[dict[str, Any]], None], args: dict[str, Any], exposed: bool = False,
+              ) -> tuple[float, float, float]:
+    """(event_us, wall_us, cover_us) of one call through `kernels.timing.time_one_call`; `exposed`: no delay."""
+    device = next(v.device for v in args.values() if isinstance(v, torch.Tensor) and v.is_cuda)
+    return time_one_call(lambda: call(args), device, flush_l2=True, cover_us=0.0 if exposed else HOST_COVER_US)
+
+
+def wall_timer(call: Callable[[dict[str, Any]], None], args: dict[str, Any], exposed: bool = False,
+               ) -> tuple[float, float, float]:
+    """(wall_us, wall_us, 0) of one call: exercises the timing protocol on the CPU; never a measurement."""
     t0 = time.perf_counter()
     call(args)
     elapsed = (time.perf_counter() - t0) * 1e6
-    return elapsed, elapsed
+    return elapsed, elapsed, 0.0
 
 
 @dataclass
 class TimingResult:
-    """Per-repetition times in microseconds and the captured outputs keyed by (rep, set)."""
+    """Per-repetition times in microseconds and the captured outputs keyed by (rep, set).
+
+    `cover_us[r]` is the GPU-side delay before call r (0 for exposed calls); `wall_us` already excludes it.
+    """
 
     event_us: list[float] = field(default_factory=list)
     wall_us: list[float] = field(default_factory=list)
+    cover_us: list[float] = field(default_factory=list)
     captured: dict[tuple[int, int], torch.Tensor] = field(default_factory=dict)
 
 
@@ -58,6 +68,7 @@ def timed_reps(
     mark: Callable[[str], None],
     refresh: Callable[[dict[str, Any], int], None],
     timer: Timer = gpu_timer,
+    exposed: frozenset[int] = frozenset(),
 ) -> TimingResult:
     """Time `reps` calls of `call` cycling through `arg_sets` (rep r uses set r % len(arg_sets)).
 
@@ -68,6 +79,7 @@ def timed_reps(
         mark: sends ``"rb"`` right before and ``"re"`` right after each timed call to the parent.
         refresh: ``refresh(args, i)`` rewrites the inputs in place before call i (warm-up calls count first).
         timer: `gpu_timer` (default) or `wall_timer` (CPU protocol tests).
+        exposed: repetitions timed without the GPU-side delay (host launch work counts in those).
     """
     n = len(arg_sets)
     gpu = timer is gpu_timer
@@ -86,13 +98,23 @@ def timed_reps(
         args[output].fill_(float("nan"))
         sync()
         mark("rb")
-        event_us, wall_us = timer(call, args)
+        event_us, wall_us, cover_us = timer(call, args, r in exposed)
         mark("re")
         result.event_us.append(event_us)
         result.wall_us.append(wall_us)
+        result.cover_us.append(cover_us)
         if (r, s) in capture:
             result.captured[(r, s)] = args[output].clone()
     return result
+
+
+def exposed_reps(call_seeds: Sequence[int], reps: int) -> frozenset[int]:
+    """Repetitions timed without the GPU-side delay: a fifth of them (at least 2 when reps >= 4), picked from the
+    plan's secret call seeds, so candidate code cannot tell which calls are exposed."""
+    if reps < 4 or not call_seeds:
+        return frozenset()
+    rng = random.Random(int(call_seeds[-1]) ^ 0x5EED)
+    return frozenset(rng.sample(range(reps), max(2, reps // 5)))
 
 
 def median(values: Sequence[float]) -> float:
