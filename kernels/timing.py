@@ -162,6 +162,11 @@ def time_one_call(
     return start.elapsed_time(end) * 1e3, wall_us - covered, covered
 
 
+def flush_l2(device: torch.device) -> None:
+    """Evict L2 by writing `L2_FLUSH_BYTES` on `device` (enqueued on the current stream; no synchronize)."""
+    _L2Flusher.flush(device)
+
+
 def _device_of(args: dict[str, Any]) -> torch.device:
     for value in args.values():
         if isinstance(value, torch.Tensor) and value.is_cuda:

@@ -20,6 +20,9 @@ from pathlib import Path
 from knowledge.errors import StoreError
 
 ENV_MODEL = "CHIPLORE_EMBED_MODEL"
+#: Device of the embedding model: "cpu" (default) or e.g. "cuda". The CPU by default because `chiplore optimize`
+#: shares the GPU with the kernels it verifies and times: the embedder must take none of its memory or time.
+ENV_DEVICE = "CHIPLORE_EMBED_DEVICE"
 DEFAULT_MODEL_LABEL = "all-MiniLM-L6-v2"
 _OFFLINE_VARS = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
 _LOCK = threading.Lock()
@@ -120,11 +123,12 @@ def _load_model(spec: str):
         _quiet_transformers()
         from sentence_transformers import SentenceTransformer
 
+        device = os.environ.get(ENV_DEVICE, "cpu").strip() or "cpu"
         # On a CPU, load in float32 whatever dtype the files hold (an fp16 export is upcast, not run in fp16).
-        cpu_kwargs = {} if torch.cuda.is_available() else {"model_kwargs": {"dtype": torch.float32}}
+        cpu_kwargs = {"model_kwargs": {"dtype": torch.float32}} if device == "cpu" else {}
         try:
             model = SentenceTransformer(
-                str(Path(spec).expanduser()) if is_path else spec, device=None, local_files_only=True, **cpu_kwargs,
+                str(Path(spec).expanduser()) if is_path else spec, device=device, local_files_only=True, **cpu_kwargs,
             )
         except Exception as exc:  # any load failure is reported as one line
             where = "folder" if is_path else "model name (not in the local Hugging Face cache; nothing is downloaded)"

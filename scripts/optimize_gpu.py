@@ -29,6 +29,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -90,6 +91,27 @@ def environment(out: Path, cpu_dry_run: bool) -> dict[str, object]:
            "date": dt.date.today().isoformat()}
     (out / "env.json").write_text(json.dumps(env, indent=2))
     return env
+
+
+def sample_gpu_memory(log: Path, stop: threading.Event, every_s: float = 5.0) -> None:
+    """Every `every_s` seconds append nvidia-smi's per-process GPU memory (pid, MiB, command line) to `log`."""
+    with open(log, "a") as out:
+        while not stop.wait(every_s):
+            try:
+                rows = subprocess.run(["nvidia-smi", "--query-compute-apps=gpu_bus_id,pid,used_memory",
+                                       "--format=csv,noheader"], capture_output=True, text=True, timeout=20).stdout
+            except (OSError, subprocess.SubprocessError) as exc:
+                out.write(f"nvidia-smi failed: {exc}\n")
+                return
+            stamp = dt.datetime.now().strftime("%H:%M:%S")
+            for row in rows.strip().splitlines():
+                pid = row.split(",")[1].strip()
+                try:
+                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:160]
+                except OSError:
+                    cmd = "?"
+                out.write(f"{stamp} {row} {cmd}\n")
+            out.flush()
 
 
 def onboard(base: Path, logs: Path) -> None:
@@ -194,6 +216,8 @@ def main() -> None:
     parser.add_argument("--kill-evals", type=int, default=6)
     parser.add_argument("--part", choices=("all", "runs", "kill"), default="all",
                         help="runs: only the two optimize runs (all the budget); kill: only the SIGKILL check")
+    parser.add_argument("--runs", default="retrieval,no-retrieval",
+                        help="which optimize runs of --part runs/all (comma-separated: retrieval, no-retrieval)")
     parser.add_argument("--cpu-dry-run", action="store_true",
                         help="exercise the orchestration without a GPU (interpreter, untimed, nothing to report)")
     args = parser.parse_args()
@@ -202,6 +226,10 @@ def main() -> None:
     for sub in ("logs", "runs", "findings"):
         (out / sub).mkdir(parents=True, exist_ok=True)
     env = environment(out, args.cpu_dry_run)
+    stop_sampler = threading.Event()
+    if not args.cpu_dry_run:
+        threading.Thread(target=sample_gpu_memory, args=(out / "logs" / "gpu_mem.log", stop_sampler),
+                         daemon=True).start()
     scratch = Path(tempfile.mkdtemp(prefix="chiplore-gpu-"))
     base = scratch / "base"
     onboard(base, out / "logs")
@@ -209,7 +237,8 @@ def main() -> None:
     homes = {name: scratch / name for name in names}
     for home in homes.values():
         shutil.copytree(base, home)
-    gpus = [str(i) for i in range(int(env["gpus"]))]
+    inherited = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()  # physical ids, when this script was given some
+    gpus = inherited.split(",") if inherited else [str(i) for i in range(int(env["gpus"]))]
     used = (time.monotonic() - t0) / 60
     if args.part == "kill":
         kill = safe_kill_check(homes, (gpus[0], gpus[1 % len(gpus)]), args.kill_evals, out)
@@ -218,11 +247,14 @@ def main() -> None:
         # with fewer than 3 GPUs the kill check runs after the optimize runs: keep ~3.3 min for it
         reserve = 0.8 if len(gpus) >= 3 or args.part == "runs" else 3.3
         budget = args.minutes - used - reserve
-        if len(gpus) == 1:
+        wanted = set(args.runs.split(","))
+        if len(gpus) == 1 and len(wanted) > 1:
             budget /= 2
         procs = []
         for name, extra, gpu in (("retrieval", [], gpus[0]),
                                  ("no-retrieval", ["--no-retrieval"], gpus[1 % len(gpus)])):
+            if name not in wanted:
+                continue
             p = start_logged(optimize_args(name, args.max_evals, max(budget, 0.5), extra), env_for(homes[name], gpu),
                              out / "logs" / f"{name}.log")
             procs.append(p)
@@ -250,6 +282,7 @@ def main() -> None:
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     (out / "summary.md").write_text(optimize_benchmarks.markdown(summary, "bash scripts/optimize_gpu.sh $OUT"))
     print((out / "summary.md").read_text())
+    stop_sampler.set()
     shutil.rmtree(scratch, ignore_errors=True)
     print(f"optimize_gpu: done in {(time.monotonic() - t0) / 60:.1f} min")
 

@@ -135,6 +135,10 @@ class DynamicRun:
         except ChildTimeout:
             self.outcome.stage = "runtime_error"
             self.outcome.reasons = [f"the candidate's process was killed: {self.child.killed_because}"]
+        except torch.OutOfMemoryError as exc:  # the verifier's own references/digests: no verdict on the candidate
+            self.outcome.stage = "runtime_error"
+            self.outcome.reasons = [f"verifier infrastructure: the verifier's process ran out of device memory while "
+                                    f"checking this candidate ({' '.join(str(exc).split())[:240]})"]
         finally:
             self.outcome.exit_status = self.child.finish()
             self.kept.clear()

@@ -233,11 +233,24 @@ def tensor_digest(t: torch.Tensor) -> str:
     flat = t.detach().reshape(-1)
     if flat.dtype == torch.bool:
         flat = flat.to(torch.uint8)
-    bits = flat.contiguous().view(_INT_VIEW[flat.element_size()]).to(torch.int64)
-    weights = torch.arange(bits.numel(), device=bits.device, dtype=torch.int64) % 65521 + 1
-    plain = int(bits.sum().item())
-    weighted = int((bits * weights).sum().item())
+    bits = flat.contiguous().view(_INT_VIEW[flat.element_size()])
+    plain = weighted = 0
+    for start in range(0, bits.numel(), _DIGEST_CHUNK):  # chunks: a 5 GiB KV buffer needs no 3x int64 copy
+        chunk = bits[start:start + _DIGEST_CHUNK].to(torch.int64)
+        weights = torch.arange(start, start + chunk.numel(), device=chunk.device, dtype=torch.int64) % 65521 + 1
+        plain += int(chunk.sum().item())
+        weighted += int((chunk * weights).sum().item())
+    plain, weighted = _wrap64(plain), _wrap64(weighted)
     return f"{list(t.shape)}:{t.dtype}:{plain:x}:{weighted:x}"
+
+
+_DIGEST_CHUNK = 1 << 26
+
+
+def _wrap64(value: int) -> int:
+    """`value` wrapped to a signed 64-bit integer, as one int64 sum over the whole tensor would give."""
+    value &= (1 << 64) - 1
+    return value - (1 << 64) if value >= 1 << 63 else value
 
 
 def input_digest(inputs: Mapping[str, Any], skip: tuple[str, ...] = ()) -> str:

@@ -73,6 +73,22 @@ def test_digest_is_bit_exact_and_deterministic_in_the_seed():
     assert tensor_digest(x) != tensor_digest(y)
 
 
+def test_digest_in_chunks_equals_the_whole_tensor_sums_with_int64_wraparound(monkeypatch):
+    import agent.verifier.plan as plan_module
+
+    x = torch.tensor([2**62, 2**62, 2**62, -5, 7], dtype=torch.int64)  # the plain sum wraps past 2^63
+    monkeypatch.setattr(plan_module, "_DIGEST_CHUNK", 2)
+    values = [2**62, 2**62, 2**62, -5, 7]
+    plain = sum(values)
+    weighted = sum(v * (i % 65521 + 1) for i, v in enumerate(values))
+
+    def wrap(v):
+        v &= (1 << 64) - 1
+        return v - (1 << 64) if v >= 1 << 63 else v
+
+    assert tensor_digest(x) == f"[5]:torch.int64:{wrap(plain):x}:{wrap(weighted):x}"
+
+
 def test_perturbation_is_in_place_deterministic_and_moves_the_reference():
     case = TASK.case("gqa-4")
     a = make_trial_inputs(TASK, case, 5, "cpu")
