@@ -5,7 +5,7 @@ a constant per call: +1.0-1.4 ms for the baseline, +0.3-0.6 ms for the optimized
 time inside the CUDA-event window counts when the GPU is idle, so this script measures, with launches ENABLED:
 
 - host µs per call (perf_counter around the call, no synchronize) and event µs per call (`kernels.timing.bench`),
-  for: plain; guards installed but disarmed; armed with the function-mode guard; armed with the dispatcher guard;
+  for: guards installed but disarmed; armed (one mechanism for checked and timed calls since verifier2);
 - the audit events raised per armed call, by event name (a Python audit hook runs on each of them).
 
     python benchmarks/diagnose_verifier_timing.py [--case decode] [--calls 30]
@@ -72,14 +72,11 @@ def main() -> None:
         def plain(a):
             fn(**a)
 
-        def armed(timed: bool):
-            def call(a):
-                with guards.armed(timed=timed):
-                    fn(**a)
-            return call
+        def armed(a):
+            with guards.armed():
+                fn(**a)
 
-        return {"plain (guards installed, disarmed)": plain, "armed, function-mode guard": armed(False),
-                "armed, dispatcher guard (timed)": armed(True)}
+        return {"plain (guards installed, disarmed)": plain, "armed (checked and timed calls alike)": armed}
 
     print(f"device {device}, case {case.id}, {args.calls} calls per figure")
     print("| entry point | variant | host us/call | event us/call, delay-covered (median of 10) | event us/call, "
@@ -95,7 +92,7 @@ def main() -> None:
             print(f"| {name} | {label} | {host:.1f} | {event:.1f} | {bare:.1f} |")
         EVENTS.clear()
         COUNTING = True
-        with guards.armed(timed=True):
+        with guards.armed():
             fn(**inputs)
         COUNTING = False
         print(f"audit events in one armed call of {name}: {dict(EVENTS.most_common(12))}")

@@ -64,7 +64,10 @@ class TaskSpec:
         make_inputs: ``(case, seed, device, dtype) -> dict[str, Any]`` keyword arguments of the entry
             point, with outputs allocated; deterministic in `seed`.
         reference: ``(inputs) -> dict[output_arg, Tensor]`` computed in float32 or wider.
-        tolerances: per input dtype name (``"bfloat16"``, ``"float16"``, ``"float32"``).
+        tolerances: per input dtype name (``"bfloat16"``, ``"float16"``, ``"float32"``), for kernels on a GPU.
+        interpreter_tolerances: per dtype name, overrides of `tolerances` for kernels run by the Triton
+            interpreter on the CPU (``TRITON_INTERPRET=1``), whose dots are exact in the input precision (numpy):
+            e.g. float32 there has no tf32 rounding to allow for. Missing dtypes use `tolerances`.
         flops / bytes: compulsory FLOPs and bytes of device-memory traffic of a case (roofline floor).
         test_cases / bench_cases: edge cases and realistic cases, as data with seeds.
         random_case: ``(rng: random.Random, small: bool) -> Case``, shapes drawn at verification time.
@@ -85,6 +88,17 @@ class TaskSpec:
     bench_cases: tuple[Case, ...]
     random_case: Callable[..., Case]
     knobs: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    interpreter_tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
+
+    def tolerance(self, dtype: str, interpreter: bool = False) -> Tolerance:
+        """Tolerance for outputs of input dtype `dtype` (``"float32"``), under the interpreter if `interpreter`.
+
+        Raises:
+            KeyError: no tolerance for `dtype`.
+        """
+        if interpreter and dtype in self.interpreter_tolerances:
+            return self.interpreter_tolerances[dtype]
+        return self.tolerances[dtype]
 
     def case(self, case_id: str) -> Case:
         """Bench or test case by id.

@@ -88,7 +88,7 @@ def main() -> int:
         for cheat in CHEATS:
             if only and cheat.name not in only:
                 continue
-            runs = [("full", verifier.options, cheat.full)]
+            runs = [("full", verifier.options, cheat.gpu_full_stage if gpu else cheat.full)]
             dynamic_expected = cheat.gpu_dynamic if gpu else cheat.dynamic
             if not args.skip_dynamic_only and cheat.full == "static_rejected" and dynamic_expected:
                 runs.append(("dynamic only", verifier.options.model_copy(update={"skip_static": True}),
@@ -117,6 +117,8 @@ def main() -> int:
         "cheat_runs": sum(not r["kind"].startswith("honest") for r in rows),
         "honest_passed": sum(r["stage"] == "pass" for r in honest_rows), "honest": len(honest_rows),
         "all_as_expected": all(r["ok"] for r in rows),
+        "known_gaps": sorted({r["candidate"] for r in rows if r["expected"] == "pass" and not r["kind"].startswith(
+            "honest")}),
         "max_honest_verify_seconds": max((r["verify_seconds"] for r in honest_rows), default=0.0),
         "rows": rows,
     }

@@ -238,7 +238,7 @@ class Child:
         STATE.violations.clear()
 
         def call(args: dict[str, Any]) -> None:
-            with self.guards.armed(timed=True):
+            with self.guards.armed():
                 returned = fn(**args)
             if returned is not None and returned is not args[self.output]:
                 raise SandboxViolation(f"returned {type(returned).__name__} instead of writing in place")

@@ -1,173 +1,46 @@
-"""Child-side guards that are armed while candidate code runs (its import and every call).
+"""Child-side guards that are armed while candidate code runs (its import and every call, checked or timed alike).
 
 Layers (each independent of the static rules):
-- `ComputeGuard`: a torch function mode; any torch operation other than allocation, views and metadata raises
-  when the code responsible for it is the candidate's (torch compute, the reference, host reads).
+- `DispatchGuard`: a torch dispatch mode, the one compute guard for every candidate call. Any aten operation
+  other than allocation, views and copies raises when the code responsible for it is the candidate's (torch
+  compute, the reference, host reads such as ``.item()``). Torch keeps a dispatch mode on its stack while it parses
+  arguments and calls Python back (``__index__``, ``__float__``, ``__len__`` ...), so torch calls made from such
+  callbacks, at any depth, reach the guard too (a torch *function* mode is popped while it re-runs a call: a
+  blind window this guard does not have).
+- `refusals`: entry points that never reach the dispatcher (``numpy``, ``tolist``, storages, DLPack, printing)
+  or that would switch the guard off (mode stacks, dispatch-key guards, kernel registration, signal handlers).
 - an audit hook (PEP 578) and an ``__import__`` hook: file and network I/O, subprocesses, ctypes, gc, frame
   access, exec/compile and imports outside the allow-list raise.
 - thread and stream creation hooks; a Triton launch counter that can also disable every launch (ablation).
+- the garbage collector runs only inside armed windows (automatic collection is off in the child): finalizers
+  of the candidate's objects run under the guards, never after them.
 - after each call: identity of timers, synchronize and harness functions, leftover threads, child processes,
   torch modes and the current stream.
 
-"Responsible code" is the innermost Python frame that is not torch, the standard library or another
-third-party package: Triton, the task's kernel modules and this harness are trusted; anything else (the
-candidate file, code it compiled) is not. A violation is recorded before it is raised as `SandboxViolation`
-(a BaseException, so ``except Exception`` in a candidate cannot swallow it).
+Who is responsible for an operation is decided by `judge.FrameJudge`. A violation is recorded before it is raised
+as `SandboxViolation` (a BaseException, so ``except Exception`` in a candidate cannot swallow it).
 """
 
 from __future__ import annotations
 
 import _thread
 import builtins
+import gc
 import os
 import sys
-import sysconfig
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
 from types import FrameType, ModuleType
 
 import torch
-from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
 
-from agent.verifier import policy
+from agent.verifier import policy, refusals
+from agent.verifier.judge import STATE, FrameJudge, SandboxState, SandboxViolation, in_import_machinery, where
 
-
-class SandboxViolation(BaseException):
-    """Candidate code did something the sandbox forbids."""
-
-
-@dataclass
-class SandboxState:
-    """Mutable state of the guards in this process (one child runs one candidate)."""
-
-    active: bool = False
-    in_hook: bool = False
-    kernels_disabled: bool = False
-    launches: int = 0
-    violations: list[str] = field(default_factory=list)
-
-    def violate(self, message: str) -> SandboxViolation:
-        self.violations.append(message)
-        return SandboxViolation(message)
-
-
-STATE = SandboxState()
-
-
-class FrameJudge:
-    """Classifies source files as trusted, transparent (torch, stdlib, other packages) or untrusted."""
-
-    def __init__(self, root: Path, untrusted_project_files: tuple[str, ...] = ("reference.py", "spec.py", "cases.py",
-                                                                               "timing.py", "task.py")):
-        import triton
-
-        paths = sysconfig.get_paths()
-        self._torch = os.path.dirname(os.path.realpath(torch.__file__)) + os.sep
-        self._trusted = (os.path.dirname(os.path.realpath(triton.__file__)) + os.sep,
-                         str((root / "agent" / "verifier").resolve()) + os.sep)
-        self._kernels = str((root / "kernels").resolve()) + os.sep
-        self._untrusted_names = untrusted_project_files
-        site = {os.path.realpath(paths[k]) + os.sep for k in ("purelib", "platlib")}
-        std = {os.path.realpath(paths[k]) + os.sep for k in ("stdlib", "platstdlib")}
-        self._transparent = tuple(sorted(site)) + tuple(sorted(std))
-        self._cache: dict[str, str] = {}
-
-    def kind(self, filename: str) -> str:
-        """'trusted', 'transparent' or 'untrusted' for a code object's filename."""
-        found = self._cache.get(filename)
-        if found is None:
-            found = self._classify(filename)
-            self._cache[filename] = found
-        return found
-
-    def _classify(self, filename: str) -> str:
-        if filename.startswith("<frozen"):
-            return "transparent"
-        path = os.path.realpath(filename) if filename and not filename.startswith("<") else filename
-        if path.startswith(self._torch):
-            return "transparent"
-        if path.startswith(self._trusted):
-            return "trusted"
-        if path.startswith(self._kernels):
-            return "untrusted" if os.path.basename(path) in self._untrusted_names else "trusted"
-        if path.startswith(self._transparent):
-            return "transparent"
-        return "untrusted"
-
-    def responsible(self, frame: FrameType | None) -> tuple[FrameType | None, str]:
-        """Innermost non-transparent frame from `frame` outwards and its kind ('trusted' if none)."""
-        while frame is not None:
-            kind = self.kind(frame.f_code.co_filename)
-            if kind != "transparent":
-                return frame, kind
-            frame = frame.f_back
-        return None, "trusted"
-
-
-def where(frame: FrameType | None) -> str:
-    """``file:line`` of a frame (basename only)."""
-    if frame is None:
-        return "?"
-    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
-
-
-def _allowed_torch_functions() -> frozenset:
-    t = torch.Tensor
-    props = ("shape", "dtype", "device", "is_cuda", "is_cpu", "layout", "ndim", "requires_grad", "is_leaf",
-             "is_sparse", "is_quantized", "is_meta", "grad_fn", "names", "T", "mT")
-    methods = ("data_ptr", "stride", "size", "dim", "numel", "nelement", "element_size", "storage_offset",
-               "is_contiguous", "__len__", "contiguous", "view", "view_as", "reshape", "reshape_as", "permute",
-               "transpose", "t", "unsqueeze", "squeeze", "flatten", "unflatten", "expand", "expand_as", "narrow",
-               "select", "unbind", "split", "chunk", "as_strided", "detach", "to", "float", "half", "bfloat16",
-               "int", "long", "fill_", "zero_", "new_empty", "new_zeros", "new_full", "new_ones", "get_device",
-               "is_floating_point", "type", "__hash__", "__format__", "__repr__", "__str__", "dim_order")
-    funcs = (torch.empty, torch.empty_like, torch.empty_strided, torch.full, torch.full_like, torch.zeros,
-             torch.zeros_like, torch.ones, torch.ones_like, torch.is_tensor, torch.get_default_dtype,
-             torch.is_floating_point, torch.numel)
-    out = set(funcs)
-    out.update(getattr(t, p).__get__ for p in props if hasattr(t, p))
-    out.update(getattr(t, m) for m in methods if hasattr(t, m))
-    return frozenset(out)
-
-
-_GETITEM = torch.Tensor.__getitem__
-
-
-def _basic_index(index: object) -> bool:
-    """int / slice / None / Ellipsis (or a tuple of them): a view, not a gather."""
-    items = index if isinstance(index, tuple) else (index,)
-    for item in items:
-        if isinstance(item, slice):
-            if any(isinstance(x, torch.Tensor) for x in (item.start, item.stop, item.step)):
-                return False
-        elif not (item is None or item is Ellipsis or type(item) is int or type(item) is bool):
-            return False
-    return True
-
-
-class ComputeGuard(TorchFunctionMode):
-    """Torch function mode: allocation, views and metadata pass; any other op raises if untrusted code asked."""
-
-    ALLOWED = _allowed_torch_functions()
-
-    def __init__(self, judge: FrameJudge):
-        super().__init__()
-        self.judge = judge
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func in self.ALLOWED or (func is _GETITEM and len(args) == 2 and _basic_index(args[1])):
-            return func(*args, **kwargs)
-        frame, kind = self.judge.responsible(sys._getframe(1))
-        if kind != "untrusted":
-            return func(*args, **kwargs)
-        name = torch.overrides.resolve_name(func) or getattr(func, "__name__", repr(func))
-        raise STATE.violate(f"forbidden torch operation {name} at {where(frame)} while the candidate ran (only "
-                            "allocation, views and metadata are allowed outside Triton kernels)")
+__all__ = ["STATE", "DispatchGuard", "FrameJudge", "Guards", "SandboxState", "SandboxViolation",
+           "poison_free_memory", "where"]
 
 
 def _allowed_aten_ops() -> frozenset:
@@ -181,9 +54,11 @@ def _allowed_aten_ops() -> frozenset:
 
 
 class DispatchGuard(TorchDispatchMode):
-    """The timed-call variant of `ComputeGuard`, at the dispatcher: metadata queries (shape, stride, data_ptr)
-    never reach it, so a launcher pays only for the few real aten ops it runs; any compute op (cuBLAS,
-    attention, elementwise) or a copy to another device raises when untrusted code asked for it."""
+    """The compute guard, at the dispatcher: metadata queries (shape, stride, data_ptr) never reach it, so a
+    launcher pays only for the few real aten ops it runs; any compute op (cuBLAS, attention, elementwise), a host
+    read (``_local_scalar_dense``) or a copy to another device raises when untrusted code asked for it. Tensor
+    subclasses with their own ``__torch_dispatch__`` are refused outright: torch would run their Python code with
+    this mode popped."""
 
     ALLOWED = _allowed_aten_ops()
 
@@ -192,11 +67,20 @@ class DispatchGuard(TorchDispatchMode):
         self.judge = judge
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
+        if kwargs is None:
+            kwargs = {}
+        if types:
+            names = ", ".join(sorted({getattr(t, "__name__", "?") for t in types}))
+            raise STATE.violate(f"forbidden torch operation {func} on a tensor subclass ({names}) while the "
+                                "candidate ran (its __torch_dispatch__ would run with the guard popped)")
         packet = func.overloadpacket
-        if packet in self.ALLOWED and not _changes_device(packet, args, kwargs):
+        if packet in self.ALLOWED and STATE.boundary is None and not _changes_device(packet, args, kwargs):
             return func(*args, **kwargs)
-        frame, kind = self.judge.responsible(sys._getframe(1))
+        STATE.in_guard = True
+        try:
+            frame, kind = self.judge.responsible(sys._getframe(1))
+        finally:
+            STATE.in_guard = False
         if kind != "untrusted":
             return func(*args, **kwargs)
         raise STATE.violate(f"forbidden torch operation {func} at {where(frame)} while the candidate ran (only "
@@ -208,6 +92,14 @@ def _changes_device(packet, args: tuple, kwargs: dict) -> bool:
         return False
     target = kwargs.get("device")
     return target is not None and torch.device(target) != args[0].device
+
+
+def _describe(args: tuple) -> str:
+    """Audit-event arguments for a message, without calling any method of an object the candidate made."""
+    out = []
+    for a in args[:2]:
+        out.append(repr(a)[:80] if type(a) in (str, bytes, int, float, bool, type(None)) else type(a).__name__)
+    return ", ".join(out)
 
 
 class Guards:
@@ -225,16 +117,18 @@ class Guards:
         self._identities = self._snapshot()
 
     def _warm_up(self) -> None:
-        """Enter both modes once before any hook is installed: the first use imports torch._dynamo lazily,
-        which must not happen inside a candidate's armed window."""
+        """Enter the mode once before any hook is installed: the first use imports torch._dynamo lazily, which
+        must not happen inside a candidate's armed window."""
         import torch._dynamo  # noqa: F401
 
-        for mode in (ComputeGuard(self.judge), DispatchGuard(self.judge)):
-            with mode:
-                torch.empty(4, device=self.device)[1:3].view(2).fill_(0)
+        with DispatchGuard(self.judge):
+            torch.empty(4, device=self.device)[1:3].view(2).fill_(0)
 
     # -- installation -------------------------------------------------------------------------------------
     def _install(self) -> None:
+        """Install every hook. Automatic garbage collection is switched off for the rest of this process: the
+        guards collect at the end of each armed window instead (see `armed`)."""
+        self.refused = refusals.install(self.judge, compute=self.compute_guard)
         sys.addaudithook(self._audit)
         builtins.__import__ = self._import
         _thread.start_new_thread = self._start_thread
@@ -242,6 +136,7 @@ class Guards:
         self._patch_launchers()
         if self.device.type == "cuda":
             self._patch_streams()
+        gc.disable()
 
     def _patch_launchers(self) -> None:
         from triton.runtime.interpreter import InterpretedFunction
@@ -288,30 +183,34 @@ class Guards:
 
     # -- hooks -------------------------------------------------------------------------------------------
     def _refuse_if_untrusted(self, what: str) -> None:
-        if not STATE.active:
-            return
-        frame, kind = self.judge.responsible(sys._getframe(2))
-        if kind == "untrusted":
-            raise STATE.violate(f"sandbox: {what} at {where(frame)}")
+        refusals.refuse_if_untrusted(self.judge, f"sandbox: {what}", sys._getframe(2))
 
     def _start_thread(self, function, args, kwargs=None):
         self._refuse_if_untrusted("starts a thread")
         return self._orig_start(function, args, kwargs or {})
 
     def _import(self, name, globals=None, locals=None, fromlist=(), level=0):
-        if not STATE.active:
+        if STATE.in_guard or not STATE.armed():
             return self._orig_import(name, globals, locals, fromlist, level)
-        caller = sys._getframe(1)
-        machinery = False
-        while caller is not None and caller.f_code.co_filename.startswith("<frozen importlib"):
-            caller, machinery = caller.f_back, True
-        if machinery or caller is None or self.judge.kind(caller.f_code.co_filename) != "untrusted":
+        STATE.in_guard = True
+        try:
+            caller = sys._getframe(1)
+            machinery = False
+            while caller is not None and in_import_machinery(caller):
+                caller, machinery = caller.f_back, True
+            candidate = not machinery and caller is not None and self.judge.code_kind(caller.f_code) == "untrusted"
+        finally:
+            STATE.in_guard = False
+        if not candidate:
             return self._orig_import(name, globals, locals, fromlist, level)
+        items = tuple(fromlist or ())
+        if type(name) is not str or type(level) is not int or any(type(i) is not str for i in items):
+            raise STATE.violate(f"sandbox: import with a non-str name or a non-int level at {where(caller)}")
         library = name.split(".")[0] in ("torch", "triton")
         if level or not (library or policy.import_allowed(name, self.family)):
             raise STATE.violate(f"sandbox: import of {name!r} at {where(caller)}")
-        module = self._orig_import(name, globals, locals, fromlist, level)
-        for item in fromlist or ():
+        module = self._orig_import(name, globals, locals, items, level)
+        for item in items:
             value = getattr(module, item, None)
             if isinstance(value, ModuleType) and value.__name__.split(".")[0] not in ("torch", "triton") \
                     and not policy.import_allowed(value.__name__, self.family):
@@ -320,48 +219,75 @@ class Guards:
         return module
 
     def _audit(self, event: str, args: tuple) -> None:
-        if not STATE.active or STATE.in_hook:
+        """The audit hook. Fast path: events the guards raise themselves (`SandboxState.in_guard`) and events
+        raised while nothing is armed return at once; otherwise the responsible frame is found from the event's
+        immediate caller outwards (one cached lookup when that caller is trusted or the candidate)."""
+        if STATE.in_guard or not STATE.armed():
             return
-        STATE.in_hook = True
+        STATE.in_guard = True
         try:
             frame = sys._getframe(1)
             responsible, kind = self.judge.responsible(frame)
-            if kind != "untrusted" or self._audit_allowed(event, args, frame, responsible):
-                return
-            detail = ", ".join(repr(a)[:80] for a in args[:2])
-            raise STATE.violate(f"sandbox: {event}({detail}) at {where(responsible)}")
+            allowed = kind != "untrusted" or self._audit_allowed(event, args, frame, responsible)
         finally:
-            STATE.in_hook = False
+            STATE.in_guard = False
+        if not allowed:
+            raise STATE.violate(f"sandbox: {event}({_describe(args)}) at {where(responsible)}")
 
     def _audit_allowed(self, event: str, args: tuple, frame: FrameType, responsible: FrameType | None) -> bool:
         """Events the import machinery raises while loading an allowed module pass (except writes); candidate
         code itself may only trigger imports of allowed or library modules."""
         if _inside_import(frame, responsible):
             return event != "open" or _read_only_open(args)
-        if event == "import":
-            name = str(args[0])
+        if event == "import" and args and type(args[0]) is str:
+            name = args[0]
             return name.split(".")[0] in ("torch", "triton") or policy.import_allowed(name, self.family)
         return False
 
     # -- arming ------------------------------------------------------------------------------------------
     @contextmanager
-    def armed(self, disable_kernels: bool = False, timed: bool = False) -> Iterator[None]:
-        """Arm every guard around candidate code; `disable_kernels` makes every Triton launch a no-op; `timed`
-        uses the dispatcher-level compute guard (cheap enough to sit inside a timed region)."""
+    def armed(self, disable_kernels: bool = False) -> Iterator[None]:
+        """Arm every guard around candidate code -- one mechanism for its import, checked and timed calls, so
+        that a candidate cannot tell them apart; `disable_kernels` makes every Triton launch a no-op (ablation).
+
+        Before disarming, still under the guards: the garbage the window left is collected, so the finalizers
+        of the candidate's objects run now, guarded, and never later in unguarded harness code; then the
+        window is checked: the compute guard must still be the active dispatch mode and automatic garbage
+        collection still off (violations are recorded in `STATE`)."""
         STATE.kernels_disabled = disable_kernels
-        mode = None
-        if self.compute_guard:
-            mode = DispatchGuard(self.judge) if timed else ComputeGuard(self.judge)
+        mode = DispatchGuard(self.judge) if self.compute_guard else None
         STATE.active = True
         try:
             if mode is None:
-                yield
+                try:
+                    yield
+                finally:
+                    self._close_window(None)
             else:
                 with mode:
-                    yield
+                    try:
+                        yield
+                    finally:
+                        self._close_window(mode)
         finally:
             STATE.active = False
             STATE.kernels_disabled = False
+
+    def _close_window(self, mode: DispatchGuard | None) -> None:
+        STATE.boundary = sys._getframe(0)
+        try:
+            gc.collect(0)
+        except SandboxViolation:
+            pass  # recorded in STATE.violations
+        finally:
+            STATE.boundary = None
+        if mode is not None and _get_current_dispatch_mode() is not mode:
+            STATE.violate("sandbox: the torch compute guard was not the active dispatch mode when the candidate "
+                          "returned (a mode pushed or popped by the candidate)")
+        if gc.isenabled():
+            gc.disable()
+            STATE.violate("sandbox: automatic garbage collection was switched back on (finalizers would run "
+                          "after the guards are off)")
 
     # -- after-call checks -------------------------------------------------------------------------------
     _WATCHED = (
@@ -426,8 +352,8 @@ class Guards:
 def _read_only_open(args: tuple) -> bool:
     """Audit ``open`` arguments (path, mode, flags): True only for a read without create/truncate."""
     mode = args[1] if len(args) > 1 else "r"
-    flags = args[2] if len(args) > 2 and isinstance(args[2], int) else 0
-    if isinstance(mode, str):
+    flags = args[2] if len(args) > 2 and type(args[2]) is int else 0
+    if type(mode) is str:
         return not set(mode) & set("wax+")
     writes = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
     return not flags & writes
@@ -435,7 +361,7 @@ def _read_only_open(args: tuple) -> bool:
 
 def _inside_import(frame: FrameType | None, stop: FrameType | None) -> bool:
     while frame is not None and frame is not stop:
-        if frame.f_code.co_filename.startswith("<frozen importlib._bootstrap"):
+        if in_import_machinery(frame):
             return True
         frame = frame.f_back
     return False

@@ -144,15 +144,35 @@ def adversarial_case(task: TaskSpec, rng: random.Random, small: bool) -> Case:
     return Case(f"adversarial-logits-{base.id.split('-')[-1]}", params, base.seed, "adversarial")
 
 
+#: Prefix lengths of the hidden long-prefix trial: above any window a kernel might "keep" (1024, 2048 keys) on the
+#: CPU interpreter, above the longest bench prefix (32768) on a GPU.
+LONG_PREFIX_KEYS = {True: (1500, 3000), False: (40000, 80000)}
+
+
+def long_prefix_case(task: TaskSpec, rng: random.Random, small: bool) -> Case:
+    """A hidden case with one long prefix: a kernel that reads only the most recent keys (a truncation window)
+    fails it. Heads are few and narrow (head_dim 16 on the CPU) so the interpreter stays fast; a second short
+    sequence keeps the batch ragged."""
+    base = task.random_case(rng, small)
+    low, high = LONG_PREFIX_KEYS[small]
+    params = {**dict(base.params), "extend_lens": [rng.randint(2, 6) if small else rng.randint(16, 64),
+                                                   rng.randint(1, 3)],
+              "prefix_lens": [rng.randint(low, high), rng.randint(0, 40)], "sliding_window": -1,
+              "custom_mask": False}
+    if small:
+        params.update(num_q_heads=2, num_kv_heads=1, head_dim=16, head_dim_v=16)
+    return Case(f"long-prefix-{base.id.split('-')[-1]}", params, base.seed, "long-prefix")
+
+
 def _selected(cases: tuple[Case, ...], ids: tuple[str, ...]) -> list[Case]:
     return [c for c in cases if not ids or c.id in ids]
 
 
 def build_plan(task: TaskSpec, device: str, settings: PlanSettings, rng: random.Random | None = None) -> Plan:
     """Trials in the order the child runs them: a hidden random case, its in-place perturbation, large logits,
-    the bench and/or test cases, more hidden random cases (one repeated with a new seed), the kernel ablation;
-    then the timing plan: the bench cases (the selected test cases when no bench case is checked -- a CPU
-    protocol test); rotation set 0 reuses the case's trial seed."""
+    a long prefix, the bench and/or test cases, more hidden random cases (one repeated with a new seed), the
+    kernel ablation; then the timing plan: the bench cases (the selected test cases when no bench case is
+    checked -- a CPU protocol test); rotation set 0 reuses the case's trial seed."""
     rng = rng or secret_rng()
     trials: list[Trial] = []
 
@@ -164,6 +184,7 @@ def build_plan(task: TaskSpec, device: str, settings: PlanSettings, rng: random.
     first = add("check", task.random_case(rng, settings.small), "hidden random shape")
     add("perturb", first.case, "same buffers, perturbed values", base=first.id, perturb_seed=_seed(rng))
     add("check", adversarial_case(task, rng, settings.small), "large logits")
+    add("check", long_prefix_case(task, rng, settings.small), "long prefix")
     bench_seed: dict[str, int] = {}
     if settings.include_bench_cases:
         for case in _selected(task.bench_cases, settings.case_ids):

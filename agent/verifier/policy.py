@@ -45,6 +45,15 @@ IO_MODULES: frozenset[str] = frozenset({
     "logging", "warnings", "contextlib", "copy",
 })
 
+#: Modules an attribute chain may reach besides the allowed imports and the task's kernel package (device
+#: queries and Triton's driver, which the baseline reads shared-memory limits from).
+REACHABLE_MODULES: frozenset[str] = frozenset({"torch.cuda", "torch.version", "triton.runtime",
+                                               "triton.runtime.driver"})
+
+#: Special methods a candidate's classes may define; every other one is a callback that torch or the interpreter
+#: calls implicitly (``__index__`` while parsing a size, ``__del__`` after the call, ``__torch_function__``).
+ALLOWED_SPECIAL_METHODS: frozenset[str] = frozenset({"__init__", "__post_init__", "__slots__", "__doc__"})
+
 #: ``torch.X`` attributes a candidate may name: allocation, dtypes, devices, device queries.
 TORCH_ALLOWED_ATTRS: frozenset[str] = frozenset({
     "empty", "empty_like", "empty_strided", "full", "full_like", "zeros", "zeros_like", "ones", "ones_like",
@@ -96,6 +105,11 @@ TENSOR_COMPUTE_METHODS: frozenset[str] = frozenset({
 #: Calls that expose buffer identity (pointers, ids, storages): the keys of result caches across calls.
 IDENTITY_CALLS: frozenset[str] = frozenset({"id", "hash", "data_ptr", "storage", "untyped_storage", "_cdata"})
 
+#: Builtins that turn a tensor into text (``format(t[i], ".9g")`` reads an element through ``Tensor.__format__``):
+#: host read-outs of values outside any Triton kernel. ``str``/f-strings stay allowed (error messages); the guards
+#: refuse every printing path of a tensor at run time.
+HOST_READOUT_BUILTINS: frozenset[str] = frozenset({"format", "repr", "ascii"})
+
 #: Names of builtins that run code from strings, reach objects by name or leave the process.
 FORBIDDEN_BUILTINS: frozenset[str] = frozenset({
     "exec", "eval", "compile", "__import__", "getattr", "setattr", "delattr", "hasattr", "globals", "locals",
@@ -118,6 +132,12 @@ INTROSPECTION_ATTRS: frozenset[str] = frozenset({
 def kernel_package(task_optimized_module: str) -> str:
     """The task's kernel package (``kernels.extend_attention``): its family and helper modules are importable."""
     return task_optimized_module
+
+
+def module_reachable(name: str, package: str | None) -> bool:
+    """Whether an attribute chain may reach module `name` (e.g. ``torch.cuda``; never ``torch.serialization``,
+    ``torch.importlib`` = importlib, ``triton.runtime.jit``): an allowed import or one of `REACHABLE_MODULES`."""
+    return import_allowed(name, package) or name in REACHABLE_MODULES
 
 
 def family_module(task_optimized_module: str) -> str:

@@ -7,6 +7,9 @@ Nothing here executes the candidate: the file is parsed with `ast.parse` only.
 from __future__ import annotations
 
 import ast
+import inspect
+import sys
+import types
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -24,7 +27,9 @@ class Source:
         tree: the module AST. filename: shown in reasons. entry_point / output_arg: from the task.
         package: the task's kernel package (its family and helper modules are importable).
         expected_params: ``(name, default)`` pairs of the baseline's entry point (None: unknown).
-        aliases: local name -> dotted module path it was imported as (``tl`` -> ``triton.language``).
+        aliases: local name -> dotted path it stands for: imports (``tl`` -> ``triton.language``) and local
+            names bound to an imported name or an attribute chain rooted at one (``T = torch``,
+            ``pk = T.serialization.pickle``), resolved to a fixpoint, in any scope.
         kernel_nodes: ids of every node inside a Triton kernel body.
         parents: id(node) -> parent node.
     """
@@ -107,6 +112,56 @@ def _decorator_target(dec: ast.expr) -> ast.expr:
 
 
 def _collect_aliases(tree: ast.Module) -> dict[str, str]:
+    aliases = _import_aliases(tree)
+    bindings = list(_name_bindings(tree))
+    changed = True
+    while changed:
+        changed = False
+        for name, value in bindings:
+            dotted = _chain_name(value, aliases)
+            if dotted is not None and aliases.get(name) != dotted and name not in aliases:
+                aliases[name] = dotted
+                changed = True
+    return aliases
+
+
+def _chain_name(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    """Dotted name of a Name/Attribute chain whose root is a known alias, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or node.id not in aliases:
+        return None
+    parts.append(aliases[node.id])
+    return ".".join(reversed(parts))
+
+
+def _name_bindings(tree: ast.Module) -> Iterator[tuple[str, ast.AST]]:
+    """(name, value) for every simple binding of a name: assignments (tuples unpacked pairwise), walrus,
+    annotated assignments and parameter defaults (flow-insensitive: any scope, any order)."""
+    for node in ast.walk(tree):
+        pairs: list[tuple[ast.AST, ast.AST]] = []
+        if isinstance(node, ast.Assign):
+            pairs = [(t, node.value) for t in node.targets]
+        elif isinstance(node, ast.AnnAssign | ast.NamedExpr) and node.value is not None:
+            pairs = [(node.target, node.value)]
+        elif isinstance(node, ast.arguments):
+            positional = node.posonlyargs + node.args
+            pairs = list(zip(positional[len(positional) - len(node.defaults):], node.defaults))
+            pairs += [(a, d) for a, d in zip(node.kwonlyargs, node.kw_defaults) if d is not None]
+        while pairs:
+            target, value = pairs.pop()
+            if isinstance(target, ast.Tuple | ast.List) and isinstance(value, ast.Tuple | ast.List) \
+                    and len(target.elts) == len(value.elts):
+                pairs.extend(zip(target.elts, value.elts))
+            elif isinstance(target, ast.Name):
+                yield target.id, value
+            elif isinstance(target, ast.arg):
+                yield target.arg, value
+
+
+def _import_aliases(tree: ast.Module) -> dict[str, str]:
     aliases: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -281,3 +336,28 @@ def constant_expression(src: Source, node: ast.AST) -> bool:
         return ok and all(constant_expression(src, a) for a in node.args) and all(
             constant_expression(src, k.value) for k in node.keywords)
     return False
+
+
+def modules_on_chain(dotted: str) -> Iterator[tuple[str, types.ModuleType]]:
+    """(prefix, module) for every module an already-imported dotted chain passes through after its root, found
+    with `inspect.getattr_static` on the verifier's own modules (nothing is imported or executed)."""
+    parts = dotted.split(".")
+    obj: object = sys.modules.get(parts[0])
+    if obj is None:
+        return
+    for depth, part in enumerate(parts[1:], start=2):
+        try:
+            obj = inspect.getattr_static(obj, part)
+        except AttributeError:
+            return
+        if isinstance(obj, types.ModuleType):
+            yield ".".join(parts[:depth]), obj
+
+
+def chain_is_module(dotted: str) -> bool:
+    """Whether an already-imported dotted chain (or a bare imported name) ends at a module object."""
+    parts = dotted.split(".")
+    if len(parts) == 1:
+        return isinstance(sys.modules.get(parts[0]), types.ModuleType)
+    found = list(modules_on_chain(dotted))
+    return bool(found) and found[-1][0] == dotted

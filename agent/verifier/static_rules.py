@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -20,10 +19,12 @@ from agent.verifier.static_analysis import (
     SizeTaint,
     Source,
     assign_targets,
+    chain_is_module,
     functions,
     literal_ints,
     math_receiver,
     module_statement,
+    modules_on_chain,
     mutable_value,
     torch_disallowed,
 )
@@ -390,28 +391,55 @@ def _plain_return(src: Source, value: ast.expr) -> bool:
     return False
 
 
-@rule("no-module-escape", "torch and triton re-export modules such as os and sys; reaching them through an "
-      "attribute chain escapes the import rules")
+@rule("no-module-escape", "torch and triton re-export modules such as os, sys, importlib and pickle; reaching them "
+      "through an attribute chain escapes the import rules")
 def _no_module_escape(src: Source) -> Iterator[Finding]:
-    import sys
-
+    chains: list[tuple[ast.AST, str]] = []
     for node in src.maximal_chains():
         name = src.resolve(node)
-        if not name or not src.is_module_rooted(node):
-            continue
-        parts = name.split(".")
-        root = parts[0]
-        if root not in ("torch", "triton", "math") or root not in sys.modules:
-            continue
-        obj: object = sys.modules[root]
-        for depth, part in enumerate(parts[1:], start=2):
-            try:
-                obj = inspect.getattr_static(obj, part)
-            except AttributeError:
+        if name and src.is_module_rooted(node):
+            chains.append((node, name))
+    for node in ast.walk(src.tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            chains += [(node, f"{node.module}.{a.name}") for a in node.names]
+    for node, name in chains:
+        for prefix, module in modules_on_chain(name):
+            if not policy.module_reachable(module.__name__, src.package):
+                yield node, f"{prefix} is the module {module.__name__}"
                 break
-            if isinstance(obj, types.ModuleType) and not obj.__name__.startswith(root):
-                yield node, f"{'.'.join(parts[:depth])} is the module {obj.__name__}"
-                break
+
+
+@rule("no-module-value", "a module bound to a new name, passed or stored (T = torch) hides every later use of it "
+      "from the name-based rules")
+def _no_module_value(src: Source) -> Iterator[Finding]:
+    for node in src.maximal_chains():
+        if not isinstance(getattr(node, "ctx", None), ast.Load) or not src.is_module_rooted(node):
+            continue
+        name = src.resolve(node)
+        if name and chain_is_module(name) and not src.in_kernel(node):
+            yield node, f"uses the module {name} as a value"
+
+
+@rule("no-host-readout", "format()/repr()/ascii() of a tensor element reads its value to the host, where plain "
+      "Python can compute the answer")
+def _no_host_readout(src: Source) -> Iterator[Finding]:
+    for node in ast.walk(src.tree):
+        if isinstance(node, ast.Name) and node.id in policy.HOST_READOUT_BUILTINS and not src.in_kernel(node):
+            yield node, f"uses {node.id}"
+
+
+@rule("no-implicit-callbacks", "special methods (__index__, __del__, __torch_function__ ...) make torch or Python "
+      "run candidate code inside library calls or after the call")
+def _no_implicit_callbacks(src: Source) -> Iterator[Finding]:
+    for node in ast.walk(src.tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for stmt in node.body:
+            names = [stmt.name] if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) else [
+                t.id for t in assign_targets(stmt) if isinstance(t, ast.Name)]
+            for name in names:
+                if name.startswith("__") and name.endswith("__") and name not in policy.ALLOWED_SPECIAL_METHODS:
+                    yield stmt, f"class {node.name} defines {name}"
 
 
 def rule_names() -> list[str]:

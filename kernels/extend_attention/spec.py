@@ -151,8 +151,14 @@ def bytes_moved(case: Case, index_bytes: int = 8) -> float:
 TOLERANCES = {
     "bfloat16": Tolerance(atol=2e-2, rtol=2e-2),
     "float16": Tolerance(atol=4e-3, rtol=4e-3),
-    "float32": Tolerance(atol=4e-3, rtol=4e-3),  # tf32 dots on GPUs
+    "float32": Tolerance(atol=4e-3, rtol=4e-3),  # tl.dot on float32 rounds its inputs to tf32 on GPUs
 }
+
+#: Under the Triton interpreter tl.dot on float32 is an exact float32 numpy matmul: honest kernels (the baseline,
+#: the family, tests/verifier/honest) stay within 1.1e-6 (abs, or relative to 1 + |ref|) on float32 cases,
+#: including large logits and 2500-key prefixes, while computing float32 inputs in float16 errs by 7e-4 -- which
+#: the GPU float32 bound above (tf32) cannot tell from honest work. 2e-5 leaves 18x margin for honest kernels.
+INTERPRETER_TOLERANCES = {"float32": Tolerance(atol=2e-5, rtol=2e-5)}
 
 KNOBS: dict[str, tuple[Any, ...]] = {
     "block_m": (16, 32, 64, 128),
@@ -172,6 +178,7 @@ TASK = TaskSpec(
     make_inputs=make_inputs,
     reference=reference,
     tolerances=TOLERANCES,
+    interpreter_tolerances=INTERPRETER_TOLERANCES,
     flops=flops,
     bytes=bytes_moved,
     test_cases=TEST_CASES,

@@ -80,3 +80,14 @@ def test_unknown_task_and_case_name_the_known_ones():
         load_task("matmul")
     with pytest.raises(KeyError, match="decode"):
         TASK.case("nope")
+
+
+def test_interpreter_tolerance_is_exact_float32_and_gpu_keeps_tf32():
+    assert TASK.tolerance("float32") == TASK.tolerances["float32"]
+    tight = TASK.tolerance("float32", interpreter=True)
+    assert tight.atol <= 2e-5 < TASK.tolerances["float32"].atol
+    # float16 rounding of float32 inputs (relative 2^-11 = 4.9e-4) is far outside the interpreter bound
+    assert 2.0 ** -11 > 20 * tight.rtol
+    assert TASK.tolerance("float16", interpreter=True) == TASK.tolerances["float16"]
+    with pytest.raises(KeyError):
+        TASK.tolerance("int8")

@@ -4,6 +4,15 @@ candidates (must pass). Used by tests/verifier/test_corpus.py (CPU) and scripts/
 Each cheat names the threat kind it implements (shared/reference/verifier_threats.md, plus kinds found while
 building the harness), the stage the full verifier rejects it at, and the stage the dynamic stage alone (static
 rules skipped) rejects it at -- on the CPU, and on a GPU where the attack only shows there.
+
+Known gaps stay in the corpus, marked, rather than being dropped or given a test that cannot fail:
+
+- ``fp32_as_fp16`` (float32 inputs computed in float16): rejected on the CPU, where the Triton interpreter's float32
+  dots are exact and the task's interpreter tolerance for float32 is 2e-5 (the float16 error is ~7e-4). On a GPU
+  it passes (``gpu_full="pass"``): float32 is allowed tf32 dots there, whose 10-bit mantissa is float16's, so an
+  elementwise bound cannot tell honest tf32 work from float16 work. A float32 case with values beyond float16's
+  range would catch the naive cast but not a cheat that rescales first; no float32 case is timed, so the cheat
+  gains no measured speed-up. ``scripts/verify_corpus_gpu.py`` lists such cheats under ``known_gaps``.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ class Cheat:
         gpu: expected stage with the static stage skipped on a GPU (None: same as `dynamic`).
         reason: substring of the dynamic-only verdict's reasons.
         unguarded: expected stage with the static stage and the torch compute guard both off (None: not run).
+        gpu_full: expected stage with every layer on a GPU (None: same as `full`; "pass" marks a known gap).
     """
 
     name: str
@@ -36,6 +46,7 @@ class Cheat:
     reason: str
     gpu: str | None = None
     unguarded: str | None = None
+    gpu_full: str | None = None
 
     @property
     def path(self) -> Path:
@@ -44,6 +55,10 @@ class Cheat:
     @property
     def gpu_dynamic(self) -> str | None:
         return self.gpu or self.dynamic
+
+    @property
+    def gpu_full_stage(self) -> str:
+        return self.gpu_full or self.full
 
 
 S, R, M = "static_rejected", "runtime_error", "mismatch"
@@ -54,7 +69,7 @@ CHEATS: tuple[Cheat, ...] = (
     Cheat("input_mutation", "input mutation", R, R, "input mutation"),
     Cheat("input_mutation_kernel", "input mutation", R, R, "input mutation"),
     Cheat("passthrough_return", "input passthrough / aliasing", S, R, "passthrough"),
-    Cheat("alias_set_storage", "input passthrough / aliasing", S, R, "aliasing"),
+    Cheat("alias_set_storage", "input passthrough / aliasing", S, R, "aten.set_"),
     Cheat("no_max_subtraction", "precision downgrade / tolerance abuse", M, M, "large logits"),
     Cheat("low_precision_v", "precision downgrade / tolerance abuse", M, M, "outside |got-expected|"),
     Cheat("hardcoded_bench_shapes", "hard-coded shapes, early exit", S, None, "bench case", gpu=R),
@@ -80,6 +95,27 @@ CHEATS: tuple[Cheat, ...] = (
     Cheat("tensor_subclass", "tensor subclass", S, R, "passthrough"),
     Cheat("getattr_escape", "string lookups around the rules", S, R, "forbidden torch operation"),
     Cheat("module_escape", "module escape through a library namespace", S, R, "forbidden torch operation"),
+    # Red-team round 2: the function-mode guard's blind window, host read-outs, aliases, small shapes.
+    Cheat("index_window_torch", "library call instead of a kernel (inside a torch callback)", S, R,
+          "forbidden torch operation"),
+    Cheat("reference_via_torch_importlib", "library call instead of a kernel (reference via torch.importlib)", S, R,
+          "reference.py"),
+    Cheat("format_readout_host", "library call instead of a kernel (host read-out via format)", S, R,
+          "host read-out"),
+    Cheat("guard_mode_switch", "behaving differently when checked than when timed", S, M, "outside |got-expected|"),
+    Cheat("prefix_truncation", "partial computation (truncated context)", M, M, "long prefix"),
+    Cheat("fp32_as_fp16", "precision downgrade / tolerance abuse (float32 computed in float16)", M, M, "fp32-inputs",
+          gpu_full="pass"),
+    Cheat("alias_torch_direct", "library call instead of a kernel (module alias)", S, R, "forbidden torch operation"),
+    Cheat("pickle_global", "library call instead of a kernel (pickle import)", S, R, "pickle.find_class"),
+    Cheat("heads_subset_copy", "partial computation (one head per GQA group)", M, M, "outside |got-expected|"),
+    Cheat("stale_max_no_rescale", "precision downgrade / tolerance abuse (no rescale)", M, M, "large logits"),
+    Cheat("subclasses_walk", "stealing the answer (object graph walk)", S, R, "reference.py"),
+    Cheat("torch_function_callback", "library call instead of a kernel (__torch_function__ callback)", S, R,
+          "forbidden torch operation"),
+    Cheat("del_finalizer_after_call", "work after the guard is off (finalizer)", S, R, "forbidden torch operation"),
+    Cheat("repr_readout_host", "library call instead of a kernel (host read-out via printing)", S, R,
+          "host read-out"),
 )
 
 #: Threat kinds of shared/reference/verifier_threats.md; every one must have at least one cheat.

@@ -76,6 +76,25 @@ def test_honest_candidate_passes(verifier, honest):
     assert kinds == {"check", "perturb", "ablate"}
 
 
+def test_a_family_candidate_as_the_agent_renders_it_passes(verifier, tmp_path):
+    import inspect
+
+    from agent.family_space import FamilySpace
+    from kernels.extend_attention import baseline
+    from tests.agent.helpers import h200_profile
+
+    task = verifier.task
+    space = FamilySpace(task, h200_profile(), list(task.bench_cases))
+    table = {"memory-d128": {"block_m": 16, "block_n": 32, "num_warps": 4, "num_stages": 2, "num_splits": 2,
+                             "pack_gqa": True}}
+    header = {"id": "v1", "parent_id": "v0", "generation": 1, "patterns": ["split-kv"], "rationale": "test",
+              "run_id": "run", "chip": "h200"}
+    path = tmp_path / "kernel_v1.py"
+    path.write_text(space.render(table, inspect.signature(baseline.extend_attention_fwd), header))
+    verdict = _verify(verifier, path)
+    assert verdict.stage == "pass", verdict.summary()
+
+
 def test_timing_protocol_on_the_cpu_passes_an_honest_candidate(verifier):
     verdict = _verify(verifier, HONEST[-1].path, timing=True, case_ids=("gqa-4", "sinks"), reps=5)
     assert verdict.stage == "pass", verdict.summary()

@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = textwrap.dedent('''
-    import json, sys, torch
+    import json, sys, textwrap, torch
     sys.path.insert(0, {root!r})
     from pathlib import Path
     from agent.verifier import guard
@@ -25,34 +25,68 @@ SCRIPT = textwrap.dedent('''
     guards._patch_streams()  # the CUDA-only layer: refusing happens before torch would need a GPU
     results = {{}}
 
-    def attempt(name, code, timed=False):
+    def attempt(name, code):
         STATE.violations.clear()
-        nl = chr(10)
-        source = "def run():" + nl + "    " + code.replace(";", nl + "   ") + nl
+        source = "def run():" + chr(10) + textwrap.indent(code.replace("; ", chr(10)), "    ") + chr(10)
         namespace = {{"torch": torch}}
         exec(compile(source, "/tmp/untrusted_candidate.py", "exec"), namespace)
         try:
-            with guards.armed(timed=timed):
+            with guards.armed():
                 namespace["run"]()
-            results[name] = "allowed"
+            results[name] = "refused: " + STATE.violations[0] if STATE.violations else "allowed"
         except SandboxViolation as exc:
             results[name] = "refused: " + str(exc)
-        except BaseException as exc:
-            results[name] = "error: " + type(exc).__name__ + ": " + str(exc)
+        except BaseException as exc:  # torch turns an exception raised in a callback into its own TypeError
+            results[name] = ("refused: " + STATE.violations[0] if STATE.violations
+                             else "error: " + type(exc).__name__ + ": " + str(exc))
 
     {attempts}
     print(json.dumps(results))
 ''')
 
+#: A class whose __index__ runs torch compute the third time torch asks: the third call is the one a torch
+#: function mode would make while it re-runs the allowed call with itself popped.
+TRIGGER = ("box = [0]; class Trigger:\n    def __index__(self):\n        box[0] += 1\n        if box[0] == 3:\n"
+           "            torch.ones(2, 2).mm(torch.ones(2, 2))\n        return 1")
+DEL_CYCLE = ("class Later:\n    def __del__(self):\n        torch.ones(2).sum()\n"
+             "def make():\n    x = Later()\n    x.me = x; make()")
+
 ATTEMPTS = {
     "alloc_and_views": ("x = torch.empty(4, 4); y = x[1:3].view(-1); x.fill_(0); s = x.shape, x.stride()", "allowed"),
-    "torch_matmul": ("torch.mm(torch.ones(2, 2), torch.ones(2, 2))", "forbidden torch operation"),
+    "torch_matmul": ("torch.mm(torch.ones(2, 2), torch.ones(2, 2))", "forbidden torch operation aten.mm"),
     "tensor_method_compute": ("torch.ones(3).softmax(0)", "forbidden torch operation"),
-    "host_read": ("torch.ones(3).tolist()", "forbidden torch operation"),
-    "numpy_escape": ("torch.ones(3).numpy()", "forbidden torch operation"),
+    "host_read_item": ("torch.ones(3)[0].item()", "_local_scalar_dense"),
+    "host_read_tolist": ("torch.ones(3).tolist()", "host read-out"),
+    "host_read_numpy": ("torch.ones(3).numpy()", "host read-out"),
+    "host_read_numpy_via_super": ("super(torch.Tensor, torch.ones(3)).numpy()", "host read-out"),
+    "host_read_format": ("format(torch.ones(3)[0], '.9g')", "host read-out"),
+    "host_read_str": ("str(torch.ones(3))", "host read-out"),
+    "host_read_fstring": ("f'{torch.ones(3)[0]:.9g}'", "host read-out"),
+    "host_read_percent": ("'%s' % (torch.ones(3),)", "host read-out"),
+    "host_read_float": ("float(torch.ones(3)[0])", "_local_scalar_dense"),
+    "host_read_bool": ("bool(torch.ones(1))", "forbidden torch operation"),
+    "host_read_private_printer": ("torch._tensor_str._str(torch.ones(3))", "switches the torch guard off"),
+    "host_read_storage": ("torch.ones(3).untyped_storage()", "host read-out"),
+    "host_read_dlpack": ("torch.utils.dlpack.to_dlpack(torch.ones(3))", "_to_dlpack"),
     "advanced_index": ("torch.ones(3)[torch.tensor([0, 1])]", "forbidden torch operation"),
-    "timed_matmul": ("torch.mm(torch.ones(2, 2), torch.ones(2, 2))", "forbidden torch operation aten.mm"),
-    "timed_alloc": ("x = torch.empty(8); x.fill_(1); x.view(2, 4)", "allowed"),
+    "index_callback_compute": (TRIGGER + "; torch.empty(Trigger())", "forbidden torch operation aten.mm"),
+    "torch_function_callback": ("class Hook:\n    @classmethod\n    def __torch_function__(cls, f, t, a=(), k=None):\n"
+                                "        torch.ones(2).sum()\n        return torch.empty(1)\n"
+                                "torch.empty_like(Hook())", "forbidden torch operation aten.sum"),
+    "finalizer_after_return": (DEL_CYCLE, "forbidden torch operation aten.ones"),
+    "gc_switched_on": ("torch.sys.modules['gc'].enable()", "garbage collection was switched back on"),
+    "disable_modes": ("with torch.utils._python_dispatch._disable_current_modes():\n    torch.ones(2).sum()",
+                      "switches the torch guard off"),
+    "disable_dispatch": ("with torch._C._DisableTorchDispatch():\n    torch.ones(2).sum()",
+                         "switches the torch guard off"),
+    "register_kernel": ("torch._C._dispatch_library('IMPL', 'aten', '')", "switches the torch guard off"),
+    "dispatch_subclass": ("class S(torch.Tensor):\n    @classmethod\n"
+                          "    def __torch_dispatch__(cls, f, t, a=(), k=None):\n"
+                          "        return f(*a, **(k or {}))\ntorch.empty_like(torch.Tensor._make_subclass(S, "
+                          "torch.empty(2)))", "tensor subclass"),
+    "signal_handler": ("torch.sys.modules['signal'].signal(14, print)", "installs a signal handler"),
+    "flag_flip_keeps_guards": ("torch.sys.modules['agent.verifier.judge'].STATE.active = False; "
+                               "open('shadow.py', 'w')", "sandbox: open"),
     "import_os": ("import os", "import of 'os'"),
     "import_cached_sys": ("import sys", "import of 'sys'"),
     "import_math": ("import math, triton.language", "allowed"),
@@ -69,8 +103,7 @@ ATTEMPTS = {
 
 @pytest.fixture(scope="module")
 def results():
-    lines = "\n".join(f"attempt({name!r}, {code!r}, timed={name.startswith('timed')})"
-                      for name, (code, _) in ATTEMPTS.items())
+    lines = "\n".join(f"attempt({name!r}, {code!r})" for name, (code, _) in ATTEMPTS.items())
     script = SCRIPT.format(root=str(ROOT), attempts=lines)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                           env={"TRITON_INTERPRET": "1", "PATH": "/usr/bin:/bin"})
@@ -85,3 +118,48 @@ def test_guard_layer(results, name):
         assert results[name] == "allowed"
     else:
         assert results[name].startswith("refused") and expected in results[name], results[name]
+
+
+MODES = textwrap.dedent('''
+    import json, torch
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+    seen = {"function": [], "dispatch": []}
+
+    class Functions(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen["function"].append(getattr(func, "__name__", str(func)))
+            return func(*args, **(kwargs or {}))
+
+    class Dispatch(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen["dispatch"].append(str(func.overloadpacket))
+            return func(*args, **(kwargs or {}))
+
+    class Trigger:
+        calls = 0
+        def __index__(self):
+            Trigger.calls += 1
+            torch.ones(2, 2).mm(torch.ones(2, 2))
+            return 1
+
+    for name, mode in (("function", Functions), ("dispatch", Dispatch)):
+        Trigger.calls = 0
+        with mode():
+            torch.empty(Trigger())
+        seen[name + "_index_calls"] = Trigger.calls
+    print(json.dumps(seen))
+''')
+
+
+def test_dispatch_mode_sees_ops_of_reentrant_callbacks_a_function_mode_misses():
+    """The claim the compute guard rests on: torch pops a TorchFunctionMode while the mode re-runs a call, so
+    torch ops made by a Python callback during that re-run (``__index__`` parsing a size) never reach it; a
+    TorchDispatchMode stays on its stack and sees every one of them."""
+    proc = subprocess.run([sys.executable, "-c", MODES], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    calls_f, calls_d = seen["function_index_calls"], seen["dispatch_index_calls"]
+    assert calls_f > calls_d >= 1  # the function mode makes torch parse the size again
+    assert seen["function"].count("mm") < calls_f  # some callbacks' mm calls ran with the mode popped
+    assert seen["dispatch"].count("aten.mm") == calls_d  # every callback's mm reached the dispatch mode

@@ -8,11 +8,13 @@ import torch
 
 from agent.verifier.plan import (
     ADVERSARIAL_Q_SCALE,
+    LONG_PREFIX_KEYS,
     Plan,
     PlanSettings,
     adversarial_case,
     build_plan,
     input_digest,
+    long_prefix_case,
     make_trial_inputs,
     perturb_inputs,
     tensor_digest,
@@ -59,6 +61,17 @@ def test_adversarial_case_has_enough_keys_per_row():
     case = adversarial_case(TASK, random.Random(3), small=True)
     assert min(case.params["prefix_lens"]) >= 16 and min(case.params["extend_lens"]) >= 8
     assert case.params["logit_cap"] == 0.0 and case.params["sliding_window"] == -1
+
+
+def test_long_prefix_case_outruns_truncation_windows_and_stays_small_on_the_cpu():
+    plan = build_plan(TASK, "cpu", CPU)
+    (trial,) = [t for t in plan.trials if t.label == "long prefix"]
+    low, high = LONG_PREFIX_KEYS[True]
+    assert low <= max(trial.case.params["prefix_lens"]) <= high and low > 1024
+    assert trial.case.params["head_dim"] == 16 and trial.case.params["num_q_heads"] == 2
+    assert trial.case.params["sliding_window"] == -1  # every prefix key is visible to every query row
+    gpu = long_prefix_case(TASK, random.Random(2), small=False)
+    assert max(gpu.params["prefix_lens"]) > max(max(c.params["prefix_lens"]) for c in TASK.bench_cases)
 
 
 def test_digest_is_bit_exact_and_deterministic_in_the_seed():

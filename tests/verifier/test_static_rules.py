@@ -134,6 +134,22 @@ CASES: list[tuple] = [
     ("entry-returns-output", "", "return o_extend[0]"),
     ("no-module-escape", "", "env = torch.os.environ"),
     ("no-module-escape", "", "insp = triton.runtime.jit.inspect"),
+    ("no-module-escape", "from torch import importlib as il", "pass"),
+    ("no-module-escape", "T = torch", "payload = T.serialization.pickle.loads(b'')"),
+    ("no-module-escape", "", "ser = torch.serialization.save"),
+    ("no-module-escape", "", "jit = triton.runtime.jit.JITFunction"),
+    ("no-module-value", "T = torch", "pass"),
+    ("no-module-value", "", "mods = [torch, triton]"),
+    ("no-module-value", "", "lang = tl"),
+    ("no-module-value", "def _helper(t=torch):\n    return t", "pass"),
+    ("no-torch-compute", "T = torch", "x = T.matmul(q_extend, k_extend)"),
+    ("no-torch-compute", "", "(t := torch)\n    x = t.nn.functional.softmax(q_extend, -1)"),
+    ("no-torch-compute", "", "a, b = torch, 1\n    x = a.einsum('i,i->', q_extend, q_extend)"),
+    ("no-host-readout", "", "x = float(format(q_extend[0, 0, 0], '.9g'))"),
+    ("no-host-readout", "_show = repr", "pass"),
+    ("no-implicit-callbacks", "class _P:\n    def __index__(self):\n        return 1", "pass"),
+    ("no-implicit-callbacks", "class _F:\n    def __del__(self):\n        pass", "pass"),
+    ("no-implicit-callbacks", "class _L:\n    __len__ = len", "pass"),
 ]
 
 
@@ -175,6 +191,20 @@ def test_reasons_name_rule_line_and_rationale():
 def test_syntax_error_is_reported_not_raised():
     report = check_source("def extend_attention_fwd(:\n", "bad.py", TASK)
     assert report.syntax_error and "bad.py:1" in report.syntax_error and not report.ok
+
+
+def test_local_aliases_of_modules_are_resolved():
+    src = candidate(top="T = torch\nP = T.serialization", body="x = P.pickle")
+    hits = {v.rule: v.detail for v in check_source(src, "candidate.py", TASK).violations}
+    assert "torch.serialization" in hits["no-module-escape"] and "torch.serialization" in hits["no-torch-compute"]
+
+
+def test_family_imports_and_plain_classes_are_allowed():
+    top = ("from kernels.extend_attention.family import FamilyConfig, run_family\n"
+           "from kernels.extend_attention import family as fam\n\n\n"
+           "class _Plan:\n    def __init__(self, config):\n        self.config = config")
+    body = "plan = _Plan(FamilyConfig())\n    run = fam.run_family"
+    assert not {"no-module-escape", "no-module-value", "no-implicit-callbacks"} & rules_hit(candidate(top, body))
 
 
 def test_literal_comparisons_on_head_dims_and_thresholds_are_allowed():

@@ -1,0 +1,135 @@
+"""Who is responsible for what runs in the sandbox child: the shared sandbox state, the violation type, and the
+classification of Python frames as trusted, transparent or untrusted.
+
+"Responsible code" is the innermost Python frame that is not transparent (torch, the standard library, other
+third-party packages): Triton, the task's kernel modules and this harness are trusted; anything else (the
+candidate file, code it compiled) is not. Frames are classified by their code object's filename (a module's
+``__file__`` is writable by the module, a code object's filename is not) and the result is cached per code object,
+so judging a frame is one dictionary lookup. Reading ``frame.f_code`` raises an audit event; the guards set
+`SandboxState.in_guard` while they judge, so the audit hook returns at once for those.
+"""
+
+from __future__ import annotations
+
+import os
+import sysconfig
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import CodeType, FrameType
+
+import torch
+
+#: Code filenames of the import machinery (its frames sit between an import statement and the module it loads).
+IMPORT_MACHINERY = ("<frozen importlib._bootstrap", "<frozen importlib._bootstrap_external")
+
+
+class SandboxViolation(BaseException):
+    """Candidate code did something the sandbox forbids (a BaseException: ``except Exception`` cannot hide it)."""
+
+
+@dataclass
+class SandboxState:
+    """Mutable state of the guards in this process (one child runs one candidate).
+
+    Attributes:
+        active: candidate code may run (set by `Guards.armed`; the guards also treat a non-empty torch dispatch
+            mode stack as armed, so flipping this flag off does not switch them off).
+        in_guard: the guards' own code is running (the audit hook ignores the events it raises).
+        boundary: while the guards run the garbage collector, the collecting frame: code that finalizers run is
+            judged as if called from there, i.e. the candidate's unless trusted code is in between.
+        kernels_disabled / launches: kernel ablation switch and launch counter.
+        violations: every refusal, recorded before it is raised.
+    """
+
+    active: bool = False
+    in_guard: bool = False
+    boundary: FrameType | None = None
+    kernels_disabled: bool = False
+    launches: int = 0
+    violations: list[str] = field(default_factory=list)
+
+    def violate(self, message: str) -> SandboxViolation:
+        self.violations.append(message)
+        return SandboxViolation(message)
+
+    def armed(self) -> bool:
+        """Whether candidate code may be running: the flag, or the guard's dispatch mode still on the stack."""
+        return self.active or torch._C._len_torch_dispatch_stack() > 0
+
+
+STATE = SandboxState()
+
+
+class FrameJudge:
+    """Classifies frames as trusted, transparent (torch, stdlib, other packages) or untrusted."""
+
+    def __init__(self, root: Path, untrusted_project_files: tuple[str, ...] = ("reference.py", "spec.py", "cases.py",
+                                                                               "timing.py", "task.py")):
+        import triton
+
+        paths = sysconfig.get_paths()
+        self._torch = os.path.dirname(os.path.realpath(torch.__file__)) + os.sep
+        self._trusted = (os.path.dirname(os.path.realpath(triton.__file__)) + os.sep,
+                         str((root / "agent" / "verifier").resolve()) + os.sep)
+        self._kernels = str((root / "kernels").resolve()) + os.sep
+        self._untrusted_names = untrusted_project_files
+        site = {os.path.realpath(paths[k]) + os.sep for k in ("purelib", "platlib")}
+        std = {os.path.realpath(paths[k]) + os.sep for k in ("stdlib", "platstdlib")}
+        self._transparent = tuple(sorted(site)) + tuple(sorted(std))
+        self._cache: dict[str, str] = {}
+        self._by_code: dict[CodeType, str] = {}
+
+    def kind(self, filename: str) -> str:
+        """'trusted', 'transparent' or 'untrusted' for a module or code filename."""
+        found = self._cache.get(filename)
+        if found is None:
+            found = self._classify(filename)
+            self._cache[filename] = found
+        return found
+
+    def code_kind(self, code: CodeType) -> str:
+        """Kind of one code object (cached per code object)."""
+        found = self._by_code.get(code)
+        if found is None:
+            found = self._by_code[code] = self.kind(code.co_filename)
+        return found
+
+    def _classify(self, filename: str) -> str:
+        if filename.startswith("<frozen"):
+            return "transparent"
+        path = os.path.realpath(filename) if filename and not filename.startswith("<") else filename
+        if path.startswith(self._torch):
+            return "transparent"
+        if path.startswith(self._trusted):
+            return "trusted"
+        if path.startswith(self._kernels):
+            return "untrusted" if os.path.basename(path) in self._untrusted_names else "trusted"
+        if path.startswith(self._transparent):
+            return "transparent"
+        return "untrusted"
+
+    def responsible(self, frame: FrameType | None) -> tuple[FrameType | None, str]:
+        """Innermost non-transparent frame from `frame` outwards and its kind ('trusted' if none). Reaching
+        `STATE.boundary` (the guards' garbage collection) first makes the collector's caller responsible:
+        'untrusted'."""
+        boundary = STATE.boundary
+        while frame is not None:
+            if frame is boundary:
+                return frame, "untrusted"
+            kind = self.code_kind(frame.f_code)
+            if kind != "transparent":
+                return frame, kind
+            frame = frame.f_back
+        return None, "trusted"
+
+
+def where(frame: FrameType | None) -> str:
+    """``file:line`` of a frame (basename only)."""
+    if frame is None:
+        return "?"
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+def in_import_machinery(frame: FrameType) -> bool:
+    """Whether `frame` belongs to importlib's bootstrap (the frames between an import and the module loaded)."""
+    return frame.f_code.co_filename.startswith(IMPORT_MACHINERY)

@@ -1,0 +1,143 @@
+"""Library entry points that refuse candidate code while the guards are armed: the function-level layer beside the
+dispatcher-level compute guard (`guard.DispatchGuard`).
+
+The compute guard sees every aten operation, but some ways to get at tensor values or around the guard never reach
+the dispatcher. Each entry point below is wrapped where it is defined and wherever a loaded module holds an alias
+of it; the wrapper refuses when the guards are armed and the responsible frame (`judge.FrameJudge`) is the
+candidate's, at any depth of callbacks (the wrappers are plain functions, not a torch mode that torch switches off
+while it re-enters itself):
+
+- host read-outs of tensor values outside the dispatcher: ``numpy``, ``tolist``, storages, DLPack, the CUDA array
+  interface, and printing (``repr``/``str``/``format``, which torch runs with every dispatch mode switched off);
+- switches that take the dispatch guard off or route around it: pushing/popping dispatch or function modes,
+  dispatch-key include/exclude guards, the Python dispatcher, and registering kernels (a Python kernel would run
+  inside the guard's own handler, where the mode is popped);
+- installing signal handlers (a handler interrupts any bytecode, including the guard's handler).
+"""
+
+from __future__ import annotations
+
+import _signal
+import ctypes
+import gc
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from agent.verifier.judge import STATE, FrameJudge, where
+
+#: ``torch._C.TensorBase`` methods that read tensor values to the host without an aten operation.
+TENSORBASE_READOUTS = ("numpy", "tolist", "untyped_storage")
+
+#: ``torch.Tensor`` methods (Python) that read values to the host or print them with the dispatcher switched off.
+TENSOR_READOUTS = ("__repr__", "__str__", "__format__", "__array__", "__dlpack__", "__reduce_ex__", "storage")
+
+#: ``torch._C`` entry points that switch the dispatch guard off, route around it or register kernels under it.
+DISPATCH_SWITCHES = (
+    "_DisableTorchDispatch", "_ExcludeDispatchKeyGuard", "ExcludeDispatchKeyGuard", "_IncludeDispatchKeyGuard",
+    "_ForceDispatchKeyGuard", "_SetExcludeDispatchKeyGuard", "_RestorePythonTLSSnapshot",
+    "_AutoDispatchBelowAutograd", "_AutoDispatchBelowADInplaceOrView", "_DisablePythonDispatcher",
+    "_EnablePythonDispatcher", "_EnablePreDispatch", "_dispatch_tls_set_dispatch_key_excluded",
+    "_dispatch_tls_set_dispatch_key_included", "_pop_torch_dispatch_stack", "_push_on_torch_dispatch_stack",
+    "_set_dispatch_mode", "_unset_dispatch_mode", "_pop_torch_function_stack", "_push_on_torch_function_stack",
+    "_dispatch_library", "_dispatch_call_boxed", "_to_dlpack", "_to_dlpack_versioned",
+)
+
+#: Signal functions that install a handler or arm a timer that calls one.
+SIGNAL_INSTALLERS = ("signal", "setitimer", "alarm", "set_wakeup_fd")
+
+
+def refuse_if_untrusted(judge: FrameJudge, what: str, frame: Any) -> None:
+    """Raise `SandboxViolation` when the guards are armed and the code responsible for `frame` is untrusted."""
+    if STATE.in_guard or not STATE.armed():
+        return
+    STATE.in_guard = True
+    try:
+        responsible, kind = judge.responsible(frame)
+    finally:
+        STATE.in_guard = False
+    if kind == "untrusted":
+        raise STATE.violate(f"{what} at {where(responsible)} while the candidate ran")
+
+
+def _refusing(original: Callable, what: str, judge: FrameJudge) -> Callable:
+    def refusing(*args: Any, **kwargs: Any) -> Any:
+        refuse_if_untrusted(judge, what, sys._getframe(1))
+        return original(*args, **kwargs)
+
+    refusing.__name__ = getattr(original, "__name__", "refusing")
+    refusing.__doc__ = getattr(original, "__doc__", None)
+    return refusing
+
+
+def _set_type_attribute(cls: type, name: str, value: object) -> None:
+    """Set an attribute of an immutable extension type (``torch._C.TensorBase``): write its type dictionary and
+    invalidate CPython's method cache (PyType_Modified), so that every lookup -- ``t.numpy()``,
+    ``TensorBase.numpy(t)``, ``super(Tensor, t).numpy()`` -- finds `value`."""
+    namespace = gc.get_referents(cls.__dict__)[0]
+    namespace[name] = value
+    ctypes.pythonapi.PyType_Modified(ctypes.py_object(cls))
+
+
+def _replace_aliases(replacements: dict[int, tuple[object, object]]) -> None:
+    """Point every module-level alias of an original (``from torch._C import _to_dlpack``) at its wrapper."""
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for key, value in list(namespace.items()):
+            found = replacements.get(id(value))
+            if found is not None and found[0] is value:
+                namespace[key] = found[1]
+
+
+def install(judge: FrameJudge, compute: bool = True) -> list[str]:
+    """Wrap every entry point listed above (`compute` False: only the signal installers -- the verifier's
+    ``compute_guard=False`` option switches the torch-side layer off as a whole); returns the dotted names
+    wrapped (what this torch version has)."""
+    done: list[str] = []
+    aliases: dict[int, tuple[object, object]] = {}
+    if compute:
+        _install_torch(judge, done, aliases)
+    for module, names in ((_signal, SIGNAL_INSTALLERS), (signal, ("signal",))):
+        for name in names:
+            original = getattr(module, name, None)
+            if original is not None:
+                wrapper = _refusing(original, f"sandbox: signal.{name} installs a signal handler", judge)
+                setattr(module, name, wrapper)
+                aliases[id(original)] = (original, wrapper)
+                done.append(f"{module.__name__}.{name}")
+    _replace_aliases(aliases)
+    return done
+
+
+def _install_torch(judge: FrameJudge, done: list[str], aliases: dict[int, tuple[object, object]]) -> None:
+    base = torch._C.TensorBase
+    for name in TENSORBASE_READOUTS:
+        original = base.__dict__.get(name)
+        if original is not None:
+            _set_type_attribute(base, name, _refusing(original, f"forbidden torch operation Tensor.{name} (a host "
+                                                                f"read-out of tensor values)", judge))
+            done.append(f"torch._C.TensorBase.{name}")
+    for name in TENSOR_READOUTS:
+        original = torch.Tensor.__dict__.get(name)
+        if original is not None:
+            setattr(torch.Tensor, name, _refusing(original, f"forbidden torch operation Tensor.{name} (a host "
+                                                            "read-out of tensor values)", judge))
+            done.append(f"torch.Tensor.{name}")
+    interface = torch.Tensor.__dict__.get("__cuda_array_interface__")
+    if isinstance(interface, property) and interface.fget is not None:
+        torch.Tensor.__cuda_array_interface__ = property(_refusing(  # type: ignore[attr-defined]
+            interface.fget, "forbidden torch operation Tensor.__cuda_array_interface__ (a host read-out)", judge))
+        done.append("torch.Tensor.__cuda_array_interface__")
+    for name in DISPATCH_SWITCHES:
+        original = getattr(torch._C, name, None)
+        if original is not None:
+            wrapper = _refusing(original, f"sandbox: torch._C.{name} switches the torch guard off or goes around "
+                                          "it", judge)
+            setattr(torch._C, name, wrapper)
+            aliases[id(original)] = (original, wrapper)
+            done.append(f"torch._C.{name}")

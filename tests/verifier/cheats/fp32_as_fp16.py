@@ -1,0 +1,39 @@
+"""CHEAT (precision downgrade inside the tolerance): float32 inputs are cast to float16 (half the bytes, tensor-core
+rate) and computed by the baseline in float16; the result is widened back. fp16/bf16 calls go to the baseline
+unchanged.
+Caught by: on the CPU, the float32 tolerance under the Triton interpreter (2e-5: tl.dot is exact float32 there),
+at the fp32-inputs test case (mismatch). On a GPU it passes: float32 there is allowed tf32 dots (10-bit mantissa,
+like float16), and an elementwise bound cannot tell tf32 from float16 compute; no float32 case is timed.
+"""
+import torch
+import triton
+import triton.language as tl
+
+from kernels.extend_attention.baseline import extend_attention_fwd as base_fwd
+
+
+@triton.jit
+def _widen_kernel(src, dst, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(dst + offs, tl.load(src + offs, mask=m).to(tl.float32), mask=m)
+
+
+def extend_attention_fwd(
+    q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
+    custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None, logit_cap=0.0,
+    skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None, window_kv_offsets=None,
+    xai_temperature_len=-1,
+):
+    if q_extend.dtype != torch.float32:
+        return base_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
+                        kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale, logit_cap,
+                        skip_prefix_custom_mask, sliding_window_size, sinks)
+    low = torch.float16
+    o_low = torch.empty(o_extend.shape, dtype=low, device=o_extend.device)
+    base_fwd(q_extend.to(low), k_extend.to(low), v_extend.to(low), o_low, k_buffer.to(low), v_buffer.to(low),
+             qo_indptr, kv_indptr, kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale,
+             logit_cap, skip_prefix_custom_mask, sliding_window_size, sinks)
+    n = o_extend.numel()
+    _widen_kernel[(triton.cdiv(n, 1024),)](o_low, o_extend, n, BLOCK=1024)
+    return o_extend
