@@ -83,7 +83,7 @@ def environment(out: Path, cpu_dry_run: bool) -> dict[str, object]:
                                 text=True).stdout.strip()
     except OSError:
         commit = ""
-    commit = commit or os.environ.get("CHIPLORE_COMMIT", "unknown")
+    commit = os.environ.get("CHIPLORE_COMMIT") or commit or "unknown"  # the device copy may see another .git
     gpu = torch.cuda.is_available()
     env = {"device": torch.cuda.get_device_name(0) if gpu else "cpu (dry run: interpreter, untimed)",
            "gpus": torch.cuda.device_count() if gpu else 1, "torch": torch.__version__,

@@ -288,16 +288,20 @@ class DynamicRun:
         return _Timed(tc, event_us, wall_us, walls, received, exposed)
 
     def _covers(self, case_id: str, reported: Any, exposed: frozenset[int], reps: int) -> list[float]:
-        """The child's GPU-side delays per call, checked against the protocol: none before exposed calls, about
-        `HOST_COVER_US` before the others on a GPU (0 everywhere on the CPU)."""
+        """The child's GPU-side delays per call (microseconds), bounded by the timing protocol: none before
+        exposed calls and at most a few `HOST_COVER_US` before the others (a delay that ran short only shows host
+        work; another process time-slicing the GPU can stretch any of them)."""
         covers = [float(x) for x in reported] if isinstance(reported, list) else []
         gpu = self.device.type == "cuda"
-        ok = len(covers) == reps and all(
-            (c < 50.0 if (r in exposed or not gpu) else 0.5 * HOST_COVER_US <= c <= 3 * HOST_COVER_US)
-            for r, c in enumerate(covers))
-        if not ok:
-            raise Failure("runtime_error", f"timing {case_id}: the sandbox's GPU-side delays do not follow the "
-                          "timing protocol")
+        if len(covers) != reps:
+            raise Failure("runtime_error", f"timing {case_id}: the sandbox reported {len(covers)} GPU-side delays "
+                          f"for {reps} calls")
+        for r, c in enumerate(covers):
+            limit = 1000.0 if (r in exposed or not gpu) else 4 * HOST_COVER_US + 2000.0
+            if not (math.isfinite(c) and 0 <= c <= limit):
+                kind = "an exposed" if r in exposed else "a covered"
+                raise Failure("runtime_error", f"timing {case_id}: call {r} had a GPU-side delay of {c:.1f} us "
+                              f"(the protocol allows 0 to {limit:.0f} us for {kind} call)")
         return covers
 
     def _judge_timed(self, record: _Timed) -> None:

@@ -10,6 +10,7 @@ import torch
 from agent.verifier import CaseErrors, CaseTiming, Verdict, Verifier, VerifyOptions
 from agent.verifier.dynamic import DynamicRun, Failure, _Timed
 from agent.verifier.plan import TimedCase
+from agent.verifier.timing import exposed_reps
 from hardware_profiles import load_profile
 from kernels.task import load_task
 from knowledge.errors import BadInputError
@@ -72,6 +73,35 @@ def test_clock_checks_reject_tampered_timings(event, wall, seen, message):
 def test_clock_checks_accept_honest_timings():
     DynamicRun._check_clocks("decode", _record([8000.0] * 20, [8030.0] * 20, [8400.0] * 20))
     DynamicRun._check_clocks("spec-verify", _record([30.0] * 20, [45.0] * 20, [260.0] * 20))
+
+
+def test_work_hidden_only_in_the_exposed_calls_is_caught():
+    # 4 exposed calls of 20 show work outside the events (wall >> event); the 16 covered calls look clean.
+    # Pooled, 4 <= 20 // 5 calls off would pass; checked per group, the exposed group has 4/4 off.
+    exposed = frozenset({1, 7, 12, 18})
+    event = [400.0] * 20
+    wall = [5000.0 if r in exposed else 420.0 for r in range(20)]
+    record = _Timed(TimedCase(TASK.case("decode"), (1,), ()), event, wall, [520.0] * 20, [], exposed)
+    with pytest.raises(Failure, match="disagree with the sandbox's wall clock in 4/4"):
+        DynamicRun._check_clocks("decode", record)
+
+
+def test_covered_calls_without_host_overhead_are_accepted():
+    # H200, 2026-11-29: spec-verify at 379 us event time, the parent saw ~740 us per call with the L2 flush inside
+    # its window (a false rejection); with the flush outside it sees the call plus ~100-200 us of messaging.
+    exposed = frozenset({3, 9, 14, 19})
+    event = [700.0 if r in exposed else 379.0 for r in range(20)]
+    wall = [e + 25.0 for e in event]
+    seen = [e + 180.0 for e in event]
+    DynamicRun._check_clocks("spec-verify", _Timed(TimedCase(TASK.case("decode"), (1,), ()), event, wall, seen, [],
+                                                   exposed))
+
+
+def test_exposed_calls_are_a_secret_fifth_of_the_repetitions():
+    first, second = exposed_reps((11, 22, 33), 20), exposed_reps((11, 22, 34), 20)
+    assert len(first) == 4 and first <= set(range(20)) and first == exposed_reps((11, 22, 33), 20)
+    assert first != second  # a different secret seed, different calls
+    assert len(exposed_reps((5,), 4)) == 2 and exposed_reps((5,), 3) == frozenset()
 
 
 def _write(tmp_path, body: str, top: str = "") -> str:
