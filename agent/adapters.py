@@ -16,7 +16,7 @@ from agent.errors import DependencyMissingError
 from agent.seams import Citation, FindingDraft
 from hardware_profiles.schema import HardwareProfile
 from kernels.task import Case, TaskSpec
-from knowledge.errors import BadInputError
+from knowledge.errors import BadInputError, ChiploreError, StoreError
 
 VERIFIER_STAGES = ("static_rejected", "compile_error", "runtime_error", "mismatch", "too_fast_to_be_true", "pass")
 
@@ -98,21 +98,49 @@ class StoreKnowledge:
         self.profile = profile
         self._graph: Any = None
         self._known_patterns: set[str] | None = None
+        self.has_documents: bool | None = None  # None: not checked yet (`check`)
         self.warnings: list[str] = []
 
-    def check(self) -> None:
-        """Import every module this needs now.
+    def check(self) -> list[str]:
+        """Before a run starts: import every module this needs, open the store, read whether the chip has
+        documents, run one document query when it has, and load the pattern graph, so that a missing component
+        or an unreadable store fails before a run folder is created.
+
+        Returns:
+            notes to show once, e.g. that the chip has no documents (the run then retrieves patterns ranked on
+            its profile and findings only).
 
         Raises:
             DependencyMissingError: naming the first module that is missing.
+            StoreError: the store or the pattern graph cannot be read (one line naming the store).
         """
         for name, what in (("knowledge.retrieval", "document retrieval"), ("knowledge.ranking", "pattern ranking"),
                            ("knowledge.findings", "the findings memory"), ("knowledge.store", "the knowledge store")):
             _module(name, what)
+        chip = self.profile.chip
+        try:
+            store = _module("knowledge.store", "the knowledge store").KnowledgeStore.open()
+            held = {c.chip: c for c in store.chips()}.get(chip.strip().lower())
+            self.has_documents = bool(held and held.chunks)
+            if self.has_documents:
+                self.search_documents(f"{chip} shared memory per block", chip, 1)
+            self._load_graph()
+        except ChiploreError:
+            raise
+        except Exception as exc:  # chromadb or file errors the store did not word itself
+            text = " ".join(str(exc).split())[:300] or type(exc).__name__
+            raise StoreError(f"knowledge store: cannot be read ({type(exc).__name__}: {text}); check "
+                             f"CHIPLORE_HOME / CHIPLORE_CHROMA_URL or run with --no-retrieval") from None
+        if self.has_documents:
+            return []
+        return [f"no documents onboarded for {chip}: retrieval uses patterns ranked on its profile and findings "
+                f"only (add documents with `chiplore onboard {chip} DOCS...`)"]
 
     def search_documents(self, query: str, chip: str | None, k: int) -> list[Citation]:
-        """Document chunks of `chip` for `query`; none (and a note in `warnings`) when the chip has no documents
-        onboarded, so a run on a chip known only from its profile still runs on patterns and findings."""
+        """Document chunks of `chip` for `query`; none when the chip has no documents onboarded (`check` says so
+        once), so a run on a chip known only from its profile still runs on patterns and findings."""
+        if self.has_documents is False and chip is not None and chip.strip().lower() == self.profile.chip.lower():
+            return []
         search = _module("knowledge.retrieval", "document retrieval").search
         try:
             hits = search(query, chip=chip, k=k, collections=("chunks",))
@@ -124,10 +152,14 @@ class StoreKnowledge:
 
     def rank_patterns(self, profile: HardwareProfile, task: TaskSpec, case: Case, diagnosis: Any) -> list[Any]:
         ranking = _module("knowledge.ranking", "pattern ranking")
+        return ranking.rank_patterns(profile, task, case, diagnosis, graph=self._load_graph())
+
+    def _load_graph(self) -> Any:
+        """The pattern graph, synced with the findings in the store (loaded once, again after a new finding)."""
         if self._graph is None:
             sync = importlib.util.find_spec("knowledge.store") is not None  # findings live in the store
             self._graph = _module("knowledge.findings", "the findings memory").load_graph(sync=sync)
-        return ranking.rank_patterns(profile, task, case, diagnosis, graph=self._graph)
+        return self._graph
 
     def query_findings(self, chip: str, task: str, k: int) -> list[Citation]:
         """Findings of `task` on any chip: this chip's first, accepted ones first, then by speedup."""

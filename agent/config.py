@@ -21,7 +21,9 @@ class StopRules(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     max_evals: int = Field(40, ge=1, description="candidate evaluations (baseline runs not counted)")
     patience: int = Field(20, ge=1, description="consecutive evaluations without improvement before stopping")
-    budget_min: float | None = Field(None, gt=0, description="wall-clock budget in minutes, over all resumes")
+    budget_min: float | None = Field(
+        None, gt=0, description="wall-clock budget in minutes, over all resumes; checked before each new candidate, "
+                                "so the baseline and a verification in progress always finish")
     target_roofline_fraction: float = Field(
         0.85, gt=0, le=1.0, description="stop when every case reaches this fraction of its roofline floor")
     same_failure_limit: int = Field(

@@ -87,5 +87,14 @@ class RunNotFoundError(BadInputError):
     """`--resume RUN` or `report RUN` names a run directory that does not exist."""
 
 
+class RunCorruptError(BadInputError):
+    """A run folder's ``state.json`` (or a file it names) is unreadable, truncated, or not a chiplore run state."""
+
+
+class ProposerConfigError(BadInputError):
+    """The proposer cannot be built or reached before a run starts (no model configured, endpoint unreachable,
+    API key refused); raised before any run folder is created."""
+
+
 class DependencyMissingError(ChiploreError):
     """A component the command needs (verifier, kernel family, knowledge store) is not installed."""

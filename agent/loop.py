@@ -141,7 +141,8 @@ class OptimizationLoop:
                                   f"reason (check the verifier and the machine, then --resume): "
                                   f"{self.same_failure[0][:300]}")
         if rules.budget_min is not None and self.clock.elapsed_s() >= 60 * rules.budget_min:
-            raise BudgetExhausted(f"wall-clock budget of {rules.budget_min} min used")
+            raise BudgetExhausted(f"wall-clock budget of {rules.budget_min:g} min used ({self.clock.elapsed_s():.0f} s "
+                                  f"elapsed; the budget is checked before each new candidate)")
         fractions = [self.floors[c] / s.best_time_us[c] for c in self.case_ids
                      if c in self.floors and c in s.best_time_us]
         if fractions and len(fractions) == len(self.case_ids) and min(fractions) >= rules.target_roofline_fraction:
@@ -286,7 +287,8 @@ class OptimizationLoop:
         ids = []
         for finding in findings_for(self.state, record, {c.id: c.case_class for c in self.p.cases}, dispatch):
             if finding.id not in self.state.findings_recorded:
-                self.p.knowledge.record_finding(finding)
+                if not self.p.knowledge.record_finding(finding):
+                    continue  # not a finding (e.g. a duplicate proposal: no verifier stage); nothing was stored
                 self.state.findings_recorded.append(finding.id)
             ids.append(finding.id)
         return ids

@@ -59,7 +59,8 @@ def evaluation_record(n: int, lineage: Lineage, verdict: Mapping[str, Any], deci
     passed = stage == PASS
     times = {c: t for c, t in dict(verdict.get("time_us") or {}).items() if c in cases}
     timed = passed and bool(times) and set(cases) <= set(times)
-    speedup = {c: baseline_us[c] / t for c, t in times.items() if c in baseline_us}
+    # a failed candidate's times (e.g. too fast to be true) stay on record, but give no speedup or roofline figure
+    speedup = {c: baseline_us[c] / t for c, t in times.items() if c in baseline_us} if passed else {}
     reasons = [str(r) for r in verdict.get("reasons", [])]
     if decision is not None:
         text = decision.reason
@@ -72,7 +73,7 @@ def evaluation_record(n: int, lineage: Lineage, verdict: Mapping[str, Any], deci
         passed=passed, timed=timed, accepted=bool(decision and decision.accepted), decision=text,
         time_us=times, speedup=speedup,
         geomean_speedup=geomean(list(speedup.values())) if timed and len(speedup) == len(cases) else None,
-        roofline_fraction={c: floors[c] / t for c, t in times.items() if c in floors},
+        roofline_fraction={c: floors[c] / t for c, t in times.items() if c in floors} if passed else {},
         reasons=reasons, flags=[str(f) for f in verdict.get("flags", [])], patterns=list(lineage.patterns),
         parameters=dict(lineage.parameters), target_cases=list(lineage.target_cases),
         content_hash=lineage.content_hash, wall_s=wall_s)
@@ -89,12 +90,16 @@ def findings_for(state: RunState, record: EvalRecord, case_classes: Mapping[str,
                  dispatch_classes: Mapping[str, str]) -> list[FindingDraft]:
     """One finding per target case of `record` (all cases if it has no targets); ids are deterministic.
 
-    Status: ``accepted`` (became the best), ``rejected`` (verified, not kept) or ``failed`` (did not pass).
+    Status: ``accepted`` (became the best), ``rejected`` (verified and timed, not kept), ``untimed`` (verified
+    where nothing is timed: no speed evidence) or ``failed`` (did not pass); only timed passes carry candidate
+    times, speedups and roofline fractions.
     Patterns: those applied to the case's dispatch class (``class_patterns``), else the candidate's. Parameters:
     the family knob values the case ran with (family candidates), its dispatch class and the candidate's content
     hash.
     """
-    status = "accepted" if record.accepted else "rejected" if record.passed else "failed"
+    status = ("accepted" if record.accepted else "failed" if not record.passed
+              else "rejected" if record.timed else "untimed")
+    timed = record.passed and record.timed  # only then do its times say anything about speed
     table = record.parameters.get("table") or {}
     baseline = state.baseline.time_us if state.baseline else {}
     targets = record.target_cases or list(case_classes)
@@ -108,8 +113,10 @@ def findings_for(state: RunState, record: EvalRecord, case_classes: Mapping[str,
             id=f"{state.run_id}-{record.candidate_id}-{case_id}", chip=state.config.chip, task=state.config.task,
             case_id=case_id, case_class=case_classes.get(case_id, ""),
             patterns=tuple(class_patterns.get(klass, record.patterns) if class_patterns else record.patterns),
-            parameters=params, baseline_time_us=baseline.get(case_id), candidate_time_us=record.time_us.get(case_id),
-            speedup=record.speedup.get(case_id), roofline_fraction=record.roofline_fraction.get(case_id),
+            parameters=params, baseline_time_us=baseline.get(case_id),
+            candidate_time_us=record.time_us.get(case_id) if timed else None,
+            speedup=record.speedup.get(case_id) if timed else None,
+            roofline_fraction=record.roofline_fraction.get(case_id) if timed else None,
             verdict_stage=record.stage, verdict_id=f"{state.run_id}/verdicts/v{record.n}.json",
             run_id=state.run_id, date=utc_now(), status=status,
             notes=record.decision if record.passed else "; ".join(record.reasons[:2])))

@@ -7,7 +7,8 @@ baseline vs best) and ``sglang/`` (`agent.dropin`). Untimed runs (Triton interpr
 
 from __future__ import annotations
 
-import shutil
+import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,9 +20,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from agent.acceptance import geomean  # noqa: E402
 from agent.dropin import write_dropin  # noqa: E402
+from agent.errors import RunCorruptError  # noqa: E402
 from agent.runstate import EvalRecord, RunDir, RunState  # noqa: E402
 from agent.templates import render  # noqa: E402
 from knowledge.atomic_io import atomic_write_text  # noqa: E402
+from knowledge.errors import BadInputError  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -79,9 +82,9 @@ def plot_speedup(state: RunState, path: Path) -> None:
             if pts:
                 ax.scatter([e.n for e in pts], [e.geomean_speedup for e in pts], zorder=3, **style)
         failed = [e.n for e in state.evaluations if not e.passed]
-        if failed:
-            ax.scatter(failed, [1.0] * len(failed), color="tab:red", marker="x", s=24, zorder=3,
-                       label="failed verification")
+        if failed:  # no speed figure: drawn on the bottom edge, not at a speedup
+            ax.scatter(failed, [0.03] * len(failed), color="tab:red", marker="x", s=24, zorder=3,
+                       transform=ax.get_xaxis_transform(), clip_on=False, label="failed (not timed)")
         steps = best_so_far(state)
         ax.step([0] + [n for n, _ in steps], [1.0] + [b for _, b in steps], where="post", color="tab:blue",
                 label="best so far")
@@ -100,9 +103,7 @@ def plot_speedup(state: RunState, path: Path) -> None:
             ax.legend(loc="upper right", fontsize=8)
     ax.set_xlabel("evaluation")
     ax.set_title(f"{state.config.task} on {state.config.chip}: run {state.run_id}", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    _save_figure(fig, path)
 
 
 def plot_roofline(state: RunState, path: Path) -> None:
@@ -124,9 +125,24 @@ def plot_roofline(state: RunState, path: Path) -> None:
         ax.text(0.5, 0.5, "not timed on this machine: no roofline fractions", ha="center", va="center",
                 transform=ax.transAxes)
     ax.set_title(f"roofline fraction per case ({state.config.chip} profile peaks)", fontsize=9)
+    _save_figure(fig, path)
+
+
+def _save_figure(fig: plt.Figure, path: Path) -> None:
+    """Save `fig` as PNG at `path` atomically (temp file in the same folder, then rename) and close it."""
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            fig.savefig(handle, format="png")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    finally:
+        plt.close(fig)
 
 
 def _case_rows(state: RunState) -> list[dict[str, Any]]:
@@ -152,17 +168,32 @@ def _retrieval_summary(run: RunDir, state: RunState) -> list[dict[str, Any]]:
 
 
 def write_report(run: RunDir) -> ReportFiles:
-    """Write the report of `run` under ``<run>/report/``; returns the paths."""
+    """Write the report of `run` under ``<run>/report/``; returns the paths. Every file is written atomically;
+    the inputs are checked before anything is written.
+
+    Raises:
+        RunCorruptError: the run state or a file it names is unreadable, or the best kernel's file is missing.
+        BadInputError: the run has nothing to report yet (its baseline was never verified).
+    """
     state = run.load_state()
+    best_n = int(state.best_id[1:])
+    if state.baseline is None and not run.candidate_path(best_n).is_file():
+        raise BadInputError(f"run {run.run_id!r}: nothing to report yet, its baseline was never verified "
+                            f"(continue it with `chiplore optimize --resume {run.run_id}`)")
+    best_source = run.best_kernel(state)
+    try:
+        best_text = best_source.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunCorruptError(f"run {run.run_id!r}: the best kernel {best_source} cannot be read "
+                              f"({getattr(exc, 'strerror', None) or 'not UTF-8 text'})") from None
     out = run.path / "report"
     out.mkdir(exist_ok=True)
     speedup_png, roofline_png = out / "speedup.png", out / "roofline.png"
     plot_speedup(state, speedup_png)
     plot_roofline(state, roofline_png)
-    best_n = int(state.best_id[1:])
     best_kernel = out / f"{state.config.task}_best_{state.best_id}.py"
-    shutil.copyfile(run.candidate_path(best_n), best_kernel)
-    dropin = write_dropin(run.candidate_path(best_n), out / "sglang") if best_n else None
+    atomic_write_text(best_kernel, best_text)
+    dropin = write_dropin(best_source, out / "sglang") if best_n else None
     best = state.best_record()
     final = best_geomean(state)
     timed = bool(state.baseline and state.baseline.timed)

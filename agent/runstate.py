@@ -17,6 +17,7 @@ that file; one without is verified again.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -25,11 +26,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.config import OptimizeConfig
-from agent.errors import RunNotFoundError
-from knowledge.atomic_io import atomic_write_json, atomic_write_text, read_json
+from agent.errors import RunCorruptError, RunNotFoundError
+from knowledge.atomic_io import atomic_write_json, atomic_write_text
 from knowledge.errors import BadInputError
 from knowledge.settings import runs_dir
 
@@ -125,7 +126,7 @@ class RunState(BaseModel):
     updated_at: str = Field(default_factory=utc_now)
     elapsed_s: float = 0.0
     baseline: BaselineRecord | None = None
-    best_id: str = "v0"
+    best_id: str = Field("v0", pattern=r"^v[0-9]+$")
     best_time_us: dict[str, float] = Field(default_factory=dict, description="median of `reference_us` per case")
     reference_us: dict[str, list[float]] = Field(
         default_factory=dict, description="replicate times of the best kernel per case (`agent.reference`)")
@@ -185,13 +186,14 @@ class RunDir:
         Raises:
             RunNotFoundError: no folder with a ``state.json`` there; the message lists recent runs.
         """
+        root = root or runs_dir()
         candidates = [Path(run)] if os.sep in str(run) or Path(run).is_absolute() else []
-        candidates.append((root or runs_dir()) / str(run))
+        candidates.append(root / str(run))
         for path in candidates:
             if (path / "state.json").is_file():
                 return cls(path)
-        known = sorted(p.name for p in (root or runs_dir()).glob("*/state.json"))[-5:]
-        raise RunNotFoundError(f"run {str(run)!r} not found (no state.json); recent runs: {known or 'none'}")
+        known = ", ".join(recent_runs(root)) or "none"
+        raise RunNotFoundError(f"run {str(run)!r} not found (no state.json); recent runs: {known}")
 
     # ----- state
     @property
@@ -207,13 +209,57 @@ class RunDir:
         """Read ``state.json``.
 
         Raises:
-            BadInputError: the file is not a run state of this version.
+            RunCorruptError: the file is unreadable, not JSON, not an object, or not a valid run state (the message
+                says which, and names the first invalid field).
+            BadInputError: a run state written by a newer chiplore (its version is above `STATE_VERSION`).
         """
-        data = read_json(self.state_path)
-        if data.get("version") != STATE_VERSION:
-            raise BadInputError(f"{self.state_path}: run state version {data.get('version')!r}, "
-                                f"this chiplore reads version {STATE_VERSION}")
-        return RunState.model_validate(data)
+        data = self._read_json(self.state_path, "state.json is corrupt or not a chiplore run state")
+        if not isinstance(data, dict):
+            raise self._corrupt("state.json is corrupt or not a chiplore run state",
+                                f"a JSON {_json_type(data)}, expected an object")
+        version = data.get("version")
+        if isinstance(version, int) and not isinstance(version, bool) and version > STATE_VERSION:
+            raise BadInputError(f"run {self.run_id!r}: state.json has run state version {version}, this chiplore "
+                                f"reads version {STATE_VERSION}; upgrade chiplore")
+        if version != STATE_VERSION:
+            raise self._corrupt("state.json is corrupt or not a chiplore run state",
+                                "no version field" if version is None else f"version {version!r}")
+        try:
+            return RunState.model_validate(data)
+        except ValidationError as exc:
+            raise self._corrupt("state.json is corrupt or not a chiplore run state", _first_error(exc)) from None
+
+    def _corrupt(self, what: str, detail: str) -> RunCorruptError:
+        return RunCorruptError(f"run {self.run_id!r}: {what} ({detail}); folder {self.path}")
+
+    def _read_json(self, path: Path, what: str) -> Any:
+        """Parsed JSON of `path`, a file of this run.
+
+        Raises:
+            RunCorruptError: "run ID: `what` (why)" when it cannot be read, is not UTF-8 or not JSON.
+        """
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise self._corrupt(what, f"cannot read: {exc.strerror or exc}") from None
+        if not raw.strip():
+            raise self._corrupt(what, "empty file")
+        try:
+            return json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise self._corrupt(what, "not UTF-8 text") from None
+        except json.JSONDecodeError as exc:
+            raise self._corrupt(what, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+
+    def _read_sidecar(self, path: Path) -> Any:
+        """A JSON file of the run other than the state (lineage, verdict, retrieval log); None if absent.
+
+        Raises:
+            RunCorruptError: the file exists but is not readable JSON (the message names it).
+        """
+        if not path.is_file():
+            return None
+        return self._read_json(path, f"{path.relative_to(self.path)} is corrupt")
 
     # ----- candidates
     def candidate_path(self, n: int) -> Path:
@@ -221,6 +267,18 @@ class RunDir:
 
     def lineage_path(self, n: int) -> Path:
         return self.path / f"kernel_v{n}.json"
+
+    def best_kernel(self, state: RunState) -> Path:
+        """Path of the best kernel file that `state` names (``kernel_v{N}.py`` of ``state.best_id``).
+
+        Raises:
+            RunCorruptError: the file is missing; the message names it, the best id and the run folder.
+        """
+        path = self.candidate_path(int(state.best_id[1:]))
+        if not path.is_file():
+            raise self._corrupt(f"the best kernel {path.name} is missing",
+                                f"state.json names {state.best_id} as the best kernel")
+        return path
 
     def write_candidate(self, n: int, source: str, lineage: Lineage) -> Path:
         """Write ``kernel_v{n}.py`` then its lineage sidecar; returns the kernel path."""
@@ -231,8 +289,14 @@ class RunDir:
 
     def read_lineage(self, n: int) -> Lineage | None:
         """Lineage of candidate `n`, or None if its sidecar was never written."""
-        path = self.lineage_path(n)
-        return Lineage.model_validate(read_json(path)) if path.is_file() else None
+        data = self._read_sidecar(self.lineage_path(n))
+        if data is None:
+            return None
+        try:
+            return Lineage.model_validate(data)
+        except ValidationError as exc:
+            raise self._corrupt(f"{self.lineage_path(n).name} is corrupt or not a lineage",
+                                _first_error(exc)) from None
 
     def read_candidate(self, n: int) -> str:
         return self.candidate_path(n).read_text(encoding="utf-8")
@@ -245,8 +309,15 @@ class RunDir:
         atomic_write_json(self.verdict_path(n), verdict)
 
     def read_verdict(self, n: int) -> dict[str, Any] | None:
-        path = self.verdict_path(n)
-        return read_json(path) if path.is_file() else None
+        """Verdict of candidate `n` as saved, or None if there is none yet.
+
+        Raises:
+            RunCorruptError: the file is not a JSON object.
+        """
+        data = self._read_sidecar(self.verdict_path(n))
+        if data is not None and not (isinstance(data, dict) and "stage" in data):
+            raise self._corrupt(f"verdicts/v{n}.json is corrupt", "not a verdict object with a stage")
+        return data
 
     def write_verdict_extra(self, n: int, repeat: int, verdict: dict[str, Any]) -> None:
         """Verdict of a repeated evaluation of candidate `n` (baseline timing repeats): ``v{n}-r{repeat}.json``."""
@@ -260,8 +331,52 @@ class RunDir:
         atomic_write_json(self.path / "retrieval" / f"v{n}.json", log)
 
     def read_retrieval(self, n: int) -> dict[str, Any] | None:
-        path = self.path / "retrieval" / f"v{n}.json"
-        return read_json(path) if path.is_file() else None
+        """Retrieval log of candidate `n`, or None if there is none.
+
+        Raises:
+            RunCorruptError: the file is not a JSON object.
+        """
+        data = self._read_sidecar(self.path / "retrieval" / f"v{n}.json")
+        if data is not None and not isinstance(data, dict):
+            raise self._corrupt(f"retrieval/v{n}.json is corrupt", f"a JSON {_json_type(data)}, expected an object")
+        return data
+
+
+def recent_runs(root: Path, limit: int = 5) -> list[str]:
+    """The `limit` most recently updated runs under `root`, oldest first, each as ``ID (status, N evaluations)``;
+    a run whose state cannot be read shows ``ID (unreadable state.json)`` (never raises)."""
+    def updated(state: Path) -> float:
+        try:
+            return state.stat().st_mtime
+        except OSError:
+            return 0.0
+    states = sorted(Path(root).glob("*/state.json"), key=lambda p: (updated(p), p.parent.name))[-limit:]
+    return [f"{p.parent.name} ({_status_of(p)})" for p in states]
+
+
+def _status_of(state_path: Path) -> str:
+    """``status, N evaluations`` of a saved run state, read leniently (for listings only)."""
+    try:
+        data = json.loads(state_path.read_bytes().decode("utf-8"))
+        status, evaluations = data["status"], data["evaluations"]
+        if not isinstance(status, str) or not isinstance(evaluations, list):
+            raise TypeError
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+        return "unreadable state.json"
+    return f"{status}, {len(evaluations)} evaluation{'' if len(evaluations) == 1 else 's'}"
+
+
+def _json_type(value: Any) -> str:
+    return {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(type(value), "null")
+
+
+def _first_error(exc: ValidationError) -> str:
+    """The first pydantic error as ``field.path: message`` (and how many more there are)."""
+    errors = exc.errors()
+    first = errors[0]
+    where = ".".join(str(x) for x in first["loc"]) or "state"
+    more = f"; {len(errors) - 1} more error(s)" if len(errors) > 1 else ""
+    return f"{where}: {first['msg']}{more}"
 
 
 class Clock:

@@ -63,7 +63,8 @@ class FindingDraft:
 
     Attributes:
         id: deterministic (``<run_id>-v<N>-<case_id>``) so recording twice stores it once.
-        status: ``accepted`` | ``rejected`` (verified, not kept) | ``failed`` (did not pass the verifier).
+        status: ``accepted`` | ``rejected`` (verified and timed, not kept) | ``untimed`` (verified, nothing timed)
+            | ``failed`` (did not pass the verifier).
         time_us fields and speedup are None when nothing was timed.
     """
 

@@ -44,16 +44,22 @@ def select_cases(task: TaskSpec, ids: list[str] | None) -> list[Case]:
     return [bench[i] for i in ids]
 
 
-def make_proposer(config: OptimizeConfig, space: FamilySpace | None) -> Proposer:
+def make_proposer(config: OptimizeConfig, space: FamilySpace | None, check: bool = False) -> Proposer:
     """``llm`` -> `LLMProposer`; retrieval off or ``uniform`` -> `UniformProposer`; else pattern-guided.
+    With `check`, a proposer that talks to a service is checked now (`LLMProposer.check`).
 
     Raises:
         BadInputError: a family proposer for a task without a kernel family.
+        ProposerConfigError: the LLM proposer has no model, or (with `check`) its endpoint is unreachable or
+            refuses the API key.
     """
     if config.proposer == "llm":
         from agent.proposers.llm import LLMProposer
 
-        return LLMProposer(config.llm)
+        proposer = LLMProposer(config.llm)
+        if check:
+            proposer.check()
+        return proposer
     if space is None:
         raise BadInputError(f"task {config.task!r} has no kernel family; use --proposer llm")
     if config.proposer == "uniform" or not config.retrieval:
@@ -63,7 +69,8 @@ def make_proposer(config: OptimizeConfig, space: FamilySpace | None) -> Proposer
 
 def start_run(config: OptimizeConfig, device: str = "", run_id: str | None = None, root: Path | None = None
               ) -> tuple[RunDir, RunState]:
-    """Create the run folder and its first state (saved)."""
+    """Create the run folder and its first state (saved). Call it after `prepare`, so a run that cannot start
+    leaves no folder behind."""
     load_task_checked(config.task)
     run = RunDir.create(run_id or new_run_id(config.task, config.chip), root)
     state = RunState(run_id=run.run_id, config=config, device=device)
@@ -71,24 +78,49 @@ def start_run(config: OptimizeConfig, device: str = "", run_id: str | None = Non
     return run, state
 
 
-def run_optimization(run: RunDir, state: RunState, profile: HardwareProfile, verifier: Verifier,
-                     knowledge: Knowledge | None, events: Events | None = None,
-                     proposer: Proposer | None = None) -> RunState:
-    """Run (or resume) `state` to its end; returns the final state (also saved in the run folder).
+def prepare(config: OptimizeConfig, profile: HardwareProfile, verifier: Verifier, knowledge: Knowledge | None,
+            proposer: Proposer | None = None, check: bool = False) -> LoopParts:
+    """The parts of a run of `config`, built (and with `check`, the proposer's service checked) before any run
+    folder is created or touched. `knowledge` is dropped when the config has retrieval off; `proposer`
+    overrides `make_proposer` (tests inject a scripted model this way).
 
-    `knowledge` is ignored when the run's config has retrieval off. `proposer` overrides `make_proposer`
-    (tests inject a scripted model this way).
+    Raises:
+        BadInputError: unknown task or case; ProposerConfigError: see `make_proposer`.
     """
-    config = state.config
     task = load_task_checked(config.task)
     cases = select_cases(task, config.cases)
     space = FamilySpace(task, profile, cases) if task.knobs else None
-    parts = LoopParts(task=task, profile=profile, cases=cases, verifier=verifier,
-                      proposer=proposer or make_proposer(config, space),
-                      knowledge=knowledge if config.retrieval else None, space=space)
+    return LoopParts(task=task, profile=profile, cases=cases, verifier=verifier,
+                     proposer=proposer or make_proposer(config, space, check),
+                     knowledge=knowledge if config.retrieval else None, space=space)
+
+
+def run_prepared(run: RunDir, state: RunState, parts: LoopParts, events: Events | None = None) -> RunState:
+    """Run (or resume) `state` with `parts` (from `prepare`) to its end; returns the final state (also saved)."""
     if events is not None:
         parts.events = events
     return OptimizationLoop(run, state, parts).run_loop()
+
+
+def run_optimization(run: RunDir, state: RunState, profile: HardwareProfile, verifier: Verifier,
+                     knowledge: Knowledge | None, events: Events | None = None,
+                     proposer: Proposer | None = None) -> RunState:
+    """`prepare` then `run_prepared`: run (or resume) `state` to its end; returns the final state."""
+    return run_prepared(run, state, prepare(state.config, profile, verifier, knowledge, proposer), events)
+
+
+def open_run(run: str | Path, root: Path | None = None) -> tuple[RunDir, RunState]:
+    """Open a run and read its state without changing anything, checking that it can be continued.
+
+    Raises:
+        RunNotFoundError: no such run. RunCorruptError: unreadable state, or the best kernel file it names is
+            missing (checked once the baseline is verified; before that ``kernel_v0.py`` is written by the loop).
+    """
+    folder = RunDir.open(run, root)
+    state = folder.load_state()
+    if state.baseline is not None:
+        folder.best_kernel(state)
+    return folder, state
 
 
 def resume_run(run: str | Path, root: Path | None = None, max_evals: int | None = None,
@@ -96,10 +128,9 @@ def resume_run(run: str | Path, root: Path | None = None, max_evals: int | None 
     """Open a run to continue it; `max_evals` / `budget_min` replace the saved stop rules when given.
 
     Raises:
-        RunNotFoundError: no such run. BadInputError: unreadable state.
+        RunNotFoundError, RunCorruptError: see `open_run`.
     """
-    folder = RunDir.open(run, root)
-    state = folder.load_state()
+    folder, state = open_run(run, root)
     updates = {k: v for k, v in (("max_evals", max_evals), ("budget_min", budget_min)) if v is not None}
     if updates:
         state.config = state.config.model_copy(update={"stop": state.config.stop.model_copy(update=updates)})

@@ -105,11 +105,19 @@ class Finding(BaseModel):
         return self
 
     @property
+    def timed(self) -> bool:
+        """The candidate's time was measured (a speedup or a candidate time is known)."""
+        return self.speedup is not None or self.candidate_time_us is not None
+
+    @property
     def status(self) -> str:
-        """``accepted``, ``rejected`` (verified but not kept) or ``failed`` (did not pass the verifier)."""
+        """``accepted``, ``rejected`` (verified and timed, not kept), ``untimed`` (passed the verifier where nothing
+        is timed, e.g. the Triton interpreter: no evidence about speed) or ``failed`` (did not pass the verifier)."""
         if self.accepted:
             return "accepted"
-        return "rejected" if self.verdict_stage == "pass" else "failed"
+        if self.verdict_stage != "pass":
+            return "failed"
+        return "rejected" if self.timed else "untimed"
 
     @classmethod
     def from_record(cls, obj: Any) -> Finding:
@@ -151,7 +159,8 @@ class Finding(BaseModel):
                     f"({self.speedup:.2f}x)")
         else:
             body = "passed verification (not timed)"
-        roof = f", {100 * self.roofline_fraction:.1f}% of the roofline floor" if self.roofline_fraction else ""
+        roof = (f", {100 * self.roofline_fraction:.1f}% of the roofline floor"
+                if self.roofline_fraction and self.verdict_stage == "pass" else "")
         notes = f" Notes: {self.notes}" if self.notes else ""
         return (f"{head}; {body}{roof}; {self.status}. Verdict {self.verdict_id}, run {self.run_id}, "
                 f"{self.date}.{notes}")

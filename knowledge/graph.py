@@ -130,7 +130,8 @@ class PatternGraph:
 
     def add_finding(self, record: Mapping[str, Any]) -> str:
         """Add or replace the finding node of `record` (a `Finding` dumped to JSON, plus ``chip_features``) and
-        its evidence edges to the patterns it names (patterns missing from the catalog are skipped). Idempotent.
+        its evidence edges to the patterns it names (patterns missing from the catalog are skipped; a candidate
+        that passed but was not timed gets no edge: it says nothing about speed). Idempotent.
 
         Returns:
             the node id ``finding:<id>``.
@@ -139,6 +140,8 @@ class PatternGraph:
         if node in self.graph:
             self.graph.remove_node(node)
         self.graph.add_node(node, type="finding", data=dict(record))
+        if record.get("verdict_stage") == "pass" and not record.get("speedup"):
+            return node  # passed but untimed (correctness-only run): no evidence for or against a speedup
         supports, gain = finding_log_gain(record)
         for pattern in record.get("patterns") or ():
             target = f"pattern:{pattern}"

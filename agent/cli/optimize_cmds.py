@@ -1,5 +1,12 @@
 """``chiplore optimize``, ``chiplore report``, ``chiplore bench`` and ``chiplore demo``.
 
+Exit codes of ``optimize``: 0 = the run finished (a stop rule ended it: evaluations, patience, budget, roofline,
+search space exhausted); 1 = error, one ``error: ...`` line (bad input, unknown chip or task, unreachable LLM
+endpoint, unreadable store or run state; when it happens before the run starts, no run folder is created);
+3 = the run stopped on an error it can be resumed from (LLM endpoint down during the run, the same verifier
+failure over and over): the state is saved and ``error: run RUN stopped ...`` names the reason and the
+``--resume`` command. ``report``: 0 = written, 1 = error line (unknown run, corrupt state, missing kernel file).
+
 ``optimize --json`` prints one JSON line (progress goes to stderr): ``{"run_id", "run_dir", "status", "stop_kind",
 "stop_reason", "evaluations", "best_id", "geomean_speedup" (null when untimed), "timed", "report"}``;
 ``report --json`` prints ``{"markdown", "speedup_png", "roofline_png", "best_kernel", "dropin"}``.
@@ -12,12 +19,16 @@ import os
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from agent.cli.app import app
 from agent.config import LLMOptions, OptimizeConfig, StopRules
 from knowledge.errors import BadInputError
 
 _console = Console()
+
+#: Exit code of `optimize` when the run stopped on an error and can be resumed (see the module docstring).
+EXIT_STOPPED = 3
 
 NO_GPU_NOTICE = ("No GPU on this machine: correctness-only exploration under the Triton interpreter "
                  "(TRITON_INTERPRET=1) at small shapes; nothing is timed and no speedup is claimed.")
@@ -57,7 +68,9 @@ def optimize_cmd(
     task: str = typer.Argument(None, help="kernel task, e.g. extend_attention (omit with --resume)"),
     chip: str = typer.Option(None, "--chip", help="chip profile to optimize for (omit with --resume)"),
     max_evals: int = typer.Option(None, "--max-evals", min=1, help="candidate evaluations (default 40)"),
-    budget_min: float = typer.Option(None, "--budget-min", min=0.01, help="wall-clock budget in minutes"),
+    budget_min: float = typer.Option(None, "--budget-min", min=0.01,
+                                     help="wall-clock budget in minutes over all sessions, checked before each new "
+                                          "candidate (the baseline and a verification in progress always finish)"),
     no_retrieval: bool = typer.Option(False, "--no-retrieval", help="ablation: uniform choice, no knowledge"),
     resume: str = typer.Option(None, "--resume", help="continue run RUN (id or folder)"),
     proposer: str = typer.Option("offline", "--proposer", help="offline | llm | uniform"),
@@ -67,20 +80,25 @@ def optimize_cmd(
     run_id: str = typer.Option(None, "--run-id", help="name of the new run (default: task-chip-time)"),
     llm_extra: str = typer.Option(None, "--llm-extra", help="JSON passed through to the LLM request body"),
     record_findings: bool = typer.Option(None, "--record-findings/--no-record-findings",
-                                         help="write findings (default: on when timed on a GPU)"),
+                                         help="write findings to the knowledge base (default: on when timed on a "
+                                              "GPU; on the CPU, passes are recorded as 'untimed')"),
     report: bool = typer.Option(True, "--report/--no-report", help="write the report at the end"),
     as_json: bool = typer.Option(False, "--json", help="print a JSON summary (schema in the module docstring)"),
 ) -> None:
-    """Optimize TASK for chip C in a closed loop with retrieval; verified, checkpointed, resumable."""
+    """Optimize TASK for chip C in a closed loop with retrieval; verified, checkpointed, resumable.
+
+    Everything the run needs (task, cases, chip profile, knowledge store, proposer and its LLM endpoint) is checked
+    before the run folder is created. Exit codes: 0 finished, 1 error (one line), 3 stopped on an error and
+    resumable with --resume.
+    """
     from agent.adapters import RealVerifier, StoreKnowledge, load_chip_profile
     from agent.cli.optimize_view import LoopPrinter, summary_table
-    from agent.runstate import RunDir
-    from agent.session import load_task_checked, resume_run, run_optimization, select_cases, start_run
+    from agent.session import load_task_checked, open_run, prepare, resume_run, run_prepared, select_cases, start_run
 
     console = Console(stderr=True) if as_json else _console  # --json: stdout holds only the JSON line
     gpu = has_gpu()
     if resume:
-        config = RunDir.open(resume).load_state().config
+        config = open_run(resume)[1].config
         if (task and task != config.task) or (chip and chip != config.chip):
             raise BadInputError(f"--resume {resume}: that run optimizes {config.task} on {config.chip}, "
                                 f"not {task or config.task} on {chip or config.chip}")
@@ -96,32 +114,36 @@ def optimize_cmd(
             timing="gpu" if gpu else "interpreter", cases=_split(cases), seed=seed,
             stop=StopRules(max_evals=max_evals or 40, patience=patience, budget_min=budget_min),
             llm=_llm_options(llm_extra), record_findings=gpu if record_findings is None else record_findings)
-    select_cases(load_task_checked(config.task), config.cases)
-    profile = load_chip_profile(config.chip)
-    knowledge = None
-    if config.retrieval:
-        knowledge = StoreKnowledge(profile)
-        knowledge.check()
-    verifier = RealVerifier()
     if not gpu:
         os.environ["TRITON_INTERPRET"] = "1"
-        console.print(f"[yellow]{NO_GPU_NOTICE}[/yellow]")
-    if not config.record_findings:
-        console.print("findings of this run are not recorded (pass --record-findings to keep them)")
-    if resume:
-        run, state = resume_run(resume, max_evals=max_evals, budget_min=budget_min)
-        console.print(f"resuming run {state.run_id} after {len(state.evaluations)} evaluations"
-                       + (f" (candidate v{state.pending.n} was being evaluated)" if state.pending else ""))
-    else:
-        run, state = start_run(config, device=device_name(), run_id=run_id)
-        console.print(f"run {state.run_id}: {run.path}")
+    select_cases(load_task_checked(config.task), config.cases)
+    profile = load_chip_profile(config.chip)
+    knowledge, notes = None, []
+    if config.retrieval:
+        knowledge = StoreKnowledge(profile)
+        notes = knowledge.check()
+    verifier = RealVerifier()
     try:
+        parts = prepare(config, profile, verifier, knowledge, check=True)
+        if not gpu:
+            console.print(f"[yellow]{NO_GPU_NOTICE}[/yellow]")
+        for note in notes:
+            console.print(f"[yellow]{escape(note)}[/yellow]")
+        if not config.record_findings:
+            console.print("findings of this run are not recorded (pass --record-findings to keep them)")
+        if resume:
+            run, state = resume_run(resume, max_evals=max_evals, budget_min=budget_min)
+            console.print(f"resuming run {state.run_id} after {len(state.evaluations)} evaluations"
+                          + (f" (candidate v{state.pending.n} was being evaluated)" if state.pending else ""))
+        else:
+            run, state = start_run(config, device=device_name(), run_id=run_id)
+            console.print(escape(f"run {state.run_id}: {run.path}"))
         with LoopPrinter(console, state) as printer:
-            state = run_optimization(run, state, profile, verifier, knowledge, events=printer)
+            state = run_prepared(run, state, parts, events=printer)
     finally:
         verifier.close()
     for note in getattr(knowledge, "warnings", []):
-        console.print(f"[yellow]{note}[/yellow]")
+        console.print(f"[yellow]{escape(note)}[/yellow]")
     console.print(summary_table(state))
     files = None
     if report:
@@ -129,16 +151,18 @@ def optimize_cmd(
 
         files = write_report(run)
         console.print(f"report: {files.markdown}")
-    if state.status == "stopped":
-        console.print(f"resume with: chiplore optimize --resume {state.run_id}")
     if as_json:
-        best = state.best_record()
+        best, timed = state.best_record(), bool(state.baseline and state.baseline.timed)
         typer.echo(json.dumps({
             "run_id": state.run_id, "run_dir": str(run.path), "status": state.status, "stop_kind": state.stop_kind,
             "stop_reason": state.stop_reason, "evaluations": len(state.evaluations), "best_id": state.best_id,
-            "geomean_speedup": best.geomean_speedup if best else (1.0 if state.baseline.timed else None),
-            "timed": state.baseline.timed if state.baseline else False,
+            "geomean_speedup": best.geomean_speedup if best else (1.0 if timed else None),
+            "timed": timed,
             "report": str(files.markdown) if files else None}))
+    if state.status == "stopped":
+        typer.secho(f"error: run {state.run_id} stopped ({state.stop_kind}): {state.stop_reason}; "
+                    f"resume with: chiplore optimize --resume {state.run_id}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(EXIT_STOPPED)
 
 
 @app.command("report")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from agent.adapters import VERIFIER_STAGES
 from agent.runstate import BaselineRecord, EvalRecord, RunState
 
 
@@ -37,27 +40,49 @@ class LoopPrinter:
         elif event == "retrieved":
             ctx, n = data["context"], data["n"]
             if ctx.enabled:
-                patterns = sorted({p.pattern_id for ps in ctx.patterns.values() for p in ps})
-                cites = "; ".join(d.cite for d in ctx.documents[:2]) or "no document hits"
-                print_(f"v{n} retrieved {len(ctx.documents)} document chunks, {len(patterns)} patterns "
-                       f"({', '.join(patterns[:5])}), {len(ctx.findings)} findings [dim]({cites})[/dim]")
+                print_(retrieval_line(n, ctx))
         elif event == "proposed":
             lineage = data["lineage"]
             print_(f"v{data['n']} proposed (parent {lineage.parent_id}, generation {lineage.generation}): "
-                   f"{lineage.rationale[:160]}")
+                   f"{shorten(lineage.rationale, 160)}")
         elif event == "evaluated":
             self.progress.update(self.bar, completed=data["record"].n)
             print_(evaluation_line(data["record"]))
         elif event == "stop":
-            print_(f"[bold]stopped[/bold] ({data['stop'].kind}): {data['stop'].reason}")
+            print_(f"[bold]stopped[/bold] ({data['stop'].kind}): {escape(data['stop'].reason)}")
+
+
+def shorten(text: str, width: int) -> str:
+    """`text` on one line, cut at a word boundary to at most `width` characters (`...` marks a cut), with rich
+    markup escaped (rationales and citations hold brackets such as ``[public_result]``)."""
+    return escape(textwrap.shorten(text, width=width, placeholder=" ...")) if text.strip() else ""
+
+
+def retrieval_line(n: int, ctx: Any) -> str:
+    """What was retrieved for candidate `n`: counts, every distinct pattern, and up to two distinct document
+    citations."""
+    patterns = sorted({p.pattern_id for ps in ctx.patterns.values() for p in ps})
+    cites = escape("; ".join(list(dict.fromkeys(d.cite for d in ctx.documents))[:2]) or "no document hits")
+    names = escape(f" ({', '.join(patterns)})") if patterns else ""
+    return (f"v{n} retrieved {len(ctx.documents)} document chunks, {len(patterns)} patterns{names}, "
+            f"{len(ctx.findings)} findings [dim]({cites})[/dim]")
 
 
 def evaluation_line(e: EvalRecord) -> str:
-    """One line for an evaluation: stage, geomean, decision."""
-    colour = "green" if e.accepted else ("yellow" if e.passed else "red")
-    gm = f" geomean x{e.geomean_speedup:.2f}" if e.geomean_speedup else ""
-    verdict = "ACCEPTED" if e.accepted else e.stage
-    return f"{e.candidate_id} [{colour}]{verdict}[/{colour}]{gm}: {e.decision[:150]}"
+    """One line for an evaluation, labelled by what is known about it: ``ACCEPTED`` or ``rejected`` (verified and
+    timed; with the geomean speedup), ``passed, not timed`` (verified where nothing is timed: no speed figure),
+    ``failed verification (STAGE)`` or ``failed candidate (STAGE)`` (never became a verifiable kernel), then the
+    decision or the first failure reason."""
+    if e.accepted:
+        label, colour = "ACCEPTED", "green"
+    elif e.passed:
+        label, colour = ("rejected", "yellow") if e.timed else ("passed, not timed", "cyan")
+    else:
+        label = f"failed {'verification' if e.stage in VERIFIER_STAGES else 'candidate'} ({e.stage})"
+        colour = "red"
+    gm = f" geomean x{e.geomean_speedup:.2f}" if e.passed and e.timed and e.geomean_speedup else ""
+    text = e.reasons[0] if not e.passed and e.reasons else e.decision
+    return f"{e.candidate_id} [{colour}]{escape(label)}[/{colour}]{gm}: {shorten(text, 150)}"
 
 
 def baseline_table(b: BaselineRecord) -> Table | str:

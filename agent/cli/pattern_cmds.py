@@ -232,7 +232,7 @@ def findings_cmd(
     pattern: str = typer.Option(None, "--pattern", help="only findings that applied this pattern"),
     as_json: bool = typer.Option(False, "--json", help="print JSON (schema in the module docstring)"),
 ) -> None:
-    """Findings recorded so far (accepted, rejected and failed attempts), oldest first."""
+    """Findings recorded so far (accepted, rejected, passed but not timed, failed verification), oldest first."""
     from knowledge.catalog import load_catalog
     from knowledge.findings import query_findings
 
@@ -249,13 +249,21 @@ def findings_cmd(
         return
     _console.print(f"[bold]Findings{f' on {chip}' if chip else ''}: {len(found)}[/bold]")
     for f in found:
-        speed = f"{f.speedup:.2f}x" if f.speedup else "-"
-        roof = f", {100 * f.roofline_fraction:.0f}% of floor" if f.roofline_fraction else ""
-        status = f.status if f.verdict_stage == "pass" else f"{f.status} ({f.verdict_stage})"
+        status = finding_label(f)
+        measured = f.status in ("accepted", "rejected")  # only timed passes have a speed figure
+        speed = f"{f.speedup:.2f}x" if measured and f.speedup else "-"
+        roof = f", {100 * f.roofline_fraction:.0f}% of floor" if measured and f.roofline_fraction else ""
         params = ", ".join(f"{k}={v}" for k, v in sorted(f.parameters.items()))
         _console.print(f"{f.date[:10]}  {f.chip}  {f.task}/{f.case_id}  {' + '.join(f.patterns) or '-'}"
                        f"{f' [{params}]' if params else ''}  {speed}{roof}  {status}  id {f.id}",
                        highlight=False, markup=False)
+
+
+def finding_label(finding: Any) -> str:
+    """How the findings listing labels a finding: ``accepted``, ``rejected`` (verified and timed, not kept),
+    ``passed, not timed`` or ``failed verification (STAGE)``."""
+    return {"untimed": "passed, not timed",
+            "failed": f"failed verification ({finding.verdict_stage})"}.get(finding.status, finding.status)
 
 
 def _check_chip_known(chip: str) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 import openai
 
 from agent.config import LLMOptions
-from agent.errors import CandidateFailed, ProposerUnavailable
+from agent.errors import CandidateFailed, ProposerConfigError, ProposerUnavailable
 from agent.family_space import source_hash
 from agent.proposers.base import Proposal, ProposalContext
 from agent.runstate import EvalRecord, Lineage
@@ -33,6 +33,8 @@ _CODE_BLOCK = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.
 _RETRYABLE = (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError, openai.InternalServerError)
 #: Characters of the last verdict shown verbatim (the whole verdict unless it is huge).
 VERDICT_CHARS = 12000
+#: Seconds the pre-flight check (`LLMProposer.check`) waits for the endpoint.
+CHECK_TIMEOUT_S = 10.0
 
 
 def extract_code(reply: str, entry_point: str) -> str:
@@ -103,14 +105,40 @@ class LLMProposer:
     name = "llm"
 
     def __init__(self, options: LLMOptions, client: Any | None = None, sleep: Callable[[float], None] = time.sleep):
+        """Raises:
+            ProposerConfigError: no model is configured (neither `LLMOptions.model` nor ``CHIPLORE_MODEL``).
+        """
         self.options = options
         self.model = options.resolved_model()
         if not self.model:
-            raise ProposerUnavailable("LLM proposer: no model configured (set CHIPLORE_MODEL or LLMOptions.model)")
+            raise ProposerConfigError("--proposer llm: no model configured; set CHIPLORE_MODEL to the model name "
+                                      "your OpenAI-compatible endpoint serves (and OPENAI_BASE_URL to the endpoint)")
         self.client = client or openai.OpenAI(base_url=options.resolved_base_url(),
                                               api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",
                                               timeout=options.timeout_s, max_retries=0)
         self.sleep = sleep
+
+    def check(self) -> None:
+        """Pre-flight check before a run starts: the endpoint answers (``GET /models``, one try, `CHECK_TIMEOUT_S`)
+        and accepts the API key. Any other answer (e.g. a server without ``/models``) counts as reachable; the
+        model name itself is checked by the first request.
+
+        Raises:
+            ProposerConfigError: the endpoint is unreachable or refuses the API key.
+        """
+        client = self.client.with_options(timeout=min(CHECK_TIMEOUT_S, self.options.timeout_s), max_retries=0) \
+            if hasattr(self.client, "with_options") else self.client
+        try:
+            client.models.list()
+        except openai.APIConnectionError as exc:
+            raise ProposerConfigError(f"--proposer llm: LLM endpoint {self._where()} is unreachable "
+                                      f"({type(exc).__name__}: {exc}); start the server or set OPENAI_BASE_URL"
+                                      ) from None
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+            raise ProposerConfigError(f"--proposer llm: LLM endpoint {self._where()} refused the API key "
+                                      f"(HTTP {exc.status_code}); set OPENAI_API_KEY") from None
+        except openai.APIStatusError:
+            pass  # it answered: reachable
 
     def observe(self, lineage: Lineage | None, record: EvalRecord) -> None:
         """The model sees history through the prompt (recent evaluations, last verdict); nothing to keep here."""

@@ -84,7 +84,9 @@ def dispatch_table(source: str) -> dict[str, dict[str, Any]] | None:
 @dataclass
 class ScriptedVerifier:
     """Verifier seam driven by `model_time_us`. ``fail_when`` knob values make a candidate fail to compile;
-    ``timed=False`` returns untimed passes (as on a machine without a GPU). Every call is logged."""
+    ``timed=False`` returns untimed passes (as on a machine without a GPU). Every call is logged. The noise of a
+    candidate's times is a function of its run folder, file name and dispatch table only, so a run is
+    reproducible whatever the wall clock says."""
 
     timed: bool = True
     jitter: float = 0.005
@@ -105,7 +107,11 @@ class ScriptedVerifier:
                         "time_us": {}, "flags": [], "errors": {}}
         times = {}
         if self.timed:
-            key = hashlib.sha256(path.read_bytes()).hexdigest() + str(len(self.calls) if table is None else "")
+            if table is None:  # the baseline: every timing repeat draws its own noise
+                key = hashlib.sha256(path.read_bytes()).hexdigest() + str(len(self.calls))
+            else:  # a candidate: noise per (run, candidate, configuration), never from its comment text (whose
+                # citations carry wall-clock dates, which made the noise, and so the decisions, vary between runs)
+                key = f"{path.parent.name}/{path.name}:{json.dumps(table, sort_keys=True)}"
             times = {c: model_time_us(c, None if table is None else table.get(DISPATCH[c], FAMILY_DEFAULT), key,
                                       self.scale.get(DISPATCH[c], 1.0), self.jitter) for c in options["cases"]}
         return {"stage": "pass", "reasons": [], "time_us": times, "flags": [], "errors": {}}

@@ -1,4 +1,5 @@
-"""A real OpenAI-protocol HTTP server for tests: serves ``POST /v1/chat/completions`` with scripted replies.
+"""A real OpenAI-protocol HTTP server for tests: serves ``POST /v1/chat/completions`` with scripted replies and
+``GET /v1/models``; with `api_key`, any request without that bearer key gets HTTP 401.
 
 Each scripted item is a reply text (HTTP 200, one choice) or an int (that HTTP status with an error body).
 When the script runs out, every request gets HTTP 503. Requests are kept (parsed JSON bodies).
@@ -12,16 +13,43 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class ScriptedChatServer:
-    def __init__(self, script: list[str | int]) -> None:
+    def __init__(self, script: list[str | int], api_key: str | None = None) -> None:
         self.script = list(script)
+        self.api_key = api_key
         self.requests: list[dict] = []
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            def _send(self, status: int, payload: dict) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _refused(self) -> bool:
+                if server.api_key is None or self.headers.get("Authorization") == f"Bearer {server.api_key}":
+                    return False
+                self._send(401, {"error": {"message": "invalid api key", "type": "invalid_request_error"}})
+                return True
+
+            def do_GET(self) -> None:  # noqa: N802
+                server.requests.append({"path": self.path, "body": None, "auth": self.headers.get("Authorization")})
+                if self._refused():
+                    return
+                if self.path != "/v1/models":
+                    self._send(404, {"error": {"message": "not found", "type": "not_found"}})
+                    return
+                self._send(200, {"object": "list", "data": [{"id": "scripted-model", "object": "model",
+                                                             "created": 0, "owned_by": "tests"}]})
+
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append({"path": self.path, "body": body,
                                         "auth": self.headers.get("Authorization")})
+                if self._refused():
+                    return
                 item = server.script.pop(0) if server.script else 503
                 if self.path != "/v1/chat/completions":
                     item = 404

@@ -36,5 +36,10 @@ def test_findings_of_one_run_seed_the_next(chiplore_home):
     assert log2["findings"] and log2["findings"][0]["metadata"]["chip"] == "h200"
     first = run2.read_lineage(1)
     assert "verified x" in first.rationale and "finding" in first.rationale
-    # the second run starts where the first ended: its first candidate is at least as good
-    assert state2.evaluations[0].geomean_speedup >= 0.97 * state1.best_record().geomean_speedup
+    # the second run starts where the first ended: its first candidate is the first run's best kernel (every case
+    # class at the fastest configuration the first run verified) ...
+    best1 = state1.best_record()
+    assert first.parameters["table"] == run1.read_lineage(best1.n).parameters["table"]
+    # ... so it measures the same, up to the scripted timing noise (+-jitter per case, on both measurements)
+    jitter = ScriptedVerifier().jitter
+    assert state2.evaluations[0].geomean_speedup >= best1.geomean_speedup * (1 - 2 * jitter)

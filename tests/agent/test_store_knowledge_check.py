@@ -1,0 +1,62 @@
+"""`StoreKnowledge.check` before a run, on a real chromadb store: a chip known only from its packaged profile gets
+one up-front note naming the onboarding command (and no late warning); an onboarded chip gets none; an unknown
+chip fails before any run folder exists, naming how to onboard or detect it."""
+
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("knowledge.store", reason="knowledge store not installed yet")
+
+import agent.cli.optimize_cmds  # noqa: E402,F401  registers the commands
+from agent.adapters import StoreKnowledge, load_chip_profile  # noqa: E402
+from agent.cli.app import app  # noqa: E402
+from agent.demo import NOTES_DIR  # noqa: E402
+from knowledge.errors import BadInputError  # noqa: E402
+
+NOTE = ("no documents onboarded for m890: retrieval uses patterns ranked on its profile and findings only "
+        "(add documents with `chiplore onboard m890 DOCS...`)")
+
+
+def test_chip_without_documents_gets_one_note_up_front(chiplore_home):
+    knowledge = StoreKnowledge(load_chip_profile("m890"))
+    assert knowledge.check() == [NOTE]
+    assert knowledge.search_documents("shared memory per block", "m890", 3) == []
+    assert knowledge.warnings == []  # said once, up front, not again at the end of the run
+
+
+def test_onboarded_chip_gets_no_note(chiplore_home):
+    from ingest.onboard import onboard
+
+    onboard("h200", [NOTES_DIR / "h200.md"], progress=False)
+    knowledge = StoreKnowledge(load_chip_profile("h200"))
+    assert knowledge.check() == []
+    hits = knowledge.search_documents("shared memory per block", "h200", 2)
+    assert hits and all(h.cite.startswith("h200.md") for h in hits)
+
+
+def test_unknown_chip_fails_before_a_run_folder(chiplore_home):
+    result = CliRunner().invoke(app, ["optimize", "extend_attention", "--chip", "nochip"])
+    assert isinstance(result.exception, BadInputError)
+    message = str(result.exception)
+    assert "unknown chip 'nochip'" in message and "onboard" in message
+    assert "chiplore profile detect --as nochip" in message
+    assert not (chiplore_home / "runs").exists()
+
+
+@pytest.mark.slow
+def test_optimize_on_a_chip_without_documents(chiplore_home):
+    """The real loop (real verifier under the interpreter) on a packaged-profile chip nobody onboarded."""
+    verifier = pytest.importorskip("agent.verifier")
+    if not hasattr(verifier, "Verifier"):
+        pytest.skip("verifier not installed yet")
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("the CPU path is what this test covers")
+    result = CliRunner().invoke(app, ["optimize", "extend_attention", "--chip", "m890", "--max-evals", "1",
+                                      "--run-id", "m", "--no-report"])
+    assert result.exit_code == 0, (result.output, result.exception)
+    text = " ".join(result.output.split())
+    assert NOTE in text and text.index(NOTE) < text.index("run m:")  # before the run starts
+    assert "no documents retrieved" not in text and text.count("no documents onboarded") == 1
+    assert "1 of 1 candidates passed the verifier" in text
