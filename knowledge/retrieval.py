@@ -109,7 +109,7 @@ class KeywordIndex:
 
     @classmethod
     def build(cls, records: list) -> KeywordIndex:
-        import bm25s
+        bm25s = _import_bm25s()
 
         if not records:
             return cls([], [], [], None)
@@ -136,7 +136,7 @@ class KeywordIndex:
 
     @classmethod
     def load(cls, folder: Path) -> KeywordIndex | None:
-        import bm25s
+        bm25s = _import_bm25s()
 
         try:
             with open(folder / "records.json", encoding="utf-8") as fh:
@@ -297,3 +297,19 @@ def _hit(collection: str, rid: str, entry: dict[str, Any]) -> Hit:
                page=int(page) if page is not None else None, section=str(meta.get("section", "")),
                score=float(entry["score"]), collection=collection, id=rid, kind=str(meta.get("kind", "")),
                dense_rank=entry.get("dense"), keyword_rank=entry.get("keyword"))
+
+
+def _import_bm25s():
+    """Import bm25s with JAX kept off the GPU.
+
+    bm25s runs one ``jax.lax.top_k`` at import time when JAX is installed; on a machine with JAX's CUDA plugin that
+    initializes JAX on the GPU, which preallocates 75% of its memory for the life of the process (seen on an H200:
+    108 GiB held by `chiplore optimize`, every candidate then out of memory). BM25 here scores on the CPU with
+    numpy, so JAX is pointed at the CPU unless the user already chose (``JAX_PLATFORMS``), and told not to
+    preallocate in any case (``XLA_PYTHON_CLIENT_PREALLOCATE``; JAX documents both variables).
+    """
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    import bm25s
+
+    return bm25s

@@ -148,9 +148,10 @@ class DynamicRun:
 
     def _release_device_memory(self) -> None:
         """Hand the parent's cached-but-free GPU blocks back to the driver so the candidate's process can use
-        them: references and input digests are computed here on the same GPU, and the caching allocator would
-        otherwise keep that memory reserved across candidates (seen on an H200: 138 GiB held by the parent of a
-        long optimize run, every later candidate out of memory)."""
+        them: references and input digests are computed here on the same GPU (transiently up to ~17 GiB on the
+        H200 bench cases), and the caching allocator would otherwise keep that memory reserved across candidates.
+        (The 108-138 GiB once held by an optimize run's parent was JAX, initialized by bm25s; see
+        `knowledge.retrieval._import_bm25s`.)"""
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
             torch.cuda.empty_cache()

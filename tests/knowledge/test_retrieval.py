@@ -1,6 +1,9 @@
 """Hybrid retrieval over real onboarded documents: dense + BM25 with reciprocal-rank fusion, chip filter, findings,
 citations, and the on-disk BM25 cache keyed by store revision."""
 
+import os
+from pathlib import Path
+
 import pytest
 
 from ingest.onboard import onboard
@@ -100,3 +103,29 @@ def test_bm25_index_cached_on_disk_by_revision(onboarded, monkeypatch, docs):
     assert "full clock" in hits[0].text
     second = sorted(p.name for p in cache.iterdir())
     assert len(second) == 1 and second != first
+
+
+def test_bm25s_import_keeps_jax_off_the_gpu(tmp_path):
+    """bm25s calls jax.lax.top_k when it is imported; JAX must see JAX_PLATFORMS=cpu by then (a probe package named
+    `jax` records what it sees; the real JAX with its CUDA plugin would preallocate 75% of the GPU)."""
+    import subprocess
+    import sys
+
+    probe = tmp_path / "jax"
+    probe.mkdir()
+    (probe / "__init__.py").write_text("")
+    (probe / "lax.py").write_text(
+        "import os\n"
+        "def top_k(x, k):\n"
+        f"    open({str(tmp_path / 'seen.txt')!r}, 'w').write(os.environ.get('JAX_PLATFORMS', '-') + ' '"
+        " + os.environ.get('XLA_PYTHON_CLIENT_PREALLOCATE', '-'))\n"
+        "    return x[:k], list(range(k))\n")
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k not in ("JAX_PLATFORMS", "XLA_PYTHON_CLIENT_PREALLOCATE")}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(root)])
+    code = "from knowledge.retrieval import _import_bm25s; _import_bm25s()"
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, cwd=root)
+    assert (tmp_path / "seen.txt").read_text() == "cpu false"
+    env["JAX_PLATFORMS"] = "cuda"  # a user's explicit choice is kept
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, cwd=root)
+    assert (tmp_path / "seen.txt").read_text() == "cuda false"

@@ -1,0 +1,218 @@
+"""Optimized extend-attention family: one parameterized implementation whose knobs are the patterns.
+
+Knobs (`FamilyConfig`): tile sizes (BLOCK_M query rows x BLOCK_N keys), num_warps, num_stages (software
+pipelining of the loads feeding the dots), num_splits (split-KV over the prefix; 0 = derive from the chip and
+the call), pack_gqa (multi-query blocks: the G q heads of a KV head share each K/V tile), heavy_first (causal
+row blocks in decreasing work order), fold_scale (softmax scale folded into the exp2 FMA) and gather_stages
+(loop-level pipelining of the prefix gather, kv_indices loads included; 0 = off).
+Every launch is free of host synchronization: sizes come from tensor metadata
+(ΣE = q_extend.shape[0], ΣP = kv_indices.shape[0], B = qo_indptr.shape[0] - 1) and the split-KV partials live in a
+preallocated workspace reused across calls of the same size class.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import torch
+import triton
+
+from .common import (
+    Problem,
+    check_inputs,
+    head_dim_blocks,
+    reject_unsupported,
+    resolve_sm_scale,
+)
+from .family_kernels import LOG2E, _family_fwd_kernel, _merge_kernel, merge_grid
+from .workspace import get_workspace
+
+
+@dataclass(frozen=True)
+class FamilyConfig:
+    """Knob values of the family. ``num_splits=0`` derives the split count from `ChipLimits` and the call."""
+
+    block_m: int = 64
+    block_n: int = 64
+    num_warps: int = 4
+    num_stages: int = 2
+    num_splits: int = 0
+    pack_gqa: bool = True
+    heavy_first: bool = True
+    fold_scale: bool = True
+    gather_stages: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("block_m", "block_n"):
+            value = getattr(self, name)
+            if value < 16 or value & (value - 1):
+                raise ValueError(f"FamilyConfig.{name}={value} must be a power of two >= 16")
+        if (self.num_warps not in (1, 2, 4, 8, 16) or self.num_stages < 1 or not 0 <= self.num_splits <= 64
+                or not 0 <= self.gather_stages <= 6):
+            raise ValueError(f"FamilyConfig out of range: {self}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict of the knobs."""
+        return asdict(self)
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> FamilyConfig:
+        """Inverse of `to_dict`; unknown keys raise ValueError naming them."""
+        unknown = set(data) - set(FamilyConfig.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown FamilyConfig knob(s): {sorted(unknown)}")
+        return FamilyConfig(**data)
+
+
+@dataclass(frozen=True)
+class ChipLimits:
+    """The chip numbers the family needs (a subset of a HardwareProfile), with safe defaults when unknown."""
+
+    num_compute_units: int = 132
+    smem_per_block_kb: float = 227.0
+    warp_size: int = 32
+    max_threads_per_block: int = 1024
+
+    @staticmethod
+    def from_profile(profile: Any) -> ChipLimits:
+        """From any object with `get(name)` (a HardwareProfile); unknown fields keep the defaults."""
+        values = {}
+        for name in ("num_compute_units", "smem_per_block_kb", "warp_size", "max_threads_per_block"):
+            value = profile.get(name)
+            if value is not None:
+                values[name] = type(getattr(ChipLimits(), name))(value)
+        return ChipLimits(**values)
+
+    @staticmethod
+    def from_device(device: torch.device) -> ChipLimits:
+        """Read from the CUDA/ROCm device properties; the CPU (interpreter) gets the defaults."""
+        if device.type != "cuda":
+            return ChipLimits()
+        # Triton's driver query (cuDeviceGetAttribute); torch's may load NVML when CUDA_VISIBLE_DEVICES is set
+        props = triton.runtime.driver.active.utils.get_device_properties(device.index or 0)
+        return ChipLimits(
+            num_compute_units=props["multiprocessor_count"],
+            smem_per_block_kb=props["max_shared_mem"] / 1024,
+            warp_size=props.get("warpSize", 32) or 32,
+        )
+
+
+def smem_footprint_kb(config: FamilyConfig, prob: Problem, v_is_k: bool) -> float:
+    """Shared memory of one program in KiB: num_stages K(+V) tiles plus the Q tile.
+
+    elem * (num_stages * BLOCK_N * (BLOCK_D + BLOCK_DPE + BLOCK_DV [0 if V is a view of K])
+            + BLOCK_M * (BLOCK_D + BLOCK_DPE)).
+    """
+    block_d, block_dpe, block_dv = head_dim_blocks(prob.head_dim, prob.head_dim_v)
+    elem = prob.dtype.itemsize
+    kv = block_d + block_dpe + (0 if v_is_k else block_dv)
+    return elem * (config.num_stages * config.block_n * kv + config.block_m * (block_d + block_dpe)) / 1024
+
+
+def fit_to_chip(config: FamilyConfig, prob: Problem, limits: ChipLimits, v_is_k: bool) -> FamilyConfig:
+    """Shrink num_stages, then BLOCK_N, then BLOCK_M until the footprint fits `smem_per_block_kb`;
+    clamp num_warps to max_threads_per_block / warp_size."""
+    warps = min(config.num_warps, max(1, limits.max_threads_per_block // limits.warp_size))
+    config = replace(config, num_warps=warps)
+    while smem_footprint_kb(config, prob, v_is_k) > limits.smem_per_block_kb:
+        if config.num_stages > 1:
+            config = replace(config, num_stages=config.num_stages - 1)
+        elif config.block_n > 16:
+            config = replace(config, block_n=config.block_n // 2)
+        elif config.block_m > 16:
+            config = replace(config, block_m=config.block_m // 2)
+        else:
+            break
+    return config
+
+
+def pack_factor(config: FamilyConfig, prob: Problem) -> int:
+    """Rows per token in a block: G when pack_gqa (q heads of one KV head together), else 1."""
+    return prob.group if config.pack_gqa and prob.group > 1 else 1
+
+
+def auto_splits(config: FamilyConfig, prob: Problem, limits: ChipLimits, waves: float = 4.0,
+                min_chunk: int = 256) -> int:
+    """Split-KV factor so that programs fill `waves` x compute units, each split keeping >= `min_chunk` keys.
+
+    Uses only metadata: average prefix per sequence ΣP / B; row blocks ≈ B * cdiv(ΣE * pack / B, BLOCK_M).
+    """
+    if prob.total_prefix == 0 or prob.batch == 0:
+        return 1
+    pack = pack_factor(config, prob)
+    heads = prob.num_kv_heads if pack > 1 else prob.num_q_heads
+    rows_per_seq = max(1, prob.total_extend * pack // prob.batch)
+    programs = prob.batch * math.ceil(rows_per_seq / config.block_m) * heads
+    want = math.ceil(waves * limits.num_compute_units / max(1, programs))
+    by_length = max(1, (prob.total_prefix // prob.batch) // min_chunk)
+    return int(max(1, min(want, by_length, 32)))
+
+
+def _v_is_view_of_k(k_buffer: torch.Tensor, v_buffer: torch.Tensor) -> bool:
+    return (v_buffer.data_ptr() == k_buffer.data_ptr() and v_buffer.stride() == k_buffer.stride()
+            and v_buffer.shape[2] <= k_buffer.shape[2])
+
+
+def run_family(
+    config: FamilyConfig, q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
+    kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None, logit_cap=0.0,
+    skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None, window_kv_offsets=None,
+    xai_temperature_len=-1, limits: ChipLimits | None = None,
+):
+    """Extend attention with the family kernel at `config`; writes ``o_extend`` in place and returns it.
+
+    Arguments and shapes as `kernels.extend_attention.baseline.extend_attention_fwd`; `max_len_extend` is
+    accepted for compatibility but not trusted (row blocks are located from qo_indptr on the device).
+    `limits` (default: read from the device) bounds tiles by shared memory and sizes split-KV.
+
+    Raises:
+        ValueError: inconsistent shapes, dtypes or devices. NotImplementedError: unsupported argument set.
+    """
+    reject_unsupported(window_kv_offsets=window_kv_offsets, xai_temperature_len=xai_temperature_len)
+    prob = check_inputs(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
+                        kv_indices, custom_mask, mask_indptr, sinks)
+    if prob.batch == 0 or prob.total_extend == 0:
+        return o_extend
+    limits = limits or ChipLimits.from_device(q_extend.device)
+    block_d, block_dpe, block_dv = head_dim_blocks(prob.head_dim, prob.head_dim_v)
+    v_is_k = (_v_is_view_of_k(k_buffer, v_buffer) and _v_is_view_of_k(k_extend, v_extend)
+              and block_dv == block_d == prob.head_dim_v)
+    config = fit_to_chip(config, prob, limits, v_is_k)
+    splits = config.num_splits or auto_splits(config, prob, limits)
+    pack = pack_factor(config, prob)
+    heads = prob.num_kv_heads if pack > 1 else prob.num_q_heads
+    row_blocks = triton.cdiv(prob.total_extend * pack, config.block_m) + prob.batch
+    mid_o, mid_l = get_workspace(q_extend.device, splits, prob.total_extend, prob.num_q_heads, prob.head_dim_v)
+    scale = resolve_sm_scale(sm_scale, prob.head_dim)
+    use_mask = custom_mask is not None
+    dummy = qo_indptr
+    _family_fwd_kernel[(row_blocks, heads, splits)](
+        q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
+        custom_mask if use_mask else dummy, mask_indptr if use_mask else dummy,
+        sinks if sinks is not None else dummy, mid_o, mid_l, scale * LOG2E, scale, prob.batch,
+        q_extend.stride(0), q_extend.stride(1), k_extend.stride(0), k_extend.stride(1),
+        v_extend.stride(0), v_extend.stride(1), o_extend.stride(0), o_extend.stride(1),
+        k_buffer.stride(0), k_buffer.stride(1), v_buffer.stride(0), v_buffer.stride(1),
+        mid_o.stride(0), mid_o.stride(1), mid_o.stride(2), mid_l.stride(0), mid_l.stride(1),
+        LQ=prob.head_dim, LV=prob.head_dim_v, BLOCK_D=block_d, BLOCK_DPE=block_dpe, BLOCK_DV=block_dv,
+        BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_B=triton.next_power_of_2(prob.batch + 1),
+        GROUP=prob.group, PACK=pack, NUM_SPLITS=splits,
+        WINDOW=int(sliding_window_size) if sliding_window_size and sliding_window_size > 0 else -1,
+        LOGIT_CAP=float(logit_cap or 0.0), IS_CAUSAL=bool(is_causal), USE_MASK=use_mask,
+        SKIP_PREFIX_MASK=bool(skip_prefix_custom_mask), HAS_SINK=sinks is not None, V_IS_K=v_is_k,
+        HEAVY_FIRST=config.heavy_first and bool(is_causal),
+        FOLD_SCALE=config.fold_scale and not logit_cap and scale > 0,
+        GATHER_STAGES=config.gather_stages,
+        num_warps=config.num_warps, num_stages=config.num_stages,
+    )
+    if splits > 1:
+        _merge_kernel[merge_grid(prob.total_extend, prob.num_q_heads)](
+            mid_o, mid_l, o_extend, sinks if sinks is not None else dummy, prob.num_q_heads,
+            mid_o.stride(0), mid_o.stride(1), mid_o.stride(2), mid_l.stride(0), mid_l.stride(1),
+            o_extend.stride(0), o_extend.stride(1), LV=prob.head_dim_v, BLOCK_DV=block_dv, NUM_SPLITS=splits,
+            BLOCK_S=max(2, triton.next_power_of_2(splits)), HAS_SINK=sinks is not None,
+            num_warps=4 if block_dv <= 128 else 8,
+        )
+    return o_extend
