@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 import triton
+from triton.runtime.errors import OutOfResources
 
 from kernels.extend_attention.common import (
     Problem,
@@ -117,15 +118,25 @@ def fit_to_chip(config: FamilyConfig, prob: Problem, limits: ChipLimits, v_is_k:
     warps = min(config.num_warps, max(1, limits.max_threads_per_block // limits.warp_size))
     config = replace(config, num_warps=warps)
     while smem_footprint_kb(config, prob, v_is_k) > limits.smem_per_block_kb:
-        if config.num_stages > 1:
-            config = replace(config, num_stages=config.num_stages - 1)
-        elif config.block_n > 16:
-            config = replace(config, block_n=config.block_n // 2)
-        elif config.block_m > 16:
-            config = replace(config, block_m=config.block_m // 2)
-        else:
+        smaller = shrink_once(config, gather_first=False)  # the model does not count gather stages
+        if smaller is None:
             break
+        config = smaller
     return config
+
+
+def shrink_once(config: FamilyConfig, gather_first: bool = True) -> FamilyConfig | None:
+    """One step down in shared memory: one fewer gather stage (if `gather_first`), then load stage, then half
+    BLOCK_N, then half BLOCK_M (None when nothing is left to shrink)."""
+    if gather_first and config.gather_stages > 1:
+        return replace(config, gather_stages=config.gather_stages - 1)
+    if config.num_stages > 1:
+        return replace(config, num_stages=config.num_stages - 1)
+    if config.block_n > 16:
+        return replace(config, block_n=config.block_n // 2)
+    if config.block_m > 16:
+        return replace(config, block_m=config.block_m // 2)
+    return None
 
 
 def pack_factor(config: FamilyConfig, prob: Problem) -> int:
@@ -155,6 +166,11 @@ def _v_is_view_of_k(k_buffer: torch.Tensor, v_buffer: torch.Tensor) -> bool:
             and v_buffer.shape[2] <= k_buffer.shape[2])
 
 
+#: Configuration that launched, per (requested config, dtype, head-dim blocks, V-is-K, device), after shrinking on
+#: an OutOfResources refusal, so the refusal (raised while compiling, before anything runs) is paid once.
+_KNOWN_FITS: dict[tuple[Any, ...], FamilyConfig] = {}
+
+
 def run_family(
     config: FamilyConfig, q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
     kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None, logit_cap=0.0,
@@ -165,7 +181,9 @@ def run_family(
 
     Arguments and shapes as `kernels.extend_attention.baseline.extend_attention_fwd`; `max_len_extend` is
     accepted for compatibility but not trusted (row blocks are located from qo_indptr on the device).
-    `limits` (default: read from the device) bounds tiles by shared memory and sizes split-KV.
+    `limits` (default: read from the device) bounds tiles by shared memory and sizes split-KV. A configuration
+    that Triton refuses for shared memory (`OutOfResources` at compile time, when the footprint model fell short)
+    is shrunk by `shrink_once` and launched again; the first that compiles is remembered.
 
     Raises:
         ValueError: inconsistent shapes, dtypes or devices. NotImplementedError: unsupported argument set.
@@ -179,34 +197,50 @@ def run_family(
     block_d, block_dpe, block_dv = head_dim_blocks(prob.head_dim, prob.head_dim_v)
     v_is_k = (_v_is_view_of_k(k_buffer, v_buffer) and _v_is_view_of_k(k_extend, v_extend)
               and block_dv == block_d == prob.head_dim_v)
-    config = fit_to_chip(config, prob, limits, v_is_k)
-    splits = config.num_splits or auto_splits(config, prob, limits)
-    pack = pack_factor(config, prob)
-    heads = prob.num_kv_heads if pack > 1 else prob.num_q_heads
-    row_blocks = triton.cdiv(prob.total_extend * pack, config.block_m) + prob.batch
-    mid_o, mid_l = get_workspace(q_extend.device, splits, prob.total_extend, prob.num_q_heads, prob.head_dim_v)
+    fitted = fit_to_chip(config, prob, limits, v_is_k)
+    fit_key = (config, prob.dtype, block_d, block_dpe, block_dv, v_is_k, q_extend.device)
+    config = _KNOWN_FITS.get(fit_key, fitted)
     scale = resolve_sm_scale(sm_scale, prob.head_dim)
     use_mask = custom_mask is not None
     dummy = qo_indptr
-    _family_fwd_kernel[(row_blocks, heads, splits)](
-        q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
-        custom_mask if use_mask else dummy, mask_indptr if use_mask else dummy,
-        sinks if sinks is not None else dummy, mid_o, mid_l, scale * LOG2E, scale, prob.batch,
-        q_extend.stride(0), q_extend.stride(1), k_extend.stride(0), k_extend.stride(1),
-        v_extend.stride(0), v_extend.stride(1), o_extend.stride(0), o_extend.stride(1),
-        k_buffer.stride(0), k_buffer.stride(1), v_buffer.stride(0), v_buffer.stride(1),
-        mid_o.stride(0), mid_o.stride(1), mid_o.stride(2), mid_l.stride(0), mid_l.stride(1),
-        LQ=prob.head_dim, LV=prob.head_dim_v, BLOCK_D=block_d, BLOCK_DPE=block_dpe, BLOCK_DV=block_dv,
-        BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_B=triton.next_power_of_2(prob.batch + 1),
-        GROUP=prob.group, PACK=pack, NUM_SPLITS=splits,
-        WINDOW=int(sliding_window_size) if sliding_window_size and sliding_window_size > 0 else -1,
-        LOGIT_CAP=float(logit_cap or 0.0), IS_CAUSAL=bool(is_causal), USE_MASK=use_mask,
-        SKIP_PREFIX_MASK=bool(skip_prefix_custom_mask), HAS_SINK=sinks is not None, V_IS_K=v_is_k,
-        HEAVY_FIRST=config.heavy_first and bool(is_causal),
-        FOLD_SCALE=config.fold_scale and not logit_cap and scale > 0,
-        GATHER_STAGES=config.gather_stages,
-        num_warps=config.num_warps, num_stages=config.num_stages,
-    )
+
+    def launch(config: FamilyConfig) -> tuple[int, torch.Tensor, torch.Tensor]:
+        splits = config.num_splits or auto_splits(config, prob, limits)
+        pack = pack_factor(config, prob)
+        heads = prob.num_kv_heads if pack > 1 else prob.num_q_heads
+        row_blocks = triton.cdiv(prob.total_extend * pack, config.block_m) + prob.batch
+        mid_o, mid_l = get_workspace(q_extend.device, splits, prob.total_extend, prob.num_q_heads, prob.head_dim_v)
+        _family_fwd_kernel[(row_blocks, heads, splits)](
+            q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
+            custom_mask if use_mask else dummy, mask_indptr if use_mask else dummy,
+            sinks if sinks is not None else dummy, mid_o, mid_l, scale * LOG2E, scale, prob.batch,
+            q_extend.stride(0), q_extend.stride(1), k_extend.stride(0), k_extend.stride(1),
+            v_extend.stride(0), v_extend.stride(1), o_extend.stride(0), o_extend.stride(1),
+            k_buffer.stride(0), k_buffer.stride(1), v_buffer.stride(0), v_buffer.stride(1),
+            mid_o.stride(0), mid_o.stride(1), mid_o.stride(2), mid_l.stride(0), mid_l.stride(1),
+            LQ=prob.head_dim, LV=prob.head_dim_v, BLOCK_D=block_d, BLOCK_DPE=block_dpe, BLOCK_DV=block_dv,
+            BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_B=triton.next_power_of_2(prob.batch + 1),
+            GROUP=prob.group, PACK=pack, NUM_SPLITS=splits,
+            WINDOW=int(sliding_window_size) if sliding_window_size and sliding_window_size > 0 else -1,
+            LOGIT_CAP=float(logit_cap or 0.0), IS_CAUSAL=bool(is_causal), USE_MASK=use_mask,
+            SKIP_PREFIX_MASK=bool(skip_prefix_custom_mask), HAS_SINK=sinks is not None, V_IS_K=v_is_k,
+            HEAVY_FIRST=config.heavy_first and bool(is_causal),
+            FOLD_SCALE=config.fold_scale and not logit_cap and scale > 0,
+            GATHER_STAGES=config.gather_stages,
+            num_warps=config.num_warps, num_stages=config.num_stages,
+        )
+        return splits, mid_o, mid_l
+
+    while True:  # the footprint model can fall short of what Triton allocates: shrink and retry on the refusal
+        try:
+            splits, mid_o, mid_l = launch(config)
+            break
+        except OutOfResources:
+            smaller = shrink_once(config)
+            if smaller is None:
+                raise
+            config = smaller
+    _KNOWN_FITS[fit_key] = config
     if splits > 1:
         _merge_kernel[merge_grid(prob.total_extend, prob.num_q_heads)](
             mid_o, mid_l, o_extend, sinks if sinks is not None else dummy, prob.num_q_heads,

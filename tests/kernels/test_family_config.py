@@ -11,6 +11,7 @@ from kernels.extend_attention.family import (
     FamilyConfig,
     auto_splits,
     fit_to_chip,
+    shrink_once,
     smem_footprint_kb,
 )
 from kernels.extend_attention.tuned import choose_config
@@ -77,3 +78,44 @@ def test_config_rejects_bad_knobs():
         FamilyConfig(block_m=48)
     with pytest.raises(ValueError, match="unknown FamilyConfig knob"):
         FamilyConfig.from_dict({"block_q": 16})
+
+
+def test_shrink_steps_down_gather_then_stages_then_tiles():
+    cfg = FamilyConfig(block_m=32, block_n=32, num_stages=2, gather_stages=2)
+    steps = []
+    while cfg is not None:
+        steps.append((cfg.gather_stages, cfg.num_stages, cfg.block_n, cfg.block_m))
+        cfg = shrink_once(cfg)
+    assert steps == [(2, 2, 32, 32), (1, 2, 32, 32), (1, 1, 32, 32), (1, 1, 16, 32), (1, 1, 16, 16)]
+
+
+def test_a_configuration_refused_for_shared_memory_is_shrunk_and_remembered(monkeypatch, device):
+    """Triton refuses a kernel whose shared memory exceeds the chip at compile time (OutOfResources); the
+    interpreter has no such limit, so the refusal is raised here for num_stages > 1 and the real kernel runs the
+    rest. The output must still match the reference, and the next call must go straight to the fitted config."""
+    from triton.runtime.errors import OutOfResources
+
+    from kernels.extend_attention import family
+    from kernels.extend_attention.spec import TASK
+    from tests.kernels.helpers import check_impl
+
+    real, seen = family._family_fwd_kernel, []
+
+    class RefusingKernel:
+        def __getitem__(self, grid):
+            def launch(*args, **kwargs):
+                seen.append(kwargs["num_stages"])
+                if kwargs["num_stages"] > 1:
+                    raise OutOfResources(245760, 232448, "shared memory")
+                return real[grid](*args, **kwargs)
+            return launch
+
+    monkeypatch.setattr(family, "_family_fwd_kernel", RefusingKernel())
+    monkeypatch.setattr(family, "_KNOWN_FITS", {})
+    cfg = FamilyConfig(block_m=16, block_n=16, num_stages=3, num_splits=2)
+    case = TASK.case("gqa-4")
+    check_impl(lambda **a: family.run_family(cfg, **a), case, device)
+    assert seen == [3, 2, 1]
+    check_impl(lambda **a: family.run_family(cfg, **a), case, device)
+    assert seen == [3, 2, 1, 1]  # remembered: no second refusal
+    assert list(family._KNOWN_FITS.values()) == [FamilyConfig(block_m=16, block_n=16, num_stages=1, num_splits=2)]
