@@ -135,7 +135,10 @@ class OptimizationLoop:
         if len(s.evaluations) >= rules.max_evals:
             raise MaxEvaluationsReached(f"{len(s.evaluations)} evaluations made (max {rules.max_evals})")
         if s.no_improve_streak >= rules.patience:
-            raise NoImprovement(f"{s.no_improve_streak} consecutive evaluations without improvement")
+            untimed = self.config.timing != "gpu"
+            raise NoImprovement(f"{s.no_improve_streak} consecutive evaluations without improvement" + (
+                " (nothing is timed without a GPU, so no candidate can improve on the baseline; the candidates were "
+                "verified for correctness)" if untimed else ""))
         if self.same_failure[1] >= rules.same_failure_limit:
             raise VerifierSuspect(f"{self.same_failure[1]} candidates in a row failed verification with the same "
                                   f"reason (check the verifier and the machine, then --resume): "

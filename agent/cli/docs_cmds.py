@@ -78,6 +78,8 @@ def ask_cmd(
     from knowledge.retrieval import search
 
     hits = search(question, chip=chip, k=k)
+    if not hits:
+        _refuse_an_empty_store()
     if as_json:
         _print_json({"schema": JSON_SCHEMA, "question": question, "chip": chip.lower() if chip else None, "k": k,
                      "hits": [dict(rank=i, **h.to_json()) for i, h in enumerate(hits, start=1)]})
@@ -90,6 +92,17 @@ def ask_cmd(
                    f"{hit.collection} · score {hit.score:.4f}[/dim]")
         text = " ".join(hit.text.split())
         _out.print("    " + (text if len(text) <= 600 else text[:597] + "..."), markup=False)
+
+
+def _refuse_an_empty_store() -> None:
+    """An empty knowledge store is an error naming the store and the command that fills it (not 'no passages')."""
+    from knowledge.errors import BadInputError
+    from knowledge.retrieval import default_store
+
+    store = default_store()
+    if not store.chips():
+        raise BadInputError(f"ask: the knowledge store {store.location} is empty; onboard a chip's documents first "
+                            "with `chiplore onboard CHIP PATH...`")
 
 
 @app.command("chips")

@@ -25,7 +25,7 @@ from agent.cli.app import app
 from agent.config import LLMOptions, OptimizeConfig, StopRules
 from knowledge.errors import BadInputError
 
-_console = Console()
+_console = Console(soft_wrap=True)  # paths and progress lines are never broken mid-name when piped
 
 #: Exit code of `optimize` when the run stopped on an error and can be resumed (see the module docstring).
 EXIT_STOPPED = 3
@@ -95,7 +95,7 @@ def optimize_cmd(
     from agent.cli.optimize_view import LoopPrinter, summary_table
     from agent.session import load_task_checked, open_run, prepare, resume_run, run_prepared, select_cases, start_run
 
-    console = Console(stderr=True) if as_json else _console  # --json: stdout holds only the JSON line
+    console = Console(stderr=True, soft_wrap=True) if as_json else _console  # --json: stdout holds only the JSON line
     gpu = has_gpu()
     if resume:
         config = open_run(resume)[1].config

@@ -25,7 +25,7 @@ from rich.table import Table
 from agent.cli.app import app
 from knowledge.errors import BadInputError
 
-_console = Console()
+_console = Console(soft_wrap=True)  # paths and progress lines are never broken mid-name when piped
 
 
 def _profile(chip: str) -> Any:

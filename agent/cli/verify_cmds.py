@@ -142,7 +142,7 @@ def verify_command(
         raise BadInputError(f"--device {device!r}: expected auto, cpu or cuda")
     options = _options(device, reps, timeout, tuple(c.strip() for c in cases.split(",") if c.strip()))
     profile = _profile(chip)
-    console = Console(stderr=as_json)
+    console = Console(stderr=as_json, soft_wrap=True)
     with Verifier(task, profile, options) as verifier:
         _check_cases(verifier, options.case_ids)
         if with_baseline and verifier.device() == "cuda":

@@ -93,6 +93,13 @@ def test_patience_stops_a_run_without_improvement(tmp_path):
     assert all(e.stage == "compile_error" for e in state.evaluations)
 
 
+def test_patience_without_a_gpu_says_nothing_could_improve(tmp_path):
+    verifier = ScriptedVerifier(fail_when={})
+    run, state, *_ = _run(tmp_path, _config(stop=StopRules(max_evals=40, patience=2), timing="interpreter"), verifier)
+    assert state.stop_kind == "no_improvement"
+    assert "nothing is timed without a GPU" in state.stop_reason
+
+
 def test_roofline_target_stops(tmp_path):
     config = _config(stop=StopRules(max_evals=40, target_roofline_fraction=0.01))
     run, state, *_ = _run(tmp_path, config)

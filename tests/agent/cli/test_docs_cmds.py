@@ -239,3 +239,11 @@ def test_ask_for_a_chip_with_a_profile_but_no_documents_says_what_it_needs(chipl
     assert (code, out) == (1, "")
     assert err == ("error: no documents onboarded for chip 'mi300x' (it has a packaged profile); onboard its "
                    "documents with `chiplore onboard mi300x PATH...` (chips in the knowledge store: z9)\n")
+
+
+def test_ask_on_an_empty_store_says_to_onboard_first(chiplore_home, embedder, capsys, monkeypatch):
+    for extra in ((), ("--json",)):
+        code, out, err = run_cli(capsys, monkeypatch, "ask", "what is the wavefront size?", *extra)
+        assert (code, out) == (1, "")
+        assert err.startswith("error: ask: the knowledge store ") and err.endswith(
+            " is empty; onboard a chip's documents first with `chiplore onboard CHIP PATH...`\n")
