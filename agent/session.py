@@ -40,7 +40,8 @@ def select_cases(task: TaskSpec, ids: list[str] | None) -> list[Case]:
         return list(task.bench_cases)
     unknown = [i for i in ids if i not in bench]
     if unknown:
-        raise BadInputError(f"unknown case(s) {unknown} for task {task.name!r}; bench cases: {list(bench)}")
+        raise BadInputError(f"unknown case(s) {', '.join(unknown)} for task {task.name!r}; "
+                            f"bench cases: {', '.join(bench)}")
     return [bench[i] for i in ids]
 
 

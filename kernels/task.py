@@ -110,7 +110,7 @@ class TaskSpec:
             if c.id == case_id:
                 return c
         known = [c.id for c in (*self.bench_cases, *self.test_cases)]
-        raise KeyError(f"unknown case {case_id!r} for task {self.name!r}; known: {known}")
+        raise KeyError(f"unknown case {case_id!r} for task {self.name!r}; known: {', '.join(known)}")
 
     def load_entry_point(self, which: str = "baseline") -> Callable[..., Any]:
         """Import the baseline (``which='baseline'``) or optimized (``'optimized'``) entry point."""
@@ -129,5 +129,5 @@ def load_task(name: str) -> TaskSpec:
         KeyError: unknown task; the message lists the known tasks.
     """
     if name not in TASK_MODULES:
-        raise KeyError(f"unknown task {name!r}; known tasks: {sorted(TASK_MODULES)}")
+        raise KeyError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASK_MODULES))}")
     return importlib.import_module(TASK_MODULES[name]).TASK

@@ -101,7 +101,7 @@ def test_case_without_chip_is_an_error_not_ignored(capsys, monkeypatch):
     assert err == (f"error: --case spec-verify: ranking for a case needs --chip (one of {', '.join(known_chips())}); "
                    "without --chip the catalog is listed for the whole task\n")
     code, _, err = run_cli(capsys, monkeypatch, "patterns", "--case", "nosuch")
-    assert code == 1 and err.startswith("error: unknown case 'nosuch' for task 'extend_attention'; known: [")
+    assert code == 1 and err.startswith("error: unknown case 'nosuch' for task 'extend_attention'; known: prefill, ")
 
 
 def test_chip_with_documents_but_no_profile(chiplore_home, embedder, tmp_path, capsys, monkeypatch):
