@@ -17,6 +17,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from agent.acceptance import geomean  # noqa: E402
 from agent.dropin import write_dropin  # noqa: E402
@@ -99,9 +100,11 @@ def plot_speedup(state: RunState, path: Path) -> None:
         ax.scatter(passed, [1] * len(passed), color="tab:green", marker="o", label="verified correct")
         ax.scatter(failed, [0] * len(failed), color="tab:red", marker="x", label="failed")
         ax.set_yticks([0, 1], ["failed", "passed"])
+        ax.set_ylim(-0.5, 1.5)
         if passed or failed:
-            ax.legend(loc="upper right", fontsize=8)
+            ax.legend(loc="center right", fontsize=8)
     ax.set_xlabel("evaluation")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # evaluations are counted, never fractional
     ax.set_title(f"{state.config.task} on {state.config.chip}: run {state.run_id}", fontsize=9)
     _save_figure(fig, path)
 
