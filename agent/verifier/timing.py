@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from kernels.timing import HOST_COVER_US, flush_l2, time_one_call
+from kernels.timing import HOST_COVER_US, flush_l2, prepare_delay, time_one_call
 
 Timer = Callable[[Callable[[dict[str, Any]], None], dict[str, Any], bool], tuple[float, float, float]]
 
@@ -95,6 +95,8 @@ def timed_reps(
         refresh(args, w)
         args[output].fill_(float("nan"))
         call(args)
+    if gpu:
+        prepare_delay(_device(arg_sets[0]))
     sync()
     result = TimingResult()
     for r in range(reps):
