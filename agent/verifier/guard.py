@@ -53,6 +53,13 @@ def _allowed_aten_ops() -> frozenset:
     return frozenset(getattr(aten, n) for n in names if hasattr(aten, n))
 
 
+#: Aten operations that trusted code other than the harness runs inside a candidate's call, beyond the allocation,
+#: views and metadata anyone may run: the Triton interpreter's argument staging (measured over the honest corpus on
+#: the CPU: only these two). Compute is refused whoever asks: a frame-based judge cannot tell trusted code's own
+#: work from a C-level callable (``map``, ``list.extend``) that trusted code calls on the candidate's behalf.
+TRUSTED_DATA_MOVES = frozenset({torch.ops.aten.set_, torch.ops.aten.copy_})
+
+
 class DispatchGuard(TorchDispatchMode):
     """The compute guard, at the dispatcher: metadata queries (shape, stride, data_ptr) never reach it, so a
     launcher pays only for the few real aten ops it runs; any compute op (cuBLAS, attention, elementwise), a host
@@ -81,8 +88,13 @@ class DispatchGuard(TorchDispatchMode):
             frame, kind = self.judge.responsible(sys._getframe(1))
         finally:
             STATE.in_guard = False
-        if kind != "untrusted":
+        if kind != "untrusted" and (packet in TRUSTED_DATA_MOVES or self.judge.is_harness(frame)):
             return func(*args, **kwargs)
+        if kind != "untrusted":
+            raise STATE.violate(f"forbidden torch operation {func} at {where(frame)} while the candidate ran: "
+                                "code the verifier trusts (Triton, the task's kernels) only moves data for a "
+                                "candidate; a callback it runs (a launch hook, map, a C-level callable) computes "
+                                "for the candidate")
         raise STATE.violate(f"forbidden torch operation {func} at {where(frame)} while the candidate ran (only "
                             "allocation, views and metadata are allowed outside Triton kernels)")
 
@@ -146,6 +158,10 @@ class Guards:
             original = cls.run
 
             def run(self_, *args, _original=original, **kwargs):
+                if STATE.active and (getattr(self_, "pre_run_hooks", None) or getattr(getattr(
+                        self_, "fn", None), "pre_run_hooks", None)):
+                    raise STATE.violate("a Triton kernel was launched with pre-run hooks while the candidate ran "
+                                        "(callbacks Triton would run on the candidate's behalf)")
                 if not kwargs.get("warmup", False) and STATE.active:
                     STATE.launches += 1
                     if STATE.kernels_disabled:
@@ -183,7 +199,7 @@ class Guards:
 
     # -- hooks -------------------------------------------------------------------------------------------
     def _refuse_if_untrusted(self, what: str) -> None:
-        refusals.refuse_if_untrusted(self.judge, f"sandbox: {what}", sys._getframe(2))
+        refusals.refuse_if_untrusted(self.judge, f"sandbox: {what}", sys._getframe(2), trusted_may=True)
 
     def _start_thread(self, function, args, kwargs=None):
         self._refuse_if_untrusted("starts a thread")

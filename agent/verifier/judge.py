@@ -72,6 +72,7 @@ class FrameJudge:
         self._trusted = (os.path.dirname(os.path.realpath(triton.__file__)) + os.sep,
                          str((root / "agent" / "verifier").resolve()) + os.sep)
         self._kernels = str((root / "kernels").resolve()) + os.sep
+        self._harness = str((root / "agent" / "verifier").resolve()) + os.sep
         self._untrusted_names = untrusted_project_files
         site = {os.path.realpath(paths[k]) + os.sep for k in ("purelib", "platlib")}
         std = {os.path.realpath(paths[k]) + os.sep for k in ("stdlib", "platstdlib")}
@@ -86,6 +87,15 @@ class FrameJudge:
             found = self._classify(filename)
             self._cache[filename] = found
         return found
+
+    def is_harness(self, frame: FrameType | None) -> bool:
+        """Whether `frame` is the verifier's own code (agent/verifier), as opposed to other trusted code (Triton,
+        the task's kernels), which runs on the candidate's behalf and may be handed the candidate's callbacks."""
+        if frame is None:
+            return False
+        filename = frame.f_code.co_filename
+        path = os.path.realpath(filename) if filename and not filename.startswith("<") else filename
+        return path.startswith(self._harness)
 
     def code_kind(self, code: CodeType) -> str:
         """Kind of one code object (cached per code object)."""

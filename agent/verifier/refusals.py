@@ -32,6 +32,9 @@ from agent.verifier.judge import STATE, FrameJudge, where
 #: ``torch._C.TensorBase`` methods that read tensor values to the host without an aten operation.
 TENSORBASE_READOUTS = ("numpy", "tolist", "untyped_storage")
 
+#: Of those, what the Triton interpreter itself calls while staging a launch (measured over the honest corpus).
+INTERPRETER_READOUTS = frozenset({"untyped_storage"})
+
 #: ``torch.Tensor`` methods (Python) that read values to the host or print them with the dispatcher switched off.
 TENSOR_READOUTS = ("__repr__", "__str__", "__format__", "__array__", "__dlpack__", "__reduce_ex__", "storage")
 
@@ -50,8 +53,10 @@ DISPATCH_SWITCHES = (
 SIGNAL_INSTALLERS = ("signal", "setitimer", "alarm", "set_wakeup_fd")
 
 
-def refuse_if_untrusted(judge: FrameJudge, what: str, frame: Any) -> None:
-    """Raise `SandboxViolation` when the guards are armed and the code responsible for `frame` is untrusted."""
+def refuse_if_untrusted(judge: FrameJudge, what: str, frame: Any, trusted_may: bool = False) -> None:
+    """Raise `SandboxViolation` when the guards are armed and the code responsible for `frame` is untrusted, or is
+    trusted code other than the verifier's own (Triton, the task's kernels) and `trusted_may` is False: such code
+    may be running a C-level callable the candidate handed it (``map(Tensor.tolist, ...)`` in a launch hook)."""
     if STATE.in_guard or not STATE.armed():
         return
     STATE.in_guard = True
@@ -59,13 +64,13 @@ def refuse_if_untrusted(judge: FrameJudge, what: str, frame: Any) -> None:
         responsible, kind = judge.responsible(frame)
     finally:
         STATE.in_guard = False
-    if kind == "untrusted":
+    if kind == "untrusted" or not (trusted_may or judge.is_harness(responsible)):
         raise STATE.violate(f"{what} at {where(responsible)} while the candidate ran")
 
 
-def _refusing(original: Callable, what: str, judge: FrameJudge) -> Callable:
+def _refusing(original: Callable, what: str, judge: FrameJudge, trusted_may: bool = False) -> Callable:
     def refusing(*args: Any, **kwargs: Any) -> Any:
-        refuse_if_untrusted(judge, what, sys._getframe(1))
+        refuse_if_untrusted(judge, what, sys._getframe(1), trusted_may)
         return original(*args, **kwargs)
 
     refusing.__name__ = getattr(original, "__name__", "refusing")
@@ -120,7 +125,8 @@ def _install_torch(judge: FrameJudge, done: list[str], aliases: dict[int, tuple[
         original = base.__dict__.get(name)
         if original is not None:
             _set_type_attribute(base, name, _refusing(original, f"forbidden torch operation Tensor.{name} (a host "
-                                                                f"read-out of tensor values)", judge))
+                                                                f"read-out of tensor values)", judge,
+                                                      trusted_may=name in INTERPRETER_READOUTS))
             done.append(f"torch._C.TensorBase.{name}")
     for name in TENSOR_READOUTS:
         original = torch.Tensor.__dict__.get(name)

@@ -229,12 +229,16 @@ def _no_torch_compute(src: Source) -> Iterator[Finding]:
 def _no_tensor_compute_methods(src: Source) -> Iterator[Finding]:
     entry = src.entry()
     params = {a.arg for a in entry.args.args} if entry else set()
+    called = {id(n.func) for n in ast.walk(src.tree) if isinstance(n, ast.Call)}
     for node in ast.walk(src.tree):
         if src.in_kernel(node):
             continue
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr in policy.TENSOR_COMPUTE_METHODS and not math_receiver(src, node.func.value):
                 yield node, f"calls .{node.func.attr}()"
+        elif (isinstance(node, ast.Attribute) and id(node) not in called and node.attr in
+              policy.TENSOR_COMPUTE_METHODS and not math_receiver(src, node.value)):
+            yield node, f"takes .{node.attr} as a value (a method handed to map, a hook or another caller)"
         targets = assign_targets(node)
         for t in targets:
             base = t.value if isinstance(t, ast.Subscript) else None
@@ -428,10 +432,19 @@ def _no_host_readout(src: Source) -> Iterator[Finding]:
             yield node, f"uses {node.id}"
 
 
+#: Triton's launch-time callbacks: code the candidate hands to Triton runs from Triton's (trusted) frames.
+LAUNCH_CALLBACKS = frozenset({"add_pre_run_hook", "pre_run_hooks", "pre_hook", "post_hook", "launch_enter_hook",
+                              "launch_exit_hook", "set_allocator"})
+
+
 @rule("no-implicit-callbacks", "special methods (__index__, __del__, __torch_function__ ...) make torch or Python "
       "run candidate code inside library calls or after the call")
 def _no_implicit_callbacks(src: Source) -> Iterator[Finding]:
     for node in ast.walk(src.tree):
+        if isinstance(node, ast.Attribute) and node.attr in LAUNCH_CALLBACKS:
+            yield node, f"uses .{node.attr} (a callback Triton runs at launch, on the candidate's behalf)"
+        if isinstance(node, ast.keyword) and node.arg in LAUNCH_CALLBACKS:
+            yield node, f"passes {node.arg}= (a callback Triton runs at launch, on the candidate's behalf)"
         if not isinstance(node, ast.ClassDef):
             continue
         for stmt in node.body:

@@ -116,6 +116,13 @@ CHEATS: tuple[Cheat, ...] = (
     Cheat("del_finalizer_after_call", "work after the guard is off (finalizer)", S, R, "forbidden torch operation"),
     Cheat("repr_readout_host", "library call instead of a kernel (host read-out via printing)", S, R,
           "host read-out"),
+    # red team, round 3: C-level callables run by trusted code on the candidate's behalf
+    Cheat("prerun_hook_map_torch", "library call instead of a kernel (torch ops in a Triton pre-run hook)", S, R,
+          "pre-run hooks"),
+    Cheat("prerun_hook_dict_torch", "library call instead of a kernel (pre-run hook, constexpr carrier)", S, R,
+          "pre-run hooks"),
+    Cheat("trusted_float_readout", "library call instead of a kernel (host read-out through a trusted helper)", R,
+          R, "code the verifier trusts"),
 )
 
 #: Threat kinds of shared/reference/verifier_threats.md; every one must have at least one cheat.
