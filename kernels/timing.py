@@ -54,7 +54,9 @@ class _GpuDelay:
 
     @classmethod
     def enqueue(cls, device: torch.device, us: float) -> None:
-        torch.cuda._sleep(max(1, int(us * cls.rate(device))))
+        cycles = max(1, int(us * cls.rate(device)))
+        with torch.cuda.device(device):  # _sleep spins on the current device
+            torch.cuda._sleep(cycles)
 
     @classmethod
     def rate(cls, device: torch.device) -> float:
@@ -67,15 +69,16 @@ class _GpuDelay:
     def _calibrate(device: torch.device, cycles: int = 2_000_000) -> float:
         """SM cycles per microsecond: the fastest of three timed spins after ~20 ms of spinning that lets the clock
         leave its idle state (the fastest rate makes every later delay at least as long as asked)."""
-        torch.cuda._sleep(20 * cycles)
         rates = []
-        for _ in range(3):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            torch.cuda._sleep(cycles)
-            end.record()
-            torch.cuda.synchronize(device)
-            rates.append(cycles / (start.elapsed_time(end) * 1e3))
+        with torch.cuda.device(device):
+            torch.cuda._sleep(20 * cycles)
+            for _ in range(3):
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                torch.cuda._sleep(cycles)
+                end.record()
+                torch.cuda.synchronize(device)
+                rates.append(cycles / (start.elapsed_time(end) * 1e3))
         return max(rates)
 
 
@@ -122,7 +125,7 @@ def bench(
         raise RuntimeError("kernels.timing.bench needs a CUDA/ROCm device; nothing is timed on the CPU")
     if not arg_sets or reps < 1:
         raise RuntimeError("bench needs at least one input set and reps >= 1")
-    device = _device_of(arg_sets[0])
+    device = device_of(arg_sets[0])
     for i in range(warmup):
         fn(**arg_sets[i % len(arg_sets)])
     prepare_delay(device)
@@ -178,7 +181,8 @@ def flush_l2(device: torch.device) -> None:
     _L2Flusher.flush(device)
 
 
-def _device_of(args: dict[str, Any]) -> torch.device:
+def device_of(args: dict[str, Any]) -> torch.device:
+    """The device of the first CUDA tensor among `args` (RuntimeError if there is none)."""
     for value in args.values():
         if isinstance(value, torch.Tensor) and value.is_cuda:
             return value.device

@@ -79,6 +79,7 @@ class FrameJudge:
         self._transparent = tuple(sorted(site)) + tuple(sorted(std))
         self._cache: dict[str, str] = {}
         self._by_code: dict[CodeType, str] = {}
+        self._harness_code: dict[CodeType, bool] = {}
 
     def kind(self, filename: str) -> str:
         """'trusted', 'transparent' or 'untrusted' for a module or code filename."""
@@ -93,9 +94,12 @@ class FrameJudge:
         the task's kernels), which runs on the candidate's behalf and may be handed the candidate's callbacks."""
         if frame is None:
             return False
-        filename = frame.f_code.co_filename
-        path = os.path.realpath(filename) if filename and not filename.startswith("<") else filename
-        return path.startswith(self._harness)
+        found = self._harness_code.get(frame.f_code)
+        if found is None:
+            filename = frame.f_code.co_filename
+            path = os.path.realpath(filename) if filename and not filename.startswith("<") else filename
+            found = self._harness_code[frame.f_code] = path.startswith(self._harness)
+        return found
 
     def code_kind(self, code: CodeType) -> str:
         """Kind of one code object (cached per code object)."""

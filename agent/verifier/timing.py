@@ -1,13 +1,12 @@
 """The verifier's timing loop (GPU only), run in the sandbox child around the project's one timing helper.
 
 Each timed call is one `kernels.timing.time_one_call`: L2 flushed by writing a buffer larger than it, a GPU-side
-delay that hides host launch work (the guards armed around the call cost host time, which must not count as
-kernel time), CUDA events around the call on the current stream, then a device-wide synchronize inside the host
-wall-clock region -- so work left on a side stream or a background thread shows as wall time far above event
-time, which the verifier rejects. Calls picked by the plan's secret seeds run *exposed* (no delay), so a
-candidate cannot hide work behind the delay without showing it in those calls.
-Around it this loop adds what a verifier needs and a benchmark does
-not: fixed warm-up and repetition counts from the plan (never derived from the candidate's own first calls),
+delay that hides host launch work (the guards armed around the call cost host time, which must not count as kernel
+time), CUDA events around the call on the current stream, then a device-wide synchronize inside the host wall-clock
+region -- so work left on a side stream or a background thread shows as wall time far above event time, which the
+verifier rejects. Calls picked by the plan's secret seeds run *exposed* (no delay), so a candidate cannot hide work
+behind the delay without showing it in those calls. Around it this loop adds what a verifier needs and a benchmark
+does not: fixed warm-up and repetition counts from the plan (never derived from the candidate's own first calls),
 the output refilled with NaN and the queries regenerated (``refresh``) before every call -- so no call sees the
 inputs of another and a replayed answer is wrong -- input sets rotated call by call, the outputs of secret
 repetitions cloned for re-checking, and markers (``mark``) that let the parent time every call on its own clock.
@@ -23,7 +22,7 @@ from typing import Any
 
 import torch
 
-from kernels.timing import HOST_COVER_US, flush_l2, prepare_delay, time_one_call
+from kernels.timing import HOST_COVER_US, device_of, flush_l2, prepare_delay, time_one_call
 
 Timer = Callable[[Callable[[dict[str, Any]], None], dict[str, Any], bool], tuple[float, float, float]]
 
@@ -34,11 +33,8 @@ def gpu_timer(call: Callable[[dict[str, Any]], None], args: dict[str, Any], expo
 
     L2 is flushed by `timed_reps` before the parent's "rb" marker, so the parent's clock does not count the flush.
     """
-    return time_one_call(lambda: call(args), _device(args), flush_l2=False, cover_us=0.0 if exposed else HOST_COVER_US)
-
-
-def _device(args: dict[str, Any]) -> torch.device:
-    return next(v.device for v in args.values() if isinstance(v, torch.Tensor) and v.is_cuda)
+    cover = 0.0 if exposed else HOST_COVER_US
+    return time_one_call(lambda: call(args), device_of(args), flush_l2=False, cover_us=cover)
 
 
 def wall_timer(call: Callable[[dict[str, Any]], None], args: dict[str, Any], exposed: bool = False,
@@ -96,7 +92,7 @@ def timed_reps(
         args[output].fill_(float("nan"))
         call(args)
     if gpu:
-        prepare_delay(_device(arg_sets[0]))
+        prepare_delay(device_of(arg_sets[0]))
     sync()
     result = TimingResult()
     for r in range(reps):
@@ -105,7 +101,7 @@ def timed_reps(
         refresh(args, warmup + r)
         args[output].fill_(float("nan"))
         if gpu:
-            flush_l2(_device(args))
+            flush_l2(device_of(args))
         sync()
         mark("rb")
         event_us, wall_us, cover_us = timer(call, args, r in exposed)

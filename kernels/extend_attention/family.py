@@ -166,8 +166,8 @@ def _v_is_view_of_k(k_buffer: torch.Tensor, v_buffer: torch.Tensor) -> bool:
             and v_buffer.shape[2] <= k_buffer.shape[2])
 
 
-#: Configuration that launched, per (requested config, dtype, head-dim blocks, V-is-K, device), after shrinking on
-#: an OutOfResources refusal, so the refusal (raised while compiling, before anything runs) is paid once.
+#: Configuration that launched, per (requested config, dtype, head-dim blocks, V-is-K, chip limits, device), after
+#: shrinking on an OutOfResources refusal, so the refusal (raised while compiling, before anything runs) is paid once.
 _KNOWN_FITS: dict[tuple[Any, ...], FamilyConfig] = {}
 
 
@@ -198,7 +198,7 @@ def run_family(
     v_is_k = (_v_is_view_of_k(k_buffer, v_buffer) and _v_is_view_of_k(k_extend, v_extend)
               and block_dv == block_d == prob.head_dim_v)
     fitted = fit_to_chip(config, prob, limits, v_is_k)
-    fit_key = (config, prob.dtype, block_d, block_dpe, block_dv, v_is_k, q_extend.device)
+    fit_key = (config, prob.dtype, block_d, block_dpe, block_dv, v_is_k, limits, q_extend.device)
     config = _KNOWN_FITS.get(fit_key, fitted)
     scale = resolve_sm_scale(sm_scale, prob.head_dim)
     use_mask = custom_mask is not None
