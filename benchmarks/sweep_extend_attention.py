@@ -63,6 +63,27 @@ def focus_configs(rows: int, d_total: int, group: int) -> list[FamilyConfig]:
     return [replace(c, fold_scale=f, gather_stages=g) for c in base for f in (True, False) for g in (0, 2, 3)]
 
 
+def compute_configs(rows: int, d_total: int, group: int) -> list[FamilyConfig]:
+    """Sweep 4 (compute-bound cases): prefix pre-gather x load stages x loop pipelining around the tile winners."""
+    if rows <= 64:
+        return []
+    if d_total > 512:
+        tiles = [(64, 64, 8, True), (64, 32, 8, True)]
+        stages = (1, 2)
+    elif d_total > 256:
+        tiles = [(128, 64, 8, False), (64, 64, 4, False), (128, 32, 8, False)]
+        stages = (2, 3)
+    else:
+        tiles = [(128, 128, 8, False), (128, 64, 8, False), (128, 64, 4, False)]
+        stages = (2, 3, 4)
+    out = [FamilyConfig(bm, bn, w, st, 1, pack, gather_stages=gs, pregather=pg)
+           for bm, bn, w, pack in tiles for st in stages for gs in (0, 3) for pg in (False, True)]
+    if group > 1 and d_total <= 256:
+        out += [FamilyConfig(128, 128, 8, 3, 1, True, gather_stages=gs, pregather=pg) for gs in (0, 3)
+                for pg in (False, True)]
+    return out
+
+
 def sweep_configs(case: Case) -> list[FamilyConfig]:
     """Candidate configurations for a case, from its features (rows per sequence, head dims)."""
     p = case.params
@@ -71,6 +92,8 @@ def sweep_configs(case: Case) -> list[FamilyConfig]:
     d_total = p["head_dim"] + p["head_dim_v"]
     if QUICK == "focus":
         return focus_configs(rows, d_total, group)
+    if QUICK == "compute":
+        return compute_configs(rows, d_total, group)
     if QUICK:
         return quick_configs(rows, d_total, group)
     out: list[FamilyConfig] = []
@@ -173,6 +196,8 @@ def summarize(rows: list[dict]) -> None:
         base, tuned = by["baseline"].get("time_us", float("nan")), by["tuned"].get("time_us", float("nan"))
         print(f"{row['case']:16s} {base:10.1f} {tuned:10.1f} {best.get('time_us', float('nan')):10.1f} "
               f"{100 * best.get('fraction_of_floor', 0):6.1f}%  {best.get('name', '-')[4:]}")
+        for e in sorted(good, key=lambda e: e["time_us"])[1:4]:
+            print(f"{'':38s}{e['time_us']:10.1f} {100 * e.get('fraction_of_floor', 0):6.1f}%  {e['name'][4:]}")
         bad = [e["name"] for e in row["configs"] if e.get("ok") is False]
         if bad:
             print(f"   MISMATCH: {bad[:5]}")
@@ -188,10 +213,14 @@ def main() -> None:
     ap.add_argument("--peak-gbps", type=float, default=4800.0, help="memory bandwidth peak (H200 profile)")
     ap.add_argument("--quick", action="store_true", help="only the neighbourhood of earlier winners")
     ap.add_argument("--focus", action="store_true", help="fold_scale / gather_stages around the winners")
+    ap.add_argument("--compute", action="store_true",
+                    help="compute-bound cases only: prefix pre-gather x stages x gather pipelining")
     args = ap.parse_args()
     global QUICK
-    QUICK = "focus" if args.focus else args.quick
+    QUICK = "compute" if args.compute else "focus" if args.focus else args.quick
     cases = [c for c in TASK.bench_cases if not args.cases or c.id in args.cases.split(",")]
+    if QUICK == "compute":
+        cases = [c for c in cases if sweep_configs(c)]
     t0 = time.time()
     errors = precompile(cases, args.workers)
     print(f"precompiled in {time.time() - t0:.0f}s, {len(errors)} errors", flush=True)

@@ -3,8 +3,9 @@
 Knobs (`FamilyConfig`): tile sizes (BLOCK_M query rows x BLOCK_N keys), num_warps, num_stages (software
 pipelining of the loads feeding the dots), num_splits (split-KV over the prefix; 0 = derive from the chip and
 the call), pack_gqa (multi-query blocks: the G q heads of a KV head share each K/V tile), heavy_first (causal
-row blocks in decreasing work order), fold_scale (softmax scale folded into the exp2 FMA) and gather_stages
-(loop-level pipelining of the prefix gather, kv_indices loads included; 0 = off).
+row blocks in decreasing work order), fold_scale (softmax scale folded into the exp2 FMA), gather_stages
+(loop-level pipelining of the prefix gather, kv_indices loads included; 0 = off) and pregather (copy the prefix
+K/V rows into contiguous order first, `prefix_gather.py`, so the attention loop reads them like the extend keys).
 Every launch is free of host synchronization: sizes come from tensor metadata
 (ΣE = q_extend.shape[0], ΣP = kv_indices.shape[0], B = qo_indptr.shape[0] - 1) and the split-KV partials live in a
 preallocated workspace reused across calls of the same size class.
@@ -28,6 +29,7 @@ from kernels.extend_attention.common import (
     resolve_sm_scale,
 )
 from kernels.extend_attention.family_kernels import LOG2E, _family_fwd_kernel, _merge_kernel, merge_grid
+from kernels.extend_attention.prefix_gather import gather_rows
 from kernels.extend_attention.workspace import get_workspace
 
 
@@ -44,6 +46,7 @@ class FamilyConfig:
     heavy_first: bool = True
     fold_scale: bool = True
     gather_stages: int = 0
+    pregather: bool = False
 
     def __post_init__(self) -> None:
         for name in ("block_m", "block_n"):
@@ -203,6 +206,10 @@ def run_family(
     scale = resolve_sm_scale(sm_scale, prob.head_dim)
     use_mask = custom_mask is not None
     dummy = qo_indptr
+    contig = config.pregather and prob.total_prefix > 0 and k_buffer.stride(2) == 1 and v_buffer.stride(2) == 1
+    if contig:  # prefix rows in sequence order: row t of sequence b at kv_indptr[b] + t
+        k_buffer = gather_rows(k_buffer, kv_indices, 0)
+        v_buffer = k_buffer if v_is_k else gather_rows(v_buffer, kv_indices, 1)
 
     def launch(config: FamilyConfig) -> tuple[int, torch.Tensor, torch.Tensor]:
         splits = config.num_splits or auto_splits(config, prob, limits)
@@ -226,7 +233,7 @@ def run_family(
             SKIP_PREFIX_MASK=bool(skip_prefix_custom_mask), HAS_SINK=sinks is not None, V_IS_K=v_is_k,
             HEAVY_FIRST=config.heavy_first and bool(is_causal),
             FOLD_SCALE=config.fold_scale and not logit_cap and scale > 0,
-            GATHER_STAGES=config.gather_stages,
+            GATHER_STAGES=config.gather_stages, PREFIX_CONTIG=contig,
             num_warps=config.num_warps, num_stages=config.num_stages,
         )
         return splits, mid_o, mid_l

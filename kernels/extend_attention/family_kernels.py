@@ -95,11 +95,14 @@ def _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_hea
                  offs_n, offs_d, offs_dv, LQ: tl.constexpr, LV: tl.constexpr, BLOCK_D: tl.constexpr,
                  BLOCK_DPE: tl.constexpr, BLOCK_DV: tl.constexpr, WINDOW: tl.constexpr, LOGIT_CAP: tl.constexpr,
                  IS_CAUSAL: tl.constexpr, USE_MASK: tl.constexpr, SKIP_PREFIX_MASK: tl.constexpr,
-                 V_IS_K: tl.constexpr, FOLD_SCALE: tl.constexpr, MASKED: tl.constexpr):
-    """Gather one tile of prefix K/V through kv_indices and fold it into the online softmax."""
+                 V_IS_K: tl.constexpr, FOLD_SCALE: tl.constexpr, MASKED: tl.constexpr, PREFIX_CONTIG: tl.constexpr):
+    """Gather one tile of prefix K/V through kv_indices (or, pre-gathered, read rows pre_start + kpos) and fold
+    it into the online softmax."""
     kpos = start + offs_n
     key_ok = kpos < hi
-    if MASKED:
+    if PREFIX_CONTIG:
+        slots = pre_start + kpos.to(tl.int64)
+    elif MASKED:
         slots = tl.load(kv_indices + pre_start + kpos, mask=key_ok, other=0).to(tl.int64)
     else:
         slots = tl.load(kv_indices + pre_start + kpos).to(tl.int64)
@@ -156,6 +159,7 @@ def _family_fwd_kernel(
     NUM_SPLITS: tl.constexpr, WINDOW: tl.constexpr, LOGIT_CAP: tl.constexpr, IS_CAUSAL: tl.constexpr,
     USE_MASK: tl.constexpr, SKIP_PREFIX_MASK: tl.constexpr, HAS_SINK: tl.constexpr, V_IS_K: tl.constexpr,
     HEAVY_FIRST: tl.constexpr, FOLD_SCALE: tl.constexpr, GATHER_STAGES: tl.constexpr,
+    PREFIX_CONTIG: tl.constexpr,
 ):
     seq, block, total = _locate_block(qo_indptr, batch, tl.program_id(0), PACK, BLOCK_M, BLOCK_B, HEAVY_FIRST)
     if tl.program_id(0) >= total:
@@ -208,21 +212,21 @@ def _family_fwd_kernel(
                                              stride_kbt, stride_vbt, tok, valid, pre_len, seq_len, mask_ptr,
                                              mask_start, qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ, LV, BLOCK_D,
                                              BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP, IS_CAUSAL, USE_MASK,
-                                             SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, False)
+                                             SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, False, PREFIX_CONTIG)
         else:
             for start in range(lo, full_hi, BLOCK_N):
                 acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,
                                              stride_kbt, stride_vbt, tok, valid, pre_len, seq_len, mask_ptr,
                                              mask_start, qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ, LV, BLOCK_D,
                                              BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP, IS_CAUSAL, USE_MASK,
-                                             SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, False)
+                                             SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, False, PREFIX_CONTIG)
     tail_lo = lo if PREFIX_MASKED else full_hi
     for start in range(tail_lo, hi, BLOCK_N):
         acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,
                                      stride_kbt, stride_vbt, tok, valid, pre_len, seq_len, mask_ptr,
                                      mask_start, qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ, LV, BLOCK_D,
                                      BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP, IS_CAUSAL, USE_MASK,
-                                     SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, True)
+                                     SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, True, PREFIX_CONTIG)
 
     # ---- extend keys (contiguous); the last split does them
     if split == NUM_SPLITS - 1:

@@ -17,6 +17,7 @@ FAMILY = {
     "split3-pack": FamilyConfig(block_m=16, block_n=16, num_warps=4, num_stages=2, num_splits=3, pack_gqa=True),
     "nosplit-nopack": FamilyConfig(block_m=32, block_n=16, num_splits=1, pack_gqa=False, heavy_first=False),
     "split2-nopack": FamilyConfig(block_m=16, block_n=32, num_splits=2, pack_gqa=False),
+    "pregather-split2": FamilyConfig(block_m=32, block_n=16, num_splits=2, pack_gqa=False, pregather=True),
 }
 IMPLS = {"baseline": baseline.extend_attention_fwd, "tuned": extend_attention_fwd}
 IMPLS.update({name: (lambda c: lambda **a: run_family(c, **a))(cfg) for name, cfg in FAMILY.items()})
@@ -33,7 +34,8 @@ def test_random_shapes_match_reference(draw, device):
     rng = random.Random(1234 + draw)
     case = TASK.random_case(rng, small=True)
     cfg = FamilyConfig(block_m=rng.choice([16, 32]), block_n=rng.choice([16, 32]),
-                       num_splits=rng.choice([0, 1, 2, 5]), pack_gqa=rng.random() < 0.5)
+                       num_splits=rng.choice([0, 1, 2, 5]), pack_gqa=rng.random() < 0.5,
+                       pregather=rng.random() < 0.5)
     check_impl(lambda **a: run_family(cfg, **a), case, device)
     check_impl(baseline.extend_attention_fwd, case, device)
 
