@@ -31,17 +31,20 @@ from kernels.task import load_task
 TASK = load_task("extend_attention")
 OUT = TASK.output_args[0]
 CPU = torch.device("cpu")
+#: The CPU path is what CI runs; the CUDA one (a thread of its own on the device) runs where there is a GPU.
+DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a GPU")])]
 
 
-def _plan(timing: bool = False) -> Plan:
+def _plan(timing: bool = False, device: str = "cpu") -> Plan:
     settings = PlanSettings(include_test_cases=True, include_bench_cases=False, random_cases=2, small=True,
                             timing=timing, reps=4, rotations=2, case_ids=("gqa-4", "sinks"))
-    return build_plan(TASK, "cpu", settings)
+    return build_plan(TASK, device, settings)
 
 
-def _serial(trial):
+def _serial(trial, device: torch.device):
     """What the parent computed for `trial` before the prefetch thread: inputs, digest, reference."""
-    inputs = make_trial_inputs(TASK, trial.case, trial.seed, CPU)
+    inputs = make_trial_inputs(TASK, trial.case, trial.seed, device)
     return inputs, input_digest(inputs, skip=(OUT,)), TASK.reference(inputs)[OUT]
 
 
@@ -49,16 +52,17 @@ def _prefetch_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "verifier-trial-prefetch"]
 
 
-def test_prefetched_trials_and_timing_references_equal_the_serial_ones():
-    plan = _plan(timing=True)
+@pytest.mark.parametrize("device", DEVICES)
+def test_prefetched_trials_and_timing_references_equal_the_serial_ones(device):
+    plan, dev = _plan(timing=True, device=device), torch.device(device)
     assert plan.timing is not None
-    fetcher = TrialPrefetcher(TASK, plan, CPU, OUT).start()
+    fetcher = TrialPrefetcher(TASK, plan, dev, OUT).start()
     try:
         checked = [t for t in plan.trials if t.kind != "perturb"]
         assert len(checked) == len(plan.trials) - 1
         for trial in checked:
             got = fetcher.take(trial)
-            inputs, digest, expected = _serial(trial)
+            inputs, digest, expected = _serial(trial, dev)
             assert got.digest == digest
             assert torch.equal(got.expected, expected)
             assert input_digest(got.inputs) == input_digest(inputs)  # the output buffer (NaN) too
@@ -66,7 +70,7 @@ def test_prefetched_trials_and_timing_references_equal_the_serial_ones():
         assert not fetcher.running
         for timed in plan.timing.cases:
             for s, seed in enumerate(timed.seeds):
-                inputs = make_trial_inputs(TASK, timed.case, seed, CPU)
+                inputs = make_trial_inputs(TASK, timed.case, seed, dev)
                 assert timing.digests[(timed.case.id, s)] == input_digest(inputs, skip=(OUT,))
                 for rep, s2 in timed.captures:
                     if s2 == s:
@@ -159,6 +163,7 @@ class FakeChild:
 
     def __init__(self, plan: Plan, wrong_at: int | None = None, timeout_at: int | None = None):
         self.plan, self.wrong_at, self.timeout_at = plan, wrong_at, timeout_at
+        self.device = torch.device(plan.device)
         self.killed_because = ""
         self.finished = False
         self._messages = self._play()
@@ -174,7 +179,7 @@ class FakeChild:
                 inputs = kept.pop(trial.base)
                 perturb_inputs(inputs, trial.perturb_seed)
             else:
-                inputs = make_trial_inputs(TASK, trial.case, trial.seed, CPU)
+                inputs = make_trial_inputs(TASK, trial.case, trial.seed, self.device)
             kept[trial.id] = inputs
             out = TASK.reference(inputs)[OUT].to(inputs[OUT].dtype)
             if trial.kind == "ablate":
@@ -197,16 +202,17 @@ class FakeChild:
         return 0
 
 
-@pytest.mark.parametrize("child, task, stage, reason", [
-    (dict(), TASK, None, ""),
-    (dict(wrong_at=3), TASK, "mismatch", "trial 3"),
-    (dict(timeout_at=4), TASK, "runtime_error", "killed: timed out"),
-    (dict(), _failing_reference(on_call=2), "runtime_error", "verifier infrastructure"),
+@pytest.mark.parametrize("child, make_task, stage, reason", [
+    (dict(), lambda: TASK, None, ""),
+    (dict(wrong_at=3), lambda: TASK, "mismatch", "trial 3"),
+    (dict(timeout_at=4), lambda: TASK, "runtime_error", "killed: timed out"),
+    (dict(), lambda: _failing_reference(on_call=2), "runtime_error", "verifier infrastructure"),
 ], ids=["pass", "mismatch", "child-timeout", "worker-oom"])
-def test_execute_returns_with_the_thread_joined(tmp_path, child, task, stage, reason):
-    plan = _plan()
+@pytest.mark.parametrize("device", DEVICES)
+def test_execute_returns_with_the_thread_joined(tmp_path, device, child, make_task, stage, reason):
+    plan = _plan(device=device)
     fake = FakeChild(plan, **child)
-    run = DynamicRun(task, plan, fake, tmp_path)  # type: ignore[arg-type]
+    run = DynamicRun(make_task(), plan, fake, tmp_path)  # type: ignore[arg-type]
     outcome = run.execute()
     assert outcome.stage == stage, outcome.reasons
     assert reason in " ".join(outcome.reasons)
