@@ -147,4 +147,5 @@ class TrialPrefetcher:
 
     @property
     def running(self) -> bool:
+        """Whether the thread is still alive (it may be using the device)."""
         return self._thread.is_alive()
