@@ -17,7 +17,8 @@ from typing import Any
 import torch
 
 from agent.verifier.compare import Comparison, compare, describe, moved
-from agent.verifier.plan import Plan, TimedCase, Trial, fresh_queries, input_digest, make_trial_inputs, perturb_inputs
+from agent.verifier.plan import Plan, TimedCase, Trial, input_digest, perturb_inputs
+from agent.verifier.prefetch import Prepared, TrialPrefetcher
 from agent.verifier.sandbox import ChildProcess, ChildTimeout
 from agent.verifier.timing import exposed_reps, median
 from agent.verifier.verdict import CaseErrors, CaseTiming
@@ -83,6 +84,7 @@ class DynamicRun:
         self.bases = {t.base for t in plan.trials if t.base is not None}
         self.timing_digests: dict[tuple[str, int], str] = {}
         self.timing_refs: dict[tuple[str, int], torch.Tensor] = {}
+        self.prefetch = TrialPrefetcher(task, plan, self.device, self.output)
 
     # -- messages ------------------------------------------------------------------------------------------
     def _next(self, expected: str) -> tuple[float, dict[str, Any], torch.Tensor | None]:
@@ -117,12 +119,13 @@ class DynamicRun:
                 self.outcome.phase_seconds.values()), 3)
 
         try:
+            self.prefetch.start()
             self._next("ready")
             phase("start_and_import")
-            for i, trial in enumerate(self.plan.trials):
-                if i == 3 and self.plan.timing is not None:
-                    self._prepare_timing()
+            for trial in self.plan.trials:
                 self._judge_trial(trial)
+            timing = self.prefetch.finish()  # the thread has ended: no more device work from this process
+            self.timing_digests, self.timing_refs = timing.digests, timing.refs
             phase("correctness")
             self._release_device_memory()
             if self.plan.timing is not None:
@@ -141,6 +144,7 @@ class DynamicRun:
                                     f"checking this candidate ({' '.join(str(exc).split())[:240]})"]
         finally:
             self.outcome.exit_status = self.child.finish()
+            self.prefetch.close()
             self.kept.clear()
             self.timing_refs.clear()
             self._release_device_memory()
@@ -166,18 +170,16 @@ class DynamicRun:
         if trial.kind == "perturb":
             if base is None:
                 raise Failure("runtime_error", f"{label}: perturbation of an unknown trial")
-            inputs = base.inputs
-            perturb_inputs(inputs, trial.perturb_seed)
+            prepared = self._perturbed(base.inputs, trial.perturb_seed)
         else:
-            inputs = make_trial_inputs(self.task, trial.case, trial.seed, self.device)
-        digest = input_digest(inputs, skip=(self.output,))
+            prepared = self.prefetch.take(trial)
+        inputs, digest, expected = prepared.inputs, prepared.digest, prepared.expected
         if head.get("digest") != digest:
             raise Failure("runtime_error", f"{label}: the sandbox's inputs differ from the verifier's (input "
                           "generation was tampered with)")
         if head.get("digest_after") != digest:
             raise Failure("runtime_error", f"{label}: the candidate modified its inputs (input mutation)")
         got = self._output(tensor, inputs, label)
-        expected = self.task.reference(inputs)[self.output]
         tol = self._tolerance(str(inputs[self.output].dtype).replace("torch.", ""))
         result = compare(got, expected, tol)
         if trial.kind == "ablate":
@@ -194,6 +196,12 @@ class DynamicRun:
             raise Failure("mismatch", f"{label}: {describe(result, self.output, tol)}")
         if trial.id in self.bases:
             self.kept[trial.id] = _Kept(inputs, got, expected)
+
+    def _perturbed(self, inputs: dict[str, Any], seed: int) -> Prepared:
+        """A perturbation trial: its base trial's inputs edited in place, digested, and their reference (here, not
+        prefetched: the edit needs the base trial judged first)."""
+        perturb_inputs(inputs, seed)
+        return Prepared(inputs, input_digest(inputs, skip=(self.output,)), self.task.reference(inputs)[self.output])
 
     def _tolerance(self, dtype: str) -> Tolerance:
         """The task's tolerance for `dtype`; on the CPU the candidate ran under the Triton interpreter, where the
@@ -225,24 +233,10 @@ class DynamicRun:
             max_rel_error=max(prev.max_rel_error, c.max_rel_error), atol=tol.atol, rtol=tol.rtol)
 
     # -- timing --------------------------------------------------------------------------------------------
-    def _prepare_timing(self) -> None:
-        """Digests of every rotation set and references of every captured call (its set with the queries of
-        that call), computed while the child is still running the correctness trials."""
-        timing = self.plan.timing
-        assert timing is not None
-        for timed in timing.cases:
-            for s, seed in enumerate(timed.seeds):
-                inputs = make_trial_inputs(self.task, timed.case, seed, self.device)
-                self.timing_digests[(timed.case.id, s)] = input_digest(inputs, skip=(self.output,))
-                for rep, _ in [c for c in timed.captures if c[1] == s]:
-                    q = fresh_queries(inputs["q_extend"], timed.call_seeds[timing.warmup + rep])
-                    self.timing_refs[(timed.case.id, rep)] = self.task.reference({**inputs, "q_extend": q})[self.output]
-
     def _timing_stage(self) -> None:
-        """Release the child into timing; this process stays off the GPU until every case is timed."""
-        assert self.plan.timing is not None
-        if not self.timing_digests:
-            self._prepare_timing()
+        """Release the child into timing; this process stays off the GPU until every case is timed (the prefetch
+        thread, which computed the digests and references used here, has ended)."""
+        assert self.plan.timing is not None and not self.prefetch.running
         if self.device.type == "cuda":
             torch.cuda.synchronize()
         self._next("await_go")
