@@ -16,9 +16,9 @@ from typing import Any
 import torch
 
 from agent.roofline import RooflineUnknown, fraction_of_floor, roofline_floor_us
-from agent.verifier.dynamic import DynamicRun, Outcome
-from agent.verifier.plan import PlanSettings, build_plan
-from agent.verifier.sandbox import Sandbox
+from agent.verifier.dynamic import DynamicRun, Outcome, ParallelRun
+from agent.verifier.plan import Plan, PlanSettings, build_plan, split_plan
+from agent.verifier.sandbox import ChildProcess, Sandbox
 from agent.verifier.static_rules import check_source
 from agent.verifier.tamper import changes, snapshot
 from agent.verifier.verdict import Verdict, VerifyOptions
@@ -126,28 +126,44 @@ class Verifier:
     def _dynamic(self, path: Path, base: dict[str, Any]) -> Verdict:
         device = self.device()
         plan = build_plan(self.task, device, self._settings(device))
+        parts = split_plan(plan, self.options.parallel_children)
         sandbox = self._sandbox(interpret=device == "cpu")
-        scratch = sandbox.new_scratch()
-        shutil.copyfile(path, scratch / "candidate.py")
         before = snapshot(self.root)
         limit = int(self.options.memory_limit_gb * 2**30)
-        request = {"plan": plan.to_json(), "candidate": str(scratch / "candidate.py"), "scratch": str(scratch),
-                   "root": str(self.root), "compute_guard": self.options.compute_guard,
-                   "max_file_bytes": 256 << 20, "address_space_bytes": limit if device == "cpu" else 0,
-                   "cpu_seconds": int(4 * self.options.timeout_s) + 60}
+        launched: list[tuple[Plan, ChildProcess, Path]] = []
+        scratches: list[Path] = []
         try:
-            child = sandbox.launch(request, self.options.timeout_s, rss_limit_bytes=limit if device == "cuda" else None)
-            outcome = DynamicRun(self.task, plan, child, scratch).execute()
+            for part in parts:  # one fresh child per part, each with its own scratch, limits and timeout
+                scratch = sandbox.new_scratch()
+                scratches.append(scratch)
+                shutil.copyfile(path, scratch / "candidate.py")
+                request = {"plan": part.to_json(), "candidate": str(scratch / "candidate.py"),
+                           "scratch": str(scratch), "root": str(self.root),
+                           "compute_guard": self.options.compute_guard, "max_file_bytes": 256 << 20,
+                           "address_space_bytes": limit if device == "cpu" else 0,
+                           "cpu_seconds": int(4 * self.options.timeout_s) + 60}
+                child = sandbox.launch(request, self.options.timeout_s,
+                                       rss_limit_bytes=limit if device == "cuda" else None)
+                launched.append((part, child, scratch))
+            if len(launched) == 1:
+                outcome = DynamicRun(self.task, plan, launched[0][1], launched[0][2]).execute()
+            else:
+                outcome = ParallelRun(self.task, plan, launched).execute()
         finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+            for _, child, _ in launched:
+                child.finish()  # a no-op for the children their run finished; kills one never driven
+            for scratch in scratches:
+                shutil.rmtree(scratch, ignore_errors=True)
         tampering = changes(before, snapshot(self.root))
         if tampering:
             outcome.stage = "runtime_error"
             outcome.reasons = [f"environment tampering: {c}" for c in tampering[:10]] + outcome.reasons
+        child_of = {t.id: i for i, part in enumerate(parts) for t in part.trials}
         config = {"options": self.options.model_dump(mode="json"), "static_rules": len(_rules()),
-                  "plan": [{"case": t.case.id, "kind": t.kind, "label": t.label, "seed": f"{t.seed:#x}"}
-                           for t in plan.trials],
-                  "profile": self.profile.chip if self.profile else None, "phase_seconds": outcome.phase_seconds}
+                  "plan": [{"case": t.case.id, "kind": t.kind, "label": t.label, "seed": f"{t.seed:#x}",
+                            "child": child_of[t.id]} for t in plan.trials],
+                  "profile": self.profile.chip if self.profile else None, "phase_seconds": outcome.phase_seconds,
+                  "children": len(parts), "exit_statuses": outcome.exit_statuses}
         verdict = Verdict(stage="pass", device=_device_name(device), versions=_versions(), config=config,
                           errors=outcome.errors, **base)
         if outcome.stage:

@@ -207,6 +207,30 @@ def build_plan(task: TaskSpec, device: str, settings: PlanSettings, rng: random.
     return Plan(task.name, device, tuple(trials), timing)
 
 
+def split_plan(plan: Plan, children: int = 2) -> tuple[Plan, ...]:
+    """The plan's trials split over `children` sandbox children that run at the same time (so that their Triton
+    compilations overlap), each a `Plan` of its own trials in their original order, ids unchanged.
+
+    With 2: the first child gets the trials of the cases the timing plan times (the bench cases; the test cases
+    when no bench case is checked, as `build_plan` times them) and the whole timing plan -- it compiled those
+    kernels --, the second every other trial (hidden shapes, the perturbation with its base trial, large logits,
+    long prefix, test cases, the ablation) and no timing. One plan (the whole plan) when `children` is 1 or when
+    either side would be empty.
+    """
+    if children < 2:
+        return (plan,)
+    labels = {t.label for t in plan.trials}
+    first = "bench case" if "bench case" in labels else "test case"
+    a = tuple(t for t in plan.trials if t.label == first)
+    b = tuple(t for t in plan.trials if t.label != first)
+    if not a or not b:
+        return (plan,)
+    ids_a = {t.id for t in a}
+    if any((t.base in ids_a) != (t.id in ids_a) for t in plan.trials if t.base is not None):
+        raise ValueError("a perturbation trial must run in the same child as its base trial")
+    return Plan(plan.task, plan.device, a, plan.timing), Plan(plan.task, plan.device, b, None)
+
+
 def _timed_case(case: Case, first_seed: int, settings: PlanSettings, rng: random.Random) -> TimedCase:
     seeds = (first_seed, *(_seed(rng) for _ in range(settings.rotations - 1)))
     captures: set[tuple[int, int]] = set()

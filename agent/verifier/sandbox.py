@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import select
 import signal
 import socket
 import subprocess
@@ -35,7 +36,12 @@ _PASS_ENV = ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CU
 
 
 def serve(sock_fd: int) -> None:
-    """Zygote loop: preload, then fork one child per request until the socket closes."""
+    """Zygote loop: preload, then fork one child per request until the socket closes.
+
+    Several children may run at once (a verification can split its trials over two): the loop waits on the
+    socket and on one pidfd per running child, and reports each child's exit (after reaping it) when it comes,
+    in whatever order. Replies are ``{"pid": p}`` right after a fork and ``{"exit": p, "status": s}`` later.
+    """
     import torch._dynamo  # noqa: F401 - torch's modes import it lazily; never inside a candidate's window
     import triton  # noqa: F401 - preloaded for every child
     import triton.language  # noqa: F401
@@ -50,7 +56,31 @@ def serve(sock_fd: int) -> None:
         sys.exit(3)
     sys.dont_write_bytecode = True
     sock = socket.socket(fileno=sock_fd)
+    running: dict[int, int] = {}  # pidfd (or -pid where pidfds are missing) -> pid
     while True:
+        waitable = [fd for fd in running if fd >= 0]
+        polled = len(waitable) < len(running)
+        try:
+            ready = select.select([sock, *waitable], [], [], 0.05 if polled else None)[0]
+        except InterruptedError:
+            continue
+        for key, pid in list(running.items()):
+            if key >= 0:
+                if key not in ready:
+                    continue
+                status = os.waitpid(pid, 0)[1]
+                os.close(key)
+            else:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if not done:
+                    continue
+            del running[key]
+            try:
+                sock.send(json.dumps({"exit": pid, "status": status}).encode())
+            except OSError:  # the verifier is gone
+                return
+        if sock not in ready:
+            continue
         try:
             msg, fds, _flags, _addr = socket.recv_fds(sock, 1 << 20, 4)
         except OSError:
@@ -60,7 +90,7 @@ def serve(sock_fd: int) -> None:
         request = json.loads(msg)
         pid = os.fork()
         if pid == 0:
-            sock.close()
+            sock.close()  # the sibling children's pidfds are closed by `child.confine`
             code = 1
             try:
                 code = child.child_main(request, fds[0], fds[1])
@@ -68,9 +98,14 @@ def serve(sock_fd: int) -> None:
                 os._exit(code)
         for fd in fds:
             os.close(fd)
-        sock.send(json.dumps({"pid": pid}).encode())
-        _, status = os.waitpid(pid, 0)
-        sock.send(json.dumps({"exit": pid, "status": status}).encode())
+        try:
+            running[os.pidfd_open(pid)] = pid
+        except (AttributeError, OSError):  # no pidfds (Linux < 5.3): poll with WNOHANG
+            running[-pid] = pid
+        try:
+            sock.send(json.dumps({"pid": pid}).encode())
+        except OSError:
+            return
 
 
 class ChildTimeout(Exception):
@@ -91,6 +126,8 @@ class ChildProcess:
         self.to_child = to_child
         self.deadline = deadline
         self.killed_because = ""
+        self._status: int | None = None
+        self._finish_lock = threading.Lock()
         self._queue: queue.Queue = queue.Queue()
         self._reader = MessageReader(from_child)
         threading.Thread(target=self._pump, daemon=True).start()
@@ -138,6 +175,8 @@ class ChildProcess:
             pass
 
     def kill(self, because: str = "") -> None:
+        if self._status is not None:  # reaped: the pid may belong to another process by now
+            return
         if because and not self.killed_because:
             self.killed_because = because
         try:
@@ -146,15 +185,18 @@ class ChildProcess:
             pass
 
     def finish(self) -> int:
-        """Kill what is left of the child's process group and return its wait status."""
-        self.kill()
-        try:
-            os.close(self.to_child)
-        except OSError:
-            pass
-        status = self.sandbox.reap(self.pid)
-        self._reader.close()
-        return status
+        """Kill what is left of the child's process group and return its wait status (once; later calls return
+        the same status and touch nothing)."""
+        with self._finish_lock:
+            if self._status is None:
+                self.kill()
+                try:
+                    os.close(self.to_child)
+                except OSError:
+                    pass
+                self._status = self.sandbox.reap(self.pid)
+                self._reader.close()
+            return self._status
 
 
 class Sandbox:
@@ -168,6 +210,10 @@ class Sandbox:
         self._proc: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
         self._log = self.scratch_base / "zygote.log"
+        # one thread at a time talks to the zygote; exit reports read while waiting for another reply are kept
+        self._lock = threading.RLock()
+        self._exits: dict[int, int] = {}
+        self._live: set[int] = set()  # children forked by the running zygote, not reaped yet
 
     def _env(self) -> dict[str, str]:
         env = {k: os.environ[k] for k in _PASS_ENV if k in os.environ}
@@ -197,47 +243,76 @@ class Sandbox:
         Raises:
             SandboxError: the zygote cannot be (re)started or does not fork (its log is named).
         """
-        for attempt in range(2):
-            self.start()
-            assert self._sock is not None
-            to_child_r, to_child_w = os.pipe()
-            from_child_r, from_child_w = os.pipe()
-            try:
-                socket.send_fds(self._sock, [json.dumps(request).encode()], [to_child_r, from_child_w])
-                reply = self._recv(timeout=300.0)
-            except OSError:
-                reply = None
-            finally:
-                os.close(to_child_r)
-                os.close(from_child_w)
-            if reply is not None and "pid" in reply:
-                break
-            os.close(to_child_w)
-            os.close(from_child_r)
-            self.close()
-            if attempt:
-                tail = self._log.read_text(errors="replace")[-600:].strip() if self._log.exists() else ""
-                raise SandboxError(f"the verifier's sandbox zygote did not start a child; its log ends with: "
-                                   f"{tail or '(empty)'}")
+        with self._lock:  # the {"pid"} reply is the next one that is not an exit report
+            for attempt in range(2):
+                self.start()
+                assert self._sock is not None
+                to_child_r, to_child_w = os.pipe()
+                from_child_r, from_child_w = os.pipe()
+                try:
+                    socket.send_fds(self._sock, [json.dumps(request).encode()], [to_child_r, from_child_w])
+                    reply = self._recv_until(lambda r: "pid" in r, timeout=300.0)
+                except OSError:
+                    reply = None
+                finally:
+                    os.close(to_child_r)
+                    os.close(from_child_w)
+                if reply is not None:
+                    break
+                os.close(to_child_w)
+                os.close(from_child_r)
+                self.close()
+                if attempt:
+                    tail = self._log.read_text(errors="replace")[-600:].strip() if self._log.exists() else ""
+                    raise SandboxError(f"the verifier's sandbox zygote did not start a child; its log ends with: "
+                                       f"{tail or '(empty)'}")
+            self._live.add(int(reply["pid"]))
         return ChildProcess(self, int(reply["pid"]), to_child_w, from_child_r, time.monotonic() + timeout_s,
                             rss_limit_bytes)
 
     def _recv(self, timeout: float) -> dict[str, Any] | None:
-        assert self._sock is not None
-        self._sock.settimeout(timeout)
+        sock = self._sock
+        if sock is None:
+            return None
+        sock.settimeout(timeout)
         try:
-            data = self._sock.recv(1 << 16)
+            data = sock.recv(1 << 16)
         except (TimeoutError, OSError):
             return None
-        return json.loads(data) if data else None
+        try:
+            reply = json.loads(data) if data else None
+        except json.JSONDecodeError:
+            return None
+        return reply if isinstance(reply, dict) else None
+
+    def _recv_until(self, wanted: Any, timeout: float) -> dict[str, Any] | None:
+        """The next reply for which `wanted(reply)` holds; exit reports received on the way are kept for `reap`.
+        None at the timeout or when the zygote is gone."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while True:
+                remaining = deadline - time.monotonic()
+                reply = self._recv(remaining) if remaining > 0 else None
+                if reply is None or wanted(reply):
+                    return reply
+                if "exit" in reply:
+                    self._exits[int(reply["exit"])] = int(reply.get("status", -1))
 
     def reap(self, pid: int) -> int:
-        """Wait for the zygote's report that `pid` exited; restart the zygote if it does not come."""
-        reply = self._recv(timeout=30.0)
-        if reply is None or reply.get("exit") != pid:
-            self.close()
-            return -1
-        return int(reply["status"])
+        """Wait for the zygote's report that `pid` exited (other children may exit first: their reports are
+        kept); restart the zygote if it does not come."""
+        with self._lock:
+            if pid in self._exits:
+                self._live.discard(pid)
+                return self._exits.pop(pid)
+            if pid not in self._live:  # forked by a zygote that was stopped since: no report will come
+                return -1
+            reply = self._recv_until(lambda r: r.get("exit") == pid, timeout=30.0)
+            self._live.discard(pid)
+            if reply is None:
+                self.close()
+                return -1
+            return int(reply.get("status", -1))
 
     def new_scratch(self) -> Path:
         """A fresh scratch directory for one candidate."""
@@ -245,6 +320,12 @@ class Sandbox:
 
     def close(self) -> None:
         """Stop the zygote (closing its socket ends its loop; killed if it does not exit)."""
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
+        self._exits.clear()
+        self._live.clear()
         if self._sock is not None:
             self._sock.close()
             self._sock = None
