@@ -4,6 +4,10 @@ process's own clock.
 
 Anything out of order, malformed or missing is a ``runtime_error``: the child is untrusted once the candidate
 has been imported into it.
+
+`DynamicRun` drives one child; `ParallelRun` drives the children of one candidate whose plan was split
+(`plan.split_plan`), each `DynamicRun` in a thread of its own, and merges their outcomes into the verdict the
+one-child run would give.
 """
 
 from __future__ import annotations

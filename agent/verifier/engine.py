@@ -2,7 +2,8 @@
 plausibility gate (shared/reference/verifier_threats.md, "How strong harnesses are built").
 
 Use `Verifier` to verify many candidates with one sandbox zygote (the start-up cost of torch and triton is paid
-once; every candidate still runs in a fresh process).
+once; every candidate still runs in fresh processes: by default two at once, the plan's trials split between them
+so that their Triton compilations overlap, see `VerifyOptions.parallel_children` and `dynamic.ParallelRun`).
 """
 
 from __future__ import annotations

@@ -2,11 +2,11 @@
 
 The zygote is started once per `Sandbox` as ``python -I`` (no user site, no PYTHON* variables, no current
 directory on the path) with only the project root added and a minimal environment. It imports torch, triton
-and the harness, never runs candidate code, and forks one fresh child per candidate on request; the child
-gets its own pipes (the private channel, passed over a Unix socket) and confines itself (see `child.confine`).
-Forking after the imports shares their start-up cost without sharing any state a candidate could have touched.
-The parent enforces the wall-clock timeout and, on CUDA, a resident-memory limit, by killing the child's
-process group.
+and the harness, never runs candidate code, and forks one fresh child per request (a candidate gets one or two,
+which may run at the same time); the child gets its own pipes (the private channel, passed over a Unix socket)
+and confines itself (see `child.confine`). Forking after the imports shares their start-up cost without sharing
+any state a candidate could have touched. The parent enforces the wall-clock timeout and, on CUDA, a
+resident-memory limit, by killing the child's process group (per child).
 """
 
 from __future__ import annotations

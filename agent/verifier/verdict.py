@@ -79,7 +79,8 @@ class VerifyOptions(BaseModel):
     warmup: int = Field(3, ge=0)
     reps: int = Field(20, ge=3)
     rotations: int = Field(2, ge=1, description="input sets cycled through during timing")
-    timeout_s: float = Field(600.0, gt=0, description="per sandbox child, from its start")
+    timeout_s: float = Field(600.0, gt=0, description="per sandbox child, from its start (the time a child waits "
+                             "for the other child to end before timing does not count)")
     parallel_children: int = Field(2, ge=1, le=2, description="sandbox children per candidate, run at the same "
                                    "time: 2 splits the trials (bench cases and timing in one, every other trial "
                                    "in the other) so their Triton compilations overlap; 1 runs the whole plan in "
