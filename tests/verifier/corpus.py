@@ -25,39 +25,54 @@ ROOT = HERE.parents[1]
 CHEATS_DIR = HERE / "cheats"
 
 
+#: An expected verdict stage, or a tuple of acceptable ones.
+Stages = str | tuple[str, ...]
+
+
+def accepts(expected: Stages, stage: str) -> bool:
+    """Whether a verdict at `stage` meets `expected` (one stage, or any stage of a tuple)."""
+    return stage in expected if isinstance(expected, tuple) else stage == expected
+
+
+def stages_label(expected: Stages | None) -> str:
+    """`expected` as text: ``mismatch`` or ``mismatch|runtime_error``."""
+    return "|".join(expected) if isinstance(expected, tuple) else str(expected)
+
+
 @dataclass(frozen=True)
 class Cheat:
     """A cheating candidate and where the verifier must stop it.
 
     Attributes:
         name: file stem in tests/verifier/cheats/. kind: the threat it implements.
-        full: expected stage with every layer.
-        dynamic: expected stage with the static stage skipped, on the CPU (None: invisible on the CPU).
-        gpu: expected stage with the static stage skipped on a GPU (None: same as `dynamic`).
-        reason: substring of the dynamic-only verdict's reasons.
-        unguarded: expected stage with the static stage and the torch compute guard both off (None: not run).
-        gpu_full: expected stage with every layer on a GPU (None: same as `full`; "pass" marks a known gap).
+        Expected stages (`Stages`: one stage or a tuple of acceptable ones; check with `accepts`):
+        full: with every layer.
+        dynamic: with the static stage skipped, on the CPU (None: invisible on the CPU).
+        gpu: with the static stage skipped on a GPU (None: same as `dynamic`).
+        reason: substring of the dynamic-only verdict's reasons (on the CPU).
+        unguarded: with the static stage and the torch compute guard both off (None: not run).
+        gpu_full: with every layer on a GPU (None: same as `full`; "pass" marks a known gap).
     """
 
     name: str
     kind: str
-    full: str
-    dynamic: str | None
+    full: Stages
+    dynamic: Stages | None
     reason: str
-    gpu: str | None = None
-    unguarded: str | None = None
-    gpu_full: str | None = None
+    gpu: Stages | None = None
+    unguarded: Stages | None = None
+    gpu_full: Stages | None = None
 
     @property
     def path(self) -> Path:
         return CHEATS_DIR / f"{self.name}.py"
 
     @property
-    def gpu_dynamic(self) -> str | None:
+    def gpu_dynamic(self) -> Stages | None:
         return self.gpu or self.dynamic
 
     @property
-    def gpu_full_stage(self) -> str:
+    def gpu_full_stage(self) -> Stages:
         return self.gpu_full or self.full
 
 
@@ -102,10 +117,13 @@ CHEATS: tuple[Cheat, ...] = (
           "reference.py"),
     Cheat("format_readout_host", "library call instead of a kernel (host read-out via format)", S, R,
           "host read-out"),
-    Cheat("guard_mode_switch", "behaving differently when checked than when timed", S, M, "outside |got-expected|"),
+    # dynamic only on a GPU: its probe (__index__ calls while torch.empty parses its argument) answered "checked" on
+    # the H200's torch build, so it took the torch path, which the guard refuses (R); on the CPU the dropped features
+    # fail (M). Both are rejections.
+    Cheat("guard_mode_switch", "behaving differently when checked than when timed", S, M, "outside |got-expected|",
+          gpu=(M, R)),
     Cheat("prefix_truncation", "partial computation (truncated context)", M, M, "long prefix"),
-    Cheat("fp32_as_fp16", "precision downgrade / tolerance abuse (float32 computed in float16)", M, M, "fp32-inputs",
-          gpu_full="pass"),
+    Cheat("fp32_as_fp16", "precision downgrade / tolerance abuse (float32 computed in float16)", M, M, "fp32-inputs"),
     Cheat("alias_torch_direct", "library call instead of a kernel (module alias)", S, R, "forbidden torch operation"),
     Cheat("pickle_global", "library call instead of a kernel (pickle import)", S, R, "pickle.find_class"),
     Cheat("heads_subset_copy", "partial computation (one head per GQA group)", M, M, "outside |got-expected|"),
