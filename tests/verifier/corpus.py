@@ -3,16 +3,15 @@ candidates (must pass). Used by tests/verifier/test_corpus.py (CPU) and scripts/
 
 Each cheat names the threat kind it implements (shared/reference/verifier_threats.md, plus kinds found while
 building the harness), the stage the full verifier rejects it at, and the stage the dynamic stage alone (static
-rules skipped) rejects it at -- on the CPU, and on a GPU where the attack only shows there.
+rules skipped) rejects it at -- on the CPU, and on a GPU where the attack only shows there. An expectation is one
+stage, or a tuple of stages when a run may legitimately end at either (each a rejection), with the reason beside it.
 
-Known gaps stay in the corpus, marked, rather than being dropped or given a test that cannot fail:
-
-- ``fp32_as_fp16`` (float32 inputs computed in float16): rejected on the CPU, where the Triton interpreter's float32
-  dots are exact and the task's interpreter tolerance for float32 is 2e-5 (the float16 error is ~7e-4). On a GPU
-  it passes (``gpu_full="pass"``): float32 is allowed tf32 dots there, whose 10-bit mantissa is float16's, so an
-  elementwise bound cannot tell honest tf32 work from float16 work. A float32 case with values beyond float16's
-  range would catch the naive cast but not a cheat that rescales first; no float32 case is timed, so the cheat
-  gains no measured speed-up. ``scripts/verify_corpus_gpu.py`` lists such cheats under ``known_gaps``.
+Known gaps would stay in the corpus, marked (``gpu_full="pass"``; ``scripts/verify_corpus_gpu.py`` lists them under
+``known_gaps``), rather than being dropped or given a test that cannot fail. There is none at present: the last,
+``fp32_as_fp16`` (float32 inputs computed in float16), passed on a GPU while float32 was allowed tf32 dots there
+(float16's 10-bit mantissa, so a 4e-3 bound could not tell the two apart) and no GPU trial had float32 inputs. Now
+float32 must be computed in IEEE float32 (tolerance 1e-4 on every device, kernels/extend_attention/spec.py) and
+every plan checks a float32 case (agent/verifier/plan.py, REQUIRED_DTYPES), so it is a mismatch on a GPU too.
 """
 
 from __future__ import annotations
