@@ -66,8 +66,8 @@ class TaskSpec:
         reference: ``(inputs) -> dict[output_arg, Tensor]`` computed in float32 or wider.
         tolerances: per input dtype name (``"bfloat16"``, ``"float16"``, ``"float32"``), for kernels on a GPU.
         interpreter_tolerances: per dtype name, overrides of `tolerances` for kernels run by the Triton
-            interpreter on the CPU (``TRITON_INTERPRET=1``), whose dots are exact in the input precision (numpy):
-            e.g. float32 there has no tf32 rounding to allow for. Missing dtypes use `tolerances`.
+            interpreter on the CPU (``TRITON_INTERPRET=1``), whose dots are exact in the input precision (numpy).
+            Missing dtypes use `tolerances`.
         flops / bytes: compulsory FLOPs and bytes of device-memory traffic of a case (roofline floor).
         test_cases / bench_cases: edge cases and realistic cases, as data with seeds.
         random_case: ``(rng: random.Random, small: bool) -> Case``, shapes drawn at verification time.

@@ -34,13 +34,14 @@ from rich.table import Table  # noqa: E402
 from agent.verifier import Verdict, Verifier, VerifyOptions  # noqa: E402
 from hardware_profiles import load_profile  # noqa: E402
 from knowledge.atomic_io import atomic_write_text  # noqa: E402
-from tests.verifier.corpus import CHEATS, HONEST  # noqa: E402
+from tests.verifier.corpus import CHEATS, HONEST, Stages, accepts, stages_label  # noqa: E402
 
 
-def _row(name: str, kind: str, mode: str, expected: str | None, verdict: Verdict) -> dict:
-    ok = verdict.stage == expected if expected else verdict.stage != "pass"
+def _row(name: str, kind: str, mode: str, expected: Stages | None, verdict: Verdict) -> dict:
+    ok = accepts(expected, verdict.stage) if expected else verdict.stage != "pass"
     return {
-        "candidate": name, "kind": kind, "mode": mode, "expected": expected, "stage": verdict.stage, "ok": ok,
+        "candidate": name, "kind": kind, "mode": mode, "expected": stages_label(expected) if expected else None,
+        "stage": verdict.stage, "ok": ok,
         "verify_seconds": verdict.verify_seconds, "phase_seconds": verdict.config.get("phase_seconds", {}),
         "reasons": verdict.reasons[:3], "flags": verdict.flags, "time_us": verdict.time_us,
         "fraction_of_floor": {k: round(t.fraction_of_floor, 4) for k, t in verdict.timings.items()},
@@ -100,7 +101,7 @@ def main() -> int:
                 finally:
                     verifier.options = saved
                 rows.append(_row(cheat.name, cheat.kind, mode, expected, verdict))
-                console.print(f"{cheat.name} [{mode}]: {verdict.stage} (expected {expected}) in "
+                console.print(f"{cheat.name} [{mode}]: {verdict.stage} (expected {stages_label(expected)}) in "
                               f"{verdict.verify_seconds:.1f} s {verdict.reasons[:1]}")
     table = Table("candidate", "mode", "expected", "stage", "ok", "verify s", title=f"verifier corpus ({args.device})")
     for r in rows:

@@ -1,5 +1,5 @@
 """What one verification runs: trials with secret fresh seeds, hidden random shapes, adversarial magnitudes,
-an in-place perturbation, a kernel ablation, and (on a GPU) the timing plan.
+float32 inputs, an in-place perturbation, a kernel ablation, and (on a GPU) the timing plan.
 
 The plan is built in the parent from ``os.urandom``; the child receives it and regenerates the same inputs with
 `TaskSpec.make_inputs`. The parent regenerates them too, computes the reference itself, and compares input
@@ -24,6 +24,12 @@ TrialKind = Literal["check", "perturb", "ablate"]
 #: has logits above 88.7, where exp() without max-subtraction overflows float32 (exp(88.7) = 3.4e38, the IEEE 754
 #: single-precision maximum).
 ADVERSARIAL_Q_SCALE = 100.0
+
+#: Input dtypes every plan checks at least once, with a hidden case of their own if no other trial uses them.
+#: float32: a float32 call must be computed in IEEE float32 (tf32 or float16 compute fails the float32 tolerance of
+#: the task), and on a GPU no bench or random case is float32, so without this trial nothing would check it there.
+#: Over 40 such small float32 cases the cheat tests/verifier/cheats/fp32_as_fp16.py erred by >= 2.7e-4 (CPU).
+REQUIRED_DTYPES = ("float32",)
 
 
 @dataclass(frozen=True)
@@ -164,15 +170,29 @@ def long_prefix_case(task: TaskSpec, rng: random.Random, small: bool) -> Case:
     return Case(f"long-prefix-{base.id.split('-')[-1]}", params, base.seed, "long-prefix")
 
 
+def dtype_case(task: TaskSpec, rng: random.Random, small: bool, dtype: str) -> Case:
+    """A hidden random case in input dtype `dtype` (features, heads and head dim drawn as usual) with 8-24 query
+    tokens (times 24 on a GPU) in each of 1-3 sequences, so that a kernel computing `dtype` inputs in a narrower
+    type (float32 in float16, say) errs on many elements, not on a handful that might all round well."""
+    base = task.random_case(rng, small)
+    scale = 1 if small else 24
+    batch = rng.randint(1, 3)
+    params = {**dict(base.params), "dtype": dtype,
+              "extend_lens": [rng.randint(8, 24) * scale for _ in range(batch)],
+              "prefix_lens": [rng.randint(0, 40) * scale for _ in range(batch)]}
+    return Case(f"{dtype}-inputs-{base.id.split('-')[-1]}", params, base.seed, "dtype")
+
+
 def _selected(cases: tuple[Case, ...], ids: tuple[str, ...]) -> list[Case]:
     return [c for c in cases if not ids or c.id in ids]
 
 
 def build_plan(task: TaskSpec, device: str, settings: PlanSettings, rng: random.Random | None = None) -> Plan:
     """Trials in the order the child runs them: a hidden random case, its in-place perturbation, large logits,
-    a long prefix, the bench and/or test cases, more hidden random cases (one repeated with a new seed), the
-    kernel ablation; then the timing plan: the bench cases (the selected test cases when no bench case is
-    checked -- a CPU protocol test); rotation set 0 reuses the case's trial seed."""
+    a long prefix, the bench and/or test cases, a hidden case in each of `REQUIRED_DTYPES` that no trial so far
+    uses (float32 on a GPU, where bench and random cases are bfloat16), more hidden random cases (one repeated
+    with a new seed), the kernel ablation; then the timing plan: the bench cases (the selected test cases when no
+    bench case is checked -- a CPU protocol test); rotation set 0 reuses the case's trial seed."""
     rng = rng or secret_rng()
     trials: list[Trial] = []
 
@@ -192,6 +212,11 @@ def build_plan(task: TaskSpec, device: str, settings: PlanSettings, rng: random.
     if settings.include_test_cases:
         for case in _selected(task.test_cases, settings.case_ids):
             add("check", case, "test case")
+    for dtype in REQUIRED_DTYPES:
+        if all(t.case.params.get("dtype") != dtype for t in trials):
+            # small shapes on every device: Triton compiles an IEEE float32 dot of GPU-sized tiles slowly (tuned
+            # entry point at head dim 64, 128x128 tiles: 38 s on the H200, 5 s for a small case at head dim 16)
+            add("check", dtype_case(task, rng, True, dtype), f"{dtype} inputs")
     for i in range(max(0, settings.random_cases - 1)):
         extra = add("check", task.random_case(rng, settings.small), "hidden random shape")
         if i == 0:

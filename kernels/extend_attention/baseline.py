@@ -17,6 +17,7 @@ import triton.language as tl
 
 from kernels.extend_attention.common import (
     check_inputs,
+    dot,
     head_dim_blocks,
     reject_unsupported,
     resolve_sm_scale,
@@ -26,9 +27,9 @@ from kernels.extend_attention.common import (
 
 @triton.jit
 def _score_tile(q, k, qpe, kpe, sm_scale, LOGIT_CAP: tl.constexpr, BLOCK_DPE: tl.constexpr):
-    qk = tl.dot(q, k)
+    qk = dot(q, k)
     if BLOCK_DPE > 0:
-        qk += tl.dot(qpe, kpe)
+        qk += dot(qpe, kpe)
     qk *= sm_scale
     if LOGIT_CAP > 0:
         qk = LOGIT_CAP * stable_tanh(qk / LOGIT_CAP)
@@ -108,7 +109,7 @@ def _baseline_kernel(
         deno = deno * re_scale + tl.sum(p, 1)
         v = tl.load(V_buf + slots[:, None] * stride_vbt + kv_head * stride_vbh + offs_dv[None, :],
                     mask=mask_n[:, None] & mask_dv[None, :], other=0.0)
-        acc = acc * re_scale[:, None] + tl.dot(p.to(v.dtype), v)
+        acc = acc * re_scale[:, None] + dot(p.to(v.dtype), v)
         e_max = n_e_max
 
     # Stage 2: extend keys, contiguous, causal unless a custom mask replaces causality.
@@ -144,7 +145,7 @@ def _baseline_kernel(
         deno = deno * re_scale + tl.sum(p, 1)
         v = tl.load(V_ext + krow[:, None] * stride_vt + kv_head * stride_vh + offs_dv[None, :],
                     mask=mask_n[:, None] & mask_dv[None, :], other=0.0)
-        acc = acc * re_scale[:, None] + tl.dot(p.to(v.dtype), v)
+        acc = acc * re_scale[:, None] + dot(p.to(v.dtype), v)
         e_max = n_e_max
 
     if HAS_SINK:

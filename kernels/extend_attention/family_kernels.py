@@ -19,7 +19,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from kernels.extend_attention.common import stable_tanh
+from kernels.extend_attention.common import dot, stable_tanh
 
 LOG2E = 1.4426950408889634
 
@@ -52,9 +52,9 @@ def _attend_tile(acc, l_i, m_i, q, qpe, k, kpe, v, visible, qk_scale, sm_scale,
     FOLD_SCALE (scale > 0, no logit cap): the row max is taken on raw scores and the scale is applied in the
     same fused multiply-add that subtracts it, one operation per score fewer (FlashAttention-2 trick).
     """
-    qk = tl.dot(q, tl.trans(k))
+    qk = dot(q, tl.trans(k))
     if BLOCK_DPE > 0:
-        qk += tl.dot(qpe, tl.trans(kpe))
+        qk += dot(qpe, tl.trans(kpe))
     if FOLD_SCALE:
         if APPLY_MASK:
             qk = tl.where(visible, qk, float("-inf"))
@@ -72,7 +72,7 @@ def _attend_tile(acc, l_i, m_i, q, qpe, k, kpe, v, visible, qk_scale, sm_scale,
     alpha = tl.exp2(m_i - m_new)
     l_i = l_i * alpha + tl.sum(p, 1)
     acc = acc * alpha[:, None]
-    acc = tl.dot(p.to(v.dtype), v, acc)
+    acc = dot(p.to(v.dtype), v, acc)
     return acc, l_i, m_new
 
 

@@ -148,17 +148,27 @@ def bytes_moved(case: Case, index_bytes: int = 8) -> float:
     return float(s * elems + index_bytes * total_p + mask)
 
 
+#: float32 means IEEE float32: a float32 call must be computed in float32 (tl.dot with input_precision="ieee";
+#: Triton's default for float32 dots on GPUs is tf32, whose 10-bit mantissa is float16's). Error measured by
+#: benchmarks/measure_fp32_error.py as max |got - ref| / (1 + |ref|), the smallest atol = rtol an output meets:
+#: - honest kernels with IEEE dots: on the H200 the baseline <= 1.5e-6 on every test case cast to float32; the
+#:   baseline, the tuned entry point and a family configuration <= 2.2e-7 at the fp32-inputs case (4-16 seeds) and
+#:   <= 4.5e-7 with a 40k-80k-key prefix; under the CPU interpreter all honest corpus candidates <= 1.1e-6 on all of
+#:   these. Worst: large logits (q x 100, logits of std 100, a trial the verifier runs in bfloat16/float16 only) in
+#:   the family, whose exp2 takes logits in log2 units with the scale folded in (float32 rounding of arguments
+#:   ~500): 4.4e-5 on the H200, 2.1e-5 on the CPU; 1.8e-7 in the baseline (natural exp).
+#: - the same kernels with tf32 dots (before this bound): 7e-4 to 1.8e-3 on the H200, as far off as float16 compute.
+#: - float32 inputs computed in float16 (tests/verifier/cheats/fp32_as_fp16.py): >= 4.0e-4 at fp32-inputs (CPU,
+#:   32 seeds; >= 5.3e-4 on the H200), >= 2.7e-4 on the verifier's small float32 trial (40 cases, CPU), ~1e-1 at
+#:   large logits.
+#: 1e-4 sits 2.7x below the cheat's smallest error and 2.3x above the worst honest one (60x above honest errors at
+#: ordinary logits, which is all the verifier's float32 trials have). One bound serves the GPU and the interpreter:
+#: the interpreter's exact float32 dots do not keep honest errors under the former 2e-5 interpreter bound (2.1e-5).
 TOLERANCES = {
     "bfloat16": Tolerance(atol=2e-2, rtol=2e-2),
     "float16": Tolerance(atol=4e-3, rtol=4e-3),
-    "float32": Tolerance(atol=4e-3, rtol=4e-3),  # tl.dot on float32 rounds its inputs to tf32 on GPUs
+    "float32": Tolerance(atol=1e-4, rtol=1e-4),
 }
-
-#: Under the Triton interpreter tl.dot on float32 is an exact float32 numpy matmul: honest kernels (the baseline,
-#: the family, tests/verifier/honest) stay within 1.1e-6 (abs, or relative to 1 + |ref|) on float32 cases,
-#: including large logits and 2500-key prefixes, while computing float32 inputs in float16 errs by 7e-4 -- which
-#: the GPU float32 bound above (tf32) cannot tell from honest work. 2e-5 leaves 18x margin for honest kernels.
-INTERPRETER_TOLERANCES = {"float32": Tolerance(atol=2e-5, rtol=2e-5)}
 
 KNOBS: dict[str, tuple[Any, ...]] = {
     "block_m": (16, 32, 64, 128),
@@ -178,7 +188,6 @@ TASK = TaskSpec(
     make_inputs=make_inputs,
     reference=reference,
     tolerances=TOLERANCES,
-    interpreter_tolerances=INTERPRETER_TOLERANCES,
     flops=flops,
     bytes=bytes_moved,
     test_cases=TEST_CASES,

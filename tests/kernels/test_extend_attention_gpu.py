@@ -81,14 +81,16 @@ def test_launch_path_has_no_host_sync_and_no_allocation():
 
 
 def test_a_configuration_triton_refuses_for_shared_memory_is_shrunk_until_it_compiles():
-    """Limits that claim 10 MB of shared memory keep the footprint model from shrinking a 6-stage 128x128 tile
-    (K and V tiles of 64 KiB per stage for D=128 fp16: >= 320 KiB even if Triton keeps one stage fewer than
-    num_stages); Triton refuses it on the real chip (227 KiB per block), and run_family must shrink
-    and still give the reference's answer."""
+    """Limits that claim 10 MB of shared memory keep the footprint model from shrinking a 6-stage 128x128 tile.
+    At D_qk=192, D_v=128 (case qk192-v128; tiles 128 + 64 and 128) in fp16 one stage holds a 128x192 K tile
+    (48 KiB) and a 128x128 V tile (32 KiB): 80 KiB, so >= 400 KiB even if Triton keeps one stage fewer than
+    num_stages, beside a 48 KiB Q tile. Triton refuses it on the real chip (227 KiB per block), and run_family
+    must shrink and still give the reference's answer. (Small head dims do not do: at D=32 the same tile is
+    16 KiB per stage, about 100 KiB in all, and compiles as asked.)"""
     from kernels.extend_attention import family
 
     huge = family.ChipLimits(num_compute_units=132, smem_per_block_kb=10_000)
     cfg = FamilyConfig(block_m=128, block_n=128, num_warps=8, num_stages=6, num_splits=1, pack_gqa=False)
-    check_impl(lambda **a: run_family(cfg, limits=huge, **a), TASK.case("gqa-4"), "cuda", "float16")
+    check_impl(lambda **a: run_family(cfg, limits=huge, **a), TASK.case("qk192-v128"), "cuda", "float16")
     fitted = [v for k, v in family._KNOWN_FITS.items() if k[0] == cfg]
     assert fitted and fitted[0] != cfg  # a smaller configuration was remembered

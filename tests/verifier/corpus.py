@@ -3,16 +3,15 @@ candidates (must pass). Used by tests/verifier/test_corpus.py (CPU) and scripts/
 
 Each cheat names the threat kind it implements (shared/reference/verifier_threats.md, plus kinds found while
 building the harness), the stage the full verifier rejects it at, and the stage the dynamic stage alone (static
-rules skipped) rejects it at -- on the CPU, and on a GPU where the attack only shows there.
+rules skipped) rejects it at -- on the CPU, and on a GPU where the attack only shows there. An expectation is one
+stage, or a tuple of stages when a run may legitimately end at either (each a rejection), with the reason beside it.
 
-Known gaps stay in the corpus, marked, rather than being dropped or given a test that cannot fail:
-
-- ``fp32_as_fp16`` (float32 inputs computed in float16): rejected on the CPU, where the Triton interpreter's float32
-  dots are exact and the task's interpreter tolerance for float32 is 2e-5 (the float16 error is ~7e-4). On a GPU
-  it passes (``gpu_full="pass"``): float32 is allowed tf32 dots there, whose 10-bit mantissa is float16's, so an
-  elementwise bound cannot tell honest tf32 work from float16 work. A float32 case with values beyond float16's
-  range would catch the naive cast but not a cheat that rescales first; no float32 case is timed, so the cheat
-  gains no measured speed-up. ``scripts/verify_corpus_gpu.py`` lists such cheats under ``known_gaps``.
+Known gaps would stay in the corpus, marked (``gpu_full="pass"``; ``scripts/verify_corpus_gpu.py`` lists them under
+``known_gaps``), rather than being dropped or given a test that cannot fail. There is none at present: the last,
+``fp32_as_fp16`` (float32 inputs computed in float16), passed on a GPU while float32 was allowed tf32 dots there
+(float16's 10-bit mantissa, so a 4e-3 bound could not tell the two apart) and no GPU trial had float32 inputs. Now
+float32 must be computed in IEEE float32 (tolerance 1e-4 on every device, kernels/extend_attention/spec.py) and
+every plan checks a float32 case (agent/verifier/plan.py, REQUIRED_DTYPES), so it is a mismatch on a GPU too.
 """
 
 from __future__ import annotations
@@ -25,39 +24,54 @@ ROOT = HERE.parents[1]
 CHEATS_DIR = HERE / "cheats"
 
 
+#: An expected verdict stage, or a tuple of acceptable ones.
+Stages = str | tuple[str, ...]
+
+
+def accepts(expected: Stages, stage: str) -> bool:
+    """Whether a verdict at `stage` meets `expected` (one stage, or any stage of a tuple)."""
+    return stage in expected if isinstance(expected, tuple) else stage == expected
+
+
+def stages_label(expected: Stages | None) -> str:
+    """`expected` as text: ``mismatch`` or ``mismatch|runtime_error``."""
+    return "|".join(expected) if isinstance(expected, tuple) else str(expected)
+
+
 @dataclass(frozen=True)
 class Cheat:
     """A cheating candidate and where the verifier must stop it.
 
     Attributes:
         name: file stem in tests/verifier/cheats/. kind: the threat it implements.
-        full: expected stage with every layer.
-        dynamic: expected stage with the static stage skipped, on the CPU (None: invisible on the CPU).
-        gpu: expected stage with the static stage skipped on a GPU (None: same as `dynamic`).
-        reason: substring of the dynamic-only verdict's reasons.
-        unguarded: expected stage with the static stage and the torch compute guard both off (None: not run).
-        gpu_full: expected stage with every layer on a GPU (None: same as `full`; "pass" marks a known gap).
+        Expected stages (`Stages`: one stage or a tuple of acceptable ones; check with `accepts`):
+        full: with every layer.
+        dynamic: with the static stage skipped, on the CPU (None: invisible on the CPU).
+        gpu: with the static stage skipped on a GPU (None: same as `dynamic`).
+        reason: substring of the dynamic-only verdict's reasons (on the CPU).
+        unguarded: with the static stage and the torch compute guard both off (None: not run).
+        gpu_full: with every layer on a GPU (None: same as `full`; "pass" marks a known gap).
     """
 
     name: str
     kind: str
-    full: str
-    dynamic: str | None
+    full: Stages
+    dynamic: Stages | None
     reason: str
-    gpu: str | None = None
-    unguarded: str | None = None
-    gpu_full: str | None = None
+    gpu: Stages | None = None
+    unguarded: Stages | None = None
+    gpu_full: Stages | None = None
 
     @property
     def path(self) -> Path:
         return CHEATS_DIR / f"{self.name}.py"
 
     @property
-    def gpu_dynamic(self) -> str | None:
+    def gpu_dynamic(self) -> Stages | None:
         return self.gpu or self.dynamic
 
     @property
-    def gpu_full_stage(self) -> str:
+    def gpu_full_stage(self) -> Stages:
         return self.gpu_full or self.full
 
 
@@ -102,10 +116,13 @@ CHEATS: tuple[Cheat, ...] = (
           "reference.py"),
     Cheat("format_readout_host", "library call instead of a kernel (host read-out via format)", S, R,
           "host read-out"),
-    Cheat("guard_mode_switch", "behaving differently when checked than when timed", S, M, "outside |got-expected|"),
+    # dynamic only on a GPU: its probe (__index__ calls while torch.empty parses its argument) answered "checked" on
+    # the H200's torch build, so it took the torch path, which the guard refuses (R); on the CPU the dropped features
+    # fail (M). Both are rejections.
+    Cheat("guard_mode_switch", "behaving differently when checked than when timed", S, M, "outside |got-expected|",
+          gpu=(M, R)),
     Cheat("prefix_truncation", "partial computation (truncated context)", M, M, "long prefix"),
-    Cheat("fp32_as_fp16", "precision downgrade / tolerance abuse (float32 computed in float16)", M, M, "fp32-inputs",
-          gpu_full="pass"),
+    Cheat("fp32_as_fp16", "precision downgrade / tolerance abuse (float32 computed in float16)", M, M, "fp32-inputs"),
     Cheat("alias_torch_direct", "library call instead of a kernel (module alias)", S, R, "forbidden torch operation"),
     Cheat("pickle_global", "library call instead of a kernel (pickle import)", S, R, "pickle.find_class"),
     Cheat("heads_subset_copy", "partial computation (one head per GQA group)", M, M, "outside |got-expected|"),

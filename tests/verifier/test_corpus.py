@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from agent.verifier import Verifier, VerifyOptions
-from tests.verifier.corpus import CHEATS, CHEATS_DIR, HONEST, THREAT_KINDS, Cheat
+from tests.verifier.corpus import CHEATS, CHEATS_DIR, HONEST, THREAT_KINDS, Cheat, accepts, stages_label
 
 pytestmark = pytest.mark.skipif(
     __import__("torch").cuda.is_available(), reason="CPU corpus run; the GPU run is scripts/verify_corpus_gpu.py")
@@ -36,10 +36,24 @@ def test_corpus_covers_every_threat_kind():
     assert len(HONEST) >= 3
 
 
+def test_an_expectation_is_a_verdict_stage_or_a_tuple_of_them():
+    from typing import get_args
+
+    from agent.verifier.verdict import Stage
+
+    assert accepts("mismatch", "mismatch") and not accepts("mismatch", "runtime_error")
+    assert accepts(("mismatch", "runtime_error"), "runtime_error") and not accepts(("mismatch",), "pass")
+    assert stages_label(("mismatch", "runtime_error")) == "mismatch|runtime_error" and stages_label("pass") == "pass"
+    for c in CHEATS:
+        for expected in (c.full, c.dynamic, c.gpu, c.unguarded, c.gpu_full):
+            for stage in (expected if isinstance(expected, tuple) else (expected,)):
+                assert stage is None or stage in get_args(Stage), (c.name, stage)
+
+
 @pytest.mark.parametrize("cheat", CHEATS, ids=lambda c: c.name)
 def test_cheat_is_rejected_at_its_stage(verifier, cheat: Cheat):
     verdict = _verify(verifier, cheat.path)
-    assert verdict.stage == cheat.full, verdict.summary()
+    assert accepts(cheat.full, verdict.stage), verdict.summary()
     assert verdict.reasons and not verdict.timed
     if cheat.full == "static_rejected":
         assert all(r.startswith("static rule ") for r in verdict.reasons[:-1])
@@ -53,14 +67,14 @@ STATIC_ONLY_ON_CPU = [c for c in CHEATS if c.full == "static_rejected" and c.dyn
 @pytest.mark.parametrize("cheat", STATIC_ONLY_ON_CPU, ids=lambda c: c.name)
 def test_dynamic_stage_alone_rejects_the_cheat(verifier, cheat: Cheat):
     verdict = _verify(verifier, cheat.path, skip_static=True)
-    assert verdict.stage == cheat.dynamic, verdict.summary()
+    assert accepts(cheat.dynamic, verdict.stage), verdict.summary()
     assert any(cheat.reason in r for r in verdict.reasons), verdict.summary()
 
 
 @pytest.mark.parametrize("cheat", [c for c in CHEATS if c.unguarded], ids=lambda c: c.name)
 def test_kernel_ablation_alone_catches_a_dead_kernel(verifier, cheat: Cheat):
     verdict = _verify(verifier, cheat.path, skip_static=True, compute_guard=False)
-    assert verdict.stage == cheat.unguarded, verdict.summary()
+    assert accepts(cheat.unguarded, verdict.stage), verdict.summary()
     assert any("dead kernel" in r for r in verdict.reasons), verdict.summary()
 
 
@@ -106,5 +120,5 @@ def test_timing_protocol_on_the_cpu_passes_an_honest_candidate(verifier):
 def test_replaying_cached_outputs_during_timing_is_caught_by_fresh_inputs(verifier):
     cheat = next(c for c in CHEATS if c.name == "replay_when_timed")
     verdict = _verify(verifier, cheat.path, skip_static=True, timing=True, case_ids=("gqa-4",), reps=6)
-    assert verdict.stage == cheat.gpu_dynamic == "mismatch", verdict.summary()
+    assert verdict.stage == "mismatch" and accepts(cheat.gpu_dynamic, verdict.stage), verdict.summary()
     assert cheat.reason in verdict.reasons[0]

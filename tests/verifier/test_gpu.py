@@ -6,7 +6,7 @@ import pytest
 
 from agent.verifier import Verifier, VerifyOptions
 from hardware_profiles import load_profile
-from tests.verifier.corpus import CHEATS, HONEST
+from tests.verifier.corpus import CHEATS, HONEST, accepts
 
 pytestmark = pytest.mark.gpu
 BY_NAME = {c.name: c for c in CHEATS}
@@ -33,4 +33,4 @@ def test_timing_attacks_fail_the_dynamic_stage_on_a_gpu(verifier, name):
     cheat = BY_NAME[name]
     verifier.options = VerifyOptions(device="cuda", skip_static=True, reps=10)
     verdict = verifier.verify(cheat.path)
-    assert verdict.stage == cheat.gpu_dynamic, verdict.summary()
+    assert accepts(cheat.gpu_dynamic, verdict.stage), verdict.summary()

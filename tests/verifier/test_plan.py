@@ -9,6 +9,7 @@ import torch
 from agent.verifier.plan import (
     ADVERSARIAL_Q_SCALE,
     LONG_PREFIX_KEYS,
+    REQUIRED_DTYPES,
     Plan,
     PlanSettings,
     adversarial_case,
@@ -77,6 +78,17 @@ def test_long_prefix_case_outruns_truncation_windows_and_stays_small_on_the_cpu(
     assert trial.case.params["sliding_window"] == -1  # every prefix key is visible to every query row
     gpu = long_prefix_case(TASK, random.Random(2), small=False)
     assert max(gpu.params["prefix_lens"]) > max(max(c.params["prefix_lens"]) for c in TASK.bench_cases)
+
+
+def test_float32_inputs_are_checked_on_every_device():
+    assert "float32" in REQUIRED_DTYPES
+    plan = build_plan(TASK, "cuda", GPU, random.Random(4))
+    (trial,) = [t for t in plan.trials if t.case.params["dtype"] == "float32"]  # bench and random cases: bfloat16
+    assert trial.kind == "check" and trial.label == "float32 inputs" and trial.case.id.startswith("float32-inputs-")
+    assert min(trial.case.params["extend_lens"]) >= 8 and trial.case.params["head_dim"] <= 64  # small: compile time
+    cpu = build_plan(TASK, "cpu", CPU)
+    assert "float32 inputs" not in {t.label for t in cpu.trials}  # the fp32-inputs test case covers it
+    assert any(t.case.params["dtype"] == "float32" for t in cpu.trials)
 
 
 def test_digest_is_bit_exact_and_deterministic_in_the_seed():

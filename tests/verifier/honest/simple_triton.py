@@ -3,7 +3,8 @@
 Grid (batch, num_q_heads, cdiv(max_len_extend, BLOCK_M)); each program loops over its sequence's prefix through
 kv_indices, then over the extend keys, with an fp32 online softmax. Head dims above 256 are split into a
 power-of-two main part and a positional remainder (576 = 512 + 64); smaller ones are padded and masked.
-Lengths are read from the index tensors on the device (no host synchronization).
+Lengths are read from the index tensors on the device (no host synchronization). Float32 inputs are computed in
+IEEE float32 (``input_precision="ieee"``: no tf32 dots).
 """
 
 import math
@@ -20,13 +21,21 @@ def _tanh(x):
 
 
 @triton.jit
+def _dot(a, b):
+    if a.dtype == tl.float32:  # static: float32 calls get IEEE float32 dots, not Triton's tf32 default
+        return tl.dot(a, b, input_precision="ieee")
+    else:
+        return tl.dot(a, b)
+
+
+@triton.jit
 def _scores(q, q_pe, k_ptrs, kpe_ptrs, k_mask, kpe_mask, sm_scale, logit_cap,
             HAS_PE: tl.constexpr, HAS_CAP: tl.constexpr):
     k = tl.load(k_ptrs, mask=k_mask, other=0.0)
-    s = tl.dot(q, k)
+    s = _dot(q, k)
     if HAS_PE:
         k_pe = tl.load(kpe_ptrs, mask=kpe_mask, other=0.0)
-        s += tl.dot(q_pe, k_pe)
+        s += _dot(q_pe, k_pe)
     s = s * sm_scale
     if HAS_CAP:
         s = logit_cap * _tanh(s / logit_cap)
@@ -41,7 +50,7 @@ def _softmax_step(s, visible, m_i, l_i, acc, v):
     alpha = tl.exp(m_i - m_safe)
     p = tl.exp(s - m_safe[:, None])
     l_i = l_i * alpha + tl.sum(p, 1)
-    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+    acc = acc * alpha[:, None] + _dot(p.to(v.dtype), v)
     return m_new, l_i, acc
 
 
