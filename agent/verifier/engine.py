@@ -3,7 +3,7 @@ plausibility gate (shared/reference/verifier_threats.md, "How strong harnesses a
 
 Use `Verifier` to verify many candidates with one sandbox zygote (the start-up cost of torch and triton is paid
 once; every candidate still runs in fresh processes: by default two at once, the plan's trials split between them
-so that their Triton compilations overlap, see `VerifyOptions.parallel_children` and `dynamic.ParallelRun`).
+so that their Triton compilations overlap, see `VerifyOptions.parallel_children` and `parallel.ParallelRun`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from typing import Any
 import torch
 
 from agent.roofline import RooflineUnknown, fraction_of_floor, roofline_floor_us
-from agent.verifier.dynamic import DynamicRun, Outcome, ParallelRun
+from agent.verifier.dynamic import DynamicRun, Outcome
+from agent.verifier.parallel import ParallelRun
 from agent.verifier.plan import Plan, PlanSettings, build_plan, split_plan
 from agent.verifier.sandbox import ChildProcess, Sandbox
 from agent.verifier.static_rules import check_source

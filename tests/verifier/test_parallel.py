@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 import torch
 
-import agent.verifier.dynamic as dynamic
+import agent.verifier.parallel as parallel
 import agent.verifier.plan as plan_module
 import agent.verifier.sandbox as sandbox_module
 from agent.verifier import Verifier, VerifyOptions
-from agent.verifier.dynamic import STOPPED_BECAUSE, DynamicRun, ParallelRun
+from agent.verifier.dynamic import DynamicRun
+from agent.verifier.parallel import STOPPED_BECAUSE, ParallelRun
 from agent.verifier.plan import Plan, PlanSettings, Trial, build_plan, split_plan
 from kernels.task import load_task
 from tests.verifier.corpus import CHEATS, HONEST
@@ -335,7 +336,7 @@ def test_merged_errors_sum_counts_and_keep_the_worst():
                    max_rel_error=0.1, atol=1e-3, rtol=1e-3)
     b = CaseErrors(case_id="x", trials=2, elements=5, mismatches=0, nonfinite=2, max_abs_error=0.2,
                    max_rel_error=0.3, atol=1e-3, rtol=1e-3)
-    m = dynamic._merge_errors(a, b)
+    m = parallel._merge_errors(a, b)
     assert (m.trials, m.elements, m.mismatches, m.nonfinite) == (3, 15, 1, 2)
     assert (m.max_abs_error, m.max_rel_error) == (0.5, 0.3)
-    assert dynamic._merge_errors(None, b) is b
+    assert parallel._merge_errors(None, b) is b
