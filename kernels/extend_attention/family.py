@@ -190,7 +190,8 @@ def _v_is_view_of_k(k_buffer: torch.Tensor, v_buffer: torch.Tensor) -> bool:
 
 def _chip_has_tma(device: torch.device) -> bool:
     """Whether descriptor loads can run on `device`: the interpreter (CPU tensors), or an NVIDIA GPU of compute
-    capability >= 9.0 (Triton's own target query, the one it compiles for)."""
+    capability >= 9.0. The query is Triton's own target query (the call Triton makes itself on each kernel's first
+    launch on a device, the target it compiles for); it is only reached when ``tma`` is requested."""
     if device.type != "cuda":
         return True
     if torch.version.hip is not None:
