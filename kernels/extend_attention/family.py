@@ -271,12 +271,6 @@ def run_family(
     block_d, block_dpe, block_dv = head_dim_blocks(prob.head_dim, prob.head_dim_v)
     v_is_k = (_v_is_view_of_k(k_buffer, v_buffer) and _v_is_view_of_k(k_extend, v_extend)
               and block_dv == block_d == prob.head_dim_v)
-    fitted = fit_to_chip(config, prob, limits, v_is_k)
-    fit_key = (config, prob.dtype, block_d, block_dpe, block_dv, v_is_k, limits, q_extend.device)
-    config = _KNOWN_FITS.get(fit_key, fitted)
-    scale = resolve_sm_scale(sm_scale, prob.head_dim)
-    use_mask = custom_mask is not None
-    dummy = qo_indptr
     contig = _pregathers(config, prob.total_prefix, k_buffer, v_buffer)
     if contig:  # prefix rows in sequence order: row t of sequence b at kv_indptr[b] + t
         k_buffer = gather_rows(k_buffer, kv_indices, 0)
@@ -285,6 +279,13 @@ def run_family(
     tma_ext = tma and _describable(k_extend, prob.head_dim) and _describable(v_extend, prob.head_dim_v)
     tma_prefix = (tma and contig and _describable(k_buffer, prob.head_dim)
                   and _describable(v_buffer, prob.head_dim_v))
+    fitted = fit_to_chip(config, prob, limits, v_is_k)
+    fit_key = (config, prob.dtype, block_d, block_dpe, block_dv, v_is_k, tma_ext, tma_prefix, limits,
+               q_extend.device)
+    config = _KNOWN_FITS.get(fit_key, fitted)
+    scale = resolve_sm_scale(sm_scale, prob.head_dim)
+    use_mask = custom_mask is not None
+    dummy = qo_indptr
 
     def launch(config: FamilyConfig) -> tuple[int, torch.Tensor, torch.Tensor]:
         splits = config.num_splits or auto_splits(config, prob, limits)
