@@ -240,7 +240,8 @@ def tma_plan(config: FamilyConfig, q_extend: torch.Tensor, k_extend: torch.Tenso
     return extend, _pregathers(config, kv_indices.shape[0], k_buffer, v_buffer)
 
 
-#: Configuration that launched, per (requested config, dtype, head-dim blocks, V-is-K, chip limits, device), after
+#: Configuration that launched, per (requested config, dtype, head-dim blocks, V-is-K, descriptor use (extend,
+#: prefix), chip limits, device), after
 #: shrinking on an OutOfResources refusal, so the refusal (raised while compiling, before anything runs) is paid once.
 _KNOWN_FITS: dict[tuple[Any, ...], FamilyConfig] = {}
 
