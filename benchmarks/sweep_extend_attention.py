@@ -21,7 +21,7 @@ import torch  # noqa: E402
 
 from benchmarks._util import environment, input_sets, max_error, reference_output, roofline, write_json  # noqa: E402
 from kernels.extend_attention import baseline, extend_attention_fwd  # noqa: E402
-from kernels.extend_attention.family import FamilyConfig, run_family  # noqa: E402
+from kernels.extend_attention.family import FamilyConfig, run_family, tma_plan  # noqa: E402
 from kernels.extend_attention.spec import TASK  # noqa: E402
 from kernels.task import Case  # noqa: E402
 from kernels.timing import bench  # noqa: E402
@@ -64,7 +64,9 @@ def focus_configs(rows: int, d_total: int, group: int) -> list[FamilyConfig]:
 
 
 def compute_configs(rows: int, d_total: int, group: int) -> list[FamilyConfig]:
-    """Sweep 4 (compute-bound cases): prefix pre-gather x load stages x loop pipelining around the tile winners."""
+    """Sweep 4 (compute-bound cases): prefix pre-gather x load stages x loop pipelining around the tile winners,
+    and the same tiles x stages x pre-gather with TMA descriptor loads (tma; gather_stages 0: with tma the prefix
+    is either pre-gathered, a box per tile, or gathered through pointers as before). At most 60 per case."""
     if rows <= 64:
         return []
     if d_total > 512:
@@ -78,9 +80,13 @@ def compute_configs(rows: int, d_total: int, group: int) -> list[FamilyConfig]:
         stages = (2, 3, 4)
     out = [FamilyConfig(bm, bn, w, st, 1, pack, gather_stages=gs, pregather=pg)
            for bm, bn, w, pack in tiles for st in stages for gs in (0, 3) for pg in (False, True)]
+    if d_total <= 512:  # MLA (d_total 1088) has a rope part: never descriptor loads (FamilyConfig docstring)
+        out += [FamilyConfig(bm, bn, w, st, 1, pack, pregather=pg, tma=True)
+                for bm, bn, w, pack in tiles for st in stages for pg in (False, True)]
     if group > 1 and d_total <= 256:
         out += [FamilyConfig(128, 128, 8, 3, 1, True, gather_stages=gs, pregather=pg) for gs in (0, 3)
                 for pg in (False, True)]
+        out += [FamilyConfig(128, 128, 8, 3, 1, True, pregather=pg, tma=True) for pg in (False, True)]
     return out
 
 
@@ -165,11 +171,13 @@ def time_case(case: Case, peaks: tuple[float, float], reps: int) -> dict:
     sets = input_sets(case, 2)
     ref = reference_output(sets[0])
     row: dict = {"case": case.id, "configs": []}
-    providers = [("baseline", baseline.extend_attention_fwd), ("tuned", extend_attention_fwd)]
-    providers += [(f"cfg:{cfg.to_dict()}", (lambda c: lambda **a: run_family(c, **a))(cfg))
+    providers = [("baseline", baseline.extend_attention_fwd, None), ("tuned", extend_attention_fwd, None)]
+    providers += [(f"cfg:{cfg.to_dict()}", (lambda c: lambda **a: run_family(c, **a))(cfg), cfg)
                   for cfg in sweep_configs(case)]
-    for name, fn in providers:
+    for name, fn, cfg in providers:
         entry = {"name": name}
+        if cfg is not None and cfg.tma:  # whether descriptors really ran (extend, prefix) or it fell back
+            entry["tma_used"] = list(tma_plan(cfg, **sets[0]))
         try:
             sets[0]["o_extend"].fill_(float("nan"))
             fn(**sets[0])
@@ -198,6 +206,11 @@ def summarize(rows: list[dict]) -> None:
               f"{100 * best.get('fraction_of_floor', 0):6.1f}%  {best.get('name', '-')[4:]}")
         for e in sorted(good, key=lambda e: e["time_us"])[1:4]:
             print(f"{'':38s}{e['time_us']:10.1f} {100 * e.get('fraction_of_floor', 0):6.1f}%  {e['name'][4:]}")
+        tma = [e for e in good if "'tma': True" in e["name"]]
+        if tma:  # the knob's question: best with descriptor loads against the best overall
+            t = min(tma, key=lambda e: e["time_us"])
+            print(f"{'':16s} best tma: {t['time_us']:10.1f} {100 * t.get('fraction_of_floor', 0):6.1f}%  "
+                  f"used (extend, prefix)={t.get('tma_used')}  {t['name'][4:]}")
         bad = [e["name"] for e in row["configs"] if e.get("ok") is False]
         if bad:
             print(f"   MISMATCH: {bad[:5]}")

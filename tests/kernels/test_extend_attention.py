@@ -18,6 +18,11 @@ FAMILY = {
     "nosplit-nopack": FamilyConfig(block_m=32, block_n=16, num_splits=1, pack_gqa=False, heavy_first=False),
     "split2-nopack": FamilyConfig(block_m=16, block_n=32, num_splits=2, pack_gqa=False),
     "pregather-split2": FamilyConfig(block_m=32, block_n=16, num_splits=2, pack_gqa=False, pregather=True),
+    # tensor-descriptor loads where the conditions hold (fp16/bf16, D == D_v a power of two: most edge cases),
+    # the pointer path elsewhere (head dims 13/80/96/192/576, float32); tests/kernels/test_tma.py checks which
+    "tma-split2-pack": FamilyConfig(block_m=16, block_n=32, num_splits=2, pack_gqa=True, tma=True),
+    "tma-pregather-split3": FamilyConfig(block_m=32, block_n=16, num_splits=3, pack_gqa=False, pregather=True,
+                                         tma=True),
 }
 IMPLS = {"baseline": baseline.extend_attention_fwd, "tuned": extend_attention_fwd}
 IMPLS.update({name: (lambda c: lambda **a: run_family(c, **a))(cfg) for name, cfg in FAMILY.items()})
@@ -35,7 +40,7 @@ def test_random_shapes_match_reference(draw, device):
     case = TASK.random_case(rng, small=True)
     cfg = FamilyConfig(block_m=rng.choice([16, 32]), block_n=rng.choice([16, 32]),
                        num_splits=rng.choice([0, 1, 2, 5]), pack_gqa=rng.random() < 0.5,
-                       pregather=rng.random() < 0.5)
+                       pregather=rng.random() < 0.5, tma=rng.random() < 0.5)
     check_impl(lambda **a: run_family(cfg, **a), case, device)
     check_impl(baseline.extend_attention_fwd, case, device)
 

@@ -7,7 +7,7 @@ import torch
 
 from kernels.extend_attention import baseline, extend_attention_fwd
 from kernels.extend_attention.cases import BENCH_CASES, TEST_CASES
-from kernels.extend_attention.family import FamilyConfig, run_family
+from kernels.extend_attention.family import FamilyConfig, run_family, tma_plan
 from kernels.extend_attention.spec import TASK, make_inputs, reference
 from kernels.task import Case
 from tests.kernels.helpers import check_impl
@@ -18,7 +18,11 @@ IMPLS = {
     "tuned": extend_attention_fwd,
     "split4-pack": lambda **a: run_family(FamilyConfig(16, 64, 4, 3, 4, True), **a),
     "m128-nopack": lambda **a: run_family(FamilyConfig(128, 64, 8, 3, 1, False), **a),
+    "tma-m128-nopack": lambda **a: run_family(FamilyConfig(128, 64, 8, 3, 1, False, tma=True), **a),
+    "tma-pregather-split4-pack": lambda **a: run_family(
+        FamilyConfig(16, 64, 4, 3, 4, True, pregather=True, tma=True), **a),
 }
+TMA_COMPUTE = FamilyConfig(128, 64, 8, 3, 1, False, pregather=True, tma=True)
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -94,3 +98,33 @@ def test_a_configuration_triton_refuses_for_shared_memory_is_shrunk_until_it_com
     check_impl(lambda **a: run_family(cfg, limits=huge, **a), TASK.case("qk192-v128"), "cuda", "float16")
     fitted = [v for k, v in family._KNOWN_FITS.items() if k[0] == cfg]
     assert fitted and fitted[0] != cfg  # a smaller configuration was remembered
+
+
+def _hopper() -> bool:
+    return torch.version.hip is None and torch.cuda.get_device_capability()[0] >= 9
+
+
+@pytest.mark.parametrize("case_id", ["prefill", "chunked-prefill", "mixed-batch", "ragged"])
+def test_tma_on_the_compute_bound_cases(case_id):
+    """On Hopper the descriptor path runs on the bench shapes (bf16, D=128, contiguous heads) and matches."""
+    case = TASK.case(case_id)
+    args = make_inputs(case, 77, "cuda")
+    has_prefix = args["kv_indices"].shape[0] > 0
+    assert tma_plan(TMA_COMPUTE, **args) == ((True, has_prefix) if _hopper() else (False, False))
+    check_impl(lambda **a: run_family(TMA_COMPUTE, **a), case, "cuda", seed=77)
+
+
+def test_tma_launch_path_has_no_host_sync_and_no_allocation():
+    """Host-side descriptors are Python objects passed by value: no device allocation, no sync per call."""
+    args = make_inputs(TASK.case("mixed-batch"), 3, "cuda")
+    run_family(TMA_COMPUTE, **args)  # compile, size the workspaces
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_stats()["allocation.all.allocated"]
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        run_family(TMA_COMPUTE, **args)
+        run_family(TMA_COMPUTE, **args)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    torch.cuda.synchronize()
+    assert torch.cuda.memory_stats()["allocation.all.allocated"] == before
