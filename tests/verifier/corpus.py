@@ -167,4 +167,6 @@ HONEST: tuple[Honest, ...] = (
     Honest("family_nosplit_nopack", HERE / "honest" / "family_nosplit_nopack.py", "family: one pass, no packing"),
     Honest("tuned_wrapper", HERE / "honest" / "tuned_wrapper.py", "the optimized entry point, wrapped"),
     Honest("simple_triton", HERE / "honest" / "simple_triton.py", "a plain one-pass Triton kernel"),
+    Honest("family_pregather_tma", HERE / "honest" / "family_pregather_tma.py",
+           "family: prefix pre-gathered, TMA descriptor loads, split-KV 2"),
 )
