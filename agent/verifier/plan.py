@@ -183,15 +183,35 @@ def dtype_case(task: TaskSpec, rng: random.Random, small: bool, dtype: str) -> C
     return Case(f"{dtype}-inputs-{base.id.split('-')[-1]}", params, base.seed, "dtype")
 
 
+#: Extend lengths (query tokens) of the hidden long-extend trial: more rows than one query block holds (BLOCK_M is at
+#: most 128 rows in the project's kernels, and every other CPU trial has <= 24 tokens), so the second and later blocks
+#: and the causal bound between blocks are checked; on a GPU longer than one 1024-row block as well.
+LONG_EXTEND_TOKENS = {True: (130, 300), False: (1100, 2500)}
+
+
+def long_extend_case(task: TaskSpec, rng: random.Random, small: bool) -> Case:
+    """A hidden causal case whose first sequence has more query tokens than a query block holds (a kernel wrong
+    only in later blocks or at block edges -- a causal off-by-one -- fails it), a short second sequence, short
+    prefixes; other features as drawn. Found necessary by a fresh-clone walkthrough: an off-by-one in the
+    baseline's causal bound passed every CPU trial. Few, narrow heads on the CPU (4 q / 2 KV heads, head_dim 16)."""
+    base = task.random_case(rng, small)
+    low, high = LONG_EXTEND_TOKENS[small]
+    params = {**dict(base.params), "extend_lens": [rng.randint(low, high), rng.randint(1, 20)],
+              "prefix_lens": [rng.randint(0, 40), rng.randint(0, 40)], "is_causal": True, "custom_mask": False}
+    if small:
+        params.update(num_q_heads=4, num_kv_heads=2, head_dim=16, head_dim_v=16)
+    return Case(f"long-extend-{base.id.split('-')[-1]}", params, base.seed, "long-extend")
+
+
 def _selected(cases: tuple[Case, ...], ids: tuple[str, ...]) -> list[Case]:
     return [c for c in cases if not ids or c.id in ids]
 
 
 def build_plan(task: TaskSpec, device: str, settings: PlanSettings, rng: random.Random | None = None) -> Plan:
     """Trials in the order the child runs them: a hidden random case, its in-place perturbation, large logits,
-    a long prefix, the bench and/or test cases, a hidden case in each of `REQUIRED_DTYPES` that no trial so far
-    uses (float32 on a GPU, where bench and random cases are bfloat16), more hidden random cases (one repeated
-    with a new seed), the kernel ablation; then the timing plan: the bench cases (the selected test cases when no
+    a long prefix, a long extend, the bench and/or test cases, a hidden case in each of `REQUIRED_DTYPES` that no
+    trial so far uses (float32 on a GPU, where bench and random cases are bfloat16), more hidden random cases (one
+    repeated with a new seed), the kernel ablation; then the timing plan: the bench cases (the selected test cases when no
     bench case is checked -- a CPU protocol test); rotation set 0 reuses the case's trial seed."""
     rng = rng or secret_rng()
     trials: list[Trial] = []
@@ -205,6 +225,7 @@ def build_plan(task: TaskSpec, device: str, settings: PlanSettings, rng: random.
     add("perturb", first.case, "same buffers, perturbed values", base=first.id, perturb_seed=_seed(rng))
     add("check", adversarial_case(task, rng, settings.small), "large logits")
     add("check", long_prefix_case(task, rng, settings.small), "long prefix")
+    add("check", long_extend_case(task, rng, settings.small), "long extend")
     bench_seed: dict[str, int] = {}
     if settings.include_bench_cases:
         for case in _selected(task.bench_cases, settings.case_ids):

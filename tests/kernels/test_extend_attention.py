@@ -8,9 +8,10 @@ import pytest
 import torch
 
 from kernels.extend_attention import baseline, extend_attention_fwd
-from kernels.extend_attention.cases import TEST_CASES
+from kernels.extend_attention.cases import TEST_CASES, full_params
 from kernels.extend_attention.family import FamilyConfig, run_family
 from kernels.extend_attention.spec import TASK, make_inputs
+from kernels.task import Case
 from tests.kernels.helpers import check_impl
 
 FAMILY = {
@@ -85,3 +86,14 @@ def test_empty_batch_is_a_no_op(device):
         args[key] = args[key][:0]
     args["qo_indptr"] = torch.zeros_like(args["qo_indptr"])
     assert extend_attention_fwd(**args).shape[0] == 0
+
+
+#: More query tokens than one 128-row block (every TEST_CASES entry has <= 17): the second block and the causal bound
+#: between blocks run too (a causal off-by-one at block edges passed the short cases).
+LONG_EXTEND = Case("long-extend", full_params(dict(extend_lens=[150, 7], prefix_lens=[9, 0], num_q_heads=4,
+                                                  num_kv_heads=2, head_dim=16, dtype="float16")), 31, "edge")
+
+
+@pytest.mark.parametrize("impl", sorted(IMPLS))
+def test_more_query_rows_than_one_block_match_reference(impl, device):
+    check_impl(IMPLS[impl], LONG_EXTEND, device)

@@ -1,0 +1,50 @@
+"""The hidden long-extend trial: a kernel wrong only past the first query block is rejected (CPU, interpreter).
+
+A fresh-clone walkthrough found that the baseline with a causal off-by-one (each 128-row query block stopping its
+extend keys one short) passed every CPU trial, all of which had <= 24 extend tokens. The candidate here is made at
+test time from the real baseline's source, so it stays that kernel with exactly one edit.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from agent.verifier import Verifier, VerifyOptions
+from agent.verifier.plan import LONG_EXTEND_TOKENS, PlanSettings, build_plan, long_extend_case
+from kernels.extend_attention.spec import TASK
+
+BASELINE = Path(__file__).resolve().parents[2] / "kernels" / "extend_attention" / "baseline.py"
+RIGHT = "end_n = tl.minimum(ext_len, (block_m + 1) * BLOCK_M)"
+OFF_BY_ONE = "end_n = tl.minimum(ext_len, (block_m + 1) * BLOCK_M - 1)"
+
+
+def test_long_extend_case_has_more_rows_than_a_query_block():
+    for small, block in ((True, 128), (False, 1024)):
+        case = long_extend_case(TASK, random.Random(5), small)
+        low, high = LONG_EXTEND_TOKENS[small]
+        assert block < low <= case.params["extend_lens"][0] <= high
+        assert case.params["is_causal"] and not case.params["custom_mask"]
+    cpu = long_extend_case(TASK, random.Random(6), True)
+    assert cpu.params["head_dim"] == 16 and cpu.params["num_q_heads"] == 4  # kept cheap for the interpreter
+
+
+def test_every_plan_has_a_long_extend_trial():
+    settings = PlanSettings(include_test_cases=True, include_bench_cases=False, random_cases=2, small=True,
+                            timing=False)
+    labels = [t.label for t in build_plan(TASK, "cpu", settings).trials]
+    assert labels.count("long extend") == 1
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="CPU (interpreter) check")
+def test_a_causal_off_by_one_at_block_edges_is_rejected(tmp_path):
+    source = BASELINE.read_text()
+    assert source.count(RIGHT) == 1
+    candidate = tmp_path / "baseline_off_by_one.py"
+    candidate.write_text(source.replace(RIGHT, OFF_BY_ONE))
+    with Verifier("extend_attention", options=VerifyOptions(device="cpu", timeout_s=300)) as verifier:
+        verdict = verifier.verify(candidate)
+    assert verdict.stage == "mismatch", verdict.summary()
+    assert "long extend" in " ".join(verdict.reasons)
