@@ -211,8 +211,8 @@ def build_plan(task: TaskSpec, device: str, settings: PlanSettings, rng: random.
     """Trials in the order the child runs them: a hidden random case, its in-place perturbation, large logits,
     a long prefix, a long extend, the bench and/or test cases, a hidden case in each of `REQUIRED_DTYPES` that no
     trial so far uses (float32 on a GPU, where bench and random cases are bfloat16), more hidden random cases (one
-    repeated with a new seed), the kernel ablation; then the timing plan: the bench cases (the selected test cases when no
-    bench case is checked -- a CPU protocol test); rotation set 0 reuses the case's trial seed."""
+    repeated with a new seed), the kernel ablation; then the timing plan: the bench cases (the selected test cases
+    when no bench case is checked -- a CPU protocol test); rotation set 0 reuses the case's trial seed."""
     rng = rng or secret_rng()
     trials: list[Trial] = []
 
