@@ -213,7 +213,8 @@ def search(query: str, chip: str | None = None, k: int = 5, collections: tuple[s
         candidates: records taken from each ranked list before fusion (default max(10k, 100)).
 
     Returns:
-        Up to `k` hits sorted by fused score (ties broken by dense rank).
+        Up to `k` hits sorted by fused score (ties broken by dense rank), lists of sources (`is_reference_list`)
+        after every other hit.
 
     Raises:
         BadInputError: empty query, k outside 1..`MAX_K`, unknown collection, or a chip with no records (the
@@ -252,8 +253,23 @@ def search(query: str, chip: str | None = None, k: int = 5, collections: tuple[s
                 entry = fused.setdefault((name, rid), {"text": text, "meta": meta, "score": 0.0})
                 entry["score"] += 1.0 / (RRF_K + rank)
                 entry[label] = rank
-    ranked = sorted(fused.items(), key=lambda kv: (-kv[1]["score"], kv[1].get("dense", 10**9)))
+    ranked = sorted(fused.items(), key=lambda kv: (is_reference_list(kv[1]["meta"]), -kv[1]["score"],
+                                                   kv[1].get("dense", 10**9)))
     return [_hit(name, rid, entry) for (name, rid), entry in ranked[:k]]
+
+
+#: Last headings of a document's list of sources. Such a list names every topic of its document, so it matches many
+#: questions (lexically and by embedding) while stating none of the facts: `chiplore ask "warp size" --chip h200`
+#: returned the H200 note's "Sources" chunk above "Compute units and threads", which says "Warp size: 32".
+REFERENCE_LIST_HEADINGS = frozenset({"sources", "references", "bibliography", "citations", "further reading",
+                                     "works cited", "sources and references"})
+
+
+def is_reference_list(meta: dict[str, Any]) -> bool:
+    """Whether a record is (part of) a list of sources: its innermost heading is one of `REFERENCE_LIST_HEADINGS`.
+    `search` ranks such records after every other hit (their fused score is kept as is)."""
+    section = str(meta.get("section") or "")
+    return section.rsplit(" > ", 1)[-1].strip().lower() in REFERENCE_LIST_HEADINGS
 
 
 def _chip_without_records(chip: str, chips: list[str]) -> str:

@@ -129,3 +129,18 @@ def test_bm25s_import_keeps_jax_off_the_gpu(tmp_path):
     env["JAX_PLATFORMS"] = "cuda"  # a user's explicit choice is kept
     subprocess.run([sys.executable, "-c", code], env=env, check=True, cwd=root)
     assert (tmp_path / "seen.txt").read_text() == "cuda false"
+
+
+def test_a_list_of_sources_ranks_after_the_passage_that_states_the_fact(chiplore_home, embedder, tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "w7.md").write_text(
+        "# Wombat W7 notes\n\n## Compute units and threads\n\nWarp size: 32 threads. 64 compute units.\n\n"
+        "## Sources\n\n- Wombat W7 warp size and warp scheduling whitepaper (warp size, warps, threads)\n"
+        "- Wombat W7 programming guide: warp size\n")
+    onboard("w7", [notes], progress=False)
+    hits = search("warp size", chip="w7", k=2)
+    assert "Warp size: 32" in hits[0].text
+    assert len(hits) == 2 and hits[1].section.endswith("Sources")
+    assert retrieval.is_reference_list({"section": "Wombat W7 notes > Sources"})
+    assert not retrieval.is_reference_list({"section": "Wombat W7 notes > Compute units and threads"})
