@@ -361,3 +361,14 @@ def chain_is_module(dotted: str) -> bool:
         return isinstance(sys.modules.get(parts[0]), types.ModuleType)
     found = list(modules_on_chain(dotted))
     return bool(found) and found[-1][0] == dotted
+
+
+def imported_modules(tree: ast.AST) -> set[str]:
+    """Modules a file names in its own import statements (``import a.b``, ``from a.b import c``)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+    return names

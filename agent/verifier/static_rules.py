@@ -21,6 +21,7 @@ from agent.verifier.static_analysis import (
     assign_targets,
     chain_is_module,
     functions,
+    imported_modules,
     literal_ints,
     math_receiver,
     module_statement,
@@ -406,11 +407,13 @@ def _no_module_escape(src: Source) -> Iterator[Finding]:
     for node in ast.walk(src.tree):
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             chains += [(node, f"{node.module}.{a.name}") for a in node.names]
+    imported = imported_modules(src.tree)  # judged by the import rules already (one reason, the right one)
     for node, name in chains:
         for prefix, module in modules_on_chain(name):
-            if not policy.module_reachable(module.__name__, src.package):
+            if module.__name__ not in imported and not policy.module_reachable(module.__name__, src.package):
                 yield node, f"{prefix} is the module {module.__name__}"
                 break
+
 
 
 @rule("no-module-value", "a module bound to a new name, passed or stored (T = torch) hides every later use of it "

@@ -211,3 +211,11 @@ def test_literal_comparisons_on_head_dims_and_thresholds_are_allowed():
     body = ("if q_extend.shape[2] == 128 or v_extend.shape[-1] in (64, 512):\n        n = n + 0\n"
             "    if max_len_extend > 4096 and q_extend.shape[0] >= 16:\n        n = n + 0")
     assert "no-literal-shape-branch" not in rules_hit(candidate(body=body))
+
+
+def test_a_module_imported_by_name_is_judged_by_the_import_rules_only():
+    top = "from kernels.extend_attention.reference import reference_extend_attention"
+    hits = rules_hit(candidate(top=top, body="out = reference_extend_attention"))
+    assert "no-reference-import" in hits and "no-module-escape" not in hits  # one reason, the one that applies
+    escape = candidate(top="from torch import serialization", body="p = serialization.pickle")
+    assert "no-module-escape" in rules_hit(escape)  # a module reached beyond the imported one is still an escape
