@@ -9,6 +9,7 @@ so that their Triton compilations overlap, see `VerifyOptions.parallel_children`
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import time
 from pathlib import Path
@@ -169,7 +170,8 @@ class Verifier:
         verdict = Verdict(stage="pass", device=_device_name(device), versions=_versions(), config=config,
                           errors=outcome.errors, **base)
         if outcome.stage:
-            verdict.stage, verdict.reasons = outcome.stage, outcome.reasons  # type: ignore[assignment]
+            verdict.stage = outcome.stage  # type: ignore[assignment]
+            verdict.reasons = [_own_name(r, path.name) for r in outcome.reasons]
         self._timing_verdict(verdict, outcome, plan.timing is not None, device)
         return verdict
 
@@ -224,6 +226,16 @@ class Verifier:
         if too_fast:
             verdict.stage = "too_fast_to_be_true"
             verdict.reasons = too_fast
+
+
+#: The sandbox's byte copy of the candidate, as reasons name it: ``candidate.py:224`` (possibly with the scratch
+#: directory before it) or ``(candidate line 228)``.
+_SANDBOX_COPY = re.compile(r"(?<![\w.-])(?:/[^\s:'\"()]*/)?candidate\.py\b|\bcandidate(?= line \d)")
+
+
+def _own_name(reason: str, name: str) -> str:
+    """`reason` naming the user's file instead of the sandbox's copy (same bytes, so the same line numbers)."""
+    return _SANDBOX_COPY.sub(lambda _: name, reason)
 
 
 def _device_name(device: str) -> str:
