@@ -31,7 +31,7 @@ from kernels.timing import L2_FLUSH_BYTES
 from knowledge.errors import BadInputError
 
 ROOT = Path(__file__).resolve().parents[2]
-#: Static violations listed one per reason; the rest are summarized in one line.
+#: Static violations listed one per reason (every violated rule at least once); the rest summarized in one line.
 MAX_STATIC_REASONS = 12
 
 
@@ -104,11 +104,7 @@ class Verifier:
             return Verdict(stage="compile_error", reasons=[report.syntax_error], config=config,
                            timing_note="not timed: the file does not parse", **base)
         if report.violations and not self.options.skip_static:
-            reasons = [v.reason(path.name) for v in report.violations[:MAX_STATIC_REASONS]]
-            if len(report.violations) > MAX_STATIC_REASONS:
-                rules = sorted({v.rule for v in report.violations[MAX_STATIC_REASONS:]})
-                reasons.append(f"... and {len(report.violations) - MAX_STATIC_REASONS} more violations of {rules}")
-            return Verdict(stage="static_rejected", reasons=reasons,
+            return Verdict(stage="static_rejected", reasons=report.reasons(path.name, MAX_STATIC_REASONS),
                            config=config, timing_note="not timed: rejected by the static rules", **base)
         return None
 
