@@ -85,7 +85,7 @@ def optimize_cmd(
     report: bool = typer.Option(True, "--report/--no-report", help="write the report at the end"),
     as_json: bool = typer.Option(False, "--json", help="print a JSON summary (schema in the module docstring)"),
 ) -> None:
-    """Optimize TASK for chip C in a closed loop with retrieval; verified, checkpointed, resumable.
+    """Optimize TASK for the chip named by --chip in a closed loop with retrieval; verified, checkpointed, resumable.
 
     Everything the run needs (task, cases, chip profile, knowledge store, proposer and its LLM endpoint) is checked
     before the run folder is created. Exit codes: 0 finished, 1 error (one line), 3 stopped on an error and
