@@ -121,6 +121,7 @@ def test_a_hanging_candidate_is_killed_at_the_timeout(verifier, tmp_path):
     verifier.options = VerifyOptions(device="cpu", timeout_s=6, skip_static=True)
     verdict = verifier.verify(_write(tmp_path, "while True:\n    pass\n"))
     assert verdict.stage == "runtime_error" and "timed out" in verdict.reasons[0]
+    assert "killed: timed out after 6 s (the per-process limit, --timeout)" in verdict.reasons[0], verdict.reasons
     assert verdict.verify_seconds < 30
 
 
