@@ -42,7 +42,7 @@ from agent.outcomes import (
 )
 from agent.proposers.base import Proposal, ProposalContext, Proposer
 from agent.reference import ReferenceTimes
-from agent.runstate import Clock, EvalRecord, Lineage, PendingEval, RunDir, RunState
+from agent.runstate import Clock, EvalRecord, Lineage, PendingEval, RunDir, RunState, count
 from agent.seams import PASS, Knowledge, Verifier, verdict_to_json
 from hardware_profiles.schema import HardwareProfile
 from kernels.task import Case, TaskSpec
@@ -133,10 +133,10 @@ class OptimizationLoop:
         """Raise the `StopRun` of the first stop rule that holds."""
         rules, s = self.config.stop, self.state
         if len(s.evaluations) >= rules.max_evals:
-            raise MaxEvaluationsReached(f"{len(s.evaluations)} evaluations made (max {rules.max_evals})")
+            raise MaxEvaluationsReached(f"{count(len(s.evaluations), 'evaluation')} made (max {rules.max_evals})")
         if s.no_improve_streak >= rules.patience:
             untimed = self.config.timing != "gpu"
-            raise NoImprovement(f"{s.no_improve_streak} consecutive evaluations without improvement" + (
+            raise NoImprovement(f"{count(s.no_improve_streak, 'consecutive evaluation')} without improvement" + (
                 " (nothing is timed without a GPU, so no candidate can improve on the baseline; the candidates were "
                 "verified for correctness)" if untimed else ""))
         if self.same_failure[1] >= rules.same_failure_limit:

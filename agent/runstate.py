@@ -354,6 +354,11 @@ def recent_runs(root: Path, limit: int = 5) -> list[str]:
     return [f"{p.parent.name} ({_status_of(p)})" for p in states]
 
 
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 evaluation``, ``2 evaluations``: `n` and `noun`, plural unless `n` is 1."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def _status_of(state_path: Path) -> str:
     """``status, N evaluations`` of a saved run state, read leniently (for listings only)."""
     try:
@@ -363,7 +368,7 @@ def _status_of(state_path: Path) -> str:
             raise TypeError
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
         return "unreadable state.json"
-    return f"{status}, {len(evaluations)} evaluation{'' if len(evaluations) == 1 else 's'}"
+    return f"{status}, {count(len(evaluations), 'evaluation')}"
 
 
 def _json_type(value: Any) -> str:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sys
+from importlib.metadata import PackageNotFoundError, version
 
 import typer
+import typer.core
 
 from knowledge.errors import ChiploreError
 
@@ -15,6 +17,49 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+
+def _flags_take_no_value() -> None:
+    """Rich help without a value placeholder after a flag (``--json``, not ``--json <bool>``).
+
+    typer's rich help shows every option's type, flags included (typer 0.29 prints ``<bool>``), although a flag
+    takes no value; its plain help already leaves it out. Only the help text changes; parsing is untouched.
+    """
+    option = typer.core.TyperOption
+    shown = getattr(option, "display_type_rich", None)
+    if shown is None or getattr(shown, "_chiplore_flags", False):
+        return
+
+    def display_type_rich(self: typer.core.TyperOption, ctx):  # type: ignore[no-untyped-def]
+        if self.is_flag and self.metavar is None and not self.count:
+            return None
+        return shown(self, ctx)
+
+    display_type_rich._chiplore_flags = True  # type: ignore[attr-defined]
+    option.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_take_no_value()
+
+
+def installed_version() -> str:
+    """The installed chiplore distribution's version, or a note that it is not installed (run from a checkout)."""
+    try:
+        return version("chiplore")
+    except PackageNotFoundError:
+        return "unknown (not installed; run from a source checkout)"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"chiplore {installed_version()}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(show_version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                            help="print chiplore's version and exit")) -> None:
+    """Onboard a chip's documents, ask what is known, and optimize kernels for it with retrieval."""
 
 
 def _register_commands() -> None:

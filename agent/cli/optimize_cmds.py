@@ -85,7 +85,7 @@ def optimize_cmd(
     report: bool = typer.Option(True, "--report/--no-report", help="write the report at the end"),
     as_json: bool = typer.Option(False, "--json", help="print a JSON summary (schema in the module docstring)"),
 ) -> None:
-    """Optimize TASK for chip C in a closed loop with retrieval; verified, checkpointed, resumable.
+    """Optimize TASK for the chip named by --chip in a closed loop with retrieval; verified, checkpointed, resumable.
 
     Everything the run needs (task, cases, chip profile, knowledge store, proposer and its LLM endpoint) is checked
     before the run folder is created. Exit codes: 0 finished, 1 error (one line), 3 stopped on an error and
@@ -93,6 +93,7 @@ def optimize_cmd(
     """
     from agent.adapters import RealVerifier, StoreKnowledge, load_chip_profile
     from agent.cli.optimize_view import LoopPrinter, summary_table
+    from agent.runstate import count
     from agent.session import load_task_checked, open_run, prepare, resume_run, run_prepared, select_cases, start_run
 
     console = Console(stderr=True, soft_wrap=True) if as_json else _console  # --json: stdout holds only the JSON line
@@ -133,7 +134,7 @@ def optimize_cmd(
             console.print("findings of this run are not recorded (pass --record-findings to keep them)")
         if resume:
             run, state = resume_run(resume, max_evals=max_evals, budget_min=budget_min)
-            console.print(f"resuming run {state.run_id} after {len(state.evaluations)} evaluations"
+            console.print(f"resuming run {state.run_id} after {count(len(state.evaluations), 'evaluation')}"
                           + (f" (candidate v{state.pending.n} was being evaluated)" if state.pending else ""))
         else:
             run, state = start_run(config, device=device_name(), run_id=run_id)

@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from agent.adapters import VERIFIER_STAGES
-from agent.runstate import BaselineRecord, EvalRecord, RunState
+from agent.runstate import BaselineRecord, EvalRecord, RunState, count
 
 
 class LoopPrinter:
@@ -64,8 +64,8 @@ def retrieval_line(n: int, ctx: Any) -> str:
     patterns = sorted({p.pattern_id for ps in ctx.patterns.values() for p in ps})
     cites = escape("; ".join(list(dict.fromkeys(d.cite for d in ctx.documents))[:2]) or "no document hits")
     names = escape(f" ({', '.join(patterns)})") if patterns else ""
-    return (f"v{n} retrieved {len(ctx.documents)} document chunks, {len(patterns)} patterns{names}, "
-            f"{len(ctx.findings)} findings [dim]({cites})[/dim]")
+    return (f"v{n} retrieved {count(len(ctx.documents), 'document chunk')}, {count(len(patterns), 'pattern')}"
+            f"{names}, {count(len(ctx.findings), 'finding')} [dim]({cites})[/dim]")
 
 
 def evaluation_line(e: EvalRecord) -> str:

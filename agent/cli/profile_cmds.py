@@ -18,7 +18,8 @@ app.add_typer(profile_app, name="profile")
 
 
 def _console() -> Console:
-    return Console(soft_wrap=False, width=200)
+    """Tables follow the terminal width (rich's default, ``COLUMNS`` when piped); plain lines never wrap paths."""
+    return Console(soft_wrap=True)
 
 
 def _fmt(value: float | None) -> str:
@@ -28,8 +29,12 @@ def _fmt(value: float | None) -> str:
 def profile_table(profile: HardwareProfile) -> Table:
     """Rich table of every field: value, unit, kind, citation (alternatives listed under conflicts)."""
     table = Table(title=f"{profile.chip} — {profile.display_name or 'hardware profile'} (backend {profile.backend})")
-    for column in ("field", "value", "unit", "kind", "source"):
-        table.add_column(column, overflow="fold")
+    # field names, values and units are never broken; kind and source share what is left of the terminal width
+    table.add_column("field", no_wrap=True)
+    table.add_column("value", overflow="fold")
+    table.add_column("unit", overflow="fold")
+    table.add_column("kind", overflow="fold", ratio=1)
+    table.add_column("source", overflow="fold", ratio=2)
     unit_name = profile.compute_unit_name or "null"
     cite = profile.compute_unit_name_source.cite() if profile.compute_unit_name_source else ""
     table.add_row("compute_unit_name", unit_name, "", "stated" if profile.compute_unit_name else "", cite)
@@ -55,7 +60,7 @@ def show(chip: str = typer.Argument(..., help="chip name, e.g. h200 or mi300x"),
     console.print(profile_table(profile))
     console.print(f"file: {profile_path(chip)}")
     if profile.notes:
-        console.print(f"notes: {profile.notes}")
+        console.print(f"notes: {profile.notes}", soft_wrap=False)  # prose: wrapped at the terminal width
 
 
 def profile_differences(a: HardwareProfile, b: HardwareProfile) -> list[tuple[str, str, str, str]]:

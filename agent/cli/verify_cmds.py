@@ -100,9 +100,10 @@ def _print_verdict(verdict: Verdict, console: Console) -> None:
         console.print(f"  [red]reason[/] {reason}", soft_wrap=True)
     for flag in verdict.flags:
         console.print(f"  [yellow]flag[/] {flag}", soft_wrap=True)
-    if verdict.errors:
+    rows = [e for e in verdict.errors.values() if e.trials]  # cases compared at least once
+    if rows:  # no heading over an empty table
         table = Table("case", "trials", "max abs err", "max rel err", "mismatch %", "tolerance", title="errors")
-        for e in verdict.errors.values():
+        for e in rows:
             table.add_row(e.case_id, str(e.trials), f"{e.max_abs_error:.3g}", f"{e.max_rel_error:.3g}",
                           f"{100 * e.mismatch_fraction:.2f}", f"{e.atol:g} + {e.rtol:g}*|ref|")
         console.print(table)

@@ -9,6 +9,7 @@ so that their Triton compilations overlap, see `VerifyOptions.parallel_children`
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import time
 from pathlib import Path
@@ -30,7 +31,7 @@ from kernels.timing import L2_FLUSH_BYTES
 from knowledge.errors import BadInputError
 
 ROOT = Path(__file__).resolve().parents[2]
-#: Static violations listed one per reason; the rest are summarized in one line.
+#: Static violations listed one per reason (every violated rule at least once); the rest summarized in one line.
 MAX_STATIC_REASONS = 12
 
 
@@ -103,11 +104,7 @@ class Verifier:
             return Verdict(stage="compile_error", reasons=[report.syntax_error], config=config,
                            timing_note="not timed: the file does not parse", **base)
         if report.violations and not self.options.skip_static:
-            reasons = [v.reason(path.name) for v in report.violations[:MAX_STATIC_REASONS]]
-            if len(report.violations) > MAX_STATIC_REASONS:
-                rules = sorted({v.rule for v in report.violations[MAX_STATIC_REASONS:]})
-                reasons.append(f"... and {len(report.violations) - MAX_STATIC_REASONS} more violations of {rules}")
-            return Verdict(stage="static_rejected", reasons=reasons,
+            return Verdict(stage="static_rejected", reasons=report.reasons(path.name, MAX_STATIC_REASONS),
                            config=config, timing_note="not timed: rejected by the static rules", **base)
         return None
 
@@ -169,7 +166,11 @@ class Verifier:
         verdict = Verdict(stage="pass", device=_device_name(device), versions=_versions(), config=config,
                           errors=outcome.errors, **base)
         if outcome.stage:
-            verdict.stage, verdict.reasons = outcome.stage, outcome.reasons  # type: ignore[assignment]
+            verdict.stage = outcome.stage  # type: ignore[assignment]
+            killed = (f"process was killed: timed out after {self.options.timeout_s:g} s "
+                      "(the per-process limit, --timeout)")
+            verdict.reasons = [_own_name(r, path.name).replace("process was killed: timed out", killed)
+                               for r in outcome.reasons]
         self._timing_verdict(verdict, outcome, plan.timing is not None, device)
         return verdict
 
@@ -224,6 +225,16 @@ class Verifier:
         if too_fast:
             verdict.stage = "too_fast_to_be_true"
             verdict.reasons = too_fast
+
+
+#: The sandbox's byte copy of the candidate, as reasons name it: ``candidate.py:224`` (possibly with the scratch
+#: directory before it) or ``(candidate line 228)``.
+_SANDBOX_COPY = re.compile(r"(?<![\w.-])(?:/[^\s:'\"()]*/)?candidate\.py\b|\bcandidate(?= line \d)")
+
+
+def _own_name(reason: str, name: str) -> str:
+    """`reason` naming the user's file instead of the sandbox's copy (same bytes, so the same line numbers)."""
+    return _SANDBOX_COPY.sub(lambda _: name, reason)
 
 
 def _device_name(device: str) -> str:

@@ -474,6 +474,29 @@ class StaticReport:
     def ok(self) -> bool:
         return not self.violations and self.syntax_error is None
 
+    def reasons(self, filename: str, cap: int) -> list[str]:
+        """Verdict reasons: every violated rule at least once, then further violations up to `cap` reasons.
+
+        The first violation of each rule comes first, the most specific rules (fewest violations) before the
+        broad ones that fire on every line; then the remaining violations in line order; the ones left over are
+        summarized in a last line that names their rules.
+        """
+        counts: dict[str, int] = {}
+        first: dict[str, Violation] = {}
+        for v in self.violations:
+            counts[v.rule] = counts.get(v.rule, 0) + 1
+            first.setdefault(v.rule, v)
+        leads = sorted(first.values(), key=lambda v: (counts[v.rule], v.line, v.rule))
+        lead_ids = {id(v) for v in leads}
+        rest = [v for v in self.violations if id(v) not in lead_ids]
+        shown = leads + rest[:max(cap - len(leads), 0)]
+        hidden = rest[max(cap - len(leads), 0):]
+        reasons = [v.reason(filename) for v in shown]
+        if hidden:
+            rules = sorted({v.rule for v in hidden})
+            reasons.append(f"... and {len(hidden)} more violations of {rules}")
+        return reasons
+
 
 def check_source(text: str, filename: str, task: TaskSpec) -> StaticReport:
     """Run every rule on candidate source `text` written for `task`.

@@ -202,3 +202,15 @@ def test_same_failure_again_and_again_stops_for_the_harness(tmp_path):
     run, state, *_ = _run(tmp_path, config, verifier)
     assert state.status == "stopped" and state.stop_kind == "verifier_suspect" and len(state.evaluations) == 3
     assert "out of resources" in state.stop_reason
+
+
+def test_stop_reasons_count_in_the_singular_and_plural(tmp_path):
+    from agent.runstate import count
+
+    assert count(1, "evaluation") == "1 evaluation" and count(2, "evaluation") == "2 evaluations"
+    assert count(0, "finding") == "0 findings" and count(1, "document chunk") == "1 document chunk"
+    run, state, *_ = _run(tmp_path, _config(stop=StopRules(max_evals=1)))
+    assert state.stop_kind == "max_evals" and state.stop_reason == "1 evaluation made (max 1)"
+    verifier = ScriptedVerifier(fail_when={})
+    run, state, *_ = _run(tmp_path / "b", _config(stop=StopRules(max_evals=40, patience=1)), verifier)
+    assert state.stop_reason.startswith("1 consecutive evaluation without improvement")

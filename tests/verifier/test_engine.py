@@ -121,6 +121,7 @@ def test_a_hanging_candidate_is_killed_at_the_timeout(verifier, tmp_path):
     verifier.options = VerifyOptions(device="cpu", timeout_s=6, skip_static=True)
     verdict = verifier.verify(_write(tmp_path, "while True:\n    pass\n"))
     assert verdict.stage == "runtime_error" and "timed out" in verdict.reasons[0]
+    assert "killed: timed out after 6 s (the per-process limit, --timeout)" in verdict.reasons[0], verdict.reasons
     assert verdict.verify_seconds < 30
 
 
@@ -167,3 +168,20 @@ def test_a_broken_sandbox_is_one_clear_error(tmp_path):
     with pytest.raises(SandboxError, match="did not start a child"):
         sandbox.launch({"plan": {}}, timeout_s=5)
     sandbox.close()
+
+
+def test_runtime_reasons_name_the_users_file_and_its_lines(verifier, tmp_path):
+    from agent.verifier.engine import _own_name
+
+    path = tmp_path / "shapebug.py"
+    path.write_text(f"import torch\n\n\n{SIG}    x = 1\n    raise ValueError('bad shape')\n")
+    line = path.read_text().splitlines().index("    raise ValueError('bad shape')") + 1
+    verifier.options = VerifyOptions(device="cpu", timeout_s=120, skip_static=True)
+    verdict = verifier.verify(path)
+    assert verdict.stage == "runtime_error", verdict.summary()
+    assert any(f"(shapebug.py line {line})" in r for r in verdict.reasons), verdict.reasons
+    assert not any("candidate" in r for r in verdict.reasons), verdict.reasons
+    assert (_own_name("forbidden torch operation aten._local_scalar_dense.default at candidate.py:224 while",
+                      "itemread.py") == "forbidden torch operation aten._local_scalar_dense.default at itemread.py:224 "
+            "while")
+    assert _own_name("at /tmp/scratch-1/candidate.py:3; my_candidate.py:4", "x.py") == "at x.py:3; my_candidate.py:4"

@@ -219,3 +219,27 @@ def test_a_module_imported_by_name_is_judged_by_the_import_rules_only():
     assert "no-reference-import" in hits and "no-module-escape" not in hits  # one reason, the one that applies
     escape = candidate(top="from torch import serialization", body="p = serialization.pickle")
     assert "no-module-escape" in rules_hit(escape)  # a module reached beyond the imported one is still an escape
+
+
+def test_capped_reasons_show_every_violated_rule():
+    from pathlib import Path
+
+    from agent.verifier.engine import MAX_STATIC_REASONS
+    from agent.verifier.static_rules import StaticReport, Violation
+
+    path = Path(__file__).parent / "cheats" / "try_except_fallback.py"
+    report = check_source(path.read_text(), path.name, TASK)
+    rules = {v.rule for v in report.violations}
+    assert "no-try-except" in rules and len(report.violations) > MAX_STATIC_REASONS
+    reasons = report.reasons(path.name, MAX_STATIC_REASONS)
+    assert len(reasons) == MAX_STATIC_REASONS + 1 and reasons[-1].startswith("... and ")
+    assert reasons[0].startswith("static rule no-try-except (try_except_fallback.py:")  # the rarest rule first
+    shown = {r.split()[2] for r in reasons[:-1]}
+    assert shown == rules
+
+    many = StaticReport(tuple(Violation(f"rule-{i % 3}", i, "x", "y") for i in range(1, 8)))
+    capped = many.reasons("k.py", 4)
+    assert [r.split()[2] for r in capped[:3]] == ["rule-2", "rule-0", "rule-1"]  # fewest violations first
+    assert capped[3] == "static rule rule-1 (k.py:4): x -- y"  # then the rest in line order
+    assert capped[4] == "... and 3 more violations of ['rule-0', 'rule-1', 'rule-2']"
+    assert len(many.reasons("k.py", 20)) == 7 and len(StaticReport(many.violations[:5]).reasons("k.py", 1)) == 4

@@ -21,7 +21,8 @@ def _home(tmp_path, monkeypatch):
     monkeypatch.setenv("CHIPLORE_HOME", str(tmp_path / "home"))
 
 
-def test_show_table_lists_values_and_sources():
+def test_show_table_lists_values_and_sources(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # wide enough that no source citation folds
     result = runner.invoke(app, ["profile", "show", "h200"])
     assert result.exit_code == 0, result.output
     assert "num_compute_units" in result.output and "132" in result.output
@@ -84,3 +85,16 @@ def test_non_utf8_user_profile_is_one_line_naming_the_file(tmp_path, capsys, mon
     assert err == (f"error: {path}: not a profile YAML file: byte 0 is not UTF-8 text "
                    "(binary or corrupt; fix or delete the file)\n")
     assert path.read_bytes() == garbage
+
+
+@pytest.mark.parametrize("columns", [80, 100, 160])
+def test_show_follows_the_terminal_width(monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", str(columns))
+    result = runner.invoke(app, ["profile", "show", "h200"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    file_line = next(line for line in lines if line.startswith("file: "))
+    assert file_line.endswith("h200.yaml")  # the path is never broken, even when it is longer than the width
+    table_lines = [line for line in lines if not line.startswith("file: ")]
+    assert max(len(line) for line in table_lines) <= columns
+    assert any(len(line) == columns for line in table_lines)  # the table uses the width it is given

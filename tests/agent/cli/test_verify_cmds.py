@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,20 @@ def test_a_directory_is_not_a_candidate_file(tmp_path, capsys, monkeypatch):
     assert (code, out) == (1, "")
     assert err == (f"error: candidate file {tmp_path}: is a directory; give the kernel file (a .py file defining "
                    "the task's entry point)\n")
+
+
+@pytest.mark.parametrize("errors, shown", [({}, False), ({"gqa-4": {"case_id": "gqa-4"}}, False),
+                                           ({"gqa-4": {"case_id": "gqa-4", "trials": 1, "elements": 8}}, True)])
+def test_errors_section_only_when_it_has_rows(errors, shown):
+    from rich.console import Console
+
+    from agent.cli.verify_cmds import _print_verdict
+    from agent.verifier import Verdict
+
+    verdict = Verdict.model_validate({"stage": "mismatch", "reasons": ["case gqa-4: 8/8 elements outside"],
+                                      "errors": errors, "task": "extend_attention", "candidate": "k.py",
+                                      "candidate_sha256": "0"})
+    console = Console(record=True, width=120, file=open(os.devnull, "w"))
+    _print_verdict(verdict, console)
+    text = console.export_text()
+    assert ("errors" in [line.strip() for line in text.splitlines()]) is shown and ("gqa-4 " in text) is shown, text

@@ -1,0 +1,52 @@
+"""The root command: `--version`, and help that shows flags without a value placeholder."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+from typer.testing import CliRunner
+
+from agent.cli.app import _register_commands, app
+
+app_module = importlib.import_module("agent.cli.app")  # `agent.cli.app` as an attribute is the Typer app
+
+_register_commands()
+runner = CliRunner()
+
+
+def test_version_prints_the_installed_distribution_version(monkeypatch):
+    monkeypatch.setattr(app_module, "version", lambda name: {"chiplore": "9.8.7"}[name])
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output == "chiplore 9.8.7\n"
+
+
+def test_version_from_a_source_checkout_still_exits_0(monkeypatch):
+    def missing(name):
+        raise app_module.PackageNotFoundError(name)
+
+    monkeypatch.setattr(app_module, "version", missing)
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.startswith("chiplore unknown (not installed")
+
+
+@pytest.mark.parametrize("command, flags", [(["verify"], ["--json", "--with-baseline", "--help"]),
+                                            (["profile", "detect"], ["--dry-run", "--help"]),
+                                            (["profile", "show"], ["--json"]),
+                                            ([], ["--version", "--help"])])
+def test_flags_show_no_value_placeholder(monkeypatch, command, flags):
+    monkeypatch.setenv("COLUMNS", "150")
+    result = runner.invoke(app, [*command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in result.output
+    for flag in flags:
+        line = next(line for line in result.output.splitlines() if f" {flag} " in line)
+        assert line.split(flag, 1)[1].split()[0] not in ("<bool>", "BOOLEAN"), line
+    if command == ["verify"]:
+        assert "<int>" in result.output  # options that take a value still show its type
+
+
+def test_optimize_help_names_the_chip_option():
+    result = runner.invoke(app, ["optimize", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "chip C" not in result.output and "Optimize TASK for the chip named by --chip" in result.output
