@@ -225,7 +225,7 @@ def test_capped_reasons_show_every_violated_rule():
     from pathlib import Path
 
     from agent.verifier.engine import MAX_STATIC_REASONS
-    from agent.verifier.static_rules import StaticReport, Violation
+    from agent.verifier.static_report import StaticReport, Violation
 
     path = Path(__file__).parent / "cheats" / "try_except_fallback.py"
     report = check_source(path.read_text(), path.name, TASK)
