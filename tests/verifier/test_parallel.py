@@ -245,22 +245,26 @@ def _with_fp32_shortcut(tmp_path: Path, body: str) -> Path:
 
 @CPU_ONLY
 def test_the_other_child_is_stopped_once_it_is_past_the_failure(verifier, tmp_path, runs):
-    # child a (the test case) fails at its trial 4; child b runs its trials 0-3 (earlier in the plan: any failure
-    # there would be the verdict) and is stopped before its trial 5, the ablation
+    # child a (the test case) fails at its one trial; child b runs its trials before it in the plan (any failure
+    # there would be the verdict) and is stopped before its last one, the ablation, which comes after
     path = _with_fp32_shortcut(tmp_path, "return None")
     verdict = _verify(verifier, path, 2, case_ids=("fp32-inputs",), random_cases=1, skip_static=True)
-    assert verdict.stage == "runtime_error" and _where(verdict.reasons[0]) == ("test case", "4"), verdict.summary()
-    assert "no Triton kernel was launched" in verdict.reasons[0]
     a, b = runs["dynamic"]
-    assert [t.id for t in b.plan.trials] == [0, 1, 2, 3, 5]
-    assert b.outcome.stopped and b.position == 5
-    assert sum(e.trials for e in verdict.errors.values()) == 4  # b's four trials before the failure, judged
+    (failing,) = [t.id for t in a.plan.trials]
+    assert verdict.stage == "runtime_error" and _where(verdict.reasons[0]) == ("test case", str(failing)), (
+        verdict.summary())
+    assert "no Triton kernel was launched" in verdict.reasons[0]
+    before = [t.id for t in b.plan.trials if t.id < failing]
+    after = [t.id for t in b.plan.trials if t.id > failing]
+    assert len(before) >= 4 and len(after) == 1 and b.plan.trials[-1].kind == "ablate"
+    assert b.outcome.stopped and b.position == after[0]
+    assert sum(e.trials for e in verdict.errors.values()) == len(before)  # b's trials before the failure, judged
     _nothing_left(runs)
 
 
 @CPU_ONLY
 def test_a_child_hanging_after_the_failure_is_killed_at_once(verifier, tmp_path, runs):
-    # child b fails at trial 0 (no kernel launched); child a hangs in its trial 4: killed, not waited for
+    # child b fails at trial 0 (no kernel launched); child a hangs in its test-case trial: killed, not waited for
     path = _write(tmp_path, "if o_extend.dtype == torch.float32:\n    while True:\n        pass\nreturn None\n")
     started = time.monotonic()
     verdict = _verify(verifier, path, 2, case_ids=("fp32-inputs",), random_cases=1, skip_static=True,
@@ -275,7 +279,7 @@ def test_a_child_hanging_after_the_failure_is_killed_at_once(verifier, tmp_path,
 
 @CPU_ONLY
 def test_a_child_hanging_before_the_failure_decides_the_verdict_as_with_one_child(verifier, tmp_path, runs):
-    # child a fails at trial 4, child b hangs at trial 0: the verdict is trial 0's timeout, as with one child
+    # child a fails at its test-case trial, child b hangs at trial 0: the verdict is trial 0's timeout, as with one child
     path = _write(tmp_path, "if o_extend.dtype == torch.float16:\n    while True:\n        pass\nreturn None\n")
     for children in (1, 2):
         verdict = _verify(verifier, path, children, case_ids=("fp32-inputs",), random_cases=1, skip_static=True,
