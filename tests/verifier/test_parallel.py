@@ -279,7 +279,7 @@ def test_a_child_hanging_after_the_failure_is_killed_at_once(verifier, tmp_path,
 
 @CPU_ONLY
 def test_a_child_hanging_before_the_failure_decides_the_verdict_as_with_one_child(verifier, tmp_path, runs):
-    # child a fails at its test-case trial, child b hangs at trial 0: the verdict is trial 0's timeout, as with one child
+    # child a fails at its test-case trial, child b hangs at trial 0: the verdict is trial 0's timeout (as with one)
     path = _write(tmp_path, "if o_extend.dtype == torch.float16:\n    while True:\n        pass\nreturn None\n")
     for children in (1, 2):
         verdict = _verify(verifier, path, children, case_ids=("fp32-inputs",), random_cases=1, skip_static=True,
