@@ -13,11 +13,14 @@ output says that nothing was timed.
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.status import Status
 from rich.table import Table
 
 from agent.cli.app import app
@@ -92,6 +95,17 @@ def _check_cases(verifier: Verifier, case_ids: tuple[str, ...]) -> None:
         raise BadInputError(f"--cases {','.join(elsewhere)}: {what}; {here}")
 
 
+def _status_line(status: Status, label: str) -> Callable[[str], None]:
+    """Progress callback for `Verifier.verify`: the spinner line shows `label`, the stage's count and the seconds
+    since the start, so a slow or hanging candidate is visibly alive (the timeout is --timeout)."""
+    started = time.monotonic()
+
+    def update(message: str) -> None:
+        status.update(f"{label}: {message} ({time.monotonic() - started:.0f} s)")
+
+    return update
+
+
 def _print_verdict(verdict: Verdict, console: Console) -> None:
     color = "green" if verdict.passed else "red"
     console.print(f"[bold {color}]{verdict.stage}[/]  {verdict.candidate}  ({verdict.task}, "
@@ -148,14 +162,16 @@ def verify_command(
         _check_cases(verifier, options.case_ids)
         if with_baseline and verifier.device() == "cuda":
             module = verifier.task.baseline_module.replace(".", "/") + ".py"
-            with console.status(f"verifying and timing the baseline {module} ..."):
-                base = verifier.verify(verifier.root / module)
+            label = f"verifying and timing the baseline {module}"
+            with console.status(f"{label} ...") as status:
+                base = verifier.verify(verifier.root / module, progress=_status_line(status, label))
             if base.passed:
                 verifier.options = options.model_copy(update={"baseline_time_us": base.time_us})
             else:
                 console.print(f"[yellow]baseline did not pass ({base.stage}); no speedups[/]")
-        with console.status(f"verifying {file} on {verifier.device()} ..."):
-            verdict = verifier.verify(file)
+        label = f"verifying {file} on {verifier.device()}"
+        with console.status(f"{label} ...") as status:
+            verdict = verifier.verify(file, progress=_status_line(status, label))
     if as_json:
         typer.echo(verdict.model_dump_json(indent=2))
     else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -93,8 +94,10 @@ class DynamicRun:
     """
 
     def __init__(self, task: TaskSpec, plan: Plan, child: ChildProcess, scratch: Path,
-                 peers: ParallelRun | None = None):
+                 peers: ParallelRun | None = None, progress: Callable[[str], None] | None = None):
         self.task = task
+        #: told "judged" after each trial and "timing" before the timing stage (`Verifier.verify`'s progress)
+        self.progress = progress or (lambda event: None)
         self.plan = plan
         self.child = child
         self.scratch = scratch
@@ -152,6 +155,7 @@ class DynamicRun:
             for trial in self.plan.trials:
                 self._step(trial.id)
                 self._judge_trial(trial)
+                self.progress("judged")
             self._step(self.after_trials)
             timing = self.prefetch.finish()  # the thread has ended: no more device work from this process
             self.timing_digests, self.timing_refs = timing.digests, timing.refs
@@ -161,6 +165,7 @@ class DynamicRun:
                 phase("waiting_for_other_children")
             self._release_device_memory()
             if self.plan.timing is not None:
+                self.progress("timing")
                 self._timing_stage()
                 phase("timing")
             else:

@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,8 +77,13 @@ class Verifier:
             return "cuda" if torch.cuda.is_available() else "cpu"
         return want
 
-    def verify(self, candidate: str | Path) -> Verdict:
+    def verify(self, candidate: str | Path, progress: Callable[[str], None] | None = None) -> Verdict:
         """Verify one candidate file.
+
+        Args:
+            candidate: path of the candidate source.
+            progress: called with a one-line status ("7 of 43 trials judged", "timing 9 cases") as the dynamic
+                stage advances, from the verifier's threads (it must be thread-safe; rich's `Status.update` is).
 
         Raises:
             BadInputError: the file cannot be read.
@@ -92,7 +99,7 @@ class Verifier:
                                 "candidate_sha256": hashlib.sha256(data).hexdigest()}
         verdict = self._static(text, path, base)
         if verdict is None:
-            verdict = self._dynamic(path, base)
+            verdict = self._dynamic(path, base, progress)
         verdict.verify_seconds = round(time.perf_counter() - started, 3)
         return verdict
 
@@ -122,7 +129,7 @@ class Verifier:
             self._sandboxes[interpret] = Sandbox(self.root, interpret)
         return self._sandboxes[interpret]
 
-    def _dynamic(self, path: Path, base: dict[str, Any]) -> Verdict:
+    def _dynamic(self, path: Path, base: dict[str, Any], progress: Callable[[str], None] | None = None) -> Verdict:
         device = self.device()
         plan = build_plan(self.task, device, self._settings(device))
         parts = split_plan(plan, self.options.parallel_children)
@@ -144,10 +151,11 @@ class Verifier:
                 child = sandbox.launch(request, self.options.timeout_s,
                                        rss_limit_bytes=limit if device == "cuda" else None)
                 launched.append((part, child, scratch))
+            report = _progress_reporter(progress, plan)
             if len(launched) == 1:
-                outcome = DynamicRun(self.task, plan, launched[0][1], launched[0][2]).execute()
+                outcome = DynamicRun(self.task, plan, launched[0][1], launched[0][2], progress=report).execute()
             else:
-                outcome = ParallelRun(self.task, plan, launched).execute()
+                outcome = ParallelRun(self.task, plan, launched, progress=report).execute()
         finally:
             for _, child, _ in launched:
                 child.finish()  # a no-op for the children their run finished; kills one never driven
@@ -235,6 +243,25 @@ _SANDBOX_COPY = re.compile(r"(?<![\w.-])(?:/[^\s:'\"()]*/)?candidate\.py\b|\bcan
 def _own_name(reason: str, name: str) -> str:
     """`reason` naming the user's file instead of the sandbox's copy (same bytes, so the same line numbers)."""
     return _SANDBOX_COPY.sub(lambda _: name, reason)
+
+
+def _progress_reporter(progress: Callable[[str], None] | None, plan: Plan) -> Callable[[str], None] | None:
+    """Turn the runs' events ("judged", "timing"; from several threads) into one-line statuses for `progress`."""
+    if progress is None:
+        return None
+    lock, judged = threading.Lock(), [0]
+    total = len(plan.trials)
+    timed = len(plan.timing.cases) if plan.timing else 0
+
+    def report(event: str) -> None:
+        with lock:
+            if event == "judged":
+                judged[0] += 1
+                progress(f"{judged[0]} of {total} trials judged")
+            elif event == "timing":
+                progress(f"all {total} trials passed; timing {timed} cases")
+
+    return report
 
 
 def _device_name(device: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from agent.verifier.dynamic import DynamicRun, Outcome, _Stopped
@@ -39,14 +40,16 @@ class ParallelRun:
     (every child is finished by its own run) and raises it again.
     """
 
-    def __init__(self, task: TaskSpec, plan: Plan, parts: list[tuple[Plan, ChildProcess, Path]]):
+    def __init__(self, task: TaskSpec, plan: Plan, parts: list[tuple[Plan, ChildProcess, Path]],
+                 progress: Callable[[str], None] | None = None):
         self.plan = plan
         self.after_trials = len(plan.trials)
         self._lock = threading.Lock()
         self._stop_after: int | None = None  # runs stop once they are past this plan position
         self._stopped: set[int] = set()  # indices of the runs stopped
         self._errors: list[BaseException] = []
-        self.runs = [DynamicRun(task, p, child, scratch, peers=self) for p, child, scratch in parts]
+        self.runs = [DynamicRun(task, p, child, scratch, peers=self, progress=progress)
+                     for p, child, scratch in parts]
         self._done = [threading.Event() for _ in self.runs]
         self._ended_at = [0.0 for _ in self.runs]
         self.threads: list[threading.Thread] = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -14,6 +15,8 @@ from agent.verifier.timing import exposed_reps
 from hardware_profiles import load_profile
 from kernels.task import load_task
 from knowledge.errors import BadInputError
+
+ROOT = Path(__file__).resolve().parents[2]
 
 TASK = load_task("extend_attention")
 SIG = ("def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,\n"
@@ -185,3 +188,26 @@ def test_runtime_reasons_name_the_users_file_and_its_lines(verifier, tmp_path):
                       "itemread.py") == "forbidden torch operation aten._local_scalar_dense.default at itemread.py:224 "
             "while")
     assert _own_name("at /tmp/scratch-1/candidate.py:3; my_candidate.py:4", "x.py") == "at x.py:3; my_candidate.py:4"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU (interpreter) run")
+def test_progress_counts_every_judged_trial_across_both_children(verifier):
+    import threading
+
+    seen: list[str] = []
+    lock = threading.Lock()
+
+    def progress(message: str) -> None:
+        with lock:
+            seen.append(message)
+
+    kept, verifier.options = verifier.options, VerifyOptions(device="cpu", timeout_s=120, case_ids=("gqa-4",),
+                                                             random_cases=1)
+    try:
+        verdict = verifier.verify(ROOT / "kernels" / "extend_attention" / "baseline.py", progress=progress)
+    finally:
+        verifier.options = kept
+    assert verdict.stage == "pass", verdict.summary()
+    total = len(verdict.config["plan"])
+    assert verdict.config["children"] == 2
+    assert seen == [f"{n} of {total} trials judged" for n in range(1, total + 1)]
