@@ -17,7 +17,7 @@ import torch
 import triton
 import triton.language as tl
 
-_POOL: dict[tuple[str, int | None, int, torch.dtype], torch.Tensor] = {}
+from kernels.extend_attention.workspace import pooled
 
 
 @triton.jit
@@ -36,21 +36,11 @@ def _gather_rows_kernel(src, dst, kv_indices, total, stride_st, stride_sh, WIDTH
     tl.store(dst + out, rows, mask=ok)
 
 
-def _buffer(device: torch.device, dtype: torch.dtype, slot: int, numel: int) -> torch.Tensor:
-    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
-    key = (device.type, device.index, stream * 4 + slot, dtype)
-    buf = _POOL.get(key)
-    if buf is None or buf.numel() < numel:
-        buf = torch.empty(1 << max(0, (max(1, numel) - 1).bit_length()), dtype=dtype, device=device)
-        _POOL[key] = buf
-    return buf[:numel]
-
-
 def gather_rows(src: torch.Tensor, kv_indices: torch.Tensor, slot: int) -> torch.Tensor:
     """Contiguous ``[ΣP, H, W]`` copy of ``src[kv_indices]`` (src: [slots, H, W], any row/head strides, unit stride
     along W) in the reusable workspace `slot` (0: K, 1: V). No host synchronization: ΣP is kv_indices.shape[0]."""
     total, heads, width = kv_indices.shape[0], src.shape[1], src.shape[2]
-    dst = _buffer(src.device, src.dtype, slot, total * heads * width).view(total, heads, width)
+    dst = pooled(src.device, src.dtype, f"prefix_{'kv'[slot]}", total * heads * width).view(total, heads, width)
     if total == 0:
         return dst
     block_w = triton.next_power_of_2(width)
