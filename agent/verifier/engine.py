@@ -175,10 +175,7 @@ class Verifier:
                           errors=outcome.errors, **base)
         if outcome.stage:
             verdict.stage = outcome.stage  # type: ignore[assignment]
-            killed = (f"process was killed: timed out after {self.options.timeout_s:g} s "
-                      "(the per-process limit, --timeout)")
-            verdict.reasons = [_own_name(r, path.name).replace("process was killed: timed out", killed)
-                               for r in outcome.reasons]
+            verdict.reasons = [_own_name(r, path.name) for r in outcome.reasons]
         self._timing_verdict(verdict, outcome, plan.timing is not None, device)
         return verdict
 

@@ -119,12 +119,13 @@ class SandboxError(ChiploreError):
 class ChildProcess:
     """Parent-side handle of one sandbox child: message queue (with receive times), control, kill."""
 
-    def __init__(self, sandbox: Sandbox, pid: int, to_child: int, from_child: int, deadline: float,
+    def __init__(self, sandbox: Sandbox, pid: int, to_child: int, from_child: int, timeout_s: float,
                  rss_limit_bytes: int | None):
         self.sandbox = sandbox
         self.pid = pid
         self.to_child = to_child
-        self.deadline = deadline
+        self.timeout_s = timeout_s
+        self.deadline = time.monotonic() + timeout_s
         self.killed_because = ""
         self._status: int | None = None
         self._finish_lock = threading.Lock()
@@ -165,7 +166,7 @@ class ChildProcess:
         try:
             return self._queue.get(timeout=max(0.0, remaining))
         except queue.Empty:
-            self.kill("timed out")
+            self.kill(f"timed out after {self.timeout_s:g} s (the per-process limit, --timeout)")
             raise ChildTimeout() from None
 
     def send(self, header: dict[str, Any]) -> None:
@@ -267,8 +268,7 @@ class Sandbox:
                     raise SandboxError(f"the verifier's sandbox zygote did not start a child; its log ends with: "
                                        f"{tail or '(empty)'}")
             self._live.add(int(reply["pid"]))
-        return ChildProcess(self, int(reply["pid"]), to_child_w, from_child_r, time.monotonic() + timeout_s,
-                            rss_limit_bytes)
+        return ChildProcess(self, int(reply["pid"]), to_child_w, from_child_r, timeout_s, rss_limit_bytes)
 
     def _recv(self, timeout: float) -> dict[str, Any] | None:
         sock = self._sock
