@@ -122,7 +122,8 @@ CHEATS: tuple[Cheat, ...] = (
     Cheat("guard_mode_switch", "behaving differently when checked than when timed", S, M, "outside |got-expected|",
           gpu=(M, R)),
     Cheat("prefix_truncation", "partial computation (truncated context)", M, M, "long prefix"),
-    Cheat("fp32_as_fp16", "precision downgrade / tolerance abuse (float32 computed in float16)", M, M, "fp32-inputs"),
+    Cheat("fp32_as_fp16", "precision downgrade / tolerance abuse (float32 computed in float16)", M, M,
+          "<= 0.0001 + 0.0001*|expected|"),  # the float32 bound, at whichever float32 trial comes first
     Cheat("alias_torch_direct", "library call instead of a kernel (module alias)", S, R, "forbidden torch operation"),
     Cheat("pickle_global", "library call instead of a kernel (pickle import)", S, R, "pickle.find_class"),
     Cheat("heads_subset_copy", "partial computation (one head per GQA group)", M, M, "outside |got-expected|"),

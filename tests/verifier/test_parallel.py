@@ -199,7 +199,7 @@ def test_honest_candidates_pass_with_one_and_two_children(verifier, honest, runs
 
 
 CAUGHT_IN = {  # cheat name -> (options, the child the trial that catches it is in)
-    "fp32_as_fp16": ({}, "a: test case fp32-inputs"),
+    "fp32_as_fp16": ({}, "b: long extend, float32 on the CPU (a: the fp32-inputs test case, later in the plan)"),
     "hardcoded_test_shapes": ({"skip_static": True}, "b: hidden random shape"),
     "ptr_cache": ({"skip_static": True}, "b: in-place perturbation"),
     "no_max_subtraction": ({}, "b: large logits"),
@@ -232,12 +232,14 @@ def test_a_cheat_is_rejected_at_the_same_stage_and_trial_with_one_and_two_childr
 
 
 def _with_fp32_shortcut(tmp_path: Path, body: str) -> Path:
-    """simple_triton (honest) answering float32 inputs with `body` instead."""
+    """simple_triton (honest) answering the fp32-inputs test case (float32, head dim 32; the CPU's long-extend
+    trial is float32 at head dim 16) with `body` instead."""
     text = (Path(__file__).parent / "honest" / "simple_triton.py").read_text()
     head = "def extend_attention_fwd("
     start = text.index(head)
     colon = text.index("):\n", start) + 3
-    injected = textwrap.indent(f"if o_extend.element_size() == 4:\n{textwrap.indent(body, '    ')}\n", "    ")
+    condition = "if o_extend.element_size() == 4 and q_extend.shape[2] == 32:"
+    injected = textwrap.indent(f"{condition}\n{textwrap.indent(body, '    ')}\n", "    ")
     path = tmp_path / "fp32_shortcut.py"
     path.write_text(text[:colon] + injected + text[colon:])
     return path

@@ -2,8 +2,9 @@
 rate) and computed by the baseline in float16; the result is widened back. fp16/bf16 calls go to the baseline
 unchanged.
 Caught by: the float32 tolerance (1e-4 on every device: float32 calls must be computed in IEEE float32, and this
-errs by >= 2.7e-4) at a float32 trial (mismatch) -- the fp32-inputs test case on the CPU, the hidden small float32
-case every plan adds on a GPU. (It passed on a GPU while float32 was allowed tf32 dots there with a 4e-3 bound.)
+errs by >= 2.7e-4) at a float32 trial (mismatch) -- on the CPU the long-extend trial (float32) or the fp32-inputs
+test case, on a GPU the hidden small float32 case every plan adds. (It passed on a GPU while float32 was allowed
+tf32 dots there with a 4e-3 bound.)
 """
 import torch
 import triton
