@@ -68,6 +68,7 @@ def main() -> None:
     task = dataclasses.replace(TASK, reference=timed_reference)
     print("| run | verify s | stage | phases (s) | parent reference s (calls) | kernels compiled | by name |")
     print("|---|---:|---|---|---:|---:|---|")
+    slowest: list[tuple[int, dict, list]] = []
     with Verifier(task, load_profile(args.chip), VerifyOptions()) as verifier:
         for run in range(1, args.runs + 1):
             SPENT.update(seconds=0.0, calls=0)
@@ -77,6 +78,13 @@ def main() -> None:
             compiled = compiled_kernels(verifier) - before
             print(f"| {run} | {verdict.verify_seconds:.1f} | {verdict.stage} | {phases} | "
                   f"{SPENT['seconds']:.1f} ({SPENT['calls']}) | {compiled.total()} | {by_name(compiled)} |")
+            slowest.append((run, verdict.config.get("trial_seconds", {}), verdict.config.get("plan", [])))
+    for run, seconds, plan in slowest:
+        child = {f"{t['case']} ({t['label']}, trial {i})": t["child"] for i, t in enumerate(plan)}
+        top = sorted(seconds.items(), key=lambda kv: -kv[1])[:12]
+        print(f"\nrun {run}, slowest trials (seconds since the previous verdict in the same child):")
+        for name, s in top:
+            print(f"  {s:7.2f}  child {child.get(name, '?')}  {name}")
 
 
 if __name__ == "__main__":

@@ -51,6 +51,9 @@ class Outcome:
     timings: dict[str, CaseTiming] = field(default_factory=dict)
     exit_status: int = 0
     phase_seconds: dict[str, float] = field(default_factory=dict)
+    # per judged trial, "case (label)" -> seconds from the previous trial's verdict to this one's (the child's
+    # compile + run + transfer, and the parent's judging): where a slow verification's time goes
+    trial_seconds: dict[str, float] = field(default_factory=dict)
     #: Where in the plan the candidate failed: -1 before the first trial (start, import), a trial's id, the number
     #: of trials in the plan after the last trial, one more in the timing stage; None when it did not fail.
     failed_at: int | None = None
@@ -152,10 +155,14 @@ class DynamicRun:
             self.prefetch.start()
             self._next("ready")
             phase("start_and_import")
+            last = time.perf_counter()
             for trial in self.plan.trials:
                 self._step(trial.id)
                 self._judge_trial(trial)
                 self.progress("judged")
+                now = time.perf_counter()
+                self.outcome.trial_seconds[f"{trial.case.id} ({trial.label}, trial {trial.id})"] = round(now - last, 3)
+                last = now
             self._step(self.after_trials)
             timing = self.prefetch.finish()  # the thread has ended: no more device work from this process
             self.timing_digests, self.timing_refs = timing.digests, timing.refs

@@ -170,6 +170,7 @@ class Verifier:
                   "plan": [{"case": t.case.id, "kind": t.kind, "label": t.label, "seed": f"{t.seed:#x}",
                             "child": child_of[t.id]} for t in plan.trials],
                   "profile": self.profile.chip if self.profile else None, "phase_seconds": outcome.phase_seconds,
+                  "trial_seconds": outcome.trial_seconds,
                   "children": len(parts), "exit_statuses": outcome.exit_statuses}
         verdict = Verdict(stage="pass", device=_device_name(device), versions=_versions(), config=config,
                           errors=outcome.errors, **base)

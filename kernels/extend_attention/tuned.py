@@ -29,8 +29,14 @@ def choose_config(prob: Problem, limits: ChipLimits) -> FamilyConfig:
     - Few rows per sequence (decode, speculative verify): pack the G q heads of a KV head into one block so
       each K/V tile is read once, a small BLOCK_M, deep pipelining, split-KV sized to fill the compute units
       (memory-bound: intensity ≈ G*E FLOP/byte).
-    - Many rows (prefill, chunked prefill): 128-row blocks, 8 warps, 3 stages (compute-bound).
-    - Large head dims shrink the tiles; `run_family` then fits them to shared memory.
+    - Many rows (prefill, chunked prefill; compute-bound): the prefix is gathered once into contiguous order
+      (`pregather`) so that, like the extend part, it is loaded through TMA tensor descriptors (`tma`); 128-row
+      blocks, 8 warps, 3 stages for head dims <= 128; narrower, 4-warp tiles for D <= 64 and for D > 128, where
+      the 128x128 tile's registers and shared memory limit occupancy.
+    - MLA-like 576/512 (V read from the K tile): 64x32 tiles, gather pipelined by the loop, no descriptors.
+    `run_family` fits any of these to the chip's shared memory and uses descriptors only where `tma_plan` allows.
+    Source of the numbers: H200 sweep 4 (2026-11-30, BENCHMARKS.md "H200 GPU session 4"; e.g. chunked-prefill
+    3399 -> 2164 us with pre-gather + TMA, large-heads 1760 -> 1270 us with 64x64 / 4 warps).
     """
     rows_per_seq = max(1, prob.total_extend // max(1, prob.batch)) * prob.group
     big_d = prob.head_dim + prob.head_dim_v
@@ -39,11 +45,16 @@ def choose_config(prob: Problem, limits: ChipLimits) -> FamilyConfig:
         return FamilyConfig(block_m=block_m, block_n=128 if big_d <= 256 else 32, num_warps=4,
                             num_stages=2, num_splits=0, pack_gqa=True)
     if big_d > 512:  # MLA-like 576/512: V read from the K tile, gather pipelined by the loop
-        return FamilyConfig(block_m=64, block_n=64, num_warps=8, num_stages=2, num_splits=1, pack_gqa=True,
-                            gather_stages=3)
+        return FamilyConfig(block_m=64, block_n=32, num_warps=8, num_stages=2, num_splits=1, pack_gqa=True,
+                            gather_stages=3, pregather=True)
     if big_d > 256:  # 256/256, 192/128
-        return FamilyConfig(block_m=128, block_n=64, num_warps=8, num_stages=3, num_splits=1, pack_gqa=False)
-    return FamilyConfig(block_m=128, block_n=128, num_warps=8, num_stages=3, num_splits=1, pack_gqa=False)
+        return FamilyConfig(block_m=64, block_n=64, num_warps=4, num_stages=3, num_splits=1, pack_gqa=False,
+                            pregather=True, tma=True)
+    if big_d <= 128:  # D <= 64
+        return FamilyConfig(block_m=128, block_n=64, num_warps=4, num_stages=3, num_splits=1, pack_gqa=False,
+                            pregather=True, tma=True)
+    return FamilyConfig(block_m=128, block_n=128, num_warps=8, num_stages=3, num_splits=1, pack_gqa=True,
+                        pregather=True, tma=True)
 
 
 def extend_attention_fwd(
