@@ -171,13 +171,18 @@ def long_prefix_case(task: TaskSpec, rng: random.Random, small: bool) -> Case:
 
 
 def dtype_case(task: TaskSpec, rng: random.Random, small: bool, dtype: str) -> Case:
-    """A hidden random case in input dtype `dtype` (features, heads and head dim drawn as usual) with 8-24 query
+    """A hidden random case in input dtype `dtype` (features and heads drawn as usual, head dim 16) with 8-24 query
     tokens (times 24 on a GPU) in each of 1-3 sequences, so that a kernel computing `dtype` inputs in a narrower
-    type (float32 in float16, say) errs on many elements, not on a handful that might all round well."""
+    type (float32 in float16 or tf32, say) errs on many elements, not on a handful that might all round well.
+    Head dim 16: Triton lowers an IEEE float32 dot to FMA loops, whose compile time grows with the tile (H200,
+    session 4: this trial at a drawn head dim was the slowest of a verification, 12.9 s cold, 7.3 s with the
+    cache warm, recompiled for every draw); a fixed narrow head compiles fast and the sandbox's Triton cache
+    serves it to later candidates with the same kernel. Rounding errors of a narrower type do not need a wide
+    head to show (the fp32_as_fp16 and tf32 cheats fail it, tests/verifier)."""
     base = task.random_case(rng, small)
     scale = 1 if small else 24
     batch = rng.randint(1, 3)
-    params = {**dict(base.params), "dtype": dtype,
+    params = {**dict(base.params), "dtype": dtype, "head_dim": 16, "head_dim_v": 16,
               "extend_lens": [rng.randint(8, 24) * scale for _ in range(batch)],
               "prefix_lens": [rng.randint(0, 40) * scale for _ in range(batch)]}
     return Case(f"{dtype}-inputs-{base.id.split('-')[-1]}", params, base.seed, "dtype")
@@ -260,24 +265,38 @@ def split_plan(plan: Plan, children: int = 2) -> tuple[Plan, ...]:
     """The plan's trials split over `children` sandbox children that run at the same time (so that their Triton
     compilations overlap), each a `Plan` of its own trials in their original order, ids unchanged.
 
-    With 2: the first child gets the trials of the cases the timing plan times (the bench cases; the test cases
-    when no bench case is checked, as `build_plan` times them) and the whole timing plan -- it compiled those
-    kernels --, the second every other trial (hidden shapes, the perturbation with its base trial, large logits,
-    long prefix, test cases, the ablation) and no timing. One plan (the whole plan) when `children` is 1 or when
-    either side would be empty.
+    The first child gets the trials of the cases the timing plan times (the bench cases; the test cases when no
+    bench case is checked, as `build_plan` times them) and the whole timing plan -- it compiled those kernels.
+    With 2, the second child gets every other trial (hidden shapes, the perturbation with its base trial, large
+    logits, long prefix, long extend, test cases, the float32 case, the ablation) and no timing. With 3 or more,
+    those other trials are split once more at the first timed-case trial: the ones planned before it (hidden
+    shape, perturbation, large logits, long prefix, long extend) in the second child, the ones after it (test
+    cases when bench cases are timed, the float32 case -- on the H200 its IEEE float32 dot is the slowest compile
+    of a verification --, more hidden shapes, the ablation) in the third. A split that would leave a child empty
+    is not made (fewer children); one plan (the whole plan) when `children` is 1 or nothing can be split.
+
+    Raises:
+        ValueError: a perturbation trial would run in another child than its base trial.
     """
     if children < 2:
         return (plan,)
     labels = {t.label for t in plan.trials}
     first = "bench case" if "bench case" in labels else "test case"
     a = tuple(t for t in plan.trials if t.label == first)
-    b = tuple(t for t in plan.trials if t.label != first)
-    if not a or not b:
+    rest = tuple(t for t in plan.trials if t.label != first)
+    if not a or not rest:
         return (plan,)
-    ids_a = {t.id for t in a}
-    if any((t.base in ids_a) != (t.id in ids_a) for t in plan.trials if t.base is not None):
+    groups = [a, rest]
+    if children >= 3:
+        before = tuple(t for t in rest if t.id < a[0].id)
+        after = tuple(t for t in rest if t.id > a[0].id)
+        if before and after:
+            groups = [a, before, after]
+    where = {t.id: i for i, group in enumerate(groups) for t in group}
+    if any(where[t.base] != where[t.id] for t in plan.trials if t.base is not None):
         raise ValueError("a perturbation trial must run in the same child as its base trial")
-    return Plan(plan.task, plan.device, a, plan.timing), Plan(plan.task, plan.device, b, None)
+    return tuple(Plan(plan.task, plan.device, group, plan.timing if i == 0 else None)
+                 for i, group in enumerate(groups))
 
 
 def _timed_case(case: Case, first_seed: int, settings: PlanSettings, rng: random.Random) -> TimedCase:

@@ -87,7 +87,9 @@ CHEATS: tuple[Cheat, ...] = (
     Cheat("no_max_subtraction", "precision downgrade / tolerance abuse", M, M, "large logits"),
     Cheat("low_precision_v", "precision downgrade / tolerance abuse", M, M, "outside |got-expected|"),
     Cheat("hardcoded_bench_shapes", "hard-coded shapes, early exit", S, None, "bench case", gpu=R),
-    Cheat("hardcoded_test_shapes", "hard-coded shapes, early exit", S, M, "hidden random shape"),
+    # the first hidden trial it meets: usually the hidden random shape; on some draws (1 of 12 seeds tried) that
+    # shape's (tokens, heads, head dim) is one it recognizes (CPU shapes are small) and large logits come first
+    Cheat("hardcoded_test_shapes", "hard-coded shapes, early exit", S, M, "outside |got-expected|"),
     Cheat("torch_library", "library call instead of a kernel", S, R, "forbidden torch operation"),
     Cheat("reference_import", "library call instead of a kernel", S, R, "kernels.extend_attention.reference"),
     Cheat("try_except_fallback", "try/except or never-taken fallback", S, R, "forbidden torch operation"),

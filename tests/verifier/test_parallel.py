@@ -71,6 +71,31 @@ def test_every_trial_lands_in_exactly_one_child(device, settings, first_label):
         assert "test case" in {t.label for t in b.trials}
 
 
+@pytest.mark.parametrize("device, settings", [("cuda", GPU), ("cpu", CPU), ("cpu", BOTH)],
+                         ids=["bench-cases", "test-cases", "bench-and-test-cases"])
+def test_three_children_split_the_other_trials_at_the_first_timed_case(device, settings):
+    plan = build_plan(TASK, device, settings)
+    two, three = split_plan(plan, 2), split_plan(plan, 3)
+    assert len(three) == 3 and three[0] == two[0]  # the timed cases' child is unchanged
+    first_timed = three[0].trials[0].id
+    assert [t.id for t in three[1].trials] == [t.id for t in two[1].trials if t.id < first_timed]
+    assert [t.id for t in three[2].trials] == [t.id for t in two[1].trials if t.id > first_timed]
+    assert three[1].timing is None and three[2].timing is None
+    assert {"hidden random shape", "same buffers, perturbed values", "large logits", "long prefix",
+            "long extend"} == {t.label for t in three[1].trials}
+    later = {t.label for t in three[2].trials}
+    assert "every Triton launch disabled" in later
+    assert ("float32 inputs" in later) == (device == "cuda")  # the CPU's test cases include float32 ones
+    assert split_plan(plan, 3) == split_plan(plan, 8)  # no more than three groups to split into
+
+
+def test_the_float32_trial_has_head_dim_16_and_float32_inputs():
+    plan = build_plan(TASK, "cuda", GPU)
+    (trial,) = [t for t in plan.trials if t.label == "float32 inputs"]
+    assert trial.case.params["dtype"] == "float32"
+    assert (trial.case.params["head_dim"], trial.case.params["head_dim_v"]) == (16, 16)
+
+
 def test_one_child_or_nothing_to_split_keeps_the_whole_plan():
     plan = build_plan(TASK, "cuda", GPU)
     assert split_plan(plan, 1) == (plan,)
@@ -183,8 +208,8 @@ def _nothing_left(seen) -> None:
 
 @CPU_ONLY
 @pytest.mark.parametrize("honest", [HONEST[0], HONEST[-1]], ids=lambda h: h.name)
-def test_honest_candidates_pass_with_one_and_two_children(verifier, honest, runs):
-    for children in (1, 2):
+def test_honest_candidates_pass_with_one_two_and_three_children(verifier, honest, runs):
+    for children in (1, 2, 3):
         verdict = _verify(verifier, honest.path, children, case_ids=FEW)
         assert verdict.stage == "pass", verdict.summary()
         assert verdict.config["children"] == children
@@ -193,8 +218,11 @@ def test_honest_candidates_pass_with_one_and_two_children(verifier, honest, runs
         trials = sum(e.trials for e in verdict.errors.values())
         assert trials == len(verdict.config["plan"]) - 1  # every trial but the ablation, merged over children
     phases = verdict.config["phase_seconds"]
-    assert {"start_and_import", "correctness", "correctness_child_a", "correctness_child_b"} <= set(phases)
-    assert len(runs["parallel"]) == 1 and len(runs["children"]) == 3
+    assert {"start_and_import", "correctness", "correctness_child_a", "correctness_child_b",
+            "correctness_child_c"} <= set(phases)
+    assert set(verdict.config["trial_seconds"]) == {f"{p['case']} ({p['label']}, trial {i})"
+                                                    for i, p in enumerate(verdict.config["plan"])}
+    assert len(runs["parallel"]) == 2 and len(runs["children"]) == 6
     _nothing_left(runs)
 
 
