@@ -35,7 +35,8 @@ def watched_dirs(root: Path) -> list[Path]:
 
 
 def snapshot(root: Path) -> dict[str, str]:
-    """``{key: sha256}`` for every project file with a watched suffix and every watched directory listing."""
+    """``{key: value}``: the sha256 of every project file with a watched suffix, and the names (newline-joined) in
+    every watched directory listing (kept as names so that a change can say which entries came or went)."""
     out: dict[str, str] = {}
     for pkg in _PACKAGES:
         base = root / pkg
@@ -49,8 +50,19 @@ def snapshot(root: Path) -> dict[str, str]:
             out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
     for d in watched_dirs(root):
         names = sorted(n for n in os.listdir(d) if n != "__pycache__")
-        out[f"listing of {d}"] = hashlib.sha256("\n".join(names).encode()).hexdigest()
+        out[f"{_LISTING}{d}"] = "\n".join(names)
     return out
+
+
+_LISTING = "listing of "
+
+
+def _entries_changed(before: str, after: str) -> str:
+    """`` (added: a, b; removed: c)`` between two newline-joined listings (at most 5 names each)."""
+    old, new = set(before.split("\n")) - {""}, set(after.split("\n")) - {""}
+    parts = [f"{what}: {', '.join(sorted(names)[:5])}{' ...' if len(names) > 5 else ''}"
+             for what, names in (("added", new - old), ("removed", old - new)) if names]
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
@@ -62,5 +74,5 @@ def changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
         elif key not in before:
             found.append(f"{key} was added")
         elif before[key] != after[key]:
-            found.append(f"{key} was modified")
+            found.append(f"{key} was modified{_entries_changed(before[key], after[key]) if key.startswith(_LISTING) else ''}")
     return found

@@ -191,7 +191,7 @@ def test_runtime_reasons_name_the_users_file_and_its_lines(verifier, tmp_path):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CPU (interpreter) run")
-def test_progress_counts_every_judged_trial_across_both_children(verifier):
+def test_progress_counts_every_judged_trial_across_all_children(verifier):
     import threading
 
     seen: list[str] = []
@@ -209,5 +209,5 @@ def test_progress_counts_every_judged_trial_across_both_children(verifier):
         verifier.options = kept
     assert verdict.stage == "pass", verdict.summary()
     total = len(verdict.config["plan"])
-    assert verdict.config["children"] == 2
+    assert verdict.config["children"] == 3
     assert seen == [f"{n} of {total} trials judged" for n in range(1, total + 1)]

@@ -29,7 +29,8 @@ def test_edits_additions_and_removals_are_named(tmp_path):
     found = changes(before, snapshot(root))
     assert any("reference.py was modified" in f for f in found)
     assert any("torch.py was added" in f for f in found)
-    assert any(f"listing of {root.resolve()} was modified" in f for f in found)
+    assert f"listing of {root.resolve()} was modified (added: torch.py)" in found
+    assert f"listing of {(root / 'agent').resolve()} was modified (removed: verifier.py)" in found
     assert any("verifier.py was removed" in f for f in found)
 
 
