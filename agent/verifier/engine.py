@@ -132,7 +132,8 @@ class Verifier:
     def _dynamic(self, path: Path, base: dict[str, Any], progress: Callable[[str], None] | None = None) -> Verdict:
         device = self.device()
         plan = build_plan(self.task, device, self._settings(device))
-        parts = split_plan(plan, self.options.parallel_children)
+        children = self.options.parallel_children or (4 if device == "cuda" else 2)
+        parts = split_plan(plan, children)
         sandbox = self._sandbox(interpret=device == "cpu")
         before = snapshot(self.root)
         limit = int(self.options.memory_limit_gb * 2**30)

@@ -266,14 +266,17 @@ def split_plan(plan: Plan, children: int = 2) -> tuple[Plan, ...]:
     compilations overlap), each a `Plan` of its own trials in their original order, ids unchanged.
 
     The first child gets the trials of the cases the timing plan times (the bench cases; the test cases when no
-    bench case is checked, as `build_plan` times them) and the whole timing plan -- it compiled those kernels.
-    With 2, the second child gets every other trial (hidden shapes, the perturbation with its base trial, large
-    logits, long prefix, long extend, test cases, the float32 case, the ablation) and no timing. With 3 or more,
-    those other trials are split once more at the first timed-case trial: the ones planned before it (hidden
-    shape, perturbation, large logits, long prefix, long extend) in the second child, the ones after it (test
-    cases when bench cases are timed, the float32 case -- on the H200 its IEEE float32 dot is the slowest compile
-    of a verification --, more hidden shapes, the ablation) in the third. A split that would leave a child empty
-    is not made (fewer children); one plan (the whole plan) when `children` is 1 or nothing can be split.
+    bench case is checked, as `build_plan` times them) and the whole timing plan. With 2, the second child gets
+    every other trial (hidden shapes, the perturbation with its base trial, large logits, long prefix, long
+    extend, test cases, the float32 case, the ablation) and no timing. With 3, those other trials are split once
+    more at the first timed-case trial: the ones planned before it (hidden shape, perturbation, large logits, long
+    prefix, long extend) in the second child, the ones after it (test cases when bench cases are timed, the float32
+    case -- on the H200 its IEEE float32 dot is the slowest compile of a verification --, more hidden shapes, the
+    ablation) in the third. With 4 or more, every second timed-case trial moves from the first child to a fourth
+    (on the H200 the bench cases' compilations were the longest child, 12 s of a 28 s verification): the first
+    child's timing then finds those kernels in the sandbox's shared Triton cache, compiled by the fourth child,
+    which has exited before timing starts. A split that would leave a child empty is not made (fewer children);
+    one plan (the whole plan) when `children` is 1 or nothing can be split.
 
     Raises:
         ValueError: a perturbation trial would run in another child than its base trial.
@@ -282,16 +285,18 @@ def split_plan(plan: Plan, children: int = 2) -> tuple[Plan, ...]:
         return (plan,)
     labels = {t.label for t in plan.trials}
     first = "bench case" if "bench case" in labels else "test case"
-    a = tuple(t for t in plan.trials if t.label == first)
+    timed = tuple(t for t in plan.trials if t.label == first)
     rest = tuple(t for t in plan.trials if t.label != first)
-    if not a or not rest:
+    if not timed or not rest:
         return (plan,)
-    groups = [a, rest]
+    groups = [timed, rest]
     if children >= 3:
-        before = tuple(t for t in rest if t.id < a[0].id)
-        after = tuple(t for t in rest if t.id > a[0].id)
+        before = tuple(t for t in rest if t.id < timed[0].id)
+        after = tuple(t for t in rest if t.id > timed[0].id)
         if before and after:
-            groups = [a, before, after]
+            groups = [timed, before, after]
+    if children >= 4 and len(groups) == 3 and len(timed) >= 2:
+        groups = [timed[0::2], *groups[1:], timed[1::2]]
     where = {t.id: i for i, group in enumerate(groups) for t in group}
     if any(where[t.base] != where[t.id] for t in plan.trials if t.base is not None):
         raise ValueError("a perturbation trial must run in the same child as its base trial")

@@ -81,11 +81,12 @@ class VerifyOptions(BaseModel):
     rotations: int = Field(2, ge=1, description="input sets cycled through during timing")
     timeout_s: float = Field(600.0, gt=0, description="per sandbox child, from its start (the time a child waits "
                              "for the other child to end before timing does not count)")
-    parallel_children: int = Field(3, ge=1, le=3, description="sandbox children per candidate, run at the same "
-                                   "time so their Triton compilations overlap: 3 runs the bench cases and timing "
-                                   "in one, the trials planned before them in another, the rest in a third; 2 "
-                                   "the bench cases and timing in one, every other trial in the other; 1 the "
-                                   "whole plan in one child")
+    parallel_children: int | None = Field(None, ge=1, le=4, description="sandbox children per candidate, run at "
+                                          "the same time so their Triton compilations overlap (`split_plan`): 4 "
+                                          "splits the bench cases over two children and the other trials over two "
+                                          "more; 1 runs the whole plan in one child; None: 4 on a GPU, 2 on the "
+                                          "CPU (the interpreter is CPU-bound: more children than cores gain "
+                                          "nothing)")
     memory_limit_gb: float = Field(32.0, gt=0, description="address space (CPU) or resident memory (GPU)")
     baseline_time_us: dict[str, float] = Field(default_factory=dict, description="per bench case, for speedups")
     speedup_flag: float = Field(10.0, description="speedups above this over the baseline are flagged")

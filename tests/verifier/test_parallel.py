@@ -86,7 +86,18 @@ def test_three_children_split_the_other_trials_at_the_first_timed_case(device, s
     later = {t.label for t in three[2].trials}
     assert "every Triton launch disabled" in later
     assert ("float32 inputs" in later) == (device == "cuda")  # the CPU's test cases include float32 ones
-    assert split_plan(plan, 3) == split_plan(plan, 8)  # no more than three groups to split into
+
+
+@pytest.mark.parametrize("device, settings", [("cuda", GPU), ("cpu", BOTH)], ids=["bench-cases", "bench-and-test-cases"])
+def test_four_children_split_the_timed_cases_over_two(device, settings):
+    plan = build_plan(TASK, device, settings)
+    three, four = split_plan(plan, 3), split_plan(plan, 4)
+    assert len(four) == 4 and four[1:3] == three[1:3]
+    assert [t.id for t in four[0].trials] == [t.id for t in three[0].trials][0::2]
+    assert [t.id for t in four[3].trials] == [t.id for t in three[0].trials][1::2]
+    assert four[0].timing == plan.timing and all(p.timing is None for p in four[1:])
+    assert sorted(t.id for p in four for t in p.trials) == list(range(len(plan.trials)))
+    assert split_plan(plan, 4) == split_plan(plan, 8)  # no more than four groups to split into
 
 
 def test_the_float32_trial_has_head_dim_16_and_float32_inputs():
@@ -208,8 +219,8 @@ def _nothing_left(seen) -> None:
 
 @CPU_ONLY
 @pytest.mark.parametrize("honest", [HONEST[0], HONEST[-1]], ids=lambda h: h.name)
-def test_honest_candidates_pass_with_one_two_and_three_children(verifier, honest, runs):
-    for children in (1, 2, 3):
+def test_honest_candidates_pass_with_one_to_four_children(verifier, honest, runs):
+    for children in (1, 2, 3, 4):
         verdict = _verify(verifier, honest.path, children, case_ids=FEW)
         assert verdict.stage == "pass", verdict.summary()
         assert verdict.config["children"] == children
@@ -219,10 +230,10 @@ def test_honest_candidates_pass_with_one_two_and_three_children(verifier, honest
         assert trials == len(verdict.config["plan"]) - 1  # every trial but the ablation, merged over children
     phases = verdict.config["phase_seconds"]
     assert {"start_and_import", "correctness", "correctness_child_a", "correctness_child_b",
-            "correctness_child_c"} <= set(phases)
+            "correctness_child_c", "correctness_child_d"} <= set(phases)
     assert set(verdict.config["trial_seconds"]) == {f"{p['case']} ({p['label']}, trial {i})"
                                                     for i, p in enumerate(verdict.config["plan"])}
-    assert len(runs["parallel"]) == 2 and len(runs["children"]) == 6
+    assert len(runs["parallel"]) == 3 and len(runs["children"]) == 10
     _nothing_left(runs)
 
 
