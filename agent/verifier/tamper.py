@@ -49,12 +49,25 @@ def snapshot(root: Path) -> dict[str, str]:
         if path.is_file() and path.suffix in _SUFFIXES:
             out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
     for d in watched_dirs(root):
-        names = sorted(n for n in os.listdir(d) if n != "__pycache__")
+        names = sorted(n for n in os.listdir(d) if _importable(d, n))
         out[f"{_LISTING}{d}"] = "\n".join(names)
     return out
 
 
 _LISTING = "listing of "
+#: File suffixes Python's import system or site initialization acts on (sources, bytecode, extensions, .pth).
+_IMPORT_SUFFIXES = (".py", ".pyc", ".so", ".pyd", ".pth")
+
+
+def _importable(directory: str | Path, name: str) -> bool:
+    """Whether entry `name` of `directory` can change what an import finds: a directory (a package, now or once
+    files are added) or a file with an import suffix, not hidden (module names cannot start with a dot) and not
+    a bytecode cache. Other entries (``.pytest_cache``, logs, core files another process writes into the same
+    checkout) are not watched: they made an honest candidate fail on the H200 while a test run shared the
+    checkout."""
+    if name.startswith(".") or name == "__pycache__":
+        return False
+    return name.endswith(_IMPORT_SUFFIXES) or os.path.isdir(os.path.join(directory, name))
 
 
 def _entries_changed(before: str, after: str) -> str:

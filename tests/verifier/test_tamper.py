@@ -40,3 +40,16 @@ def test_watched_dirs_cover_the_import_path(tmp_path):
     dirs = {str(d) for d in watched_dirs(_project(tmp_path))}
     assert str(Path(torch.__file__).parent.resolve()) in dirs
     assert any(d.endswith("site-packages") for d in dirs)
+
+
+def test_entries_that_cannot_change_an_import_are_not_watched(tmp_path):
+    root = _project(tmp_path)
+    before = snapshot(root)
+    (root / ".pytest_cache").mkdir()
+    (root / "run.log").write_text("x")
+    (root / "core.1234").write_text("")
+    assert changes(before, snapshot(root)) == []
+    (root / "numpy").mkdir()  # a directory can become a package
+    (root / "shadow.so").write_text("")
+    found = changes(before, snapshot(root))
+    assert f"listing of {root.resolve()} was modified (added: numpy, shadow.so)" in found
