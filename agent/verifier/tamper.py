@@ -60,14 +60,16 @@ _IMPORT_SUFFIXES = (".py", ".pyc", ".so", ".pyd", ".pth")
 
 
 def _importable(directory: str | Path, name: str) -> bool:
-    """Whether entry `name` of `directory` can change what an import finds: a directory (a package, now or once
-    files are added) or a file with an import suffix, not hidden (module names cannot start with a dot) and not
-    a bytecode cache. Other entries (``.pytest_cache``, logs, core files another process writes into the same
-    checkout) are not watched: they made an honest candidate fail on the H200 while a test run shared the
-    checkout."""
-    if name.startswith(".") or name == "__pycache__":
+    """Whether entry `name` of `directory` can change what an import or site initialization finds: a file with an
+    import suffix (hidden ones too: some Python versions read hidden ``.pth`` files), or a directory (a package,
+    now or once files are added) unless hidden (module names cannot start with a dot) or a bytecode cache.
+    Other entries (``.pytest_cache``, logs, core files another process writes into the same checkout) are not
+    watched: they made an honest candidate fail on the H200 while a test run shared the checkout."""
+    if name == "__pycache__":
         return False
-    return name.endswith(_IMPORT_SUFFIXES) or os.path.isdir(os.path.join(directory, name))
+    if name.endswith(_IMPORT_SUFFIXES):
+        return True
+    return not name.startswith(".") and os.path.isdir(os.path.join(directory, name))
 
 
 def _entries_changed(before: str, after: str) -> str:

@@ -51,5 +51,6 @@ def test_entries_that_cannot_change_an_import_are_not_watched(tmp_path):
     assert changes(before, snapshot(root)) == []
     (root / "numpy").mkdir()  # a directory can become a package
     (root / "shadow.so").write_text("")
+    (root / ".hidden.pth").write_text("")
     found = changes(before, snapshot(root))
-    assert f"listing of {root.resolve()} was modified (added: numpy, shadow.so)" in found
+    assert f"listing of {root.resolve()} was modified (added: .hidden.pth, numpy, shadow.so)" in found
