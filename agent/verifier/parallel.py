@@ -23,7 +23,8 @@ class ParallelRun:
     one `DynamicRun` per child, each driven in a thread of its own, and one merged `Outcome`.
 
     Why: on a GPU a child compiles its Triton kernels lazily, one specialization after another, CPU-bound, while
-    the GPU idles; two children compile at once.
+    the GPU idles; several children compile at once (on the H200: 28 s -> 20.5 s for a cold baseline verification
+    with three children -> four, BENCHMARKS.md session 4).
 
     The verdict is the serial one: a pass only if every run passed; otherwise the failure that comes first in the
     order of the whole plan (`Outcome.failed_at`; the first child's on a tie, e.g. both failing at import), so
