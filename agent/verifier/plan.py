@@ -31,6 +31,11 @@ ADVERSARIAL_Q_SCALE = 100.0
 #: Over 40 such small float32 cases the cheat tests/verifier/cheats/fp32_as_fp16.py erred by >= 2.7e-4 (CPU).
 REQUIRED_DTYPES = ("float32",)
 
+#: Head dims of the CPU plan's hidden float32 case (the CPU's other float32 trials use head dims 16 and 32): a
+#: cheat computing float32 in float16 only when head_dim > 32 passed the CPU verifier before it (red team, session 4).
+#: On a GPU the float32 case stays at head dim 16 (compile time, `dtype_case`) -- a known gap there.
+WIDE_DTYPE_HEAD_DIMS = (64, 128)
+
 
 @dataclass(frozen=True)
 class Trial:
@@ -170,19 +175,20 @@ def long_prefix_case(task: TaskSpec, rng: random.Random, small: bool) -> Case:
     return Case(f"long-prefix-{base.id.split('-')[-1]}", params, base.seed, "long-prefix")
 
 
-def dtype_case(task: TaskSpec, rng: random.Random, small: bool, dtype: str) -> Case:
-    """A hidden random case in input dtype `dtype` (features and heads drawn as usual, head dim 16) with 8-24 query
+def dtype_case(task: TaskSpec, rng: random.Random, small: bool, dtype: str, head_dim: int = 16) -> Case:
+    """A hidden random case in input dtype `dtype` (features and heads drawn as usual, `head_dim`) with 8-24 query
     tokens (times 24 on a GPU) in each of 1-3 sequences, so that a kernel computing `dtype` inputs in a narrower
     type (float32 in float16 or tf32, say) errs on many elements, not on a handful that might all round well.
-    Head dim 16: Triton lowers an IEEE float32 dot to FMA loops, whose compile time grows with the tile (H200,
-    session 4: this trial at a drawn head dim was the slowest of a verification, 12.9 s cold, 7.3 s with the
-    cache warm, recompiled for every draw); a fixed narrow head compiles fast and the sandbox's Triton cache
+    On a GPU head dim 16: Triton lowers an IEEE float32 dot to FMA loops, whose compile time grows with the tile
+    (H200, session 4: this trial at a drawn head dim was the slowest of a verification, 12.9 s cold, 7.3 s with
+    the cache warm, recompiled for every draw); a fixed narrow head compiles fast and the sandbox's Triton cache
     serves it to later candidates with the same kernel. Rounding errors of a narrower type do not need a wide
-    head to show (the fp32_as_fp16 and tf32 cheats fail it, tests/verifier)."""
+    head to show (the fp32_as_fp16 and tf32 cheats fail it, tests/verifier). `build_plan` adds a wide one on the
+    CPU, where nothing is compiled."""
     base = task.random_case(rng, small)
     scale = 1 if small else 24
     batch = rng.randint(1, 3)
-    params = {**dict(base.params), "dtype": dtype, "head_dim": 16, "head_dim_v": 16,
+    params = {**dict(base.params), "dtype": dtype, "head_dim": head_dim, "head_dim_v": head_dim,
               "extend_lens": [rng.randint(8, 24) * scale for _ in range(batch)],
               "prefix_lens": [rng.randint(0, 40) * scale for _ in range(batch)]}
     return Case(f"{dtype}-inputs-{base.id.split('-')[-1]}", params, base.seed, "dtype")
@@ -242,8 +248,10 @@ def build_plan(task: TaskSpec, device: str, settings: PlanSettings, rng: random.
         for case in _selected(task.test_cases, settings.case_ids):
             add("check", case, "test case")
     for dtype in REQUIRED_DTYPES:
-        if all(t.case.params.get("dtype") != dtype for t in trials):
-            # small shapes on every device: Triton compiles an IEEE float32 dot of GPU-sized tiles slowly (tuned
+        if settings.small:  # the CPU: a wide head as well (a kernel that downgrades float32 only on wide heads)
+            add("check", dtype_case(task, rng, True, dtype, rng.choice(WIDE_DTYPE_HEAD_DIMS)), f"{dtype} inputs")
+        elif all(t.case.params.get("dtype") != dtype for t in trials):
+            # small shapes, head dim 16: Triton compiles an IEEE float32 dot of GPU-sized tiles slowly (tuned
             # entry point at head dim 64, 128x128 tiles: 38 s on the H200, 5 s for a small case at head dim 16)
             add("check", dtype_case(task, rng, True, dtype), f"{dtype} inputs")
     for i in range(max(0, settings.random_cases - 1)):

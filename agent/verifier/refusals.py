@@ -49,6 +49,15 @@ DISPATCH_SWITCHES = (
     "_dispatch_library", "_dispatch_call_boxed", "_to_dlpack", "_to_dlpack_versioned",
 )
 
+#: Storage constructors and methods that open, create or map files or shared memory in C++ (no audit event, no
+#: aten operation): with a file-backed storage handed to a kernel, a candidate could write any file (red team,
+#: session 4: a Triton store into ``UntypedStorage.from_file``). On ``StorageBase``, ``UntypedStorage`` and
+#: ``TypedStorage``, wherever defined; ``torch.from_file`` as well.
+STORAGE_FILE_OPENERS = (
+    "from_file", "_new_shared_filename_cpu", "_new_using_filename_cpu", "_new_shared_fd_cpu", "_new_using_fd_cpu",
+    "_share_filename_cpu_", "_share_fd_cpu_", "_new_shared", "_new_shared_cuda", "_share_cuda_",
+)
+
 #: Signal functions that install a handler or arm a timer that calls one.
 SIGNAL_INSTALLERS = ("signal", "setitimer", "alarm", "set_wakeup_fd")
 
@@ -134,6 +143,7 @@ def _install_torch(judge: FrameJudge, done: list[str], aliases: dict[int, tuple[
             setattr(torch.Tensor, name, _refusing(original, f"forbidden torch operation Tensor.{name} (a host "
                                                             "read-out of tensor values)", judge))
             done.append(f"torch.Tensor.{name}")
+    _install_storage_openers(judge, done, aliases)
     interface = torch.Tensor.__dict__.get("__cuda_array_interface__")
     if isinstance(interface, property) and interface.fget is not None:
         torch.Tensor.__cuda_array_interface__ = property(_refusing(  # type: ignore[attr-defined]
@@ -147,3 +157,41 @@ def _install_torch(judge: FrameJudge, done: list[str], aliases: dict[int, tuple[
             setattr(torch._C, name, wrapper)
             aliases[id(original)] = (original, wrapper)
             done.append(f"torch._C.{name}")
+
+
+
+def _wrapped_member(member: object, what: str, judge: FrameJudge) -> object | None:
+    """`member` of a class dictionary (a static/class method or a method) with a refusing wrapper inside."""
+    if isinstance(member, staticmethod):
+        return staticmethod(_refusing(member.__func__, what, judge))
+    if isinstance(member, classmethod):
+        return classmethod(_refusing(member.__func__, what, judge))
+    if type(member).__name__ == "classmethod_descriptor":
+        bind = member.__get__  # type: ignore[attr-defined]
+        return classmethod(_refusing(lambda cls, *a, **k: bind(None, cls)(*a, **k), what, judge))
+    if callable(member):
+        return _refusing(member, what, judge)
+    return None
+
+
+def _install_storage_openers(judge: FrameJudge, done: list[str], aliases: dict[int, tuple[object, object]]) -> None:
+    for cls in (torch._C.StorageBase, torch.UntypedStorage, torch.TypedStorage):
+        for name in STORAGE_FILE_OPENERS:
+            member = cls.__dict__.get(name)
+            what = (f"forbidden torch operation {cls.__name__}.{name} (opens or maps a file or shared memory "
+                    "outside the audit hook)")
+            wrapper = _wrapped_member(member, what, judge) if member is not None else None
+            if wrapper is None:
+                continue
+            if cls is torch._C.StorageBase:
+                _set_type_attribute(cls, name, wrapper)
+            else:
+                setattr(cls, name, wrapper)
+            done.append(f"{cls.__module__}.{cls.__name__}.{name}")
+    original = getattr(torch, "from_file", None)
+    if original is not None:  # torch._C._VariableFunctions' attributes are read-only: its alias in torch is wrapped
+        wrapper = _refusing(original, "forbidden torch operation torch.from_file (opens a file outside the audit "
+                                      "hook)", judge)
+        torch.from_file = wrapper
+        aliases[id(original)] = (original, wrapper)
+        done.append("torch.from_file")

@@ -35,16 +35,21 @@ def watched_dirs(root: Path) -> list[Path]:
 
 
 def snapshot(root: Path) -> dict[str, str]:
-    """``{key: value}``: the sha256 of every project file with a watched suffix, and the names (newline-joined) in
-    every watched directory listing (kept as names so that a change can say which entries came or went)."""
+    """``{key: value}``: the sha256 of every project file with a watched suffix, of every bytecode cache file in the
+    project's packages (a rewritten ``.pyc`` runs in the next process that imports the module -- red team, session
+    4), of the git configuration and hooks, and the names (newline-joined) in every watched directory listing (kept
+    as names so that a change can say which entries came or went)."""
     out: dict[str, str] = {}
     for pkg in _PACKAGES:
         base = root / pkg
         if not base.is_dir():
             continue
         for path in base.rglob("*"):
-            if path.suffix in _SUFFIXES and "__pycache__" not in path.parts and path.is_file():
+            cached = "__pycache__" in path.parts
+            if (path.suffix == ".pyc" if cached else path.suffix in _SUFFIXES) and path.is_file():
                 out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    for path in _git_files(root):
+        out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
     for path in root.iterdir():
         if path.is_file() and path.suffix in _SUFFIXES:
             out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -80,10 +85,24 @@ def _entries_changed(before: str, after: str) -> str:
     return f" ({'; '.join(parts)})" if parts else ""
 
 
+def _git_files(root: Path) -> list[Path]:
+    """The repository's configuration and hooks (``.git/config``, ``.git/hooks/*``): git runs commands named there
+    (``core.fsmonitor``, hooks) the next time a user or tool runs git in the checkout."""
+    git = root / ".git"
+    if not git.is_dir():
+        return []
+    hooks = git / "hooks"
+    return [p for p in (git / "config", *(sorted(hooks.iterdir()) if hooks.is_dir() else ())) if p.is_file()]
+
+
 def changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
-    """Readable list of what differs between two snapshots (added, removed, modified)."""
+    """Readable list of what differs between two snapshots (added, removed, modified). Bytecode caches
+    (``__pycache__/*.pyc``) count when modified or removed, not when added: the verifier's own process may compile
+    a module it imports for the first time while a candidate runs."""
     found = []
     for key in sorted(set(before) | set(after)):
+        if key not in before and key.endswith(".pyc") and "__pycache__" in key:
+            continue
         if key not in after:
             found.append(f"{key} was removed")
         elif key not in before:

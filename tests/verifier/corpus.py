@@ -126,6 +126,9 @@ CHEATS: tuple[Cheat, ...] = (
     Cheat("prefix_truncation", "partial computation (truncated context)", M, M, "long prefix"),
     Cheat("fp32_as_fp16", "precision downgrade / tolerance abuse (float32 computed in float16)", M, M,
           "<= 0.0001 + 0.0001*|expected|"),  # the float32 bound, at whichever float32 trial comes first
+    # red team, session 4: a file written through a file-backed storage (could rewrite the verifier's .pyc)
+    Cheat("storage_file_write", "environment tampering (file write through a file-backed storage)", S, R,
+          "from_file"),
     Cheat("alias_torch_direct", "library call instead of a kernel (module alias)", S, R, "forbidden torch operation"),
     Cheat("pickle_global", "library call instead of a kernel (pickle import)", S, R, "pickle.find_class"),
     Cheat("heads_subset_copy", "partial computation (one head per GQA group)", M, M, "outside |got-expected|"),

@@ -85,7 +85,7 @@ def test_three_children_split_the_other_trials_at_the_first_timed_case(device, s
             "long extend"} == {t.label for t in three[1].trials}
     later = {t.label for t in three[2].trials}
     assert "every Triton launch disabled" in later
-    assert ("float32 inputs" in later) == (device == "cuda")  # the CPU's test cases include float32 ones
+    assert "float32 inputs" in later
 
 
 @pytest.mark.parametrize("device, settings", [("cuda", GPU), ("cpu", BOTH)], ids=["bench-cases", "bench-and-test-cases"])
@@ -100,7 +100,7 @@ def test_four_children_split_the_timed_cases_over_two(device, settings):
     assert split_plan(plan, 4) == split_plan(plan, 8)  # no more than four groups to split into
 
 
-def test_the_float32_trial_has_head_dim_16_and_float32_inputs():
+def test_the_gpu_float32_trial_has_head_dim_16_and_float32_inputs():
     plan = build_plan(TASK, "cuda", GPU)
     (trial,) = [t for t in plan.trials if t.label == "float32 inputs"]
     assert trial.case.params["dtype"] == "float32"
@@ -287,7 +287,7 @@ def _with_fp32_shortcut(tmp_path: Path, body: str) -> Path:
 @CPU_ONLY
 def test_the_other_child_is_stopped_once_it_is_past_the_failure(verifier, tmp_path, runs):
     # child a (the test case) fails at its one trial; child b runs its trials before it in the plan (any failure
-    # there would be the verdict) and is stopped before its last one, the ablation, which comes after
+    # there would be the verdict) and is stopped before the ones after it (the wide float32 case, the ablation)
     path = _with_fp32_shortcut(tmp_path, "return None")
     verdict = _verify(verifier, path, 2, case_ids=("fp32-inputs",), random_cases=1, skip_static=True)
     a, b = runs["dynamic"]
@@ -297,7 +297,7 @@ def test_the_other_child_is_stopped_once_it_is_past_the_failure(verifier, tmp_pa
     assert "no Triton kernel was launched" in verdict.reasons[0]
     before = [t.id for t in b.plan.trials if t.id < failing]
     after = [t.id for t in b.plan.trials if t.id > failing]
-    assert len(before) >= 4 and len(after) == 1 and b.plan.trials[-1].kind == "ablate"
+    assert len(before) >= 4 and len(after) == 2 and b.plan.trials[-1].kind == "ablate"
     assert b.outcome.stopped and b.position == after[0]
     assert sum(e.trials for e in verdict.errors.values()) == len(before)  # b's trials before the failure, judged
     _nothing_left(runs)
@@ -313,7 +313,10 @@ def test_a_child_hanging_after_the_failure_is_killed_at_once(verifier, tmp_path,
     assert time.monotonic() - started < 60
     assert verdict.stage == "runtime_error" and _where(verdict.reasons[0]) == ("hidden random shape", "0")
     a, b = runs["children"]
-    assert a.killed_because == STOPPED_BECAUSE and not b.killed_because
+    run_a = runs["dynamic"][0]
+    # killed while hanging, or -- when b failed before a had reached its trial (a loaded machine) -- stopped at
+    # that step and killed on the way out; either way never waited for
+    assert run_a.outcome.stopped and a.killed_because in (STOPPED_BECAUSE, "") and not b.killed_because
     assert verdict.config["exit_statuses"][0] == 9  # SIGKILL
     _nothing_left(runs)
 

@@ -10,6 +10,7 @@ from agent.verifier.plan import (
     ADVERSARIAL_Q_SCALE,
     LONG_PREFIX_KEYS,
     REQUIRED_DTYPES,
+    WIDE_DTYPE_HEAD_DIMS,
     Plan,
     PlanSettings,
     adversarial_case,
@@ -85,10 +86,10 @@ def test_float32_inputs_are_checked_on_every_device():
     plan = build_plan(TASK, "cuda", GPU, random.Random(4))
     (trial,) = [t for t in plan.trials if t.case.params["dtype"] == "float32"]  # bench and random cases: bfloat16
     assert trial.kind == "check" and trial.label == "float32 inputs" and trial.case.id.startswith("float32-inputs-")
-    assert min(trial.case.params["extend_lens"]) >= 8 and trial.case.params["head_dim"] <= 64  # small: compile time
+    assert min(trial.case.params["extend_lens"]) >= 8 and trial.case.params["head_dim"] == 16  # compile time
     cpu = build_plan(TASK, "cpu", CPU)
-    assert "float32 inputs" not in {t.label for t in cpu.trials}  # the fp32-inputs test case covers it
-    assert any(t.case.params["dtype"] == "float32" for t in cpu.trials)
+    (wide,) = [t for t in cpu.trials if t.label == "float32 inputs"]  # beside the fp32-inputs test case (16, 32)
+    assert wide.case.params["dtype"] == "float32" and wide.case.params["head_dim"] in WIDE_DTYPE_HEAD_DIMS
 
 
 def test_digest_is_bit_exact_and_deterministic_in_the_seed():

@@ -54,3 +54,22 @@ def test_entries_that_cannot_change_an_import_are_not_watched(tmp_path):
     (root / ".hidden.pth").write_text("")
     found = changes(before, snapshot(root))
     assert f"listing of {root.resolve()} was modified (added: .hidden.pth, numpy, shadow.so)" in found
+
+
+def test_rewritten_bytecode_and_git_configuration_are_named(tmp_path):
+    root = _project(tmp_path)
+    cache = root / "agent" / "__pycache__"
+    cache.mkdir()
+    (cache / "verifier.cpython-311.pyc").write_bytes(b"\x00" * 32)
+    (root / ".git" / "hooks").mkdir(parents=True)
+    (root / ".git" / "config").write_text("[core]\n")
+    before = snapshot(root)
+    (cache / "verifier.cpython-311.pyc").write_bytes(b"\x01" * 32)
+    (cache / "new_module.cpython-311.pyc").write_bytes(b"\x00" * 32)  # a first import compiles: not a finding
+    (root / ".git" / "config").write_text('[core]\n\tfsmonitor = "touch pwned"\n')
+    (root / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\n")
+    found = changes(before, snapshot(root))
+    assert f"{cache / 'verifier.cpython-311.pyc'} was modified" in found
+    assert f"{root / '.git' / 'config'} was modified" in found
+    assert f"{root / '.git' / 'hooks' / 'pre-commit'} was added" in found
+    assert not any("new_module" in f for f in found)
