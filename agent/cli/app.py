@@ -71,11 +71,28 @@ def _register_commands() -> None:
     import agent.cli.verify_cmds  # noqa: F401  verify
 
 
+#: The click exceptions module typer raises from (recent typer versions vendor click as ``typer._click``).
+_CLICK = sys.modules[typer.BadParameter.__module__]
+
+
 def main() -> None:
-    """Console-script entry point (``chiplore``)."""
+    """Console-script entry point (``chiplore``). Exit codes: 0 ok, 1 bad input (a `ChiploreError`, or a usage error:
+    a missing argument, an unknown option, a value of the wrong type), 2 a kernel the verifier rejected (`verify`),
+    3 an optimize run stopped on an error; click's own code for usage errors (2) is mapped to 1 so that 2 always
+    means a rejection."""
     _register_commands()
     try:
-        app()
+        code = app(standalone_mode=False)
     except ChiploreError as exc:
         typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
         sys.exit(1)
+    except _CLICK.UsageError as exc:
+        exc.show()
+        sys.exit(1)
+    except _CLICK.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        typer.echo("Aborted!", err=True)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -83,7 +83,8 @@ def optimize_cmd(
                                          help="write findings to the knowledge base (default: on when timed on a "
                                               "GPU; on the CPU, passes are recorded as 'untimed')"),
     report: bool = typer.Option(True, "--report/--no-report", help="write the report at the end"),
-    as_json: bool = typer.Option(False, "--json", help="print a JSON summary (schema in the module docstring)"),
+    as_json: bool = typer.Option(
+        False, "--json", help="print a JSON summary (schema: docstring of agent/cli/optimize_cmds.py)"),
 ) -> None:
     """Optimize TASK for the chip named by --chip in a closed loop with retrieval; verified, checkpointed, resumable.
 

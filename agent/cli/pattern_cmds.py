@@ -94,7 +94,8 @@ def patterns_cmd(
     chip: str = typer.Option(None, "--chip", help="rank for this chip (a known profile)"),
     task: str = typer.Option("extend_attention", "--task", help="kernel task"),
     case: str = typer.Option(None, "--case", help="one case id of the task, with --chip (default: every bench case)"),
-    as_json: bool = typer.Option(False, "--json", help="print JSON (schema in the module docstring)"),
+    as_json: bool = typer.Option(
+        False, "--json", help="print JSON instead of a table (schema: docstring of agent/cli/pattern_cmds.py)"),
 ) -> None:
     """Optimization patterns: the catalog, or ranked for a chip with parameters computed from its profile."""
     from knowledge.catalog import load_catalog
@@ -230,7 +231,8 @@ def findings_cmd(
     chip: str = typer.Option(None, "--chip", help="only findings measured on this chip"),
     task: str = typer.Option(None, "--task", help="only findings of this task"),
     pattern: str = typer.Option(None, "--pattern", help="only findings that applied this pattern"),
-    as_json: bool = typer.Option(False, "--json", help="print JSON (schema in the module docstring)"),
+    as_json: bool = typer.Option(
+        False, "--json", help="print JSON instead of a table (schema: docstring of agent/cli/pattern_cmds.py)"),
 ) -> None:
     """Findings recorded so far (accepted, rejected, passed but not timed, failed verification), oldest first."""
     from knowledge.catalog import load_catalog

@@ -21,7 +21,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.status import Status
-from rich.table import Table
+from rich.table import Column, Table
 
 from agent.cli.app import app
 from agent.verifier import Verdict, Verifier, VerifyOptions
@@ -116,20 +116,27 @@ def _print_verdict(verdict: Verdict, console: Console) -> None:
         console.print(f"  [yellow]flag[/] {flag}", soft_wrap=True)
     rows = [e for e in verdict.errors.values() if e.trials]  # cases compared at least once
     if rows:  # no heading over an empty table
-        table = Table("case", "trials", "max abs err", "max rel err", "mismatch %", "tolerance", title="errors")
+        table = Table(_case_column([e.case_id for e in rows]), Column("n", justify="right"), "max abs", "max rel",
+                      "bad %", Column("atol/rtol", no_wrap=True, min_width=13),
+                      title="errors (n trials; bad: |got-ref| > atol + rtol*|ref|)")
         for e in rows:
-            table.add_row(e.case_id, str(e.trials), f"{e.max_abs_error:.3g}", f"{e.max_rel_error:.3g}",
-                          f"{100 * e.mismatch_fraction:.2f}", f"{e.atol:g} + {e.rtol:g}*|ref|")
+            table.add_row(e.case_id, str(e.trials), f"{e.max_abs_error:.2g}", f"{e.max_rel_error:.2g}",
+                          f"{100 * e.mismatch_fraction:.2f}", f"{e.atol:g}/{e.rtol:g}")
         console.print(table)
     if verdict.timings:
-        table = Table("case", "time_us", "floor_us", "of floor", "speedup", "wall_us", "verifier wall_us",
-                      title="timings (median)")
+        table = Table(_case_column(list(verdict.timings)), "time_us", "floor_us", "of floor", "speedup", "wall_us",
+                      "verifier wall_us", title="timings (median)")
         for t in verdict.timings.values():
             speed = verdict.speedup.get(t.case_id)
             table.add_row(t.case_id, f"{t.time_us:.1f}", f"{t.floor_us:.1f}", f"{100 * t.fraction_of_floor:.1f}%",
                           f"{speed:.2f}x" if speed else "-", f"{t.wall_us:.1f}", f"{t.verifier_wall_us:.1f}")
         console.print(table)
     console.print(f"  timing: {verdict.timing_note}", soft_wrap=True)
+
+
+def _case_column(case_ids: list[str]) -> Column:
+    """The case column, never wrapped or cut (ids are copied into ``--cases``); the other columns give way."""
+    return Column("case", no_wrap=True, min_width=max((len(c) for c in case_ids), default=4))
 
 
 @app.command("verify")

@@ -388,9 +388,8 @@ def _plain_return(src: Source, value: ast.expr) -> bool:
 PROJECT_PACKAGES = ("agent", "kernels", "hardware_profiles", "knowledge", "ingest", "scripts", "benchmarks", "tests")
 
 
-@rule("no-module-escape", "torch and triton re-export modules such as os, sys, importlib and pickle; reaching them "
-      "through an attribute chain escapes the import rules; a module reached through a project module's namespace "
-      "(from kernels.x import torch) escapes the name-based rules")
+@rule("no-module-escape", "modules re-exported by torch, triton or project code (torch.importlib, pickle, "
+      "kernels.x.torch) escape the import rules and the name-based rules")
 def _no_module_escape(src: Source) -> Iterator[Finding]:
     chains: list[tuple[ast.AST, str]] = []
     for node in src.maximal_chains():

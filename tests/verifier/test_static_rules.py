@@ -137,6 +137,7 @@ CASES: list[tuple] = [
     ("no-module-escape", "from torch import importlib as il", "pass"),
     ("no-module-escape", "T = torch", "payload = T.serialization.pickle.loads(b'')"),
     ("no-module-escape", "", "ser = torch.serialization.save"),
+    ("no-module-escape", "from kernels.extend_attention.workspace import torch as T", "s = T.UntypedStorage"),
     ("no-module-escape", "", "jit = triton.runtime.jit.JITFunction"),
     ("no-module-value", "T = torch", "pass"),
     ("no-module-value", "", "mods = [torch, triton]"),

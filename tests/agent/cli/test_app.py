@@ -50,3 +50,16 @@ def test_optimize_help_names_the_chip_option():
     result = runner.invoke(app, ["optimize", "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "chip C" not in result.output and "Optimize TASK for the chip named by --chip" in result.output
+
+
+def test_usage_errors_exit_1_so_that_2_always_means_a_rejected_kernel(capsys, monkeypatch):
+    from tests.agent.cli.cli_helpers import run_cli
+
+    for args in (["verify", "kernels/extend_attention/baseline.py"],  # the FILE argument is missing
+                 ["verify", "extend_attention", "kernels/extend_attention/baseline.py", "--bogus"],
+                 ["verify", "extend_attention", "kernels/extend_attention/baseline.py", "--timeout", "abc"]):
+        code, _, err = run_cli(capsys, monkeypatch, *args)
+        assert code == 1, (args, err)
+        assert "Error" in err
+    code, out, _ = run_cli(capsys, monkeypatch, "--help")
+    assert code == 0 and "verify" in out
