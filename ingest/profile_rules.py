@@ -269,6 +269,9 @@ def _register_candidates(record: Record, rule: FieldRule, out: RuleOutput) -> No
             out.candidates.append(Candidate(rule.name, quantity.value, quantity.resolution, record, quantity))
 
 
+_DIMENSION_WORDS = {"flops": "a compute rate (FLOP/s)", "bytes_per_s": "a bandwidth (bytes/s)"}
+
+
 def _report_unit_problems(rule: FieldRule, record: Record, out: RuleOutput) -> None:
     """Numbers that the field's keywords point at but whose unit is unknown or of another dimension."""
     for quantity in find_quantities(record.text, record.default_unit):
@@ -280,13 +283,14 @@ def _report_unit_problems(rule: FieldRule, record: Record, out: RuleOutput) -> N
                 continue
             problem = f"unknown unit {after.group(1)!r}"
         elif {quantity.dimension, rule.dimension} == {"flops", "bytes_per_s"}:
-            problem = f"unit {quantity.unit!r} is not a {rule.dimension.replace('_', ' ')} unit"
+            problem = (f"{quantity.unit} measures {_DIMENSION_WORDS[quantity.dimension]}, not "
+                       f"{_DIMENSION_WORDS[rule.dimension]}")
         else:
             continue
         if record.product == "other":
             continue
-        out.problems.append(
-            f"{rule.name}: {quantity.text!r} in {record.chunk.source} ({record.locator}): {problem}; left out")
+        out.problems.append(f"{rule.name}: not used: {quantity.text!r} next to this field's keywords in "
+                            f"{record.chunk.source} ({record.locator}); {problem}")
 
 
 def compute_unit_candidates(record: Record, out: RuleOutput) -> None:
