@@ -164,9 +164,9 @@ def _retrieval_summary(run: RunDir, state: RunState) -> list[dict[str, Any]]:
     for e in state.evaluations:
         log = run.read_retrieval(e.n) or {}
         patterns = sorted({p["pattern_id"] for ps in log.get("patterns", {}).values() for p in ps})
-        rows.append({"n": e.n, "enabled": log.get("enabled", False), "documents": [d["cite"] for d in
-                                                                                  log.get("documents", [])][:3],
-                     "patterns": patterns[:6], "findings": len(log.get("findings", []))})
+        cites = list(dict.fromkeys(d["cite"] for d in log.get("documents", [])))  # one entry per section
+        rows.append({"n": e.n, "enabled": log.get("enabled", False), "documents": cites[:3],
+                     "patterns": patterns, "findings": len(log.get("findings", []))})
     return rows
 
 
