@@ -24,6 +24,7 @@ import torch
 
 from agent.verifier import policy
 from agent.verifier.channel import MessageReader, write_message
+from agent.verifier.fs_isolation import restrict_writes
 from agent.verifier.guard import STATE, FrameJudge, Guards, SandboxViolation, poison_free_memory
 from agent.verifier.plan import Plan, TimedCase, Trial, fresh_queries, input_digest, make_trial_inputs, perturb_inputs
 from agent.verifier.timing import exposed_reps, gpu_timer, timed_reps, wall_timer
@@ -61,6 +62,11 @@ def confine(request: dict[str, Any], keep_fds: tuple[int, ...]) -> None:
     os.environ.update(HOME=scratch, TMPDIR=scratch)  # TRITON_CACHE_DIR stays the zygote's: compiled by Triton only
     sys.dont_write_bytecode = True
     sys.path[:] = [p for p in sys.path if p and os.path.isabs(p) and not p.startswith(scratch)]
+    if request.get("fs_isolation"):  # writes only to its scratch, the shared Triton cache and devices
+        writable = [scratch, os.environ.get("TRITON_CACHE_DIR", ""), "/dev"]
+        request["fs_isolation_status"] = restrict_writes([w for w in writable if w])
+    else:
+        request["fs_isolation_status"] = "off"
 
 
 def _current_vm_bytes() -> int:
@@ -195,7 +201,7 @@ class Child:
         fn = self.load()
         if fn is None:
             return 1
-        self.send({"type": "ready"})
+        self.send({"type": "ready", "fs_isolation": self.request.get("fs_isolation_status", "off")})
         for trial in self.plan.trials:
             if not self.run_trial(fn, trial):
                 return 1

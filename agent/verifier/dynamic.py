@@ -54,6 +54,7 @@ class Outcome:
     # per judged trial, "case (label)" -> seconds from the previous trial's verdict to this one's (the child's
     # compile + run + transfer, and the parent's judging): where a slow verification's time goes
     trial_seconds: dict[str, float] = field(default_factory=dict)
+    fs_isolation: str = ""  # what the child reported: "landlock ABI n", "off" or "unavailable: ..."
     #: Where in the plan the candidate failed: -1 before the first trial (start, import), a trial's id, the number
     #: of trials in the plan after the last trial, one more in the timing stage; None when it did not fail.
     failed_at: int | None = None
@@ -153,7 +154,8 @@ class DynamicRun:
 
         try:
             self.prefetch.start()
-            self._next("ready")
+            _, ready, _ = self._next("ready")
+            self.outcome.fs_isolation = str(ready.get("fs_isolation", "off"))
             phase("start_and_import")
             last = time.perf_counter()
             for trial in self.plan.trials:

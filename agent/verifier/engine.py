@@ -115,6 +115,11 @@ class Verifier:
                            config=config, timing_note="not timed: rejected by the static rules", **base)
         return None
 
+    def _fs_isolation(self, device: str) -> bool:
+        """Landlock write isolation for the children: `VerifyOptions.fs_isolation`, by default on the CPU only
+        (not yet run on a GPU, where the driver and ptxas need their own writable paths checked)."""
+        return self.options.fs_isolation if self.options.fs_isolation is not None else device == "cpu"
+
     def _settings(self, device: str) -> PlanSettings:
         o, gpu = self.options, device == "cuda"
         return PlanSettings(
@@ -147,6 +152,7 @@ class Verifier:
                 request = {"plan": part.to_json(), "candidate": str(scratch / "candidate.py"),
                            "scratch": str(scratch), "root": str(self.root),
                            "compute_guard": self.options.compute_guard, "max_file_bytes": 256 << 20,
+                           "fs_isolation": self._fs_isolation(device),
                            "address_space_bytes": limit if device == "cpu" else 0,
                            "cpu_seconds": int(4 * self.options.timeout_s) + 60}
                 child = sandbox.launch(request, self.options.timeout_s,
@@ -171,7 +177,7 @@ class Verifier:
                   "plan": [{"case": t.case.id, "kind": t.kind, "label": t.label, "seed": f"{t.seed:#x}",
                             "child": child_of[t.id]} for t in plan.trials],
                   "profile": self.profile.chip if self.profile else None, "phase_seconds": outcome.phase_seconds,
-                  "trial_seconds": outcome.trial_seconds,
+                  "trial_seconds": outcome.trial_seconds, "fs_isolation": outcome.fs_isolation,
                   "children": len(parts), "exit_statuses": outcome.exit_statuses}
         verdict = Verdict(stage="pass", device=_device_name(device), versions=_versions(), config=config,
                           errors=outcome.errors, **base)

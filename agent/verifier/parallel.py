@@ -159,6 +159,7 @@ class ParallelRun:
                 merged.errors[case_id] = _merge_errors(merged.errors.get(case_id), e)
             merged.timings.update(o.timings)
             merged.trial_seconds.update(o.trial_seconds)
+            merged.fs_isolation = merged.fs_isolation or o.fs_isolation
         merged.exit_statuses = [o.exit_status for o in outcomes]
         merged.exit_status = next((s for s in merged.exit_statuses if s), 0)
         merged.phase_seconds = self._phases(started)

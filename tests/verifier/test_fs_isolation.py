@@ -1,0 +1,112 @@
+"""Landlock write isolation of sandbox children (`agent.verifier.fs_isolation`): the kernel refuses writes outside
+the allowed folders whatever API asks (Python, C++ storages, subprocesses); reads stay allowed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from agent.verifier import Verifier, VerifyOptions
+from agent.verifier.fs_isolation import landlock_abi, restrict_writes, write_rights
+
+ROOT = Path(__file__).resolve().parents[2]
+needs_landlock = pytest.mark.skipif(landlock_abi() < 1, reason="the kernel has no Landlock")
+
+
+def _in_child(fn) -> list[str]:
+    """Run `fn() -> list[str]` in a forked process (Landlock cannot be undone) and return its lines."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            lines = fn()
+        except BaseException as exc:  # noqa: BLE001 - reported to the parent
+            lines = [f"error {type(exc).__name__}: {exc}"]
+        os.write(write, "\n".join(lines).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as fh:
+        out = fh.read().splitlines()
+    os.waitpid(pid, 0)
+    return out
+
+
+def test_rights_grow_with_the_abi():
+    assert write_rights(1) < write_rights(2) < write_rights(3) == write_rights(7)
+
+
+@needs_landlock
+def test_writes_outside_the_allowed_folders_are_refused_for_every_api(tmp_path):
+    import torch
+
+    allowed, other = tmp_path / "allowed", tmp_path / "other"
+    allowed.mkdir()
+    other.mkdir()
+
+    def attempt() -> list[str]:
+        lines = [restrict_writes([str(allowed)])]
+        for path in (allowed / "a.txt", other / "b.txt"):
+            try:
+                path.write_text("x")
+                lines.append(f"wrote {path.name}")
+            except PermissionError:
+                lines.append(f"refused {path.name}")
+        try:
+            torch.UntypedStorage.from_file(str(other / "c.bin"), True, 8)
+            lines.append("wrote c.bin")
+        except RuntimeError:
+            lines.append("refused c.bin")
+        touched = subprocess.run(["touch", str(other / "d.txt")], capture_output=True).returncode
+        lines.append("refused d.txt" if touched else "wrote d.txt")
+        lines.append("read ok" if (ROOT / "README.md").read_text() else "read failed")
+        return lines
+
+    lines = _in_child(attempt)
+    assert lines[0].startswith("landlock ABI"), lines
+    assert lines[1:] == ["wrote a.txt", "refused b.txt", "refused c.bin", "refused d.txt", "read ok"]
+    assert (allowed / "a.txt").exists() and not any(other.iterdir())
+
+
+@needs_landlock
+def test_a_file_write_the_torch_guards_would_not_see_is_refused_by_the_kernel(tmp_path):
+    """With the torch-side refusals switched off (`compute_guard=False`) a file-backed storage opens any file; with
+    fs isolation the child cannot create it outside its scratch, and the verdict names the isolation."""
+    target = tmp_path / "outside.bin"
+    candidate = tmp_path / "writer.py"
+    candidate.write_text(textwrap.dedent(f"""\
+        import torch
+        from kernels.extend_attention.baseline import extend_attention_fwd as base_fwd
+
+
+        def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
+                                 kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None,
+                                 logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None,
+                                 window_kv_offsets=None, xai_temperature_len=-1):
+            torch.UntypedStorage.from_file({str(target)!r}, True, 8)
+            return base_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
+                            kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale, logit_cap,
+                            skip_prefix_custom_mask, sliding_window_size, sinks)
+        """))
+    options = dict(device="cpu", skip_static=True, compute_guard=False, case_ids=("gqa-4",), random_cases=1,
+                   timeout_s=300)
+    with Verifier("extend_attention", options=VerifyOptions(**options, fs_isolation=True)) as verifier:
+        verdict = verifier.verify(candidate)
+        assert verdict.stage == "runtime_error" and "Permission denied" in " ".join(verdict.reasons), verdict.summary()
+        assert verdict.config["fs_isolation"].startswith("landlock ABI") and not target.exists()
+        verifier.options = VerifyOptions(**options, fs_isolation=False)  # the test can fail: without it, it writes
+        verdict = verifier.verify(candidate)
+        assert verdict.config["fs_isolation"] == "off" and target.exists()
+
+
+def test_honest_baseline_passes_with_isolation_on_the_cpu_by_default():
+    with Verifier("extend_attention", options=VerifyOptions(device="cpu", case_ids=("gqa-4",), random_cases=1,
+                                                            timeout_s=300)) as verifier:
+        verdict = verifier.verify(ROOT / "kernels" / "extend_attention" / "baseline.py")
+    assert verdict.stage == "pass", verdict.summary()
+    expected = "landlock ABI" if landlock_abi() >= 1 else "unavailable"
+    assert verdict.config["fs_isolation"].startswith(expected)
