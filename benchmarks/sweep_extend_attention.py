@@ -90,6 +90,20 @@ def compute_configs(rows: int, d_total: int, group: int) -> list[FamilyConfig]:
     return out
 
 
+def tma_configs(rows: int, d_total: int, group: int) -> list[FamilyConfig]:
+    """Sweep 5 (compute-bound D <= 256 with pre-gather + TMA, sweep 4's winners): what sweep 4 never tried --
+    split-KV over the prefix (2, 4: more, shorter programs against the 7.8-wave tail of mixed-batch), 64-row blocks,
+    heavy-first off -- around 128x128/8 warps, 128x64 and 64x64/4 warps. At most 48 per case."""
+    if rows <= 64 or d_total > 512:
+        return []
+    tiles = [(128, 128, 8), (128, 64, 8), (64, 128, 4), (64, 64, 4)]
+    packs = (False, True) if group > 1 else (False,)
+    out = [FamilyConfig(128, 128, 8, 3, 1, pack, heavy_first=False, pregather=True, tma=True) for pack in packs]
+    out += [FamilyConfig(bm, bn, w, st, sp, pack, pregather=True, tma=True)
+            for sp in (1, 2, 4) for bm, bn, w in tiles for st in (3, 4) for pack in packs]
+    return out[:48]  # splits 1 and 2 in full, split 4 as far as it goes
+
+
 def sweep_configs(case: Case) -> list[FamilyConfig]:
     """Candidate configurations for a case, from its features (rows per sequence, head dims)."""
     p = case.params
@@ -100,6 +114,8 @@ def sweep_configs(case: Case) -> list[FamilyConfig]:
         return focus_configs(rows, d_total, group)
     if QUICK == "compute":
         return compute_configs(rows, d_total, group)
+    if QUICK == "tma":
+        return tma_configs(rows, d_total, group)
     if QUICK:
         return quick_configs(rows, d_total, group)
     out: list[FamilyConfig] = []
@@ -228,11 +244,13 @@ def main() -> None:
     ap.add_argument("--focus", action="store_true", help="fold_scale / gather_stages around the winners")
     ap.add_argument("--compute", action="store_true",
                     help="compute-bound cases only: prefix pre-gather x stages x gather pipelining")
+    ap.add_argument("--tma", action="store_true",
+                    help="compute-bound cases with pre-gather + TMA: split-KV, 64-row blocks, heavy-first (sweep 5)")
     args = ap.parse_args()
     global QUICK
-    QUICK = "compute" if args.compute else "focus" if args.focus else args.quick
+    QUICK = "compute" if args.compute else "tma" if args.tma else "focus" if args.focus else args.quick
     cases = [c for c in TASK.bench_cases if not args.cases or c.id in args.cases.split(",")]
-    if QUICK == "compute":
+    if QUICK in ("compute", "tma"):
         cases = [c for c in cases if sweep_configs(c)]
     t0 = time.time()
     errors = precompile(cases, args.workers)
