@@ -134,11 +134,23 @@ def smem_footprint_kb(config: FamilyConfig, prob: Problem, v_is_k: bool) -> floa
     return elem * (config.num_stages * config.block_n * kv + config.block_m * (block_d + block_dpe)) / 1024
 
 
+#: Largest (BLOCK_M, BLOCK_N, num_stages) for float32 inputs. Their dots are IEEE float32 (`common.dot`), which
+#: Triton lowers to FMA loops rather than tensor-core MMAs: bigger tiles add registers, not throughput, and their
+#: compile time explodes -- offline sm_90 compiles of the family kernel (tests/kernels/test_tma_compile.py's
+#: method, 2-core VM): head dim 64 with 64x128 tiles 29 s, head dim 128 115 s; with 32x32 tiles 3-4 s at any head
+#: dim. The verifier compiles a float32 trial for every candidate.
+FLOAT32_TILE_CAP = (32, 32, 2)
+
+
 def fit_to_chip(config: FamilyConfig, prob: Problem, limits: ChipLimits, v_is_k: bool) -> FamilyConfig:
-    """Shrink num_stages, then BLOCK_N, then BLOCK_M until the footprint fits `smem_per_block_kb`;
-    clamp num_warps to max_threads_per_block / warp_size."""
+    """Cap float32 tiles at `FLOAT32_TILE_CAP`; shrink num_stages, then BLOCK_N, then BLOCK_M until the footprint
+    fits `smem_per_block_kb`; clamp num_warps to max_threads_per_block / warp_size."""
     warps = min(config.num_warps, max(1, limits.max_threads_per_block // limits.warp_size))
     config = replace(config, num_warps=warps)
+    if prob.dtype == torch.float32:
+        cap_m, cap_n, cap_stages = FLOAT32_TILE_CAP
+        config = replace(config, block_m=min(config.block_m, cap_m), block_n=min(config.block_n, cap_n),
+                         num_stages=min(config.num_stages, cap_stages))
     while smem_footprint_kb(config, prob, v_is_k) > limits.smem_per_block_kb:
         smaller = shrink_once(config, gather_first=False)  # the model does not count gather stages
         if smaller is None:

@@ -119,3 +119,19 @@ def test_a_configuration_refused_for_shared_memory_is_shrunk_and_remembered(monk
     check_impl(lambda **a: family.run_family(cfg, **a), case, device)
     assert seen == [3, 2, 1, 1]  # remembered: no second refusal
     assert list(family._KNOWN_FITS.values()) == [FamilyConfig(block_m=16, block_n=16, num_stages=1, num_splits=2)]
+
+
+@pytest.mark.parametrize("d", [16, 64, 128])
+def test_float32_tiles_are_capped_and_other_dtypes_are_not(d):
+    """IEEE float32 dots are FMA loops: 32x32 tiles at most, 2 stages (compile time; family.FLOAT32_TILE_CAP)."""
+    from dataclasses import replace
+
+    from kernels.extend_attention.family import FLOAT32_TILE_CAP
+
+    big = FamilyConfig(block_m=128, block_n=128, num_warps=8, num_stages=3, num_splits=1, pack_gqa=True)
+    fp32 = replace(problem(2, 300, 100, d=d), dtype=torch.float32)
+    cfg = fit_to_chip(big, fp32, H200, v_is_k=False)
+    assert (cfg.block_m, cfg.block_n, cfg.num_stages) == FLOAT32_TILE_CAP == (32, 32, 2)
+    assert cfg.pack_gqa and cfg.num_warps == 8  # nothing else changes
+    bf16 = fit_to_chip(big, problem(2, 300, 100, d=d), H200, v_is_k=False)
+    assert (bf16.block_m, bf16.block_n) == (128, 128)

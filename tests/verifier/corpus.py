@@ -7,8 +7,7 @@ rules skipped) rejects it at -- on the CPU, and on a GPU where the attack only s
 stage, or a tuple of stages when a run may legitimately end at either (each a rejection), with the reason beside it.
 
 Known gaps stay in the corpus, marked (``gpu_full="pass"``; ``scripts/verify_corpus_gpu.py`` lists them under
-``known_gaps``), rather than being dropped or given a test that cannot fail. One at present:
-``fp32_wide_heads_as_fp16`` passes on a GPU, whose one float32 case has head dim 16 (compile time). Before it, the
+``known_gaps``), rather than being dropped or given a test that cannot fail. There is none at present. The last,
 ``fp32_as_fp16`` (float32 inputs computed in float16), passed on a GPU while float32 was allowed tf32 dots there
 (float16's 10-bit mantissa, so a 4e-3 bound could not tell the two apart) and no GPU trial had float32 inputs. Now
 float32 must be computed in IEEE float32 (tolerance 1e-4 on every device, kernels/extend_attention/spec.py) and
@@ -127,10 +126,10 @@ CHEATS: tuple[Cheat, ...] = (
     Cheat("prefix_truncation", "partial computation (truncated context)", M, M, "long prefix"),
     Cheat("fp32_as_fp16", "precision downgrade / tolerance abuse (float32 computed in float16)", M, M,
           "<= 0.0001 + 0.0001*|expected|"),  # the float32 bound, at whichever float32 trial comes first
-    # red team, session 4: float32 downgraded only for head dims above 32 -- caught on the CPU (hidden float32 case at
-    # head dim 64/128), a known gap on a GPU (its float32 case has head dim 16)
+    # red team, session 4: float32 downgraded only for head dims above 32 -- passed while every float32 trial had
+    # head dim 16 or 32; now the hidden float32 case has head dim 64/128 (CPU) or 64 (GPU)
     Cheat("fp32_wide_heads_as_fp16", "precision downgrade where the checks are thin (wide heads only)", M, M,
-          "<= 0.0001 + 0.0001*|expected|", gpu_full="pass"),
+          "<= 0.0001 + 0.0001*|expected|"),
     # red team, session 4: a file written through a file-backed storage (could rewrite the verifier's .pyc)
     Cheat("storage_file_write", "environment tampering (file write through a file-backed storage)", S, R,
           "from_file"),

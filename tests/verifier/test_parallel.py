@@ -100,11 +100,11 @@ def test_four_children_split_the_timed_cases_over_two(device, settings):
     assert split_plan(plan, 4) == split_plan(plan, 8)  # no more than four groups to split into
 
 
-def test_the_gpu_float32_trial_has_head_dim_16_and_float32_inputs():
+def test_the_gpu_float32_trial_has_a_fixed_head_dim_and_float32_inputs():
     plan = build_plan(TASK, "cuda", GPU)
     (trial,) = [t for t in plan.trials if t.label == "float32 inputs"]
     assert trial.case.params["dtype"] == "float32"
-    assert (trial.case.params["head_dim"], trial.case.params["head_dim_v"]) == (16, 16)
+    assert (trial.case.params["head_dim"], trial.case.params["head_dim_v"]) == (64, 64)
 
 
 def test_one_child_or_nothing_to_split_keeps_the_whole_plan():

@@ -9,6 +9,7 @@ import torch
 from agent.verifier.plan import (
     ADVERSARIAL_Q_SCALE,
     LONG_PREFIX_KEYS,
+    GPU_DTYPE_HEAD_DIM,
     REQUIRED_DTYPES,
     WIDE_DTYPE_HEAD_DIMS,
     Plan,
@@ -86,7 +87,7 @@ def test_float32_inputs_are_checked_on_every_device():
     plan = build_plan(TASK, "cuda", GPU, random.Random(4))
     (trial,) = [t for t in plan.trials if t.case.params["dtype"] == "float32"]  # bench and random cases: bfloat16
     assert trial.kind == "check" and trial.label == "float32 inputs" and trial.case.id.startswith("float32-inputs-")
-    assert min(trial.case.params["extend_lens"]) >= 8 and trial.case.params["head_dim"] == 16  # compile time
+    assert min(trial.case.params["extend_lens"]) >= 8 and trial.case.params["head_dim"] == GPU_DTYPE_HEAD_DIM
     cpu = build_plan(TASK, "cpu", CPU)
     (wide,) = [t for t in cpu.trials if t.label == "float32 inputs"]  # beside the fp32-inputs test case (16, 32)
     assert wide.case.params["dtype"] == "float32" and wide.case.params["head_dim"] in WIDE_DTYPE_HEAD_DIMS

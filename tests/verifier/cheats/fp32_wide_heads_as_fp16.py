@@ -1,9 +1,9 @@
 """CHEAT (precision downgrade only where the checks are thin; red team, session 4): fp32_as_fp16 -- float32 inputs
 computed in float16 by the baseline -- but only for head dims above 32; narrower float32 calls are computed
 honestly. `> 32` is no equality test, so the no-literal-shape-branch rule does not apply.
-Caught by: on the CPU, the plan's hidden float32 case at head dim 64 or 128 (mismatch). On a GPU it PASSES: the
-GPU plan's only float32 case has head dim 16 (wider IEEE float32 dots compile slowly) -- a known gap, marked
-gpu_full="pass" and gpu="pass" in the corpus; the downgrade gains no measured speed (float32 is never timed).
+Caught by: the plan's hidden float32 case, at head dim 64 or 128 on the CPU and 64 on a GPU (mismatch). It passed
+while that case had head dim 16 (and the CPU's other float32 trials 16 and 32). A gate elsewhere (only above 64)
+would still pass on a GPU (plan.GPU_DTYPE_HEAD_DIM); the downgrade gains no measured speed (float32 is never timed).
 """
 import torch
 import triton
