@@ -26,25 +26,42 @@ def _fmt(value: float | None) -> str:
     return "null" if value is None else f"{value:g}"
 
 
-def profile_table(profile: HardwareProfile) -> Table:
-    """Rich table of every field: value, unit, kind, citation (alternatives listed under conflicts)."""
+#: Below this terminal width the sources move under the table as numbered references (a source column of a few
+#: characters wrapped every citation into many lines).
+NARROW_COLUMNS = 110
+
+
+def profile_table(profile: HardwareProfile, references: list[str] | None = None) -> Table:
+    """Rich table of every field: value, unit, kind, citation (alternatives listed under conflicts). With
+    `references` (a list, filled here) the source column holds ``[n]`` and citation n is ``references[n - 1]``."""
     table = Table(title=f"{profile.chip} — {profile.display_name or 'hardware profile'} (backend {profile.backend})")
     # field names, values and units are never broken; kind and source share what is left of the terminal width
     table.add_column("field", no_wrap=True)
     table.add_column("value", overflow="fold")
     table.add_column("unit", overflow="fold")
     table.add_column("kind", overflow="fold", ratio=1)
-    table.add_column("source", overflow="fold", ratio=2)
+    table.add_column("source", overflow="fold", ratio=2, no_wrap=references is not None)
+
+    def cite(text: str) -> str:
+        if references is None or not text:
+            return text
+        if text not in references:
+            references.append(text)
+        return f"[{references.index(text) + 1}]"
+
     unit_name = profile.compute_unit_name or "null"
-    cite = profile.compute_unit_name_source.cite() if profile.compute_unit_name_source else ""
-    table.add_row("compute_unit_name", unit_name, "", "stated" if profile.compute_unit_name else "", cite)
+    unit_cite = profile.compute_unit_name_source.cite() if profile.compute_unit_name_source else ""
+    table.add_row("compute_unit_name", unit_name, "", "stated" if profile.compute_unit_name else "", cite(unit_cite))
     for name, field in profile.fields().items():
-        kind = field.kind or ""
+        kind, source = field.kind or "", field.source.cite() if field.source else ""
         if field.kind == "derived" and field.formula:
-            kind = f"derived: {field.formula}"
-        table.add_row(name, _fmt(field.value), field.unit, kind, field.source.cite() if field.source else "")
+            if references is None:
+                kind = f"derived: {field.formula}"
+            else:  # narrow: the formula goes with the reference
+                source = f"{source} -- {name} derived: {field.formula}" if source else f"derived: {field.formula}"
+        table.add_row(name, _fmt(field.value), field.unit, kind, cite(source))
         for alt in field.alternatives:
-            table.add_row("", f"  alt {alt.value:g}", field.unit, "", alt.source.cite())
+            table.add_row("", f"  alt {alt.value:g}", field.unit, "", cite(alt.source.cite()))
     return table
 
 
@@ -57,7 +74,10 @@ def show(chip: str = typer.Argument(..., help="chip name, e.g. h200 or mi300x"),
         typer.echo(json.dumps(profile_to_data(profile), indent=1, ensure_ascii=False))
         return
     console = _console()
-    console.print(profile_table(profile))
+    references: list[str] | None = [] if console.width < NARROW_COLUMNS else None
+    console.print(profile_table(profile, references))
+    for n, text in enumerate(references or [], start=1):
+        console.print(f"[{n}] {text}", markup=False)
     console.print(f"file: {profile_path(chip)}")
     if profile.notes:
         console.print(f"notes: {profile.notes}", soft_wrap=False)  # prose: wrapped at the terminal width

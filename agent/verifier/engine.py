@@ -3,7 +3,8 @@ plausibility gate (shared/reference/verifier_threats.md, "How strong harnesses a
 
 Use `Verifier` to verify many candidates with one sandbox zygote (the start-up cost of torch and triton is paid
 once; every candidate still runs in fresh processes: by default four at once on a GPU and two on the CPU, the
-plan's trials split between them so that their Triton compilations overlap, see `VerifyOptions.parallel_children` and `parallel.ParallelRun`).
+plan's trials split between them so that their Triton compilations overlap, see `VerifyOptions.parallel_children`
+and `parallel.ParallelRun`).
 """
 
 from __future__ import annotations

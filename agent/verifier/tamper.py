@@ -108,5 +108,6 @@ def changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
         elif key not in before:
             found.append(f"{key} was added")
         elif before[key] != after[key]:
-            found.append(f"{key} was modified{_entries_changed(before[key], after[key]) if key.startswith(_LISTING) else ''}")
+            detail = _entries_changed(before[key], after[key]) if key.startswith(_LISTING) else ""
+            found.append(f"{key} was modified{detail}")
     return found

@@ -88,7 +88,8 @@ def test_three_children_split_the_other_trials_at_the_first_timed_case(device, s
     assert "float32 inputs" in later
 
 
-@pytest.mark.parametrize("device, settings", [("cuda", GPU), ("cpu", BOTH)], ids=["bench-cases", "bench-and-test-cases"])
+@pytest.mark.parametrize("device, settings", [("cuda", GPU), ("cpu", BOTH)],
+                         ids=["bench-cases", "bench-and-test-cases"])
 def test_four_children_split_the_timed_cases_over_two(device, settings):
     plan = build_plan(TASK, device, settings)
     three, four = split_plan(plan, 3), split_plan(plan, 4)

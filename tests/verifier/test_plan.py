@@ -8,8 +8,8 @@ import torch
 
 from agent.verifier.plan import (
     ADVERSARIAL_Q_SCALE,
-    LONG_PREFIX_KEYS,
     GPU_DTYPE_HEAD_DIM,
+    LONG_PREFIX_KEYS,
     REQUIRED_DTYPES,
     WIDE_DTYPE_HEAD_DIMS,
     Plan,

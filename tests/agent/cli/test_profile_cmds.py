@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import torch
@@ -10,6 +11,7 @@ from typer.testing import CliRunner
 
 import agent.cli.profile_cmds  # noqa: F401  registers the commands
 from agent.cli.app import app
+from agent.cli.profile_cmds import NARROW_COLUMNS
 from hardware_profiles.device_query import NoDeviceError
 from knowledge.errors import BadInputError
 
@@ -95,6 +97,14 @@ def test_show_follows_the_terminal_width(monkeypatch, columns):
     lines = result.output.splitlines()
     file_line = next(line for line in lines if line.startswith("file: "))
     assert file_line.endswith("h200.yaml")  # the path is never broken, even when it is longer than the width
-    table_lines = [line for line in lines if not line.startswith("file: ")]
+    references = [line for line in lines if re.match(r"\[\d+\] ", line)]  # citations are never broken either
+    table_lines = [line for line in lines if not line.startswith("file: ") and line not in references
+                   and not line.startswith("notes: ")]
     assert max(len(line) for line in table_lines) <= columns
     assert any(len(line) == columns for line in table_lines)  # the table uses the width it is given
+    if columns < NARROW_COLUMNS:  # sources as numbered references under the table, one per distinct citation
+        cited = {int(n) for line in table_lines for n in re.findall(r"\[(\d+)\]", line)}
+        assert cited == set(range(1, len(references) + 1)) and len(references) > 5
+        assert len(lines) < 80
+    else:
+        assert not references
