@@ -58,6 +58,12 @@ STORAGE_FILE_OPENERS = (
     "_share_filename_cpu_", "_share_fd_cpu_", "_new_shared", "_new_shared_cuda", "_share_cuda_",
 )
 
+#: Triton's file-cache writers: Triton (trusted, so its own opens pass the audit hook) calls them while compiling a
+#: kernel the candidate launched; a candidate calling them itself writes any file it names (red team, session 4:
+#: a file planted in the Triton cache every child shares, or, without Landlock, anywhere). Refused when the code
+#: that calls them is the candidate's; Triton's compiler is trusted and may.
+TRITON_CACHE_WRITERS = ("put", "put_group")
+
 #: Signal functions that install a handler or arm a timer that calls one.
 SIGNAL_INSTALLERS = ("signal", "setitimer", "alarm", "set_wakeup_fd")
 
@@ -116,6 +122,7 @@ def install(judge: FrameJudge, compute: bool = True) -> list[str]:
     aliases: dict[int, tuple[object, object]] = {}
     if compute:
         _install_torch(judge, done, aliases)
+    _install_triton_cache(judge, done)
     for module, names in ((_signal, SIGNAL_INSTALLERS), (signal, ("signal",))):
         for name in names:
             original = getattr(module, name, None)
@@ -195,3 +202,15 @@ def _install_storage_openers(judge: FrameJudge, done: list[str], aliases: dict[i
         torch.from_file = wrapper
         aliases[id(original)] = (original, wrapper)
         done.append("torch.from_file")
+
+
+def _install_triton_cache(judge: FrameJudge, done: list[str]) -> None:
+    from triton.runtime import cache
+
+    for cls in {cache.FileCacheManager, *cache.FileCacheManager.__subclasses__()}:
+        for name in TRITON_CACHE_WRITERS:
+            original = cls.__dict__.get(name)
+            if original is not None:
+                setattr(cls, name, _refusing(original, f"sandbox: {cls.__name__}.{name} writes into Triton's cache "
+                                                       "(only Triton's compiler may)", judge, trusted_may=True))
+                done.append(f"triton.runtime.cache.{cls.__name__}.{name}")

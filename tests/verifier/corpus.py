@@ -130,6 +130,11 @@ CHEATS: tuple[Cheat, ...] = (
     # head dim 16 or 32; now the hidden float32 case has head dim 64/128 (CPU) or 64 (GPU)
     Cheat("fp32_wide_heads_as_fp16", "precision downgrade where the checks are thin (wide heads only)", M, M,
           "<= 0.0001 + 0.0001*|expected|"),
+    # red team, session 4 (second pass): a file planted through Triton's cache manager (Triton's opens are trusted).
+    # On the CPU Landlock refuses first (no cache folder to write in); without it, the refusing wrapper does
+    # (tests/verifier/test_fs_isolation.py)
+    Cheat("triton_cache_write", "environment tampering (file write through Triton's cache manager)", S, R,
+          "Permission denied"),
     # red team, session 4: a file written through a file-backed storage (could rewrite the verifier's .pyc)
     Cheat("storage_file_write", "environment tampering (file write through a file-backed storage)", S, R,
           "from_file"),

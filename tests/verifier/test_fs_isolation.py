@@ -110,3 +110,15 @@ def test_honest_baseline_passes_with_isolation_on_the_cpu_by_default():
     assert verdict.stage == "pass", verdict.summary()
     expected = "landlock ABI" if landlock_abi() >= 1 else "unavailable"
     assert verdict.config["fs_isolation"].startswith(expected)
+
+
+def test_triton_cache_writers_refuse_a_candidate_that_calls_them_without_isolation():
+    """Triton's own opens pass the audit hook (it writes compiled kernels); its cache writers refuse when the
+    candidate calls them itself -- the layer that stands where Landlock is off (on a GPU by default)."""
+    cheat = ROOT / "tests" / "verifier" / "cheats" / "triton_cache_write.py"
+    options = VerifyOptions(device="cpu", skip_static=True, fs_isolation=False, case_ids=("gqa-4",),
+                            random_cases=1, timeout_s=300)
+    with Verifier("extend_attention", options=options) as verifier:
+        verdict = verifier.verify(cheat)
+    assert verdict.stage == "runtime_error", verdict.summary()
+    assert "FileCacheManager.put writes into Triton's cache" in verdict.reasons[0], verdict.reasons
