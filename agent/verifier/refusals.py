@@ -166,7 +166,6 @@ def _install_torch(judge: FrameJudge, done: list[str], aliases: dict[int, tuple[
             done.append(f"torch._C.{name}")
 
 
-
 def _wrapped_member(member: object, what: str, judge: FrameJudge) -> object | None:
     """`member` of a class dictionary (a static/class method or a method) with a refusing wrapper inside."""
     if isinstance(member, staticmethod):

@@ -383,11 +383,6 @@ def _plain_return(src: Source, value: ast.expr) -> bool:
     return False
 
 
-#: The project's top-level packages: a module object reached through one of their namespaces
-#: (``from kernels.extend_attention.workspace import torch``) hides every use of it from the name-based rules.
-PROJECT_PACKAGES = ("agent", "kernels", "hardware_profiles", "knowledge", "ingest", "scripts", "benchmarks", "tests")
-
-
 @rule("no-module-escape", "modules re-exported by torch, triton or project code (torch.importlib, pickle, "
       "kernels.x.torch) escape the import rules and the name-based rules")
 def _no_module_escape(src: Source) -> Iterator[Finding]:
@@ -400,10 +395,12 @@ def _no_module_escape(src: Source) -> Iterator[Finding]:
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             chains += [(node, f"{node.module}.{a.name}") for a in node.names]
     imported = imported_modules(src.tree)  # judged by the import rules already (one reason, the right one)
-    project = set(PROJECT_PACKAGES) | {src.package.split(".")[0]}
+    # a module object reached through a project module's namespace (``from kernels.x.workspace import torch``)
+    # hides every later use of it from the name-based rules
+    project = set(policy.REFERENCE_MODULE_PREFIXES) | {src.package.split(".")[0]}
     for node, name in chains:
         for prefix, module in modules_on_chain(name):
-            if name.split(".")[0] in project and module.__name__ != prefix:  # a module re-exported by project code
+            if name.split(".")[0] in project and module.__name__ != prefix:
                 yield node, (f"{prefix} is the module {module.__name__}, reached through another module's "
                              f"namespace (import {module.__name__} directly)")
                 break

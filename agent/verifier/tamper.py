@@ -47,16 +47,20 @@ def snapshot(root: Path) -> dict[str, str]:
         for path in base.rglob("*"):
             cached = "__pycache__" in path.parts
             if (path.suffix == ".pyc" if cached else path.suffix in _SUFFIXES) and path.is_file():
-                out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+                out[str(path)] = _sha256(path)
     for path in _git_files(root):
-        out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+        out[str(path)] = _sha256(path)
     for path in root.iterdir():
         if path.is_file() and path.suffix in _SUFFIXES:
-            out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+            out[str(path)] = _sha256(path)
     for d in watched_dirs(root):
         names = sorted(n for n in os.listdir(d) if _importable(d, n))
         out[f"{_LISTING}{d}"] = "\n".join(names)
     return out
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 _LISTING = "listing of "
