@@ -3,7 +3,8 @@
 # GPU 0: where a verification's time goes (baseline, float32 trial now at head dim 64), then the verifier's GPU
 # tests. GPU 1: the whole corpus, in a copy of the tree of its own (the tamper check must not see GPU 0's writes),
 # then the honest candidates again with Landlock write isolation on (fs_isolation=True; off on GPUs by default).
-# Then sweep 5 for the mixed-batch gap: `python benchmarks/sweep_extend_attention.py --tma --out $OUT/sweep5.json`.
+# Then on GPU 0 the mixed-batch gap (issue 7): the one-launch K+V pre-gather's bandwidth against a contiguous copy,
+# and sweep 5 (split-KV, 64-row blocks, heavy-first off, all with pre-gather + TMA).
 set -u
 export PYTHONUNBUFFERED=1 COLUMNS=160
 env -u PYTHONPATH python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/*.whl 2>&1 | tail -3
@@ -27,6 +28,10 @@ export PYTHONPATH=$PWD
 CUDA_VISIBLE_DEVICES=0 timeout 120 python3 benchmarks/diagnose_verify_time.py --runs 2 > $OUT/verify_time.txt 2>&1
 CUDA_VISIBLE_DEVICES=0 timeout 200 python3 -m pytest -q -m gpu tests/verifier -p no:cacheprovider \
   > $OUT/pytest_verifier_gpu.log 2>&1
+CUDA_VISIBLE_DEVICES=0 timeout 90 python3 benchmarks/bench_prefix_gather.py > $OUT/gather.log 2>&1
+CUDA_VISIBLE_DEVICES=0 timeout 230 python3 benchmarks/sweep_extend_attention.py --tma --workers 14 \
+  --out $OUT/sweep5.json > $OUT/sweep5.log 2>&1
 wait
 cat $OUT/verify_time.txt; tail -3 $OUT/pytest_verifier_gpu.log; cat $OUT/fs_isolation_gpu.log
 grep "NO \|cheat runs" $OUT/verify_corpus.log | tail -8
+cat $OUT/gather.log; grep -A3 "^mixed-batch\|^chunked\|^prefill\|^ragged" $OUT/sweep5.log | cut -c1-200

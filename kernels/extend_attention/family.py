@@ -31,7 +31,7 @@ from kernels.extend_attention.common import (
     resolve_sm_scale,
 )
 from kernels.extend_attention.family_kernels import LOG2E, _family_fwd_kernel, _merge_kernel, merge_grid
-from kernels.extend_attention.prefix_gather import gather_rows
+from kernels.extend_attention.prefix_gather import gather_prefix
 from kernels.extend_attention.workspace import get_workspace
 
 
@@ -286,8 +286,7 @@ def run_family(
               and block_dv == block_d == prob.head_dim_v)
     contig = _pregathers(config, prob.total_prefix, k_buffer, v_buffer)
     if contig:  # prefix rows in sequence order: row t of sequence b at kv_indptr[b] + t
-        k_buffer = gather_rows(k_buffer, kv_indices, 0)
-        v_buffer = k_buffer if v_is_k else gather_rows(v_buffer, kv_indices, 1)
+        k_buffer, v_buffer = gather_prefix(k_buffer, v_buffer, kv_indices, v_is_k)
     tma = _tma_allowed(config, prob.dtype, prob.head_dim, prob.head_dim_v, v_is_k, q_extend.device)
     tma_ext = tma and _describable(k_extend, prob.head_dim) and _describable(v_extend, prob.head_dim_v)
     tma_prefix = (tma and contig and _describable(k_buffer, prob.head_dim)

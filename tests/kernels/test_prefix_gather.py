@@ -2,30 +2,48 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
-from kernels.extend_attention.prefix_gather import gather_rows
+from kernels.extend_attention.prefix_gather import gather_prefix
 
 
-def test_gathered_rows_equal_indexing_with_strided_source_and_odd_width(device):
+def test_k_and_v_rows_equal_indexing_with_strided_sources_and_odd_widths(device):
+    """Row/head strides padded (views of wider pools), widths 13 and 40, 37 tokens: several programs, a partial
+    last one, and a row wider than one column chunk (3 heads x 200 > BLOCK_C)."""
     gen = torch.Generator().manual_seed(7)
-    pool = torch.randn(50, 3, 40, generator=gen).to(device=device, dtype=torch.float16)
-    src = pool[:, :, :13]  # a view: row stride 120, head stride 40, width 13 (MLA's V is such a view of K)
+    k_pool = torch.randn(50, 3, 210, generator=gen).to(device=device, dtype=torch.float16)
+    v_pool = torch.randn(50, 4, 40, generator=gen).to(device=device, dtype=torch.float16)
+    k_src, v_src = k_pool[:, :, :200], v_pool[:, 1:, :13]
     idx = torch.randperm(50, generator=gen)[:37].to(device)
-    got = gather_rows(src, idx, slot=1)
-    assert got.is_contiguous() and got.shape == (37, 3, 13)
-    assert torch.equal(got, src[idx])
+    k_got, v_got = gather_prefix(k_src, v_src, idx)
+    assert k_got.is_contiguous() and k_got.shape == (37, 3, 200) and v_got.shape == (37, 3, 13)
+    assert torch.equal(k_got, k_src[idx]) and torch.equal(v_got, v_src[idx])
 
 
-def test_empty_prefix_gives_an_empty_buffer(device):
+def test_v_as_a_view_of_k_is_copied_once(device):
+    pool = torch.randn(20, 1, 24, device=device)
+    idx = torch.tensor([5, 0, 19, 7], device=device)
+    k_got, v_got = gather_prefix(pool, pool[:, :, :16], idx, v_is_k=True)
+    assert v_got.data_ptr() == k_got.data_ptr() and torch.equal(k_got, pool[idx])
+
+
+def test_empty_prefix_gives_empty_buffers(device):
     src = torch.zeros(4, 2, 8, device=device)
-    got = gather_rows(src, torch.zeros(0, dtype=torch.int64, device=device), slot=0)
-    assert got.shape == (0, 2, 8)
+    k_got, v_got = gather_prefix(src, src, torch.zeros(0, dtype=torch.int64, device=device))
+    assert k_got.shape == (0, 2, 8) and v_got.shape == (0, 2, 8)
 
 
 def test_the_workspace_is_reused_for_calls_of_one_size_class(device):
     src = torch.arange(8 * 2 * 4, dtype=torch.float32, device=device).view(8, 2, 4)
-    first = gather_rows(src, torch.tensor([3, 1, 2], device=device), slot=0)
-    ptr = first.data_ptr()
-    second = gather_rows(src, torch.tensor([0, 7], device=device), slot=0)
-    assert second.data_ptr() == ptr and torch.equal(second, src[torch.tensor([0, 7], device=device)])
+    first, _ = gather_prefix(src, src, torch.tensor([3, 1, 2], device=device))
+    idx = torch.tensor([0, 7], device=device)
+    second, _ = gather_prefix(src, src, idx)
+    assert second.data_ptr() == first.data_ptr() and torch.equal(second, src[idx])
+
+
+def test_a_non_unit_last_stride_is_refused_by_name():
+    src = torch.zeros(4, 2, 8)
+    with pytest.raises(ValueError, match="v_buffer: pre-gather needs unit stride"):
+        gather_prefix(src, src.transpose(1, 2), torch.tensor([0]))
+

@@ -9,7 +9,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernels.extend_attention import family
 from kernels.extend_attention.family import FamilyConfig, run_family, tma_plan
-from kernels.extend_attention.prefix_gather import gather_rows
+from kernels.extend_attention.prefix_gather import gather_prefix
 from kernels.extend_attention.spec import TASK, make_inputs
 from tests.kernels.helpers import check_impl
 
@@ -91,8 +91,7 @@ def test_fused_qkv_layout_uses_descriptors_and_reads_no_poison(cfg, recording, d
         nan = torch.full((4 * probe["kv_indices"].shape[0] + 64, 1, 32), float("nan"), dtype=torch.float16,
                          device=device)
         idx = torch.arange(nan.shape[0], device=device)
-        gather_rows(nan, idx, 0)
-        gather_rows(nan, idx, 1)
+        gather_prefix(nan, nan, idx)
 
     def run(**a):
         a["k_extend"] = _poisoned_view(a["k_extend"], 32, 8, 5, 0)
