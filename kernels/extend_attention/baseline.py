@@ -16,6 +16,7 @@ import triton
 import triton.language as tl
 
 from kernels.extend_attention.common import (
+    FLOAT32_TILE_CAP,
     check_inputs,
     dot,
     head_dim_blocks,
@@ -160,9 +161,13 @@ def baseline_tiles(head_dim: int, elem_bytes: int, smem_per_block_kb: float | No
 
     Hopper table: (128, 64) for D <= 128, (64, 64) up to 256, (32, 64) above; num_warps 4 if D <= 64 else 8.
     Footprint (num_stages 1): elem_bytes * (BLOCK_M * BLOCK_D + BLOCK_N * (BLOCK_D + BLOCK_DV)).
-    `smem_per_block_kb` None (unknown, or the CPU interpreter) keeps the Hopper table.
+    `smem_per_block_kb` None (unknown, or the CPU interpreter) keeps the Hopper table. Float32 inputs
+    (`elem_bytes` 4) are capped at `common.FLOAT32_TILE_CAP`: the public kernel computes float32 in tf32, which this
+    project rejects, and IEEE float32 dots of its tiles compile for ~20 s (fp16/bf16, the timed dtypes, unchanged).
     """
     block_m, block_n = (128, 64) if head_dim <= 128 else (64, 64) if head_dim <= 256 else (32, 64)
+    if elem_bytes == 4:
+        block_m, block_n = min(block_m, FLOAT32_TILE_CAP[0]), min(block_n, FLOAT32_TILE_CAP[1])
     block_d, block_dpe, _ = head_dim_blocks(head_dim, head_dim)
     block_d += block_dpe
     if smem_per_block_kb is not None:

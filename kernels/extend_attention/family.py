@@ -24,6 +24,7 @@ from triton.runtime.errors import OutOfResources
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernels.extend_attention.common import (
+    FLOAT32_TILE_CAP,
     Problem,
     check_inputs,
     head_dim_blocks,
@@ -134,12 +135,6 @@ def smem_footprint_kb(config: FamilyConfig, prob: Problem, v_is_k: bool) -> floa
     return elem * (config.num_stages * config.block_n * kv + config.block_m * (block_d + block_dpe)) / 1024
 
 
-#: Largest (BLOCK_M, BLOCK_N, num_stages) for float32 inputs. Their dots are IEEE float32 (`common.dot`), which
-#: Triton lowers to FMA loops rather than tensor-core MMAs: bigger tiles add registers, not throughput, and their
-#: compile time explodes -- offline sm_90 compiles of the family kernel (tests/kernels/test_tma_compile.py's
-#: method, 2-core VM): head dim 64 with 64x128 tiles 29 s, head dim 128 115 s; with 32x32 tiles 3-4 s at any head
-#: dim. The verifier compiles a float32 trial for every candidate.
-FLOAT32_TILE_CAP = (32, 32, 2)
 
 
 def fit_to_chip(config: FamilyConfig, prob: Problem, limits: ChipLimits, v_is_k: bool) -> FamilyConfig:

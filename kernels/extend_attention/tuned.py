@@ -31,8 +31,9 @@ def choose_config(prob: Problem, limits: ChipLimits) -> FamilyConfig:
       (memory-bound: intensity ≈ G*E FLOP/byte).
     - Many rows (prefill, chunked prefill; compute-bound): the prefix is gathered once into contiguous order
       (`pregather`) so that, like the extend part, it is loaded through TMA tensor descriptors (`tma`); 128-row
-      blocks, 8 warps, 3 stages for head dims <= 128; narrower, 4-warp tiles for D <= 64 and for D > 128, where
-      the 128x128 tile's registers and shared memory limit occupancy.
+      blocks, 8 warps, 3 stages for head dims <= 128, split-KV over the prefix when the grid is small
+      (`prefix_splits`); narrower, 4-warp tiles for D <= 64 and for D > 128, where the 128x128 tile's registers
+      and shared memory limit occupancy.
     - MLA-like 576/512 (V read from the K tile): 64x32 tiles, gather pipelined by the loop, no descriptors.
     `run_family` fits any of these to the chip's shared memory and uses descriptors only where `tma_plan` allows.
     Source of the numbers: H200 sweep 4 (2026-11-30, BENCHMARKS.md "H200 GPU session 4"; e.g. chunked-prefill
@@ -53,8 +54,24 @@ def choose_config(prob: Problem, limits: ChipLimits) -> FamilyConfig:
     if big_d <= 128:  # D <= 64
         return FamilyConfig(block_m=128, block_n=64, num_warps=4, num_stages=3, num_splits=1, pack_gqa=False,
                             pregather=True, tma=True)
-    return FamilyConfig(block_m=128, block_n=128, num_warps=8, num_stages=3, num_splits=1, pack_gqa=True,
+    return FamilyConfig(block_m=128, block_n=128, num_warps=8, num_stages=3,
+                        num_splits=prefix_splits(prob, rows_per_seq, 128, limits), pack_gqa=True,
                         pregather=True, tma=True)
+
+
+#: Fewer programs than this many per compute unit leave the chip under-filled in the tail of a compute-bound
+#: launch (one 128x128 / 8-warp program per SM on the H200).
+SPLIT_BELOW_PROGRAMS_PER_UNIT = 4
+
+
+def prefix_splits(prob: Problem, rows_per_seq: int, block_m: int, limits: ChipLimits) -> int:
+    """Split-KV factor over the prefix of a compute-bound call: 2 when it has a prefix and its packed row blocks
+    (B x H_kv x cdiv(rows per sequence, BLOCK_M)) number fewer than `SPLIT_BELOW_PROGRAMS_PER_UNIT` per compute
+    unit, else 1. Source: H200 sweep 5 (2026-11-30, BENCHMARKS.md): chunked prefill (512 programs on 132 SMs)
+    2168 -> 2060 us with two splits; mixed batch (1024 programs) 665 -> 807 us, so larger grids keep one."""
+    programs = prob.batch * prob.num_kv_heads * -(-rows_per_seq // block_m)
+    few = programs < SPLIT_BELOW_PROGRAMS_PER_UNIT * limits.num_compute_units
+    return 2 if prob.total_prefix > 0 and few else 1
 
 
 def extend_attention_fwd(

@@ -126,7 +126,7 @@ def test_float32_tiles_are_capped_and_other_dtypes_are_not(d):
     """IEEE float32 dots are FMA loops: 32x32 tiles at most, 2 stages (compile time; family.FLOAT32_TILE_CAP)."""
     from dataclasses import replace
 
-    from kernels.extend_attention.family import FLOAT32_TILE_CAP
+    from kernels.extend_attention.common import FLOAT32_TILE_CAP
 
     big = FamilyConfig(block_m=128, block_n=128, num_warps=8, num_stages=3, num_splits=1, pack_gqa=True)
     fp32 = replace(problem(2, 300, 100, d=d), dtype=torch.float32)
@@ -135,3 +135,23 @@ def test_float32_tiles_are_capped_and_other_dtypes_are_not(d):
     assert cfg.pack_gqa and cfg.num_warps == 8  # nothing else changes
     bf16 = fit_to_chip(big, problem(2, 300, 100, d=d), H200, v_is_k=False)
     assert (bf16.block_m, bf16.block_n) == (128, 128)
+
+
+@pytest.mark.parametrize("d, bf16_tiles", [(64, (128, 64, 4)), (128, (128, 64, 8)), (256, (64, 64, 8))])
+def test_baseline_float32_tiles_are_capped_and_the_timed_dtypes_keep_the_public_table(d, bf16_tiles):
+    """The baseline's Hopper table (reference document: (128, 64) up to D 128, (64, 64) up to 256) for 2-byte
+    dtypes; float32 at most 32x32 (IEEE dots compile slowly), num_warps unchanged."""
+    from kernels.extend_attention.baseline import baseline_tiles
+
+    assert baseline_tiles(d, 2, 227.0) == bf16_tiles
+    assert baseline_tiles(d, 4, 227.0) == (32, 32, bf16_tiles[2])
+
+
+@pytest.mark.parametrize("prob, splits", [
+    (problem(1, 2048, 32768), 2),  # chunked prefill: 1 x 8 KV heads x 64 packed row blocks = 512 < 4 x 132
+    (problem(16, 256, 4096), 1),  # mixed batch: 16 x 8 x 8 = 1024 programs
+    (problem(1, 2048, 0), 1),  # as few programs, but no prefix to split
+], ids=["chunked-prefill", "mixed-batch", "no-prefix"])
+def test_compute_bound_calls_split_the_prefix_only_when_the_grid_is_small(prob, splits):
+    cfg = choose_config(prob, H200)
+    assert (cfg.block_m, cfg.num_splits, cfg.pregather, cfg.tma) == (128, splits, True, True)
