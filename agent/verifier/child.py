@@ -63,8 +63,11 @@ def confine(request: dict[str, Any], keep_fds: tuple[int, ...]) -> None:
     sys.dont_write_bytecode = True
     sys.path[:] = [p for p in sys.path if p and os.path.isabs(p) and not p.startswith(scratch)]
     if request.get("fs_isolation"):  # writes only to its scratch, the shared Triton cache, devices and its own /proc
-        # entries (CUDA failed to initialize on the H200 without the last; scripts/probe_landlock_cuda.py checks which)
-        writable = [scratch, os.environ.get("TRITON_CACHE_DIR", ""), "/dev", "/proc/self"]
+        # entries (H200, scripts/probe_landlock_cuda.py: CUDA fails to initialize without /proc/self, error 304)
+        cache = os.environ.get("TRITON_CACHE_DIR", "")
+        if cache:  # Landlock rules name existing directories: Triton would create it after the restriction
+            os.makedirs(cache, exist_ok=True)
+        writable = [scratch, cache, "/dev", "/proc/self"]
         request["fs_isolation_status"] = restrict_writes([w for w in writable if w])
     else:
         request["fs_isolation_status"] = "off"
