@@ -51,3 +51,11 @@ def test_float32_computed_with_tf32_dots_is_a_mismatch_on_a_gpu(verifier, tmp_pa
     assert verdict.stage == "mismatch", verdict.summary()
     assert any("float32 inputs" in r for r in verdict.reasons), verdict.reasons
     assert verifier.verify(HONEST_BY_NAME["simple_triton"].path).stage == "pass"
+
+
+def test_children_run_under_landlock_on_a_gpu_by_default(verifier):
+    """Write isolation is on by default on a GPU too; the CUDA driver initializes under it (needs /proc/self)."""
+    verifier.options = VerifyOptions(device="cuda", case_ids=("decode",), reps=5)
+    verdict = verifier.verify(HONEST[0].path)
+    assert verdict.stage == "pass", verdict.summary()
+    assert verdict.config["fs_isolation"].startswith("landlock ABI")
