@@ -9,15 +9,15 @@ from kernels.extend_attention.prefix_gather import gather_prefix
 
 
 def test_k_and_v_rows_equal_indexing_with_strided_sources_and_odd_widths(device):
-    """Row/head strides padded (views of wider pools), widths 13 and 40, 37 tokens: several programs, a partial
-    last one, and a row wider than one column chunk (3 heads x 200 > BLOCK_C)."""
+    """Row/head strides padded (views of wider pools), widths 400 and 13, 37 tokens: several programs, a partial
+    last one, and a K row wider than one column chunk (3 heads x 400 > BLOCK_C = 1024)."""
     gen = torch.Generator().manual_seed(7)
-    k_pool = torch.randn(50, 3, 210, generator=gen).to(device=device, dtype=torch.float16)
+    k_pool = torch.randn(50, 3, 410, generator=gen).to(device=device, dtype=torch.float16)
     v_pool = torch.randn(50, 4, 40, generator=gen).to(device=device, dtype=torch.float16)
-    k_src, v_src = k_pool[:, :, :200], v_pool[:, 1:, :13]
+    k_src, v_src = k_pool[:, :, :400], v_pool[:, 1:, :13]
     idx = torch.randperm(50, generator=gen)[:37].to(device)
     k_got, v_got = gather_prefix(k_src, v_src, idx)
-    assert k_got.is_contiguous() and k_got.shape == (37, 3, 200) and v_got.shape == (37, 3, 13)
+    assert k_got.is_contiguous() and k_got.shape == (37, 3, 400) and v_got.shape == (37, 3, 13)
     assert torch.equal(k_got, k_src[idx]) and torch.equal(v_got, v_src[idx])
 
 
