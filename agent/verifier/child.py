@@ -13,6 +13,7 @@ import importlib.util
 import os
 import resource
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -60,6 +61,7 @@ def confine(request: dict[str, Any], keep_fds: tuple[int, ...]) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     os.chdir(scratch)
     os.environ.update(HOME=scratch, TMPDIR=scratch)  # TRITON_CACHE_DIR stays the zygote's: compiled by Triton only
+    tempfile.tempdir = scratch  # the zygote's tempfile cached its TMPDIR (scratch base); Triton's compiler uses it
     sys.dont_write_bytecode = True
     sys.path[:] = [p for p in sys.path if p and os.path.isabs(p) and not p.startswith(scratch)]
     if request.get("fs_isolation"):  # writes only to its scratch, the shared Triton cache, devices and its own /proc

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -122,3 +123,30 @@ def test_triton_cache_writers_refuse_a_candidate_that_calls_them_without_isolati
         verdict = verifier.verify(cheat)
     assert verdict.stage == "runtime_error", verdict.summary()
     assert "FileCacheManager.put writes into Triton's cache" in verdict.reasons[0], verdict.reasons
+
+
+@pytest.mark.skipif(landlock_abi() < 1, reason="the kernel has no Landlock")
+def test_temporary_files_of_a_confined_child_go_to_its_scratch(tmp_path):
+    """Python's tempfile caches its directory on first use: the zygote's (the scratch base, not writable for a
+    child) until `confine` resets it. Triton's compiler on a GPU writes its temporary files there (H200, session 5:
+    every honest candidate failed with EACCES under Landlock before the reset)."""
+    base, scratch = tmp_path / "base", tmp_path / "base" / "candidate"
+    scratch.mkdir(parents=True)
+    script = textwrap.dedent(f"""
+        import os, tempfile
+        os.environ["TMPDIR"] = {str(base)!r}
+        assert tempfile.gettempdir() == {str(base)!r}  # cached, as in the zygote before fork
+        from agent.verifier.child import confine
+        confine({{"scratch": {str(scratch)!r}, "max_file_bytes": 1 << 20, "fs_isolation": True}}, ())
+        made = tempfile.mkdtemp()
+        with open(os.path.join(made, "x"), "w") as fh:
+            fh.write("ok")
+        try:
+            open(os.path.join({str(base)!r}, "outside"), "w")
+        except PermissionError:
+            print("outside refused", made)
+    """)
+    subprocess.run([sys.executable, "-c", script], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                   check=True, timeout=120)
+    log = (scratch / "candidate.log").read_text()
+    assert "outside refused" in log and log.split()[-1].startswith(str(scratch)), log
