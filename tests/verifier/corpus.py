@@ -134,7 +134,7 @@ CHEATS: tuple[Cheat, ...] = (
     # On the CPU Landlock refuses first (no cache folder to write in); without it, the refusing wrapper does
     # (tests/verifier/test_fs_isolation.py)
     Cheat("triton_cache_write", "environment tampering (file write through Triton's cache manager)", S, R,
-          "Permission denied"),
+          "writes into Triton's cache"),  # the refusing wrapper (the cache directory exists before Landlock)
     # red team, session 4: a file written through a file-backed storage (could rewrite the verifier's .pyc)
     Cheat("storage_file_write", "environment tampering (file write through a file-backed storage)", S, R,
           "from_file"),
