@@ -1,9 +1,10 @@
 """The named variables pattern formulas may read: chip profile, case, and diagnosis, plus the task's helpers.
 
 Profile variables are the scalar and feature fields of `HardwareProfile` (``num_compute_units``,
-``smem_per_block_kb``, ..., ``tensor_memory_accelerator`` (a bool); ``None`` when the profile does not know them), ``peak_tflops_<dtype>`` for every dtype of `PEAK_DTYPES`, and
-three derived ones for the case's dtype: ``peak_flops`` (FLOP/s), ``peak_bw`` (bytes/s) and ``ridge``
-(FLOP/byte, peak_flops / peak_bw; Williams et al., "Roofline", CACM 2009).
+``smem_per_block_kb``, ..., ``tensor_memory_accelerator`` (a bool); ``None`` when the profile does not know them),
+``peak_tflops_<dtype>`` for every dtype of `PEAK_DTYPES`, and three derived ones for the case's dtype:
+``peak_flops`` (FLOP/s), ``peak_bw`` (bytes/s) and ``ridge`` (FLOP/byte, peak_flops / peak_bw; Williams et al.,
+"Roofline", CACM 2009).
 
 Case variables come from the task (`CASE_VARIABLES[task]`); for ``extend_attention`` they are listed in
 `EXTEND_ATTENTION_VARIABLES` with their meaning and unit. Diagnosis variables (`DIAGNOSIS_VARIABLES`) hold the
