@@ -181,11 +181,18 @@ class FamilySpace:
 
     # ----- moves
     def snap(self, knob: str, value: Any) -> Any:
-        """The allowed value of `knob` nearest to `value` (numbers: smallest |log ratio|; else exact or None)."""
+        """The allowed value of `knob` nearest to `value`, or None. A switch (allowed values all bools) takes a
+        bool or 0/1 and gives the bool; a numeric knob takes a number (not a bool) and gives the allowed value of
+        smallest |log ratio|; any other knob only its exact allowed values."""
         allowed = self.knobs[knob]
+        if all(isinstance(a, bool) for a in allowed):
+            ok = isinstance(value, (bool, int, float)) and value in (0, 1) and bool(value) in allowed
+            return bool(value) if ok else None
+        if isinstance(value, bool):
+            return None
         if value in allowed:
-            return value
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return allowed[allowed.index(value)]
+        if not isinstance(value, (int, float)):
             return None
         numeric = [a for a in allowed if isinstance(a, (int, float)) and not isinstance(a, bool) and a > 0]
         if not numeric or value <= 0:
@@ -193,7 +200,8 @@ class FamilySpace:
         return min(numeric, key=lambda a: abs(math.log(a / value)))
 
     def neighbors(self, config: Mapping[str, Any], key: str) -> list[tuple[str, int, Config]]:
-        """Feasible configurations one knob step away: ``(knob, direction +1/-1, config)``."""
+        """Feasible configurations one knob step away: ``(knob, direction +1/-1, config)``; a switch's one
+        neighbour is its flip (+1: False -> True, -1: True -> False)."""
         out = []
         for knob, allowed in self.knobs.items():
             i = allowed.index(config[knob]) if config[knob] in allowed else None
@@ -238,11 +246,18 @@ class FamilySpace:
         heads = s.num_kv_heads if pack > 1 else s.num_q_heads
         return heads * splits * sum(math.ceil(e * pack / fitted.block_m) for e in ext)
 
+    def complete(self, config: Mapping[str, Any]) -> Config:
+        """`config` with a value for every knob of the space: a knob it lacks gets the family's default
+        (`FamilyConfig()`), which is what a candidate rendered without that knob ran with (e.g. a configuration
+        recorded in a finding before the knob existed)."""
+        defaults = FamilyConfig().to_dict()
+        return {**{k: defaults[k] for k in self.knobs if k in defaults}, **dict(config)}
+
     def full_table(self, table: Mapping[str, Mapping[str, Any]]) -> Table:
         """`table` with every class of the run's cases present: classes it lacks get `structure_config`, so a
-        run starts from the baseline kernel's structure inside the family."""
-        return {k: dict(table.get(k) or self.structure_config(k)) for k in sorted(self.classes)} | {
-            k: dict(v) for k, v in table.items() if k not in self.classes}
+        run starts from the baseline kernel's structure inside the family; every configuration `complete`."""
+        return {k: self.complete(table.get(k) or self.structure_config(k)) for k in sorted(self.classes)} | {
+            k: self.complete(v) for k, v in table.items() if k not in self.classes}
 
     # ----- rendering
     def render(self, table: Mapping[str, Mapping[str, Any]], signature: inspect.Signature, header: Mapping[str, Any]

@@ -46,7 +46,7 @@ def changed_cases(case_ids: list[str], lineage: Lineage, best_lineage: Lineage |
     best_table = best_lineage.parameters.get("table") if best_lineage else None
     if not table or not best_table or space is None:
         return list(case_ids)
-    best_table = space.full_table(best_table)
+    table, best_table = space.full_table(table), space.full_table(best_table)  # a knob added since: its default
     return [c for c in case_ids if dispatch.get(c) is None or table.get(dispatch[c]) != best_table.get(dispatch[c])]
 
 

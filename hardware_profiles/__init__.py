@@ -17,12 +17,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from hardware_profiles.schema import (
+    FEATURE_FIELDS,
     PEAK_DTYPES,
+    PROFILE_FIELDS,
     SCALAR_FIELDS,
     Alternative,
     HardwareProfile,
     ProfileField,
     Source,
+    display_value,
 )
 from hardware_profiles.yaml_io import (
     PACKAGED_DIR,
@@ -35,12 +38,15 @@ from hardware_profiles.yaml_io import (
 from knowledge.errors import BadInputError
 
 __all__ = [
+    "FEATURE_FIELDS",
     "PEAK_DTYPES",
+    "PROFILE_FIELDS",
     "SCALAR_FIELDS",
     "Alternative",
     "HardwareProfile",
     "ProfileField",
     "Source",
+    "display_value",
     "dump_profile_yaml",
     "known_chips",
     "load_profile",

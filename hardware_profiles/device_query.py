@@ -5,7 +5,11 @@ installed torch, the CUDA driver's ``cuDeviceGetAttribute`` (libcuda, through ct
 (``triton.runtime.driver.active.utils.get_device_properties``). Every `DeviceFact` names the API and attribute
 that gave it, e.g. the opt-in shared memory per block comes from ``shared_memory_per_block_optin`` on torch builds
 that have it, else ``CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN``, else Triton's ``max_shared_mem``, and
-on ROCm (where torch exposes no opt-in limit) ``shared_memory_per_block``.
+on ROCm (where torch exposes no opt-in limit) ``shared_memory_per_block``. On CUDA the feature
+``tensor_memory_accelerator`` is derived from the compute capability (``major``/``minor`` of the same properties):
+true from 9.0 on, false below, as NVIDIA documents the Tensor Memory Accelerator for compute capability 9.0 and
+later (CUDA C++ Programming Guide, feature support per compute capability; Hopper Tuning Guide, "Tensor Memory
+Accelerator"); it is not read on ROCm, where it stays as the documents say.
 
 `merge_device_facts(profile, ...)` folds the facts into a profile: a field the documents did not state is filled
 (kind ``device_query``); a field that agrees with its documented value (within 2 %, e.g. 140.4 GiB usable of a
@@ -20,7 +24,7 @@ import re
 from dataclasses import dataclass
 
 from hardware_profiles.merge import merge_field
-from hardware_profiles.schema import SCALAR_FIELDS, HardwareProfile, ProfileField, Source
+from hardware_profiles.schema import PROFILE_FIELDS, HardwareProfile, ProfileField, Source
 from knowledge.errors import ChiploreError
 
 
@@ -30,10 +34,11 @@ class NoDeviceError(ChiploreError):
 
 @dataclass(frozen=True)
 class DeviceFact:
-    """One value read from the device: profile field, value in the field's unit, API used, raw reading."""
+    """One value read from the device: profile field, value in the field's unit (a bool for a feature), API used,
+    raw reading."""
 
     field: str
-    value: float
+    value: float | bool
     api: str
     raw: str
 
@@ -103,6 +108,8 @@ def query_device(index: int = 0) -> DeviceReport:
         take("smem_per_block_kb", "shared_memory_per_block", lambda v: v / 1024, " bytes")
     if not take("clock_mhz", "clock_rate", lambda v: v / 1000, " kHz"):
         _from_triton(facts, index, "clock_mhz", "sm_clock_rate", lambda v: v / 1000, " kHz")
+    if backend == "cuda":
+        facts.append(tma_fact(props.major, props.minor, f"{api}.major/.minor"))
     arch = getattr(props, "gcnArchName", "") or f"sm_{props.major}{props.minor}"
     return DeviceReport(name=props.name, backend=backend, arch=arch, torch_version=torch.__version__,
                         facts=tuple(facts))
@@ -151,6 +158,18 @@ def _from_triton(facts: list[DeviceFact], index: int, field: str, key: str, conv
     return True
 
 
+#: First CUDA compute capability with the Tensor Memory Accelerator (Hopper); source in the module docstring.
+TMA_MIN_CAPABILITY = (9, 0)
+
+
+def tma_fact(major: int, minor: int, api: str) -> DeviceFact:
+    """``tensor_memory_accelerator`` of a CUDA device of compute capability `major`.`minor`: true from
+    `TMA_MIN_CAPABILITY` on (9.0 Hopper, 10.x/12.x Blackwell), false before (8.x Ampere/Ada: cp.async only)."""
+    has = (int(major), int(minor)) >= TMA_MIN_CAPABILITY
+    return DeviceFact("tensor_memory_accelerator", has, api,
+                      f"compute capability {major}.{minor} ({'>=' if has else '<'} 9.0, the first with TMA)")
+
+
 def chip_name_from_device(name: str) -> str:
     """Profile name for a device name: ``"NVIDIA H200"`` -> ``"h200"``, ``"AMD Instinct MI300X"`` -> ``"mi300x"``
     (the first token with letters and digits; else the whole name in lower case with ``_``)."""
@@ -166,11 +185,11 @@ def merge_device_facts(profile: HardwareProfile, report: DeviceReport) -> tuple[
     updates: dict[str, ProfileField] = {}
     messages: list[str] = []
     for fact in report.facts:
-        if fact.field not in SCALAR_FIELDS:
+        if fact.field not in PROFILE_FIELDS:
             continue
         source = Source(document="device-query", locator=f"{fact.api} on {report.name} (torch "
                         f"{report.torch_version})", quote=fact.raw)
-        mine = ProfileField(value=fact.value, unit=SCALAR_FIELDS[fact.field], kind="device_query", source=source)
+        mine = ProfileField(value=fact.value, unit=PROFILE_FIELDS[fact.field], kind="device_query", source=source)
         merged, message = merge_field(fact.field, getattr(profile, fact.field), mine)
         if merged is not getattr(profile, fact.field):
             updates[fact.field] = merged

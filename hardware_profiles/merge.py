@@ -12,12 +12,15 @@ Rules per field (`merge_field`):
 
 from __future__ import annotations
 
-from hardware_profiles.schema import Alternative, HardwareProfile, ProfileField
+from hardware_profiles.schema import Alternative, HardwareProfile, ProfileField, display_value
 
 AGREE_REL = 0.02
 
 
-def _agrees(a: float, b: float) -> bool:
+def _agrees(a: float | bool, b: float | bool) -> bool:
+    """Equal features (bools); numbers within `AGREE_REL` of the larger."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
     return abs(a - b) <= AGREE_REL * max(abs(a), abs(b))
 
 
@@ -34,11 +37,12 @@ def merge_field(name: str, old: ProfileField, new: ProfileField) -> tuple[Profil
     if new.value is None and new.kind != "conflict":
         return old, None
     if (old.value is None and old.kind != "conflict") or (old.kind == new.kind == "device_query"):
-        return new, f"{name}: {new.value:g} {new.unit} ({new.kind})" if new.value is not None else None
+        return new, f"{name}: {display_value(new.value)} {new.unit} ({new.kind})" if new.value is not None else None
     if old.value is not None and new.value is not None and _agrees(old.value, new.value):
         if new.kind != "device_query" and old.kind == "device_query":
-            return new, f"{name}: documented {new.value:g} agrees with the device reading; document cited"
-        return old, f"{name}: {new.value:g} ({new.kind}) agrees with {old.value:g}; kept"
+            return new, (f"{name}: documented {display_value(new.value)} agrees with the device reading; "
+                         "document cited")
+        return old, f"{name}: {display_value(new.value)} ({new.kind}) agrees with {display_value(old.value)}; kept"
     alternatives: list[Alternative] = []
     for alt in _alternatives(old) + _alternatives(new):
         if not any(a.value == alt.value and a.source == alt.source for a in alternatives):
@@ -55,7 +59,8 @@ def merge_field(name: str, old: ProfileField, new: ProfileField) -> tuple[Profil
         return new, None
     merged = ProfileField(value=value, unit=new.unit or old.unit, kind="conflict", source=source,
                           alternatives=tuple(alternatives))
-    return merged, f"{name}: CONFLICT {old.value} vs {new.value}; both recorded, {value} kept"
+    return merged, (f"{name}: CONFLICT {display_value(old.value)} vs {display_value(new.value)}; both recorded, "
+                    f"{display_value(value)} kept")
 
 
 def merge_profiles(base: HardwareProfile, update: HardwareProfile) -> tuple[HardwareProfile, list[str]]:

@@ -4,6 +4,8 @@ A profile is the only place chip-specific numbers come from (DESIGN.md, "Hardwar
 a `ProfileField`: a value (or ``None`` when the documents do not say), the unit, where it came from
 (`Source`: document + page/section + the quoted phrase, or ``device-query``) and how it was obtained
 (`kind`: stated | derived | conflict | device_query). Unknown is allowed; a guessed number is not.
+Numeric facts are `SCALAR_FIELDS`; yes/no facts about the chip's units (`FEATURE_FIELDS`, unit ``bool``) hold
+``true``/``false`` with the same provenance, ``null`` when the documents do not say.
 
 Unit conventions: capacities (shared memory, caches, device memory) are binary, as in JEDEC usage and in vendor
 tables (1 KB = 1 KiB = 1024 B; a "192 GB" HBM3 part holds 192 GiB); rates are decimal SI (1 GB/s = 1e9 B/s,
@@ -32,8 +34,26 @@ SCALAR_FIELDS: dict[str, str] = {
     "mem_capacity_gb": "GiB",
     "clock_mhz": "MHz",
 }
+#: Yes/no chip features and their unit: the value is true, false or null (unknown), never a number.
+FEATURE_FIELDS: dict[str, str] = {
+    # a bulk tensor-copy engine: multi-dimensional tiles move between device memory and shared memory
+    # asynchronously, described by a tensor descriptor (NVIDIA's Tensor Memory Accelerator, TMA, compute
+    # capability >= 9.0; Ampere's cp.async copies per thread, not per tile, and does not count)
+    "tensor_memory_accelerator": "bool",
+}
+#: Every per-chip field of a profile (numbers, then yes/no features) and its unit.
+PROFILE_FIELDS: dict[str, str] = {**SCALAR_FIELDS, **FEATURE_FIELDS}
 #: Data types for which `peak_tflops` may hold a dense (non-sparse) per-device peak.
 PEAK_DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+
+
+def display_value(value: float | bool | None) -> str:
+    """A field value as text: ``null`` when unknown, ``true``/``false`` for a feature, else ``%g``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return f"{value:g}"
 
 
 class Source(BaseModel):
@@ -57,7 +77,7 @@ class Alternative(BaseModel):
     """A competing value for a field whose sources disagree."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    value: float
+    value: float | bool
     source: Source
 
     @field_validator("value")
@@ -69,10 +89,11 @@ class Alternative(BaseModel):
 
 
 class ProfileField(BaseModel):
-    """One profile value with unit, provenance and kind. ``value is None`` means unknown."""
+    """One profile value with unit, provenance and kind. ``value is None`` means unknown; a feature
+    (`FEATURE_FIELDS`) holds a bool, every other field a number (checked by `HardwareProfile`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    value: float | None = None
+    value: float | bool | None = None
     unit: str = ""
     source: Source | None = None
     kind: FieldKind | None = None
@@ -110,6 +131,8 @@ class HardwareProfile(BaseModel):
     mem_bw_gbps: ProfileField = ProfileField(unit="GB/s")
     mem_capacity_gb: ProfileField = ProfileField(unit="GiB")
     clock_mhz: ProfileField = ProfileField(unit="MHz")
+    tensor_memory_accelerator: ProfileField = Field(default=ProfileField(unit="bool"), description=(
+        "the chip has a bulk tensor-copy engine (FEATURE_FIELDS): true / false / null = unknown"))
     peak_tflops: dict[str, ProfileField] = Field(default_factory=dict)
     notes: str = ""
 
@@ -119,16 +142,29 @@ class HardwareProfile(BaseModel):
         unknown = sorted(set(v) - set(PEAK_DTYPES))
         if unknown:
             raise ValueError(f"unknown dtype key(s) {unknown}; expected some of {list(PEAK_DTYPES)}")
+        for field in v.values():
+            _check_kind_of_value(field, feature=False)
         return v
 
-    def get(self, name: str) -> float | None:
-        """Value of scalar field `name` (a key of `SCALAR_FIELDS`), or None if unknown.
+    @field_validator(*SCALAR_FIELDS)
+    @classmethod
+    def _numbers(cls, v: ProfileField) -> ProfileField:
+        return _check_kind_of_value(v, feature=False)
+
+    @field_validator(*FEATURE_FIELDS)
+    @classmethod
+    def _yes_no(cls, v: ProfileField) -> ProfileField:
+        return _check_kind_of_value(v, feature=True)
+
+    def get(self, name: str) -> float | bool | None:
+        """Value of field `name` (a key of `PROFILE_FIELDS`: a number, or a bool for a feature), or None if
+        unknown.
 
         Raises:
             KeyError: `name` is not a profile field.
         """
-        if name not in SCALAR_FIELDS:
-            raise KeyError(f"unknown profile field {name!r}; known: {sorted(SCALAR_FIELDS)}")
+        if name not in PROFILE_FIELDS:
+            raise KeyError(f"unknown profile field {name!r}; known: {sorted(PROFILE_FIELDS)}")
         return getattr(self, name).value
 
     def peak_flops(self, dtype: str) -> float | None:
@@ -142,7 +178,16 @@ class HardwareProfile(BaseModel):
         return None if bw is None else bw * 1e9
 
     def fields(self) -> dict[str, ProfileField]:
-        """All scalar fields plus ``peak_tflops.<dtype>`` entries, in a stable order."""
-        out = {name: getattr(self, name) for name in SCALAR_FIELDS}
+        """All scalar and feature fields plus ``peak_tflops.<dtype>`` entries, in a stable order."""
+        out = {name: getattr(self, name) for name in PROFILE_FIELDS}
         out.update({f"peak_tflops.{k}": v for k, v in sorted(self.peak_tflops.items())})
         return out
+
+
+def _check_kind_of_value(field: ProfileField, feature: bool) -> ProfileField:
+    """`field` if its value and alternatives are bools (`feature`) or numbers (not), else ValueError."""
+    for value in (field.value, *(a.value for a in field.alternatives)):
+        if value is not None and isinstance(value, bool) != feature:
+            raise ValueError(f"must be true, false or null (a yes/no feature), got {value!r}" if feature
+                             else f"must be a number or null, got {value!r}")
+    return field

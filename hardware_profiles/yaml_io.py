@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from hardware_profiles.schema import (
     PEAK_DTYPES,
-    SCALAR_FIELDS,
+    PROFILE_FIELDS,
     Alternative,
     HardwareProfile,
     ProfileField,
@@ -148,7 +148,7 @@ def provenance_problems(profile: HardwareProfile) -> list[str]:
     """
     problems = []
     for name, field in profile.fields().items():
-        expected = PEAK_UNIT if name.startswith("peak_tflops.") else SCALAR_FIELDS[name]
+        expected = PEAK_UNIT if name.startswith("peak_tflops.") else PROFILE_FIELDS[name]
         if field.unit and field.unit != expected:
             problems.append(f"key '{name}.unit': {field.unit!r} is not this field's unit {expected!r}")
         if field.value is None and field.kind != "conflict":
@@ -165,12 +165,12 @@ def provenance_problems(profile: HardwareProfile) -> list[str]:
 
 
 def profile_to_data(profile: HardwareProfile) -> dict[str, Any]:
-    """Plain dict for YAML/JSON output: every scalar field (nulls too), empty parts left out."""
+    """Plain dict for YAML/JSON output: every scalar and feature field (nulls too), empty parts left out."""
     data: dict[str, Any] = profile.model_dump(mode="json", include={"chip", "display_name", "vendor", "backend"})
     data["compute_unit_name"] = profile.compute_unit_name
     if profile.compute_unit_name_source is not None:
         data["compute_unit_name_source"] = profile.compute_unit_name_source.model_dump(mode="json", exclude_none=True)
-    for name in SCALAR_FIELDS:
+    for name in PROFILE_FIELDS:
         data[name] = _field_to_data(getattr(profile, name))
     data["peak_tflops"] = {k: _field_to_data(v) for k, v in profile.peak_tflops.items()}
     if profile.notes:
@@ -194,9 +194,9 @@ def _field_to_data(field: ProfileField) -> dict[str, Any]:
     return out
 
 
-def _plain_number(value: float | None) -> float | int | None:
-    """Integral floats as ints so YAML reads ``132``, not ``132.0``."""
-    if value is not None and float(value).is_integer():
+def _plain_number(value: float | bool | None) -> float | int | bool | None:
+    """Integral floats as ints so YAML reads ``132``, not ``132.0``; bools (features) stay ``true``/``false``."""
+    if value is not None and not isinstance(value, bool) and float(value).is_integer():
         return int(value)
     return value
 

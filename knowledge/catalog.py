@@ -331,10 +331,10 @@ def _check_formula(text: str, owner: str, task: str, rule_outputs: set[str], whe
         raise CatalogError(f"{where}: {owner}: {exc.args[0]}") from None
     unknown = sorted(formula.names - known)
     if unknown:
-        from hardware_profiles.schema import SCALAR_FIELDS
+        from hardware_profiles.schema import PROFILE_FIELDS
 
         raise CatalogError(f"{where}: {owner}: formula {text!r} references unknown field {unknown[0]!r} "
-                           f"(profile fields: {', '.join(SCALAR_FIELDS)})")
+                           f"(profile fields: {', '.join(PROFILE_FIELDS)})")
     return formula
 
 

@@ -1,9 +1,10 @@
 """The named variables pattern formulas may read: chip profile, case, and diagnosis, plus the task's helpers.
 
-Profile variables are the scalar fields of `HardwareProfile` (``num_compute_units``, ``smem_per_block_kb``, ...,
-``None`` when the profile does not know them), ``peak_tflops_<dtype>`` for every dtype of `PEAK_DTYPES`, and
-three derived ones for the case's dtype: ``peak_flops`` (FLOP/s), ``peak_bw`` (bytes/s) and ``ridge``
-(FLOP/byte, peak_flops / peak_bw; Williams et al., "Roofline", CACM 2009).
+Profile variables are the scalar and feature fields of `HardwareProfile` (``num_compute_units``,
+``smem_per_block_kb``, ..., ``tensor_memory_accelerator`` (a bool); ``None`` when the profile does not know them),
+``peak_tflops_<dtype>`` for every dtype of `PEAK_DTYPES`, and three derived ones for the case's dtype:
+``peak_flops`` (FLOP/s), ``peak_bw`` (bytes/s) and ``ridge`` (FLOP/byte, peak_flops / peak_bw; Williams et al.,
+"Roofline", CACM 2009).
 
 Case variables come from the task (`CASE_VARIABLES[task]`); for ``extend_attention`` they are listed in
 `EXTEND_ATTENTION_VARIABLES` with their meaning and unit. Diagnosis variables (`DIAGNOSIS_VARIABLES`) hold the
@@ -16,7 +17,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from hardware_profiles.schema import PEAK_DTYPES, SCALAR_FIELDS, HardwareProfile
+from hardware_profiles.schema import PEAK_DTYPES, PROFILE_FIELDS, HardwareProfile
 from kernels.task import Case
 
 #: Profile dtype key used for the peak FLOP/s of an input dtype (fp32 GEMMs on tensor-core GPUs run as tf32
@@ -32,7 +33,7 @@ DERIVED_PROFILE_VARIABLES: dict[str, str] = {
 }
 
 PROFILE_VARIABLES: dict[str, str] = {
-    **{name: f"profile field {name} ({unit})" for name, unit in SCALAR_FIELDS.items()},
+    **{name: f"profile field {name} ({unit})" for name, unit in PROFILE_FIELDS.items()},
     **{f"peak_tflops_{d}": f"profile peak_tflops.{d} (TFLOP/s)" for d in PEAK_DTYPES},
     **DERIVED_PROFILE_VARIABLES,
 }
@@ -61,6 +62,8 @@ EXTEND_ATTENTION_VARIABLES: dict[str, str] = {
     "flops": "compulsory FLOPs of the case (task spec flops(case))",
     "bytes": "compulsory device-memory bytes of the case (task spec bytes(case))",
     "intensity": "arithmetic intensity flops / bytes, FLOP/byte",
+    "prefix_kv_bytes": "bytes of the prefix's K and V rows in the cache, P_total x (H_kv x (D_qk + D_v), or D_qk "
+                       "for MLA) x elem: what one pre-gather pass reads (and writes again)",
     "max_offset_elems": "largest element offset into q/o or the KV pool (int32 overflows at 2**31)",
 }
 
@@ -92,12 +95,12 @@ def known_variables(task: str) -> dict[str, str]:
     return {**PROFILE_VARIABLES, **CASE_VARIABLES[task], **DIAGNOSIS_VARIABLES}
 
 
-def profile_variables(profile: HardwareProfile, dtype: str) -> dict[str, float | None]:
+def profile_variables(profile: HardwareProfile, dtype: str) -> dict[str, float | bool | None]:
     """Profile variables of `profile` for input dtype name `dtype` (``bfloat16``, ``float16``, ``float32``).
 
     Unknown facts are ``None``; ``peak_flops``/``ridge`` are ``None`` when no peak of the dtype is known.
     """
-    out: dict[str, float | None] = {name: profile.get(name) for name in SCALAR_FIELDS}
+    out: dict[str, float | bool | None] = {name: profile.get(name) for name in PROFILE_FIELDS}
     for d in PEAK_DTYPES:
         out[f"peak_tflops_{d}"] = profile.peak_flops(d) / 1e12 if profile.peak_flops(d) is not None else None
     peak = next((profile.peak_flops(k) for k in PEAK_KEYS.get(dtype, ()) if profile.peak_flops(k)), None)
@@ -138,6 +141,10 @@ def padded_head_dim(d: int) -> int:
 def extend_attention_variables(case: Case) -> dict[str, Any]:
     """Case variables of an extend-attention case (see `EXTEND_ATTENTION_VARIABLES`).
 
+    ``prefix_kv_bytes = P_total * kv_token * elem`` with ``kv_token = H_kv * (D_qk + D_v)`` elements, or ``D_qk``
+    for MLA (V is a view of K, and `prefix_gather.gather_prefix` copies K alone): the prefix part of the task
+    spec's compulsory bytes (`kernels.extend_attention.spec.bytes_moved`), without the kv_indices.
+
     Raises:
         ValueError: the case parameters are invalid (from `full_params`).
     """
@@ -151,13 +158,14 @@ def extend_attention_variables(case: Case) -> dict[str, Any]:
     d_tile, dv_tile = padded_head_dim(d), padded_head_dim(dv)
     fl, by = flops(case), bytes_moved(case)
     slots = int(sum(pre) * POOL_FACTOR) + 3
+    kv_token = d if p["mla"] else hkv * (d + dv)  # elements per token, as spec.bytes_moved counts them
     return {
         "B": len(ext), "E_max": max(ext), "E_min": min(ext), "E_mean": sum(ext) / len(ext), "E_total": sum(ext),
         "P_max": max(pre), "P_min": min(pre), "P_mean": sum(pre) / len(pre), "P_total": sum(pre),
         "H_q": hq, "H_kv": hkv, "G": hq // hkv, "D_qk": d, "D_v": dv, "D_qk_tile": d_tile, "D_v_tile": dv_tile,
         "D_kv_tile": d_tile if p["mla"] else d_tile + dv_tile, "elem": elem, "mla": int(bool(p["mla"])),
         "causal": int(bool(p["is_causal"])), "window": p["sliding_window"], "flops": fl, "bytes": by,
-        "intensity": fl / by if by else 0.0,
+        "intensity": fl / by if by else 0.0, "prefix_kv_bytes": sum(pre) * kv_token * elem,
         "max_offset_elems": max(sum(ext) * hq * max(d, dv), slots * hkv * d),
     }
 

@@ -11,6 +11,7 @@ from rich.table import Table
 from agent.cli.app import app
 from hardware_profiles import HardwareProfile, known_chips, load_profile, profile_path, save_profile
 from hardware_profiles.device_query import chip_name_from_device, merge_device_facts, query_device
+from hardware_profiles.schema import display_value
 from hardware_profiles.yaml_io import check_chip_name, profile_to_data
 
 profile_app = typer.Typer(help="Show, compare and device-query hardware profiles.", no_args_is_help=True)
@@ -22,8 +23,8 @@ def _console() -> Console:
     return Console(soft_wrap=True)
 
 
-def _fmt(value: float | None) -> str:
-    return "null" if value is None else f"{value:g}"
+def _fmt(value: float | bool | None) -> str:
+    return display_value(value)
 
 
 #: Below this terminal width the sources move under the table as numbered references (a source column of a few
@@ -61,7 +62,7 @@ def profile_table(profile: HardwareProfile, references: list[str] | None = None)
                 source = f"{source} -- {name} derived: {field.formula}" if source else f"derived: {field.formula}"
         table.add_row(name, _fmt(field.value), field.unit, kind, cite(source))
         for alt in field.alternatives:
-            table.add_row("", f"  alt {alt.value:g}", field.unit, "", cite(alt.source.cite()))
+            table.add_row("", f"  alt {_fmt(alt.value)}", field.unit, "", cite(alt.source.cite()))
     return table
 
 
@@ -92,7 +93,8 @@ def profile_differences(a: HardwareProfile, b: HardwareProfile) -> list[tuple[st
         vx, vy = (x.value if x else None), (y.value if y else None)
         if vx == vy:
             continue
-        ratio = f"{vy / vx:.3g}x" if vx and vy is not None else ""
+        numbers = not isinstance(vx, bool) and not isinstance(vy, bool)
+        ratio = f"{vy / vx:.3g}x" if numbers and vx and vy is not None else ""
         rows.append((name, _fmt(vx) + (f" [{x.kind}]" if x and x.kind else ""),
                      _fmt(vy) + (f" [{y.kind}]" if y and y.kind else ""), ratio))
     if a.compute_unit_name != b.compute_unit_name:
@@ -138,7 +140,7 @@ def detect(name: str = typer.Option(None, "--as", help="profile name to update (
     console = _console()
     console.print(f"device {device}: {report.name} ({report.arch}, {report.backend}, torch {report.torch_version})")
     for fact in report.facts:
-        console.print(f"  {fact.field} = {fact.value:g}  <- {fact.api} ({fact.raw})")
+        console.print(f"  {fact.field} = {_fmt(fact.value)}  <- {fact.api} ({fact.raw})")
     for message in messages:
         console.print(f"  {message}")
     if dry_run:

@@ -28,6 +28,7 @@ from agent.family_space import source_hash
 from agent.proposers.base import Proposal, ProposalContext
 from agent.runstate import EvalRecord, Lineage
 from agent.templates import render
+from hardware_profiles.schema import display_value
 
 _CODE_BLOCK = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 _RETRYABLE = (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError, openai.InternalServerError)
@@ -236,7 +237,7 @@ def _user_variables(ctx: ProposalContext) -> dict[str, Any]:
     verdict = json.dumps(ctx.last_verdict, indent=1, sort_keys=True, default=str) if ctx.last_verdict else ""
     return {
         "n": ctx.n, "run_id": ctx.run_id, "chip": ctx.chip, "best_id": ctx.best_id, "timed": ctx.timed,
-        "profile_lines": [f"{name}: {f.value:g} {f.unit}" for name, f in ctx.profile.fields().items()
+        "profile_lines": [f"{name}: {display_value(f.value)} {f.unit}" for name, f in ctx.profile.fields().items()
                           if f.value is not None],
         "diagnosis_rows": rows, "retrieval_enabled": ctx.retrieval.enabled, "documents": ctx.retrieval.documents,
         "patterns": sorted(patterns.values(), key=lambda p: -p["score"]), "findings": ctx.retrieval.findings,

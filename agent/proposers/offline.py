@@ -62,6 +62,7 @@ class PatternGuidedProposer:
         self.any_accepted |= record.accepted
         table, changed = lineage.parameters.get("table", {}), lineage.parameters.get("classes", [])
         for key, config in table.items():
+            config = self.space.complete(config)  # a run resumed across a new knob: the family's default
             ck = config_key(config)
             self.configs[ck] = config
             if record.passed and record.timed:
@@ -211,9 +212,11 @@ class PatternGuidedProposer:
     # ----- knowledge -> configurations
     def _plans(self, key: str, ctx: ProposalContext) -> list[Plan]:
         """Findings first (fastest verified configurations of this class on this chip), then patterns ranked
-        for the class's cases, applied cumulatively (higher score keeps its knob values) and one at a time."""
+        for the class's cases, applied cumulatively (higher score keeps its knob values) and one at a time.
+        A pattern whose summed score over the class is negative (the knowledge expects it to slow the class down,
+        e.g. pre-gathering a decode prefix) is not applied; it still weighs against its values in `_move_score`."""
         plans = self._finding_plans(key, ctx)
-        ranked = self._aggregate_patterns(key, ctx)
+        ranked = [r for r in self._aggregate_patterns(key, ctx) if r[1][1] >= 0]
         base = self.space.structure_config(key)
         config, applied, cites = dict(base), [], []
         prefix_plans = []
@@ -247,9 +250,11 @@ class PatternGuidedProposer:
         for f in ctx.retrieval.findings:
             meta = f.metadata or {}
             params = meta.get("parameters") or {}
-            config = {k: params[k] for k in self.space.knobs if k in params}
+            # knobs a finding does not record (it predates them) ran at the family's default
+            recorded = {k: params[k] for k in self.space.knobs if k in params}
+            config = self.space.complete(recorded)
             if (meta.get("status") != "accepted" or not meta.get("speedup") or params.get("dispatch_class") != key
-                    or len(config) != len(self.space.knobs) or not self.space.feasible(config, key)):
+                    or not recorded or not self.space.feasible(config, key)):
                 continue
             group = groups.setdefault((str(meta.get("chip")), config_key(config)), {
                 "config": config, "speedups": {}, "cites": [], "patterns": tuple(meta.get("patterns") or ())})

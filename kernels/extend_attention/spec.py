@@ -170,6 +170,8 @@ TOLERANCES = {
     "float32": Tolerance(atol=1e-4, rtol=1e-4),
 }
 
+#: Knobs of the optimized family that the agent searches (`family.FamilyConfig` fields) and their allowed values.
+#: The first value of a switch is the baseline kernel's structure (agent.family_space.FamilySpace.structure_config).
 KNOBS: dict[str, tuple[Any, ...]] = {
     "block_m": (16, 32, 64, 128),
     "block_n": (32, 64, 128),
@@ -177,6 +179,8 @@ KNOBS: dict[str, tuple[Any, ...]] = {
     "num_stages": (1, 2, 3, 4),
     "num_splits": (0, 1, 2, 4, 8, 16),  # 0 = derived from the chip profile and the case
     "pack_gqa": (False, True),
+    "pregather": (False, True),  # copy the prefix K/V rows into contiguous order first (prefix_gather.py)
+    "tma": (False, True),  # K/V tiles through tensor descriptors where family.tma_plan allows, else pointers
 }
 
 TASK = TaskSpec(

@@ -53,6 +53,15 @@ def test_real_ranking_drives_the_first_plan(chiplore_home):
     wanted = {k: v for p in decode if p.applicable for k, v in p.knobs.items()}
     assert memory["pack_gqa"] is True and memory["block_m"] == space.snap("block_m", wanted["block_m"])
     assert set(proposal.parameters["classes"]) == set(space.classes) and proposal.patterns
+    # the H200 has a bulk tensor-copy engine: compute-bound classes get a contiguous prefix and TMA loads (modeled
+    # gain > 1); decode/spec-verify would pay a copy pass larger than their attention time (gain < 1): not applied
+    table, per_class = proposal.parameters["table"], proposal.parameters["class_patterns"]
+    for key in ("compute-d128", "compute-d256", "compute-wide"):
+        assert table[key]["pregather"] is True and table[key]["tma"] is True, key
+        assert "pregather_tma" in per_class[key]
+    assert memory["pregather"] is False and memory["tma"] is False
+    assert "pregather_tma" not in per_class["memory-d128"]
+    assert "FamilyConfig(" in proposal.source and "pregather=True, tma=True" in proposal.source
 
 
 def test_real_verifier_options_mapping():

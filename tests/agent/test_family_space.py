@@ -11,6 +11,7 @@ import torch
 
 from agent.family_space import FamilySpace, case_shape, table_hash
 from kernels.extend_attention import baseline
+from kernels.extend_attention.family import FamilyConfig, tma_plan
 from kernels.extend_attention.spec import TASK, make_inputs, reference
 from tests.agent.helpers import h200_profile
 
@@ -77,11 +78,41 @@ def test_snap_neighbors_and_structure(space):
     assert space.snap("pack_gqa", True) is True and space.snap("block_m", "x") is None
     base = space.structure_config("compute-d128")
     assert base == {"block_m": 128, "block_n": 64, "num_warps": 8, "num_stages": 1, "num_splits": 1,
-                    "pack_gqa": False}
+                    "pack_gqa": False, "pregather": False, "tma": False}
     moves = space.neighbors(base, "compute-d128")
     assert ("block_m", -1, {**base, "block_m": 64}) in moves
     assert all(knob != "block_m" or direction == -1 for knob, direction, _ in moves)
     assert table_hash({"a": base}) == table_hash({"a": dict(reversed(list(base.items())))})
+
+
+def test_switch_knobs_pregather_and_tma(space):
+    assert space.knobs["pregather"] == space.knobs["tma"] == (False, True)
+    # a switch snaps bools and 0/1 (a formula's result) to the bool, nothing else
+    assert space.snap("tma", True) is True and space.snap("tma", 1) is True and space.snap("pregather", 0) is False
+    assert space.snap("tma", 2) is None and space.snap("tma", "yes") is None and space.snap("num_splits", True) is None
+    assert space.snap("block_m", 64.0) == 64 and type(space.snap("block_m", 64.0)) is int
+    # the neighbour of a switch is its flip, one per switch
+    base = space.structure_config("compute-d128")
+    moves = {(knob, d): c for knob, d, c in space.neighbors(base, "compute-d128")}
+    assert moves[("pregather", 1)] == {**base, "pregather": True} and ("pregather", -1) not in moves
+    flipped = {**base, "tma": True}
+    back = [(d, c) for knob, d, c in space.neighbors(flipped, "compute-d128") if knob == "tma"]
+    assert back == [(-1, base)]
+    # 4 block_m x 3 block_n x 2 warps x 4 stages x 6 splits x 2 x 2 x 2 switches = 4608 before feasibility;
+    # the switches change no shared memory, so exactly a quarter of the feasible set has both off
+    configs = space.all_configs("compute-d128")
+    plain = [c for c in configs if not c["pregather"] and not c["tma"]]
+    assert len(configs) == 4 * len(plain) and 0 < len(configs) <= 4 * 3 * 2 * 4 * 6 * 2 * 2 * 2
+    # a configuration recorded before the switches existed ran at the family's defaults (FamilyConfig: off)
+    old = {k: v for k, v in base.items() if k not in ("pregather", "tma")}
+    assert space.complete(old) == base and space.full_table({"compute-d128": old})["compute-d128"] == base
+
+
+def _load_candidate(path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_rendered_candidate_is_correct_under_interpreter(space, tmp_path):
@@ -89,12 +120,33 @@ def test_rendered_candidate_is_correct_under_interpreter(space, tmp_path):
                              "pack_gqa": True}}
     path = tmp_path / "kernel_v1.py"
     path.write_text(space.render(table, SIG, HEADER))
-    spec = importlib.util.spec_from_file_location("kernel_v1", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _load_candidate(path)
     # gqa-4 has its own entry (memory-d128); mla-576-512 (memory-wide) is no bench class: the family default
     for case_id in ("gqa-4", "mla-576-512"):
         inputs = make_inputs(TASK.case(case_id), seed=3)
         module.extend_attention_fwd(**inputs)
         expected = reference(inputs)["o_extend"]
         torch.testing.assert_close(inputs["o_extend"].float(), expected, atol=4e-3, rtol=4e-3)
+
+
+@pytest.mark.parametrize("case_id", ["gqa-4", "zero-lengths", "fp32-inputs"])
+def test_rendered_candidate_with_pregather_and_tma_is_correct(space, tmp_path, case_id):
+    config = {"block_m": 16, "block_n": 32, "num_warps": 4, "num_stages": 2, "num_splits": 2, "pack_gqa": False,
+              "pregather": True, "tma": True}
+    source = space.render({"memory-d128": config}, SIG, HEADER)
+    assert ("FamilyConfig(block_m=16, block_n=32, num_warps=4, num_stages=2, num_splits=2, pack_gqa=False, "
+            "pregather=True, tma=True)") in source
+    path = tmp_path / "kernel_v2.py"
+    path.write_text(source)
+    module = _load_candidate(path)
+    case = TASK.case(case_id)
+    assert space.class_of(case) == "memory-d128"
+    inputs = make_inputs(case, seed=5)
+    # gqa-4 (fp16, D = 32, contiguous heads): extend and pre-gathered prefix tiles both through descriptors under
+    # the interpreter; zero-lengths has empty sequences; fp32-inputs keeps the pointer path (FamilyConfig.tma)
+    plan = tma_plan(FamilyConfig(**config), **inputs)
+    assert plan == {"gqa-4": (True, True), "zero-lengths": (True, True), "fp32-inputs": (False, False)}[case_id]
+    module.extend_attention_fwd(**inputs)
+    tol = TASK.tolerances[str(case.params["dtype"])]
+    torch.testing.assert_close(inputs["o_extend"].float(), reference(inputs)["o_extend"], atol=tol.atol,
+                               rtol=tol.rtol)

@@ -14,6 +14,7 @@ from hardware_profiles.device_query import (
     chip_name_from_device,
     merge_device_facts,
     query_device,
+    tma_fact,
 )
 
 
@@ -85,3 +86,32 @@ def test_query_real_device():
     assert facts["smem_per_block_kb"].value >= 48 and facts["warp_size"].value in (32, 64)
     if "H200" in report.name:
         assert facts["num_compute_units"].value == 132 and facts["smem_per_block_kb"].value == 227
+
+
+@pytest.mark.parametrize(("major", "minor", "has"), [(9, 0, True), (10, 0, True), (12, 0, True), (8, 0, False),
+                                                     (8, 9, False), (7, 5, False)])
+def test_tma_from_compute_capability(major, minor, has):
+    fact = tma_fact(major, minor, "torch.cuda.get_device_properties(0).major/.minor")
+    assert fact.field == "tensor_memory_accelerator" and fact.value is has
+    assert f"compute capability {major}.{minor}" in fact.raw
+
+
+def _tma_report(major: int, minor: int, name: str) -> DeviceReport:
+    fact = tma_fact(major, minor, "torch.cuda.get_device_properties(0).major/.minor")
+    return DeviceReport(name=name, backend="cuda", arch=f"sm_{major}{minor}", torch_version="2.x", facts=(fact,))
+
+
+def test_tma_reading_agrees_fills_and_conflicts():
+    # an H200 (9.0) agrees with the documented true: the document stays cited
+    merged, messages = merge_device_facts(hp.load_profile("h200"), _tma_report(9, 0, "NVIDIA H200"))
+    assert merged == hp.load_profile("h200") and messages == [
+        "tensor_memory_accelerator: true (device_query) agrees with true; kept"]
+    # m890 does not say: the device reading fills it
+    merged, _ = merge_device_facts(hp.load_profile("m890"), _tma_report(8, 0, "NVIDIA A100"))
+    assert merged.get("tensor_memory_accelerator") is False and merged.tensor_memory_accelerator.kind == "device_query"
+    # a reading that disagrees with the documents is a conflict listing both, the device's value kept
+    merged, messages = merge_device_facts(hp.load_profile("a100"), _tma_report(9, 0, "NVIDIA H100"))
+    field = merged.tensor_memory_accelerator
+    assert field.kind == "conflict" and field.value is True and {a.value for a in field.alternatives} == {True, False}
+    assert messages[0].startswith("tensor_memory_accelerator: CONFLICT false vs true")
+    assert hp.load_profile_file(hp.save_profile(merged)) == merged

@@ -208,3 +208,50 @@ def test_minimal_profile_round_trip(tmp_path):
     path = hp.save_profile(p, tmp_path / "toy.yaml")
     assert hp.load_profile_file(path) == p
     assert "value: 8\n" in path.read_text()
+
+
+# ---------------------------------------------------------------- yes/no features: tensor_memory_accelerator
+
+@pytest.mark.parametrize(("chip", "expected", "kind"), [
+    ("h200", True, "stated"), ("h100", True, "stated"),  # Hopper, compute capability 9.0: TMA
+    ("a100", False, "derived"),  # Ampere, compute capability 8.0: cp.async, no TMA
+    ("mi300x", None, None), ("m890", None, None),  # their documents do not say
+])
+def test_tensor_memory_accelerator_field(chip, expected, kind):
+    p = hp.load_profile(chip)
+    assert p.get("tensor_memory_accelerator") is expected
+    field = p.tensor_memory_accelerator
+    assert field.unit == "bool" and field.kind == kind
+    assert hp.PROFILE_FIELDS["tensor_memory_accelerator"] == "bool" and "tensor_memory_accelerator" in p.fields()
+    if expected is not None:
+        assert "Tensor Memory Accelerator" in field.source.document + field.source.quote + (field.formula or "")
+    if kind == "derived":
+        assert "compute capability 8.0" in field.formula
+
+
+def test_feature_round_trips_as_yaml_bool(tmp_path):
+    original = hp.load_profile("a100")
+    path = hp.save_profile(original, tmp_path / "a100.yaml")
+    text = path.read_text()
+    assert "tensor_memory_accelerator:\n  value: false\n  unit: bool\n" in text  # not 0
+    assert hp.load_profile_file(path) == original
+    assert hp.load_profile_file(path).get("tensor_memory_accelerator") is False
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("tensor_memory_accelerator", 1, r"key 'tensor_memory_accelerator': must be true, false or null .*got 1.0"),
+    ("warp_size", True, r"key 'warp_size': must be a number or null, got True"),
+])
+def test_feature_and_number_values_are_not_mixed(tmp_path, key, value, message):
+    data = _packaged_data("h200")
+    data[key]["value"] = value
+    with pytest.raises(BadInputError, match=r"h200.yaml: " + message):
+        hp.load_profile_file(_write(tmp_path / "h200.yaml", data))
+
+
+def test_feature_unit_is_checked(tmp_path):
+    data = _packaged_data("h100")
+    data["tensor_memory_accelerator"]["unit"] = "count"
+    with pytest.raises(BadInputError, match=r"key 'tensor_memory_accelerator.unit': 'count' is not this field's "
+                                            r"unit 'bool'"):
+        hp.load_profile_file(_write(tmp_path / "h100.yaml", data))

@@ -9,7 +9,7 @@ from kernels.task import load_task
 from knowledge.catalog import CATALOG_PATH, CatalogError, load_catalog
 
 SEEDED = {"split_kv", "preallocated_workspace", "metadata_lengths", "multi_query_blocks", "tile_sizing",
-          "software_pipelining", "warp_count", "int64_indexing", "persistent_grid"}
+          "software_pipelining", "warp_count", "int64_indexing", "persistent_grid", "pregather_tma"}
 BOTTLENECKS = {"memory-bound", "compute-bound", "occupancy", "launch-overhead"}
 
 
@@ -24,6 +24,11 @@ def test_packaged_catalog_covers_the_techniques():
     assert cat.pattern("split_kv").knobs == {"num_splits": "num_splits"}
     assert cat.pattern("multi_query_blocks").knobs == {"pack_gqa": "pack_gqa", "block_m": "block_m"}
     assert "public_result" in cat.pattern("split_kv").sources
+    tma = cat.pattern("pregather_tma")
+    assert tma.knobs == {"pregather": "pregather", "tma": "tma"} and tma.requires_features == ("bulk_tensor_copy",)
+    assert tma.addresses == ("compute-bound",) and {"h200_sweeps", "flashattention3", "triton_docs"} <= set(tma.sources)
+    feature = next(f for f in cat.hardware_features if f.id == "bulk_tensor_copy")
+    assert feature.profile_fields == ("tensor_memory_accelerator",)
 
 
 def test_public_example_apportions_the_total_speedup():

@@ -76,7 +76,7 @@ def test_truncated_or_tampered_file_is_rebuilt(tmp_path):
     raw = path.read_bytes()
     path.write_bytes(raw[: len(raw) // 2])
     g = PatternGraph.load(path)
-    assert g.stats()["nodes.pattern"] == 9 and g.stats()["nodes.finding"] == 0
+    assert g.stats()["nodes.pattern"] == 10 and g.stats()["nodes.finding"] == 0
     assert PatternGraph.load(path).stats() == g.stats()  # the rebuilt file is valid
     doc = json.loads(path.read_text())
     doc["payload"]["nodes"][0]["type"] = "tampered"
@@ -98,7 +98,7 @@ def test_unwritable_location_still_loads(tmp_path):
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the graph folder should be")
     g = PatternGraph.load(blocker / "graph.json")  # rebuilt in memory, saving skipped
-    assert g.stats()["nodes.pattern"] == 9
+    assert g.stats()["nodes.pattern"] == 10
     with pytest.raises(StoreError, match="cannot write"):
         g.save(blocker / "graph.json")
     assert blocker.read_text().startswith("a file")
@@ -180,6 +180,6 @@ def test_sigkill_at_random_times_leaves_a_loadable_graph(tmp_path):
         assert proc.returncode == -signal.SIGKILL
         reported = [int(x.split()[1]) for x in rest.splitlines() if x.startswith("saved")]
         g = PatternGraph.load(path)
-        assert g.stats()["nodes.pattern"] == 9
+        assert g.stats()["nodes.pattern"] == 10
         if reported:
             assert reported[-1] <= len(g.finding_ids()) <= reported[-1] + 1

@@ -124,7 +124,7 @@ def test_null_profile_fields_make_parameters_unknown(graph):
     profile = m890()
     for case in (*TASK.bench_cases, *TASK.test_cases):
         ranked = rank_patterns(profile, TASK, case, graph=graph)
-        assert len(ranked) == 9
+        assert len(ranked) == 10
     r = _by_id(rank_patterns(profile, TASK, "decode", graph=graph))
     assert r["warp_count"].parameters == {"num_warps": None, "max_warps": None}
     assert r["multi_query_blocks"].prior_gain is None

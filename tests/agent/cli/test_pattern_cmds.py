@@ -46,7 +46,7 @@ def test_patterns_for_every_bench_case_and_catalog():
     doc = _json(["patterns", "--chip", "h200"])
     assert [c["case"] for c in doc["cases"]][:2] == ["prefill", "chunked-prefill"] and len(doc["cases"]) == 9
     cat = _json(["patterns"])
-    assert len(cat["patterns"]) == 9 and cat["patterns"][0]["id"] == "split_kv"
+    assert len(cat["patterns"]) == 10 and cat["patterns"][0]["id"] == "split_kv"
     text = runner.invoke(app, ["patterns", "--chip", "m890", "--case", "spec-verify"])
     assert text.exit_code == 0 and "split_kv" in text.stdout and "num_splits=4" in text.stdout
 

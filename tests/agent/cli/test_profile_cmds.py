@@ -29,6 +29,7 @@ def test_show_table_lists_values_and_sources(monkeypatch):
     assert result.exit_code == 0, result.output
     assert "num_compute_units" in result.output and "132" in result.output
     assert "Hopper Tuning Guide" in result.output and "alt 50" in result.output
+    assert re.search(r"tensor_memory_accelerator\s*│\s*true\s*│\s*bool", result.output), result.output
 
 
 def test_show_json_round_trips_numbers():
@@ -38,6 +39,9 @@ def test_show_json_round_trips_numbers():
     assert data["num_compute_units"]["value"] == 304 and data["peak_tflops"]["bf16"]["value"] == 1307.4
     assert data["peak_tflops"]["tf32"]["kind"] == "conflict"
     assert data["max_threads_per_block"]["value"] is None
+    assert data["tensor_memory_accelerator"] == {"value": None, "unit": "bool"}  # the documents do not say
+    h200 = json.loads(runner.invoke(app, ["profile", "show", "h200", "--json"]).output)
+    assert h200["tensor_memory_accelerator"]["value"] is True
 
 
 def test_show_unknown_chip_is_a_one_line_error():
@@ -51,6 +55,11 @@ def test_diff_reports_ratios():
     assert result.exit_code == 0, result.output
     assert "mem_bw_gbps" in result.output and "1.43x" in result.output  # 4800 / 3350
     assert "num_compute_units" not in result.output  # both 132
+    from agent.cli.profile_cmds import profile_differences
+    from hardware_profiles import load_profile
+
+    rows = profile_differences(load_profile("a100"), load_profile("h100"))  # a feature differs: no ratio
+    assert ("tensor_memory_accelerator", "false [derived]", "true [stated]", "") in rows
     same = runner.invoke(app, ["profile", "diff", "h200", "h200"])
     assert "no differences" in same.output
 
