@@ -8,7 +8,7 @@ benchmark sizes):
 - bound: ``memory`` when (extend rows per sequence) x (q heads per KV head) is below the chip's ridge point
   (peak FLOP/s / peak bytes/s of the profile), else ``compute``. For P >> E the arithmetic intensity of extend
   attention is about G*E FLOP/byte in 16-bit types (shared/reference/extend_attention.md, "Roofline floor").
-- width: head_dim <= 128 -> ``d128``, <= 256 -> ``d256``, else ``wide`` (the tile-table steps of the reference).
+- width: head_dim <= 64 -> ``d64``, <= 128 -> ``d128``, <= 256 -> ``d256``, else ``wide`` (`width_class`).
 
 Every class of the run's cases has an entry (a run starts from `structure_config`, the baseline kernel's structure
 inside the family), so a candidate changes one class without touching the others; a class no bench case has
@@ -99,7 +99,11 @@ def ridge_flop_per_byte(profile: HardwareProfile, dtype: str) -> float | None:
 
 
 def width_class(head_dim: int) -> str:
-    return "d128" if head_dim <= 128 else "d256" if head_dim <= 256 else "wide"
+    """Head-width part of a case class: "d64" (D <= 64), "d128", "d256" or "wide". D <= 64 is its own class
+    because its best tiles differ from D = 128's (H200 sweep 4: 128x64 / 4 warps vs 128x128 / 8 warps; SGLang's
+    table also switches warps at 64): sharing one class, a D = 128 improvement regressed small-heads by 14 % and
+    was rejected (optimize run, H200 session 5)."""
+    return "d64" if head_dim <= 64 else "d128" if head_dim <= 128 else "d256" if head_dim <= 256 else "wide"
 
 
 def config_key(config: Mapping[str, Any]) -> str:

@@ -43,6 +43,8 @@ OPTIMA = {
                      "pack_gqa": True}, 8.0),
     "compute-d128": ({"block_m": 128, "block_n": 64, "num_warps": 8, "num_stages": 3, "num_splits": 1,
                       "pack_gqa": False}, 2.6),
+    "compute-d64": ({"block_m": 128, "block_n": 64, "num_warps": 4, "num_stages": 3, "num_splits": 1,
+                     "pack_gqa": False}, 2.8),
     "compute-d256": ({"block_m": 64, "block_n": 64, "num_warps": 8, "num_stages": 2, "num_splits": 1,
                       "pack_gqa": False}, 3.0),
     "compute-wide": ({"block_m": 64, "block_n": 32, "num_warps": 8, "num_stages": 2, "num_splits": 1,
@@ -51,7 +53,7 @@ OPTIMA = {
 FAMILY_DEFAULT = {"block_m": 64, "block_n": 64, "num_warps": 4, "num_stages": 2, "num_splits": 0,
                   "pack_gqa": True}
 DISPATCH = {"prefill": "compute-d128", "chunked-prefill": "compute-d128", "mixed-batch": "compute-d128",
-            "ragged": "compute-d128", "small-heads": "compute-d128", "spec-verify": "memory-d128",
+            "ragged": "compute-d128", "small-heads": "compute-d64", "spec-verify": "memory-d128",
             "decode": "memory-d128", "large-heads": "compute-d256", "mla": "compute-wide"}
 
 

@@ -28,7 +28,7 @@ def space():
 def test_classes_of_bench_cases(space):
     # memory-bound iff G*E < ridge = 989e12/4.8e12 = 206 FLOP/B: decode (4*1) and spec-verify (4*4)
     assert space.classes == {
-        "compute-d128": ["prefill", "chunked-prefill", "mixed-batch", "ragged", "small-heads"],
+        "compute-d128": ["prefill", "chunked-prefill", "mixed-batch", "ragged"], "compute-d64": ["small-heads"],
         "memory-d128": ["spec-verify", "decode"], "compute-d256": ["large-heads"], "compute-wide": ["mla"]}
 
 
@@ -116,12 +116,12 @@ def _load_candidate(path):
 
 
 def test_rendered_candidate_is_correct_under_interpreter(space, tmp_path):
-    table = {"memory-d128": {"block_m": 16, "block_n": 32, "num_warps": 4, "num_stages": 2, "num_splits": 2,
-                             "pack_gqa": True}}
+    table = {"memory-d64": {"block_m": 16, "block_n": 32, "num_warps": 4, "num_stages": 2, "num_splits": 2,
+                            "pack_gqa": True}}
     path = tmp_path / "kernel_v1.py"
     path.write_text(space.render(table, SIG, HEADER))
     module = _load_candidate(path)
-    # gqa-4 has its own entry (memory-d128); mla-576-512 (memory-wide) is no bench class: the family default
+    # gqa-4 (D = 32) has its own entry (memory-d64); mla-576-512 (memory-wide) is no bench class: the family default
     for case_id in ("gqa-4", "mla-576-512"):
         inputs = make_inputs(TASK.case(case_id), seed=3)
         module.extend_attention_fwd(**inputs)
@@ -133,14 +133,14 @@ def test_rendered_candidate_is_correct_under_interpreter(space, tmp_path):
 def test_rendered_candidate_with_pregather_and_tma_is_correct(space, tmp_path, case_id):
     config = {"block_m": 16, "block_n": 32, "num_warps": 4, "num_stages": 2, "num_splits": 2, "pack_gqa": False,
               "pregather": True, "tma": True}
-    source = space.render({"memory-d128": config}, SIG, HEADER)
+    source = space.render({"memory-d64": config}, SIG, HEADER)
     assert ("FamilyConfig(block_m=16, block_n=32, num_warps=4, num_stages=2, num_splits=2, pack_gqa=False, "
             "pregather=True, tma=True)") in source
     path = tmp_path / "kernel_v2.py"
     path.write_text(source)
     module = _load_candidate(path)
     case = TASK.case(case_id)
-    assert space.class_of(case) == "memory-d128"
+    assert space.class_of(case) == "memory-d64"  # D = 32 (16 for fp32-inputs)
     inputs = make_inputs(case, seed=5)
     # gqa-4 (fp16, D = 32, contiguous heads): extend and pre-gathered prefix tiles both through descriptors under
     # the interpreter; zero-lengths has empty sequences; fp32-inputs keeps the pointer path (FamilyConfig.tma)
