@@ -7,9 +7,8 @@ that gave it, e.g. the opt-in shared memory per block comes from ``shared_memory
 that have it, else ``CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN``, else Triton's ``max_shared_mem``, and
 on ROCm (where torch exposes no opt-in limit) ``shared_memory_per_block``. On CUDA the feature
 ``tensor_memory_accelerator`` is derived from the compute capability (``major``/``minor`` of the same properties):
-true from 9.0 on, false below, as NVIDIA documents the Tensor Memory Accelerator for compute capability 9.0 and
-later (CUDA C++ Programming Guide, feature support per compute capability; Hopper Tuning Guide, "Tensor Memory
-Accelerator"); it is not read on ROCm, where it stays as the documents say.
+true from 9.0 on, false below (NVIDIA CCCL documentation, "Tensor Memory Accelerator (TMA)": "a hardware feature
+available on Hopper (SM90) and newer GPUs"); it is not read on ROCm, where it stays as the documents say.
 
 `merge_device_facts(profile, ...)` folds the facts into a profile: a field the documents did not state is filled
 (kind ``device_query``); a field that agrees with its documented value (within 2 %, e.g. 140.4 GiB usable of a
