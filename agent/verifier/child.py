@@ -64,12 +64,13 @@ def confine(request: dict[str, Any], keep_fds: tuple[int, ...]) -> None:
     tempfile.tempdir = scratch  # the zygote's tempfile cached its TMPDIR (scratch base); Triton's compiler uses it
     sys.dont_write_bytecode = True
     sys.path[:] = [p for p in sys.path if p and os.path.isabs(p) and not p.startswith(scratch)]
-    if request.get("fs_isolation"):  # writes only to its scratch, the shared Triton cache, devices and its own /proc
-        # entries (H200, scripts/probe_landlock_cuda.py: CUDA fails to initialize without /proc/self, error 304)
+    if request.get("fs_isolation"):  # writes only to its scratch, the shared Triton cache, its own /proc entries
+        # (H200, scripts/probe_landlock_cuda.py: CUDA fails to initialize without /proc/self, error 304) and, on a
+        # GPU only, /dev (the driver's device nodes; /dev/shm with them -- red team, session 5)
         cache = os.environ.get("TRITON_CACHE_DIR", "")
         if cache:  # Landlock rules name existing directories: Triton would create it after the restriction
             os.makedirs(cache, exist_ok=True)
-        writable = [scratch, cache, "/dev", "/proc/self"]
+        writable = [scratch, cache, "/proc/self"] + (["/dev"] if request.get("gpu") else [])
         request["fs_isolation_status"] = restrict_writes([w for w in writable if w])
     else:
         request["fs_isolation_status"] = "off"

@@ -153,7 +153,7 @@ class Verifier:
                 request = {"plan": part.to_json(), "candidate": str(scratch / "candidate.py"),
                            "scratch": str(scratch), "root": str(self.root),
                            "compute_guard": self.options.compute_guard, "max_file_bytes": 256 << 20,
-                           "fs_isolation": self._fs_isolation(),
+                           "fs_isolation": self._fs_isolation(), "gpu": device == "cuda",
                            "address_space_bytes": limit if device == "cpu" else 0,
                            "cpu_seconds": int(4 * self.options.timeout_s) + 60}
                 child = sandbox.launch(request, self.options.timeout_s,

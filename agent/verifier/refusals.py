@@ -58,6 +58,16 @@ STORAGE_FILE_OPENERS = (
     "_share_filename_cpu_", "_share_fd_cpu_", "_new_shared", "_new_shared_cuda", "_share_cuda_",
 )
 
+#: torch entry points that write files from C++ (no audit event: ``torch.save`` with a str path opens it in
+#: ``PyTorchFileWriter``; a ``FileStore`` creates its file): red team, session 5, a candidate with the static stage
+#: off wrote ``/dev/shm`` and the shared Triton cache through ``torch.save`` and passed. (module, attribute) pairs,
+#: wrapped where defined and at every module-level alias.
+TORCH_FILE_WRITERS = (
+    ("torch.serialization", "save"), ("torch", "save"), ("torch.jit", "save"), ("torch.jit._serialization", "save"),
+    ("torch._C", "PyTorchFileWriter"), ("torch._C", "_save_jit_module"), ("torch._C", "_save_mobile_module"),
+    ("torch.distributed", "FileStore"), ("torch._C._distributed_c10d", "FileStore"),
+)
+
 #: Triton's file-cache writers: Triton (trusted, so its own opens pass the audit hook) calls them while compiling a
 #: kernel the candidate launched; a candidate calling them itself writes any file it names (red team, session 4:
 #: a file planted in the Triton cache every child shares, or, without Landlock, anywhere). Refused when the code
@@ -151,6 +161,7 @@ def _install_torch(judge: FrameJudge, done: list[str], aliases: dict[int, tuple[
                                                             "read-out of tensor values)", judge))
             done.append(f"torch.Tensor.{name}")
     _install_storage_openers(judge, done, aliases)
+    _install_file_writers(judge, done, aliases)
     interface = torch.Tensor.__dict__.get("__cuda_array_interface__")
     if isinstance(interface, property) and interface.fget is not None:
         torch.Tensor.__cuda_array_interface__ = property(_refusing(  # type: ignore[attr-defined]
@@ -201,6 +212,23 @@ def _install_storage_openers(judge: FrameJudge, done: list[str], aliases: dict[i
         torch.from_file = wrapper
         aliases[id(original)] = (original, wrapper)
         done.append("torch.from_file")
+
+
+def _install_file_writers(judge: FrameJudge, done: list[str], aliases: dict[int, tuple[object, object]]) -> None:
+    for module_name, name in TORCH_FILE_WRITERS:
+        module = sys.modules.get(module_name)
+        original = getattr(module, name, None) if module is not None else None
+        if original is None:
+            continue
+        found = next((pair for pair in aliases.values() if pair[0] is original), None)
+        wrapper = found[1] if found else _refusing(original, f"forbidden torch operation {module_name}.{name} (writes "
+                                                             "a file outside the audit hook)", judge)
+        try:
+            setattr(module, name, wrapper)
+        except (AttributeError, TypeError):
+            continue
+        aliases[id(original)] = (original, wrapper)
+        done.append(f"{module_name}.{name}")
 
 
 def _install_triton_cache(judge: FrameJudge, done: list[str]) -> None:

@@ -138,6 +138,8 @@ CHEATS: tuple[Cheat, ...] = (
     # red team, session 4: a file written through a file-backed storage (could rewrite the verifier's .pyc)
     Cheat("storage_file_write", "environment tampering (file write through a file-backed storage)", S, R,
           "from_file"),
+    # red team, session 5: torch.save opens its file in C++ (wrote /dev/shm and the shared Triton cache)
+    Cheat("torch_save_write", "environment tampering (file write through torch.save)", S, R, "writes a file outside"),
     Cheat("alias_torch_direct", "library call instead of a kernel (module alias)", S, R, "forbidden torch operation"),
     Cheat("pickle_global", "library call instead of a kernel (pickle import)", S, R, "pickle.find_class"),
     Cheat("heads_subset_copy", "partial computation (one head per GQA group)", M, M, "outside |got-expected|"),
