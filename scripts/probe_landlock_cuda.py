@@ -36,9 +36,9 @@ print("cuda ok", float(x.sum()))
 def variants(scratch: str) -> list[tuple[str, list[str]]]:
     """(mode, writable directories) of each probe: none, NO_NEW_PRIVS alone, then Landlock from tight to all."""
     base = [scratch, "/dev"]
-    return [("none", []), ("nnp", []), ("landlock", [scratch]), ("landlock", base),
-            ("landlock", base + ["/proc/self"]), ("landlock", base + ["/proc"]), ("landlock", base + ["/sys"]), ("landlock", base + ["/proc", "/sys"]),
-            ("landlock", base + ["/run", "/var", "/tmp"]), ("landlock", ["/"])]
+    extras = [["/proc/self"], ["/proc"], ["/sys"], ["/proc", "/sys"], ["/run", "/var", "/tmp"]]
+    return ([("none", []), ("nnp", []), ("landlock", [scratch]), ("landlock", base)]
+            + [("landlock", base + more) for more in extras] + [("landlock", ["/"])])
 
 
 def main() -> None:

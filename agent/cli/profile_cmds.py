@@ -23,10 +23,6 @@ def _console() -> Console:
     return Console(soft_wrap=True)
 
 
-def _fmt(value: float | bool | None) -> str:
-    return display_value(value)
-
-
 #: Below this terminal width the sources move under the table as numbered references (a source column of a few
 #: characters wrapped every citation into many lines).
 NARROW_COLUMNS = 110
@@ -60,9 +56,9 @@ def profile_table(profile: HardwareProfile, references: list[str] | None = None)
                 kind = f"derived: {field.formula}"
             else:  # narrow: the formula goes with the reference
                 source = f"{source} -- {name} derived: {field.formula}" if source else f"derived: {field.formula}"
-        table.add_row(name, _fmt(field.value), field.unit, kind, cite(source))
+        table.add_row(name, display_value(field.value), field.unit, kind, cite(source))
         for alt in field.alternatives:
-            table.add_row("", f"  alt {_fmt(alt.value)}", field.unit, "", cite(alt.source.cite()))
+            table.add_row("", f"  alt {display_value(alt.value)}", field.unit, "", cite(alt.source.cite()))
     return table
 
 
@@ -95,8 +91,8 @@ def profile_differences(a: HardwareProfile, b: HardwareProfile) -> list[tuple[st
             continue
         numbers = not isinstance(vx, bool) and not isinstance(vy, bool)
         ratio = f"{vy / vx:.3g}x" if numbers and vx and vy is not None else ""
-        rows.append((name, _fmt(vx) + (f" [{x.kind}]" if x and x.kind else ""),
-                     _fmt(vy) + (f" [{y.kind}]" if y and y.kind else ""), ratio))
+        rows.append((name, display_value(vx) + (f" [{x.kind}]" if x and x.kind else ""),
+                     display_value(vy) + (f" [{y.kind}]" if y and y.kind else ""), ratio))
     if a.compute_unit_name != b.compute_unit_name:
         rows.insert(0, ("compute_unit_name", str(a.compute_unit_name), str(b.compute_unit_name), ""))
     return rows
@@ -140,7 +136,7 @@ def detect(name: str = typer.Option(None, "--as", help="profile name to update (
     console = _console()
     console.print(f"device {device}: {report.name} ({report.arch}, {report.backend}, torch {report.torch_version})")
     for fact in report.facts:
-        console.print(f"  {fact.field} = {_fmt(fact.value)}  <- {fact.api} ({fact.raw})")
+        console.print(f"  {fact.field} = {display_value(fact.value)}  <- {fact.api} ({fact.raw})")
     for message in messages:
         console.print(f"  {message}")
     if dry_run:

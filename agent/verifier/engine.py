@@ -116,11 +116,6 @@ class Verifier:
                            config=config, timing_note="not timed: rejected by the static rules", **base)
         return None
 
-    def _fs_isolation(self) -> bool:
-        """Landlock write isolation for the children: `VerifyOptions.fs_isolation`, on by default (CPU and GPU;
-        on the H200 the CUDA driver needs the child's own /proc entries writable, scripts/probe_landlock_cuda.py)."""
-        return self.options.fs_isolation if self.options.fs_isolation is not None else True
-
     def _settings(self, device: str) -> PlanSettings:
         o, gpu = self.options, device == "cuda"
         return PlanSettings(
@@ -153,7 +148,7 @@ class Verifier:
                 request = {"plan": part.to_json(), "candidate": str(scratch / "candidate.py"),
                            "scratch": str(scratch), "root": str(self.root),
                            "compute_guard": self.options.compute_guard, "max_file_bytes": 256 << 20,
-                           "fs_isolation": self._fs_isolation(), "gpu": device == "cuda",
+                           "fs_isolation": self.options.fs_isolation, "gpu": device == "cuda",
                            "address_space_bytes": limit if device == "cpu" else 0,
                            "cpu_seconds": int(4 * self.options.timeout_s) + 60}
                 child = sandbox.launch(request, self.options.timeout_s,

@@ -38,8 +38,8 @@ WIDE_DTYPE_HEAD_DIMS = (64, 128)
 #: Head dim of the GPU plan's hidden float32 case (its only float32 trial): fixed, so the sandbox's Triton cache
 #: serves later candidates with the same kernel; 64, not wider, because an IEEE float32 dot compiles slowly at large
 #: tiles (the family and the baseline cap float32 tiles, `common.FLOAT32_TILE_CAP`: 3-4 s at head dim 64 or 128;
-#: the baseline's uncapped 128x64 tiles took 19-22 s of a 30 s verification on the H200, session 5). A kernel that downgrades float32 only at
-#: head dims other than 64 passes on a GPU -- the CPU plan checks 16, 32 and 64 or 128.
+#: the baseline's uncapped 128x64 tiles took 19-22 s of a 30 s verification on the H200, session 5). A kernel that
+#: downgrades float32 only at head dims other than 64 passes on a GPU -- the CPU plan checks 16, 32 and 64 or 128.
 GPU_DTYPE_HEAD_DIM = 64
 
 

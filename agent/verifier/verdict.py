@@ -87,9 +87,9 @@ class VerifyOptions(BaseModel):
                                           "more; 1 runs the whole plan in one child; None: 4 on a GPU, 2 on the "
                                           "CPU (the interpreter is CPU-bound: more children than cores gain "
                                           "nothing)")
-    fs_isolation: bool | None = Field(None, description="Landlock: sandbox children may write only beneath their "
-                                      "scratch folder, the shared Triton cache, /dev and their own /proc entries "
-                                      "(reads unrestricted); None: on")
+    fs_isolation: bool = Field(True, description="Landlock: sandbox children may write only beneath their scratch "
+                               "folder, the shared Triton cache, their own /proc entries and, on a GPU, /dev (reads "
+                               "unrestricted)")
     memory_limit_gb: float = Field(32.0, gt=0, description="address space (CPU) or resident memory (GPU)")
     baseline_time_us: dict[str, float] = Field(default_factory=dict, description="per bench case, for speedups")
     speedup_flag: float = Field(10.0, description="speedups above this over the baseline are flagged")

@@ -135,8 +135,6 @@ def smem_footprint_kb(config: FamilyConfig, prob: Problem, v_is_k: bool) -> floa
     return elem * (config.num_stages * config.block_n * kv + config.block_m * (block_d + block_dpe)) / 1024
 
 
-
-
 def fit_to_chip(config: FamilyConfig, prob: Problem, limits: ChipLimits, v_is_k: bool) -> FamilyConfig:
     """Cap float32 tiles at `FLOAT32_TILE_CAP`; shrink num_stages, then BLOCK_N, then BLOCK_M until the footprint
     fits `smem_per_block_kb`; clamp num_warps to max_threads_per_block / warp_size."""
