@@ -27,7 +27,6 @@ from kernels.task import Case  # noqa: E402
 from kernels.timing import bench  # noqa: E402
 
 QUICK = False  # set by --quick: the neighbourhood of the configurations that won the full sweep
-NO_WS = False  # set by --no-ws: leave warp-specialized configurations out of sweep 6
 
 
 def quick_configs(rows: int, d_total: int, group: int) -> list[FamilyConfig]:
@@ -105,31 +104,6 @@ def tma_configs(rows: int, d_total: int, group: int) -> list[FamilyConfig]:
     return out[:48]  # splits 1 and 2 in full, split 4 as far as it goes
 
 
-def overlap_configs(rows: int, d_total: int, group: int) -> list[FamilyConfig]:
-    """Sweep 6 (compute-bound cases): Triton's automatic warp specialization of the K/V loops and the pre-gather
-    overlapped with attention (`gather_overlap` 2 / 4), around the tuned rule's tiles. At most 26 per case."""
-    from dataclasses import replace
-    if rows <= 64:
-        return []
-    if d_total > 512:  # MLA: no descriptors; warp specialization alone
-        base = FamilyConfig(64, 32, 8, 2, 1, True, gather_stages=3, pregather=True)
-        return [replace(base, warp_specialize=ws, gather_overlap=ov) for ws in (False, True) for ov in (0, 2)]
-    if d_total > 256:
-        tiles = [(64, 64, 4, 3, False), (128, 64, 8, 2, False)]
-    elif d_total <= 128:
-        tiles = [(128, 64, 4, 3, False), (128, 128, 8, 2, False)]
-    else:
-        tiles = [(128, 128, 8, 3, group > 1), (128, 128, 8, 2, group > 1), (128, 128, 4, 2, group > 1),
-                 (128, 64, 4, 3, group > 1)]
-    out = [FamilyConfig(bm, bn, w, st, 1, pack, pregather=True, tma=True, warp_specialize=ws, gather_overlap=ov)
-           for bm, bn, w, st, pack in tiles for ws in (False, True) for ov in (0, 2, 4)]
-    out += [FamilyConfig(128, 128, 8, 3, 2, group > 1, pregather=True, tma=True, warp_specialize=True,
-                         gather_overlap=ov) for ov in (0, 2)]
-    if NO_WS:
-        out = [c for c in out if not c.warp_specialize]
-    return out[:26]
-
-
 def sweep_configs(case: Case) -> list[FamilyConfig]:
     """Candidate configurations for a case, from its features (rows per sequence, head dims)."""
     p = case.params
@@ -142,8 +116,6 @@ def sweep_configs(case: Case) -> list[FamilyConfig]:
         return compute_configs(rows, d_total, group)
     if QUICK == "tma":
         return tma_configs(rows, d_total, group)
-    if QUICK == "overlap":
-        return overlap_configs(rows, d_total, group)
     if QUICK:
         return quick_configs(rows, d_total, group)
     out: list[FamilyConfig] = []
@@ -195,9 +167,9 @@ def _compile_worker(items: list[tuple[str, dict]]) -> list[str]:
     return errors
 
 
-def _set_quick(value: bool, no_ws: bool = False) -> None:
-    global QUICK, NO_WS
-    QUICK, NO_WS = value, no_ws
+def _set_quick(value: bool) -> None:
+    global QUICK
+    QUICK = value
 
 
 def precompile(cases: list[Case], workers: int) -> list[str]:
@@ -205,7 +177,7 @@ def precompile(cases: list[Case], workers: int) -> list[str]:
     items = [(c.id, cfg.to_dict()) for c in cases for cfg in sweep_configs(c)]
     chunks = [items[i::workers] for i in range(workers)]
     chunks = [sorted(ch, key=lambda it: it[0]) for ch in chunks if ch]
-    with mp.get_context("spawn").Pool(len(chunks), initializer=_set_quick, initargs=(QUICK, NO_WS)) as pool:
+    with mp.get_context("spawn").Pool(len(chunks), initializer=_set_quick, initargs=(QUICK,)) as pool:
         results = pool.map(_compile_worker, chunks)
     return [e for r in results for e in r]
 
@@ -250,11 +222,6 @@ def summarize(rows: list[dict]) -> None:
               f"{100 * best.get('fraction_of_floor', 0):6.1f}%  {best.get('name', '-')[4:]}")
         for e in sorted(good, key=lambda e: e["time_us"])[1:4]:
             print(f"{'':38s}{e['time_us']:10.1f} {100 * e.get('fraction_of_floor', 0):6.1f}%  {e['name'][4:]}")
-        for knob in ("'warp_specialize': True", "'gather_overlap': 2", "'gather_overlap': 4"):
-            hits = [e for e in good if knob in e["name"]]
-            if hits:
-                t = min(hits, key=lambda e: e["time_us"])
-                print(f"{'':16s} best {knob}: {t['time_us']:10.1f} {100 * t.get('fraction_of_floor', 0):6.1f}%")
         tma = [e for e in good if "'tma': True" in e["name"]]
         if tma:  # the knob's question: best with descriptor loads against the best overall
             t = min(tma, key=lambda e: e["time_us"])
@@ -279,16 +246,11 @@ def main() -> None:
                     help="compute-bound cases only: prefix pre-gather x stages x gather pipelining")
     ap.add_argument("--tma", action="store_true",
                     help="compute-bound cases with pre-gather + TMA: split-KV, 64-row blocks, heavy-first (sweep 5)")
-    ap.add_argument("--overlap", action="store_true",
-                    help="compute-bound cases: warp specialization x gather overlap (sweep 6)")
-    ap.add_argument("--no-ws", action="store_true", help="sweep 6 without warp specialization")
     args = ap.parse_args()
-    global QUICK, NO_WS
-    NO_WS = args.no_ws
-    QUICK = ("overlap" if args.overlap else "compute" if args.compute else "tma" if args.tma
-             else "focus" if args.focus else args.quick)
+    global QUICK
+    QUICK = "compute" if args.compute else "tma" if args.tma else "focus" if args.focus else args.quick
     cases = [c for c in TASK.bench_cases if not args.cases or c.id in args.cases.split(",")]
-    if QUICK in ("compute", "tma", "overlap"):
+    if QUICK in ("compute", "tma"):
         cases = [c for c in cases if sweep_configs(c)]
     t0 = time.time()
     errors = precompile(cases, args.workers)

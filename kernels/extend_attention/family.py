@@ -6,9 +6,7 @@ the call), pack_gqa (multi-query blocks: the G q heads of a KV head share each K
 row blocks in decreasing work order), fold_scale (softmax scale folded into the exp2 FMA), gather_stages
 (loop-level pipelining of the prefix gather, kv_indices loads included; 0 = off) and pregather (copy the prefix
 K/V rows into contiguous order first, `prefix_gather.py`, so the attention loop reads them like the extend keys)
-and tma (contiguous K/V tiles loaded through Hopper tensor descriptors, see `FamilyConfig`) and warp_specialize
-(Triton's automatic warp specialization of the unmasked K/V loops: load warps apart from dot/softmax warps,
-FlashAttention-3, Shah et al. 2024; CUDA only, a no-op on CPU tensors).
+and tma (contiguous K/V tiles loaded through Hopper tensor descriptors, see `FamilyConfig`).
 Every launch is free of host synchronization: sizes come from tensor metadata
 (ΣE = q_extend.shape[0], ΣP = kv_indices.shape[0], B = qo_indptr.shape[0] - 1) and the split-KV partials live in a
 preallocated workspace reused across calls of the same size class.
@@ -34,8 +32,7 @@ from kernels.extend_attention.common import (
     resolve_sm_scale,
 )
 from kernels.extend_attention.family_kernels import LOG2E, _family_fwd_kernel, _merge_kernel, merge_grid
-from kernels.extend_attention.gather_overlap import ALL_ROWS, gather_then_attend
-from kernels.extend_attention.prefix_gather import prefix_workspaces
+from kernels.extend_attention.prefix_gather import gather_prefix
 from kernels.extend_attention.workspace import get_workspace
 
 
@@ -57,9 +54,6 @@ class FamilyConfig:
         through kv_indices never uses descriptors (a gather, not a box).
     Rows past a tile's sequence are masked by the key mask as on the pointer path: a descriptor box reads the
     next sequence's rows (finite inputs) or zeros past the tensor, never an unnamed cache slot.
-
-    ``gather_overlap`` (with ``pregather``; 0 or 1 = off, k in [2, 16]): the first ΣP / k prefix rows are copied
-    first and the copy of the rest overlaps the attention of the sequences inside them (`gather_overlap.py`).
     """
 
     block_m: int = 64
@@ -73,8 +67,6 @@ class FamilyConfig:
     gather_stages: int = 0
     pregather: bool = False
     tma: bool = False
-    warp_specialize: bool = False
-    gather_overlap: int = 0
 
     def __post_init__(self) -> None:
         for name in ("block_m", "block_n"):
@@ -82,7 +74,7 @@ class FamilyConfig:
             if value < 16 or value & (value - 1):
                 raise ValueError(f"FamilyConfig.{name}={value} must be a power of two >= 16")
         if (self.num_warps not in (1, 2, 4, 8, 16) or self.num_stages < 1 or not 0 <= self.num_splits <= 64
-                or not 0 <= self.gather_stages <= 6 or not 0 <= self.gather_overlap <= 16):
+                or not 0 <= self.gather_stages <= 6):
             raise ValueError(f"FamilyConfig out of range: {self}")
 
     def to_dict(self) -> dict[str, Any]:
@@ -286,9 +278,8 @@ def run_family(
     v_is_k = (_v_is_view_of_k(k_buffer, v_buffer) and _v_is_view_of_k(k_extend, v_extend)
               and block_dv == block_d == prob.head_dim_v)
     contig = _pregathers(config, prob.total_prefix, k_buffer, v_buffer)
-    src_k, src_v = k_buffer, v_buffer
     if contig:  # prefix rows in sequence order: row t of sequence b at kv_indptr[b] + t
-        k_buffer, v_buffer = prefix_workspaces(k_buffer, v_buffer, prob.total_prefix, v_is_k)
+        k_buffer, v_buffer = gather_prefix(k_buffer, v_buffer, kv_indices, v_is_k)
     tma = _tma_allowed(config, prob.dtype, prob.head_dim, prob.head_dim_v, v_is_k, q_extend.device)
     tma_ext = tma and _describable(k_extend, prob.head_dim) and _describable(v_extend, prob.head_dim_v)
     tma_prefix = (tma and contig and _describable(k_buffer, prob.head_dim)
@@ -300,10 +291,8 @@ def run_family(
     scale = resolve_sm_scale(sm_scale, prob.head_dim)
     use_mask = custom_mask is not None
     dummy = qo_indptr
-    warp_spec = config.warp_specialize and _chip_has_tma(q_extend.device)  # Hopper+ (and the interpreter)
 
-    def launch(config: FamilyConfig, pre_end_lo: int = -1, pre_end_hi: int = ALL_ROWS
-               ) -> tuple[int, torch.Tensor, torch.Tensor]:
+    def launch(config: FamilyConfig) -> tuple[int, torch.Tensor, torch.Tensor]:
         splits = config.num_splits or auto_splits(config, prob, limits)
         pack = pack_factor(config, prob)
         heads = prob.num_kv_heads if pack > 1 else prob.num_q_heads
@@ -317,7 +306,6 @@ def run_family(
             q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
             custom_mask if use_mask else dummy, mask_indptr if use_mask else dummy,
             sinks if sinks is not None else dummy, mid_o, mid_l, *descs, scale * LOG2E, scale, prob.batch,
-            pre_end_lo, pre_end_hi,
             q_extend.stride(0), q_extend.stride(1), k_extend.stride(0), k_extend.stride(1),
             v_extend.stride(0), v_extend.stride(1), o_extend.stride(0), o_extend.stride(1),
             k_buffer.stride(0), k_buffer.stride(1), v_buffer.stride(0), v_buffer.stride(1),
@@ -331,19 +319,13 @@ def run_family(
             HEAVY_FIRST=config.heavy_first and bool(is_causal),
             FOLD_SCALE=config.fold_scale and not logit_cap and scale > 0,
             GATHER_STAGES=config.gather_stages, PREFIX_CONTIG=contig, TMA_EXT=tma_ext, TMA_PREFIX=tma_prefix,
-            WARP_SPEC=warp_spec,
             num_warps=config.num_warps, num_stages=config.num_stages,
         )
         return splits, mid_o, mid_l
 
-    launched: list[tuple[int, torch.Tensor, torch.Tensor]] = []
     while True:  # the footprint model can fall short of what Triton allocates: shrink and retry on the refusal
-        try:  # a refusal comes from compiling the first launch, before it queues anything; the copies are redone
-            if contig:
-                gather_then_attend(src_k, src_v, kv_indices, k_buffer, v_buffer, v_is_k, config.gather_overlap,
-                                   lambda lo, hi, c=config: launched.append(launch(c, lo, hi)))
-            else:
-                launched.append(launch(config))
+        try:
+            splits, mid_o, mid_l = launch(config)
             break
         except OutOfResources:
             smaller = shrink_once(config)
@@ -351,7 +333,6 @@ def run_family(
                 raise
             config = smaller
     _KNOWN_FITS[fit_key] = config
-    splits, mid_o, mid_l = launched[-1]
     if splits > 1:
         _merge_kernel[merge_grid(prob.total_extend, prob.num_q_heads)](
             mid_o, mid_l, o_extend, sinks if sinks is not None else dummy, prob.num_q_heads,

@@ -7,16 +7,12 @@ One program = one block of BLOCK_M packed query rows x one head x one split of t
   writes a partial (output normalized by its own sum, log2-sum-exp) merged by `_merge_kernel`;
   an empty partial is (0, -inf) and merges to nothing;
 - flat grid over (sequence, row block) pairs found from qo_indptr on the device (no host sync, no
-  max_len_extend trust), heavy blocks first inside each causal sequence; a launch may take only the sequences
-  whose prefix ends in rows (pre_end_lo, pre_end_hi] of the pre-gathered buffer (gather overlap, `family.py`);
+  max_len_extend trust), heavy blocks first inside each causal sequence;
 - online softmax in base 2 (exp2 with log2(e) folded into the scale), fp32 accumulators, unmasked full tiles
   and masked edge tiles, software pipelining left to num_stages;
 - K/V tiles of contiguous rows (the extend keys, the pre-gathered prefix) optionally loaded through host-side
   tensor descriptors (TMA_EXT / TMA_PREFIX: Hopper TMA, one box per tile, issued by the pipeliner without
-  per-element address arithmetic), switched inside the one load helper `_load_rows`;
-- WARP_SPEC: the unmasked prefix and extend loops ask Triton for automatic warp specialization
-  (`tl.range(..., warp_specialize=True)`: producer warps issue the loads, consumer warps the dots and softmax,
-  FlashAttention-3's split; Hopper and later GPUs only, ignored by the interpreter).
+  per-element address arithmetic), switched inside the one load helper `_load_rows`.
 Source of the method: FlashAttention-2 (Dao 2023) online softmax and work partitioning; Flash-Decoding
 split-KV (Dao et al. 2023); the public extend-attention agent result (shared/reference/extend_attention.md).
 """
@@ -168,10 +164,10 @@ def _visible(tok, valid, kpos, key_ok, pre_len, seq_len, mask_ptr, mask_start, i
     return vis
 
 
-@triton.jit(do_not_specialize=["pre_end_lo", "pre_end_hi"])
+@triton.jit
 def _family_fwd_kernel(
     Q, K_ext, V_ext, O, K_buf, V_buf, qo_indptr, kv_indptr, kv_indices, mask_ptr, mask_indptr, sinks_ptr,
-    Mid_O, Mid_L, K_ext_desc, V_ext_desc, K_buf_desc, V_buf_desc, qk_scale, sm_scale, batch, pre_end_lo, pre_end_hi,
+    Mid_O, Mid_L, K_ext_desc, V_ext_desc, K_buf_desc, V_buf_desc, qk_scale, sm_scale, batch,
     stride_qt, stride_qh, stride_kt, stride_kh, stride_vt, stride_vh, stride_ot, stride_oh,
     stride_kbt, stride_kbh, stride_vbt, stride_vbh, stride_ms, stride_mt, stride_mh, stride_ls, stride_lt,
     LQ: tl.constexpr, LV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DPE: tl.constexpr, BLOCK_DV: tl.constexpr,
@@ -179,7 +175,7 @@ def _family_fwd_kernel(
     NUM_SPLITS: tl.constexpr, WINDOW: tl.constexpr, LOGIT_CAP: tl.constexpr, IS_CAUSAL: tl.constexpr,
     USE_MASK: tl.constexpr, SKIP_PREFIX_MASK: tl.constexpr, HAS_SINK: tl.constexpr, V_IS_K: tl.constexpr,
     HEAVY_FIRST: tl.constexpr, FOLD_SCALE: tl.constexpr, GATHER_STAGES: tl.constexpr,
-    PREFIX_CONTIG: tl.constexpr, TMA_EXT: tl.constexpr, TMA_PREFIX: tl.constexpr, WARP_SPEC: tl.constexpr,
+    PREFIX_CONTIG: tl.constexpr, TMA_EXT: tl.constexpr, TMA_PREFIX: tl.constexpr,
 ):
     seq, block, total = _locate_block(qo_indptr, batch, tl.program_id(0), PACK, BLOCK_M, BLOCK_B, HEAVY_FIRST)
     if tl.program_id(0) >= total:
@@ -190,10 +186,7 @@ def _family_fwd_kernel(
     ext_start = tl.load(qo_indptr + seq).to(tl.int64)
     ext_len = (tl.load(qo_indptr + seq + 1) - ext_start).to(tl.int32)
     pre_start = tl.load(kv_indptr + seq).to(tl.int64)
-    pre_end = tl.load(kv_indptr + seq + 1)
-    if (pre_end <= pre_end_lo) | (pre_end > pre_end_hi):  # another launch's sequence (gather overlap)
-        return
-    pre_len = (pre_end - pre_start).to(tl.int32)
+    pre_len = (tl.load(kv_indptr + seq + 1) - pre_start).to(tl.int32)
     seq_len = pre_len + ext_len
     mask_start = tl.load(mask_indptr + seq).to(tl.int64) if USE_MASK else 0
 
@@ -238,7 +231,7 @@ def _family_fwd_kernel(
                                              IS_CAUSAL, USE_MASK, SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, False,
                                              PREFIX_CONTIG, TMA_PREFIX)
         else:
-            for start in tl.range(lo, full_hi, BLOCK_N, warp_specialize=WARP_SPEC):
+            for start in range(lo, full_hi, BLOCK_N):
                 acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,
                                              stride_kbt, stride_vbt, K_buf_desc, V_buf_desc, kv_head, tok, valid,
                                              pre_len, seq_len, mask_ptr, mask_start, qk_scale, sm_scale, offs_n, offs_d,
@@ -259,7 +252,7 @@ def _family_fwd_kernel(
                                      pre_len, seq_len, tok, valid, tok_lo, tok_hi, kv_head, stride_kt, stride_kh,
                                      stride_vt, stride_vh, mask_ptr, mask_start, qk_scale, sm_scale, offs_n, offs_d,
                                      offs_dv, LQ, LV, BLOCK_D, BLOCK_DPE, BLOCK_DV, BLOCK_N, WINDOW, LOGIT_CAP,
-                                     IS_CAUSAL, USE_MASK, MASKED_ALWAYS, V_IS_K, FOLD_SCALE, TMA_EXT, WARP_SPEC)
+                                     IS_CAUSAL, USE_MASK, MASKED_ALWAYS, V_IS_K, FOLD_SCALE, TMA_EXT)
 
     _write_result(acc, l_i, m_i, O, Mid_O, Mid_L, sinks_ptr, ext_start, tok, q_head, valid, split, offs_dv, dv_ok,
                   stride_ot, stride_oh, stride_ms, stride_mt, stride_mh, stride_ls, stride_lt, NUM_SPLITS, HAS_SINK)
@@ -271,8 +264,7 @@ def _extend_keys(acc, l_i, m_i, q, qpe, K_ext, V_ext, k_desc, v_desc, ext_start,
                  qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ: tl.constexpr, LV: tl.constexpr, BLOCK_D: tl.constexpr,
                  BLOCK_DPE: tl.constexpr, BLOCK_DV: tl.constexpr, BLOCK_N: tl.constexpr, WINDOW: tl.constexpr,
                  LOGIT_CAP: tl.constexpr, IS_CAUSAL: tl.constexpr, USE_MASK: tl.constexpr,
-                 MASKED_ALWAYS: tl.constexpr, V_IS_K: tl.constexpr, FOLD_SCALE: tl.constexpr, TMA: tl.constexpr,
-                 WARP_SPEC: tl.constexpr):
+                 MASKED_ALWAYS: tl.constexpr, V_IS_K: tl.constexpr, FOLD_SCALE: tl.constexpr, TMA: tl.constexpr):
     """Online softmax over the extend keys: unmasked full tiles below the block's first row, then masked."""
     causal = IS_CAUSAL and not USE_MASK
     end = tok_hi + 1 if causal else ext_len
@@ -285,7 +277,7 @@ def _extend_keys(acc, l_i, m_i, q, qpe, K_ext, V_ext, k_desc, v_desc, ext_start,
     k_head = K_ext + ext_start * stride_kt + kv_head.to(tl.int64) * stride_kh
     v_head = V_ext + ext_start * stride_vt + kv_head.to(tl.int64) * stride_vh
     row0 = ext_start.to(tl.int32)  # TMA only: the sequence's first row in k_extend / v_extend
-    for start in tl.range(start0, full_end, BLOCK_N, warp_specialize=WARP_SPEC):
+    for start in range(start0, full_end, BLOCK_N):
         acc, l_i, m_i = _extend_tile(acc, l_i, m_i, q, qpe, start, end, k_head, v_head, stride_kt, stride_vt,
                                      k_desc, v_desc, row0, kv_head, tok, valid, pre_len, seq_len, mask_ptr,
                                      mask_start, qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ, LV, BLOCK_D,

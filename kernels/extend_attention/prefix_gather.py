@@ -43,12 +43,11 @@ def _copy_rows(src, dst, slots, offs_t, t_ok, stride_st, stride_sh, HEAD_W: tl.c
 
 
 @triton.jit
-def _gather_kv_kernel(k_src, v_src, k_dst, v_dst, kv_indices, first, total, stride_kt, stride_kh, stride_vt,
-                      stride_vh, K_HEAD_W: tl.constexpr, K_ROW_W: tl.constexpr, V_HEAD_W: tl.constexpr,
+def _gather_kv_kernel(k_src, v_src, k_dst, v_dst, kv_indices, total, stride_kt, stride_kh, stride_vt, stride_vh,
+                      K_HEAD_W: tl.constexpr, K_ROW_W: tl.constexpr, V_HEAD_W: tl.constexpr,
                       V_ROW_W: tl.constexpr, HAS_V: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_C: tl.constexpr):
-    """K (and V unless HAS_V is false) rows of BLOCK_T prefix tokens from row `first` on, slot numbers loaded
-    once; rows at or past `total` are left alone."""
-    offs_t = first + tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
+    """K (and V unless HAS_V is false) rows of BLOCK_T prefix tokens, slot numbers loaded once."""
+    offs_t = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
     t_ok = offs_t < total
     slots = tl.load(kv_indices + offs_t, mask=t_ok, other=0).to(tl.int64)
     _copy_rows(k_src, k_dst, slots, offs_t, t_ok, stride_kt, stride_kh, K_HEAD_W, K_ROW_W, BLOCK_C)
@@ -59,34 +58,6 @@ def _gather_kv_kernel(k_src, v_src, k_dst, v_dst, kv_indices, first, total, stri
 def _workspace(src: torch.Tensor, name: str, total: int) -> torch.Tensor:
     heads, width = src.shape[1], src.shape[2]
     return pooled(src.device, src.dtype, name, total * heads * width).view(total, heads, width)
-
-
-def prefix_workspaces(k_buffer: torch.Tensor, v_buffer: torch.Tensor, total: int,
-                      v_is_k: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """The reusable destinations ``(K_g [total, H_kv, D_qk], V_g [total, H_kv, D_v])`` of a pre-gather (stale
-    contents; V_g is K_g with `v_is_k`).
-
-    Raises:
-        ValueError: a buffer whose last stride is not 1 (name and strides in the message).
-    """
-    for name, buf in (("k_buffer", k_buffer), ("v_buffer", v_buffer)):
-        if buf.stride(2) != 1:
-            raise ValueError(f"{name}: pre-gather needs unit stride along the head dim, got strides {buf.stride()}")
-    k_dst = _workspace(k_buffer, "prefix_k", total)
-    return k_dst, (k_dst if v_is_k else _workspace(v_buffer, "prefix_v", total))
-
-
-def copy_prefix_rows(k_buffer: torch.Tensor, v_buffer: torch.Tensor, kv_indices: torch.Tensor, k_dst: torch.Tensor,
-                     v_dst: torch.Tensor, first: int, end: int, v_is_k: bool = False) -> None:
-    """``k_dst[t] = k_buffer[kv_indices[t]]`` (and V unless `v_is_k`) for prefix rows t in [first, end), in one
-    launch on the current stream. Shapes and dtypes as `gather_prefix`; `k_dst`/`v_dst` from `prefix_workspaces`."""
-    if end <= first:
-        return
-    _gather_kv_kernel[(triton.cdiv(end - first, BLOCK_T),)](
-        k_buffer, v_buffer, k_dst, v_dst, kv_indices, first, end, k_buffer.stride(0), k_buffer.stride(1),
-        v_buffer.stride(0), v_buffer.stride(1), K_HEAD_W=k_buffer.shape[2], K_ROW_W=k_buffer[0].numel(),
-        V_HEAD_W=v_buffer.shape[2], V_ROW_W=v_buffer[0].numel(), HAS_V=not v_is_k,
-        BLOCK_T=BLOCK_T, BLOCK_C=BLOCK_C, num_warps=4)
 
 
 def gather_prefix(k_buffer: torch.Tensor, v_buffer: torch.Tensor, kv_indices: torch.Tensor,
@@ -101,7 +72,17 @@ def gather_prefix(k_buffer: torch.Tensor, v_buffer: torch.Tensor, kv_indices: to
     Raises:
         ValueError: a buffer whose last stride is not 1 (name and strides in the message).
     """
+    for name, buf in (("k_buffer", k_buffer), ("v_buffer", v_buffer)):
+        if buf.stride(2) != 1:
+            raise ValueError(f"{name}: pre-gather needs unit stride along the head dim, got strides {buf.stride()}")
     total = kv_indices.shape[0]
-    k_dst, v_dst = prefix_workspaces(k_buffer, v_buffer, total, v_is_k)
-    copy_prefix_rows(k_buffer, v_buffer, kv_indices, k_dst, v_dst, 0, total, v_is_k)
+    k_dst = _workspace(k_buffer, "prefix_k", total)
+    v_dst = k_dst if v_is_k else _workspace(v_buffer, "prefix_v", total)
+    if total == 0:
+        return k_dst, v_dst
+    _gather_kv_kernel[(triton.cdiv(total, BLOCK_T),)](
+        k_buffer, v_buffer, k_dst, v_dst, kv_indices, total, k_buffer.stride(0), k_buffer.stride(1),
+        v_buffer.stride(0), v_buffer.stride(1), K_HEAD_W=k_buffer.shape[2], K_ROW_W=k_buffer[0].numel(),
+        V_HEAD_W=v_buffer.shape[2], V_ROW_W=v_buffer[0].numel(), HAS_V=not v_is_k,
+        BLOCK_T=BLOCK_T, BLOCK_C=BLOCK_C, num_warps=4)
     return k_dst, v_dst
