@@ -117,6 +117,41 @@ def test_a_device_rule_carries_file_rights_only_and_grants_nothing_else(tmp_path
 
 
 @needs_landlock
+@pytest.mark.parametrize("dev_writes", ["nodes", "all"])
+def test_a_gpu_child_writes_only_the_device_nodes_unless_told_all_of_dev(tmp_path, dev_writes):
+    """`confine` of a GPU child: by default (`gpu_dev_writes="nodes"`) /dev/null and the driver's nodes only, so
+    /dev/shm (red team, session 5) is refused by the kernel; "all" is the fallback that grants all of /dev."""
+    scratch = tmp_path / "candidate"
+    scratch.mkdir()
+    shm = f"/dev/shm/chiplore-test-{os.getpid()}-{dev_writes}"
+    script = textwrap.dedent(f"""
+        from agent.verifier.child import confine
+        request = {{"scratch": {str(scratch)!r}, "max_file_bytes": 1 << 20, "fs_isolation": True, "gpu": True,
+                    "gpu_dev_writes": {dev_writes!r}}}
+        confine(request, ())
+        print("status", request["fs_isolation_status"])
+        for path in ("/dev/null", {shm!r}, {str(tmp_path / "outside")!r}):
+            try:
+                with open(path, "w") as fh:
+                    fh.write("x")
+                print("wrote", path)
+            except PermissionError:
+                print("refused", path)
+    """)
+    try:
+        subprocess.run([sys.executable, "-c", script], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                       check=True, timeout=120)
+    finally:
+        Path(shm).unlink(missing_ok=True)
+    log = (scratch / "candidate.log").read_text().splitlines()
+    granted = len(gpu_device_paths())
+    status = f"; GPU: {granted} device paths" if dev_writes == "nodes" else "; GPU: all of /dev"
+    assert log[0].startswith("status landlock ABI") and log[0].endswith(status), log
+    shm_line = f"refused {shm}" if dev_writes == "nodes" else f"wrote {shm}"
+    assert log[1:] == ["wrote /dev/null", shm_line, f"refused {tmp_path / 'outside'}"], log
+
+
+@needs_landlock
 def test_writes_outside_the_allowed_folders_are_refused_for_every_api(tmp_path):
     import torch
 
