@@ -25,7 +25,7 @@ import torch
 
 from agent.verifier import policy
 from agent.verifier.channel import MessageReader, write_message
-from agent.verifier.fs_isolation import restrict_writes
+from agent.verifier.fs_isolation import gpu_device_paths, restrict_writes
 from agent.verifier.guard import STATE, FrameJudge, Guards, SandboxViolation, poison_free_memory
 from agent.verifier.plan import Plan, TimedCase, Trial, fresh_queries, input_digest, make_trial_inputs, perturb_inputs
 from agent.verifier.timing import exposed_reps, gpu_timer, timed_reps, wall_timer
@@ -66,12 +66,20 @@ def confine(request: dict[str, Any], keep_fds: tuple[int, ...]) -> None:
     sys.path[:] = [p for p in sys.path if p and os.path.isabs(p) and not p.startswith(scratch)]
     if request.get("fs_isolation"):  # writes only to its scratch, the shared Triton cache, its own /proc entries
         # (H200, scripts/probe_landlock_cuda.py: CUDA fails to initialize without /proc/self, error 304) and, on a
-        # GPU only, /dev (the driver's device nodes; /dev/shm with them -- red team, session 5)
+        # GPU only, the driver's device nodes (file rights only; all of /dev with gpu_dev_writes="all", /dev/shm
+        # with it -- red team, session 5)
         cache = os.environ.get("TRITON_CACHE_DIR", "")
         if cache:  # Landlock rules name existing directories: Triton would create it after the restriction
             os.makedirs(cache, exist_ok=True)
-        writable = [scratch, cache, "/proc/self"] + (["/dev"] if request.get("gpu") else [])
-        request["fs_isolation_status"] = restrict_writes([w for w in writable if w])
+        writable, devices, note = [scratch, cache, "/proc/self"], [], ""
+        if request.get("gpu") and request.get("gpu_dev_writes", "nodes") == "all":
+            writable.append("/dev")
+            note = "; GPU: all of /dev"
+        elif request.get("gpu"):
+            devices = gpu_device_paths(hip=bool(torch.version.hip))
+            note = f"; GPU: {len(devices)} device paths"
+        status = restrict_writes([w for w in writable if w], devices)
+        request["fs_isolation_status"] = status + (note if status.startswith("landlock") else "")
     else:
         request["fs_isolation_status"] = "off"
 

@@ -149,6 +149,7 @@ class Verifier:
                            "scratch": str(scratch), "root": str(self.root),
                            "compute_guard": self.options.compute_guard, "max_file_bytes": 256 << 20,
                            "fs_isolation": self.options.fs_isolation, "gpu": device == "cuda",
+                           "gpu_dev_writes": self.options.gpu_dev_writes,
                            "address_space_bytes": limit if device == "cpu" else 0,
                            "cpu_seconds": int(4 * self.options.timeout_s) + 60}
                 child = sandbox.launch(request, self.options.timeout_s,

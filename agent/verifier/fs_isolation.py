@@ -7,13 +7,23 @@ it starts (ptxas included). Reads are not restricted. Rules follow the kernel's 
 (Documentation/userspace-api/landlock.rst, "Landlock: unprivileged access control"): a ruleset handling the
 write-type access rights, one path-beneath rule per writable directory, ``PR_SET_NO_NEW_PRIVS``, then
 ``landlock_restrict_self``. Syscall numbers 444-446 are the same on x86-64 and arm64 (asm-generic).
+
+On a GPU the driver opens its device nodes for writing (``open(O_RDWR)`` needs ``LANDLOCK_ACCESS_FS_WRITE_FILE``);
+`gpu_device_paths` lists them, and `restrict_writes` grants them file rights only. Landlock's documentation
+(https://docs.kernel.org/userspace-api/landlock.html, "Filesystem flags") says "A file can only receive these access
+rights": execute, write_file, read_file, truncate, ioctl_dev -- a rule on a non-directory naming a directory right
+(make_*, remove_*, refer) is refused with EINVAL (security/landlock/fs.c, ``landlock_append_fs_rule``; checked on
+/dev/null here, tests/verifier/test_fs_isolation.py). ``LANDLOCK_ACCESS_FS_IOCTL_DEV`` (ABI 5) is not handled by the
+ruleset, so the driver's ioctls stay allowed.
 """
 
 from __future__ import annotations
 
 import ctypes
+import glob
 import os
 import struct
+from collections.abc import Sequence
 
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
 _CREATE_RULESET_VERSION = 1  # flag: return the ABI version instead of creating a ruleset
@@ -24,6 +34,7 @@ _PR_SET_NO_NEW_PRIVS = 38
 _WRITE_FILE, _REMOVE_DIR, _REMOVE_FILE = 1 << 1, 1 << 4, 1 << 5
 _MAKE = sum(1 << b for b in range(6, 13))  # MAKE_CHAR, MAKE_DIR, MAKE_REG, MAKE_SOCK, MAKE_FIFO, MAKE_BLOCK, MAKE_SYM
 _REFER, _TRUNCATE = 1 << 13, 1 << 14  # ABI 2, ABI 3
+_FILE_WRITE = _WRITE_FILE | _TRUNCATE  # the write-type rights a rule on a non-directory may carry
 
 
 def write_rights(abi: int) -> int:
@@ -36,6 +47,30 @@ def write_rights(abi: int) -> int:
     return rights
 
 
+def file_write_rights(abi: int) -> int:
+    """The write-type rights of ABI `abi` that a rule on a file (a device node) may carry: write_file, truncate.
+
+    Truncate is harmless on a character device (the kernel drops ``O_TRUNC`` for non-regular files) and keeps
+    ``open(O_WRONLY | O_TRUNC)`` of /dev/null working, as a shell redirection does.
+    """
+    return write_rights(abi) & _FILE_WRITE
+
+
+def gpu_device_paths(dev: str = "/dev", hip: bool = False) -> list[str]:
+    """The device paths a GPU child may write (file rights only, see `restrict_writes`), those that exist under `dev`.
+
+    NVIDIA: every ``nvidia*`` entry -- the nodes nvidiactl, nvidia0..N, nvidia-uvm, nvidia-uvm-tools, nvidia-modeset
+    and the directories nvidia-caps (MIG capability nodes) and nvidia-caps-imex-channels where present. ROCm
+    (`hip`): kfd and the directory dri (render nodes). Both: null. Other nodes (/dev/shm, /dev/mqueue, ...) are left
+    out: a candidate wrote /dev/shm through ``torch.save`` when all of /dev was writable (red team, session 5).
+    """
+    paths = sorted(glob.glob(os.path.join(glob.escape(dev), "nvidia*")))
+    if hip:
+        paths += [p for p in (os.path.join(dev, "kfd"), os.path.join(dev, "dri")) if os.path.exists(p)]
+    null = os.path.join(dev, "null")
+    return paths + ([null] if os.path.exists(null) else [])
+
+
 def landlock_abi() -> int:
     """The kernel's Landlock ABI version, 0 when Landlock is missing or disabled."""
     libc = ctypes.CDLL(None, use_errno=True)
@@ -44,10 +79,15 @@ def landlock_abi() -> int:
     return max(int(version), 0)
 
 
-def restrict_writes(writable: list[str]) -> str:
-    """Allow this process (and its future children) to write only beneath the directories in `writable`.
+def restrict_writes(writable: Sequence[str], devices: Sequence[str] = ()) -> str:
+    """Allow this process (and its future children) to write only beneath the directories in `writable` and to the
+    files in `devices`.
 
-    Irreversible for the process. Directories that do not exist are skipped.
+    Irreversible for the process. A `writable` directory gets every write right (create, remove, rename beneath
+    it); non-directories there and paths that do not exist are skipped. A `devices` path (a device node, or a
+    directory of nodes such as /dev/nvidia-caps) gets `file_write_rights` only: open for writing and truncate, never
+    create or remove -- the only rights Landlock accepts on a non-directory (EINVAL otherwise). Devices that do not
+    exist are skipped.
 
     Returns:
         ``"landlock ABI <n>"`` when applied, or ``"unavailable: <why>"`` when the kernel has no Landlock (the child
@@ -70,6 +110,9 @@ def restrict_writes(writable: list[str]) -> str:
         for path in writable:
             if os.path.isdir(path):
                 _allow_beneath(libc, int(ruleset), path, rights)
+        for path in devices:
+            if os.path.exists(path):
+                _allow_beneath(libc, int(ruleset), path, file_write_rights(abi))
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise _errno_error("prctl(PR_SET_NO_NEW_PRIVS)")
         if libc.syscall(_RESTRICT_SELF, ctypes.c_int(int(ruleset)), ctypes.c_uint32(0)) != 0:

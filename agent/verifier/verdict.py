@@ -88,8 +88,13 @@ class VerifyOptions(BaseModel):
                                           "CPU (the interpreter is CPU-bound: more children than cores gain "
                                           "nothing)")
     fs_isolation: bool = Field(True, description="Landlock: sandbox children may write only beneath their scratch "
-                               "folder, the shared Triton cache, their own /proc entries and, on a GPU, /dev (reads "
-                               "unrestricted)")
+                               "folder, the shared Triton cache, their own /proc entries and, on a GPU, the device "
+                               "nodes `gpu_dev_writes` names (reads unrestricted)")
+    gpu_dev_writes: Literal["nodes", "all"] = Field("nodes", description="with fs_isolation on a GPU: 'nodes' lets "
+                                                    "a child write only the driver's device nodes (/dev/nvidia*, "
+                                                    "/dev/null; ROCm /dev/kfd, /dev/dri), file rights only; 'all' "
+                                                    "all of /dev, /dev/shm included (the fallback should the "
+                                                    "driver need more: scripts/probe_landlock_cuda.py)")
     memory_limit_gb: float = Field(32.0, gt=0, description="address space (CPU) or resident memory (GPU)")
     baseline_time_us: dict[str, float] = Field(default_factory=dict, description="per bench case, for speedups")
     speedup_flag: float = Field(10.0, description="speedups above this over the baseline are flagged")

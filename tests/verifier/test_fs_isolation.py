@@ -3,6 +3,7 @@ the allowed folders whatever API asks (Python, C++ storages, subprocesses); read
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
@@ -11,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.verifier import Verifier, VerifyOptions
-from agent.verifier.fs_isolation import landlock_abi, restrict_writes, write_rights
+from agent.verifier import Verifier, VerifyOptions, fs_isolation
+from agent.verifier.fs_isolation import file_write_rights, gpu_device_paths, landlock_abi, restrict_writes, write_rights
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_landlock = pytest.mark.skipif(landlock_abi() < 1, reason="the kernel has no Landlock")
@@ -39,6 +40,115 @@ def _in_child(fn) -> list[str]:
 
 def test_rights_grow_with_the_abi():
     assert write_rights(1) < write_rights(2) < write_rights(3) == write_rights(7)
+
+
+def test_device_files_get_only_the_file_write_rights():
+    """write_file (bit 1), and truncate (bit 14) from ABI 3 on; never a directory right (make_*, remove_*, refer)."""
+    assert file_write_rights(1) == file_write_rights(2) == 1 << 1
+    assert file_write_rights(3) == file_write_rights(7) == (1 << 1) | (1 << 14)
+    for abi in (1, 2, 3, 7):
+        assert file_write_rights(abi) & write_rights(abi) == file_write_rights(abi) < write_rights(abi)
+
+
+def test_gpu_device_paths_are_the_driver_nodes_and_null_of_a_dev_folder(tmp_path):
+    nodes = ["nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset", "null", "zero",
+             "kfd", "fuse", "ptmx"]
+    for name in nodes:
+        (tmp_path / name).write_text("")
+    for name in ("nvidia-caps", "dri", "shm", "mqueue", "pts"):
+        (tmp_path / name).mkdir()
+    nvidia = [str(tmp_path / n) for n in ("nvidia-caps", "nvidia-modeset", "nvidia-uvm", "nvidia-uvm-tools",
+                                         "nvidia0", "nvidia1", "nvidiactl")]
+    assert gpu_device_paths(str(tmp_path)) == nvidia + [str(tmp_path / "null")]
+    assert gpu_device_paths(str(tmp_path), hip=True) == nvidia + [str(tmp_path / n) for n in ("kfd", "dri", "null")]
+    for name in ("null", "nvidia0", "nvidia1", "nvidia-modeset", "nvidia-uvm-tools", "kfd"):
+        (tmp_path / name).unlink()
+    (tmp_path / "nvidia-caps").rmdir()
+    assert gpu_device_paths(str(tmp_path), hip=True) == [str(tmp_path / n) for n in ("nvidia-uvm", "nvidiactl", "dri")]
+    assert gpu_device_paths(str(tmp_path / "missing"), hip=True) == []
+
+
+@needs_landlock
+def test_a_device_rule_carries_file_rights_only_and_grants_nothing_else(tmp_path):
+    """Landlock refuses a directory right on a character device (EINVAL); with file rights /dev/null stays
+    writable, while other devices, /dev/shm and files outside the allowed folder are refused. A directory given as a
+    device (as /dev/nvidia-caps) lets its existing files be written, never a new one be created."""
+    allowed, other, caps = tmp_path / "allowed", tmp_path / "other", tmp_path / "caps"
+    for folder in (allowed, other, caps):
+        folder.mkdir()
+    (caps / "cap1").write_text("")
+    shm = Path("/dev/shm") / f"chiplore-test-{os.getpid()}"
+
+    def attempt() -> list[str]:
+        import ctypes
+        import struct
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        rights = write_rights(landlock_abi())
+        attr = ctypes.create_string_buffer(struct.pack("=Q", rights))
+        ruleset = int(libc.syscall(fs_isolation._CREATE_RULESET, attr, ctypes.c_size_t(8), ctypes.c_uint32(0)))
+        try:
+            fs_isolation._allow_beneath(libc, ruleset, "/dev/null", rights)
+            lines = ["directory rights on /dev/null accepted"]
+        except OSError as exc:
+            lines = [f"directory rights on /dev/null: errno {exc.errno}"]
+        os.close(ruleset)
+        lines.append(restrict_writes([str(allowed)], ["/dev/null", str(caps), str(tmp_path / "absent")]))
+        for path in ("/dev/null", allowed / "a.txt", other / "b.txt", caps / "cap1", caps / "new", "/dev/zero",
+                     shm):
+            try:
+                with open(path, "w") as fh:  # O_WRONLY | O_CREAT | O_TRUNC
+                    fh.write("x")
+                lines.append(f"wrote {path}")
+            except PermissionError:
+                lines.append(f"refused {path}")
+        return lines
+
+    try:
+        lines = _in_child(attempt)
+    finally:
+        shm.unlink(missing_ok=True)
+    assert lines[0] == f"directory rights on /dev/null: errno {errno.EINVAL}", lines
+    assert lines[1].startswith("landlock ABI"), lines
+    assert lines[2:] == ["wrote /dev/null", f"wrote {allowed / 'a.txt'}", f"refused {other / 'b.txt'}",
+                         f"wrote {caps / 'cap1'}", f"refused {caps / 'new'}", "refused /dev/zero", f"refused {shm}"]
+    assert not any(other.iterdir()) and sorted(p.name for p in caps.iterdir()) == ["cap1"]
+
+
+@needs_landlock
+@pytest.mark.parametrize("dev_writes", ["nodes", "all"])
+def test_a_gpu_child_writes_only_the_device_nodes_unless_told_all_of_dev(tmp_path, dev_writes):
+    """`confine` of a GPU child: by default (`gpu_dev_writes="nodes"`) /dev/null and the driver's nodes only, so
+    /dev/shm (red team, session 5) is refused by the kernel; "all" is the fallback that grants all of /dev."""
+    scratch = tmp_path / "candidate"
+    scratch.mkdir()
+    shm = f"/dev/shm/chiplore-test-{os.getpid()}-{dev_writes}"
+    script = textwrap.dedent(f"""
+        from agent.verifier.child import confine
+        request = {{"scratch": {str(scratch)!r}, "max_file_bytes": 1 << 20, "fs_isolation": True, "gpu": True,
+                    "gpu_dev_writes": {dev_writes!r}}}
+        confine(request, ())
+        print("status", request["fs_isolation_status"])
+        for path in ("/dev/null", {shm!r}, {str(tmp_path / "outside")!r}):
+            try:
+                with open(path, "w") as fh:
+                    fh.write("x")
+                print("wrote", path)
+            except PermissionError:
+                print("refused", path)
+    """)
+    try:
+        subprocess.run([sys.executable, "-c", script], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                       check=True, timeout=120)
+    finally:
+        Path(shm).unlink(missing_ok=True)
+    log = (scratch / "candidate.log").read_text().splitlines()
+    granted = len(gpu_device_paths())
+    status = f"; GPU: {granted} device paths" if dev_writes == "nodes" else "; GPU: all of /dev"
+    assert log[0].startswith("status landlock ABI") and log[0].endswith(status), log
+    shm_line = f"refused {shm}" if dev_writes == "nodes" else f"wrote {shm}"
+    assert log[1:] == ["wrote /dev/null", shm_line, f"refused {tmp_path / 'outside'}"], log
 
 
 @needs_landlock
