@@ -104,6 +104,23 @@ def tma_configs(rows: int, d_total: int, group: int) -> list[FamilyConfig]:
     return out[:48]  # splits 1 and 2 in full, split 4 as far as it goes
 
 
+def occupancy_configs(rows: int, d_total: int, group: int) -> list[FamilyConfig]:
+    """Sweep 7 (compute-bound D <= 256, pre-gather + TMA): 4-warp programs small enough that two share an SM
+    (shared memory <= 113 KB and <= 255 registers x 128 threads each; sm_90 compiles of the family, session 6), so
+    one program's softmax can run while the other's tensor-core dots do -- the overlap FlashAttention-3 gets from
+    warp specialization, which Triton 3.6 does not apply here (scripts/probe_hopper_ws.py). Against the 1-per-SM
+    128x128 / 8-warp winner. At most 16 per case."""
+    if rows <= 64 or d_total > 512:
+        return []
+    packs = (True, False) if group > 1 else (False,)
+    tiles = [(64, 128, 1), (64, 64, 2), (64, 64, 3), (64, 32, 3), (64, 32, 4)]
+    if d_total > 256:  # D = 256: K/V tiles twice as wide
+        tiles = [(64, 64, 1), (64, 32, 2), (64, 32, 3), (32, 64, 2)]
+    out = [FamilyConfig(bm, bn, 4, st, 1, pack, pregather=True, tma=True) for bm, bn, st in tiles for pack in packs]
+    out.append(FamilyConfig(128, 128, 8, 3, 1, group > 1, pregather=True, tma=True))
+    return out[:16]
+
+
 def sweep_configs(case: Case) -> list[FamilyConfig]:
     """Candidate configurations for a case, from its features (rows per sequence, head dims)."""
     p = case.params
@@ -116,6 +133,8 @@ def sweep_configs(case: Case) -> list[FamilyConfig]:
         return compute_configs(rows, d_total, group)
     if QUICK == "tma":
         return tma_configs(rows, d_total, group)
+    if QUICK == "occupancy":
+        return occupancy_configs(rows, d_total, group)
     if QUICK:
         return quick_configs(rows, d_total, group)
     out: list[FamilyConfig] = []
@@ -246,11 +265,14 @@ def main() -> None:
                     help="compute-bound cases only: prefix pre-gather x stages x gather pipelining")
     ap.add_argument("--tma", action="store_true",
                     help="compute-bound cases with pre-gather + TMA: split-KV, 64-row blocks, heavy-first (sweep 5)")
+    ap.add_argument("--occupancy", action="store_true",
+                    help="compute-bound cases: 4-warp programs two to an SM (sweep 7)")
     args = ap.parse_args()
     global QUICK
-    QUICK = "compute" if args.compute else "tma" if args.tma else "focus" if args.focus else args.quick
+    QUICK = ("occupancy" if args.occupancy else "compute" if args.compute else "tma" if args.tma
+             else "focus" if args.focus else args.quick)
     cases = [c for c in TASK.bench_cases if not args.cases or c.id in args.cases.split(",")]
-    if QUICK in ("compute", "tma"):
+    if QUICK in ("compute", "tma", "occupancy"):
         cases = [c for c in cases if sweep_configs(c)]
     t0 = time.time()
     errors = precompile(cases, args.workers)
