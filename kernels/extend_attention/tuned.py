@@ -30,14 +30,17 @@ def choose_config(prob: Problem, limits: ChipLimits) -> FamilyConfig:
       each K/V tile is read once, a small BLOCK_M, deep pipelining, split-KV sized to fill the compute units
       (memory-bound: intensity ≈ G*E FLOP/byte).
     - Many rows (prefill, chunked prefill; compute-bound): the prefix is gathered once into contiguous order
-      (`pregather`) so that, like the extend part, it is loaded through TMA tensor descriptors (`tma`); 128-row
-      blocks, 8 warps, 3 stages for head dims <= 128, split-KV over the prefix when the grid is small
-      (`prefix_splits`); narrower, 4-warp tiles for D <= 64 and for D > 128, where the 128x128 tile's registers
-      and shared memory limit occupancy.
+      (`pregather`) so that, like the extend part, it is loaded through TMA tensor descriptors (`tma`).
+      One sequence: 128-row blocks, 8 warps, 3 stages, split-KV over the prefix when the grid is small
+      (`prefix_splits`). Several sequences (lengths unknown on the host) and D <= 64: 64x64 tiles, 4 warps, two
+      programs per SM (113 KB of shared memory, <= 255 registers x 128 threads), so one program's softmax runs
+      while the other's dots do, and a short sequence pads at most 63 rows; D > 128: 64x64, 4 warps.
     - MLA-like 576/512 (V read from the K tile): 64x32 tiles, gather pipelined by the loop, no descriptors.
     `run_family` fits any of these to the chip's shared memory and uses descriptors only where `tma_plan` allows.
-    Source of the numbers: H200 sweep 4 (2026-11-30, BENCHMARKS.md "H200 GPU session 4"; e.g. chunked-prefill
-    3399 -> 2164 us with pre-gather + TMA, large-heads 1760 -> 1270 us with 64x64 / 4 warps).
+    Source of the numbers: H200 sweeps 4 and 7 (2026-11-30, BENCHMARKS.md "H200 GPU session 4" and "session 6";
+    e.g. chunked-prefill 3399 -> 2164 us with pre-gather + TMA, large-heads 1760 -> 1270 us with 64x64 / 4 warps,
+    ragged 1236 -> 1164 us and small-heads 605 -> 572 us with 64x64 / 4 warps; mixed batch 661 / 666 us either
+    way; one-sequence prefill and chunked prefill keep 128x128: 1182 / 2054 us against 1309 / 2122 us).
     """
     rows_per_seq = max(1, prob.total_extend // max(1, prob.batch)) * prob.group
     big_d = prob.head_dim + prob.head_dim_v
@@ -51,8 +54,9 @@ def choose_config(prob: Problem, limits: ChipLimits) -> FamilyConfig:
     if big_d > 256:  # 256/256, 192/128
         return FamilyConfig(block_m=64, block_n=64, num_warps=4, num_stages=3, num_splits=1, pack_gqa=False,
                             pregather=True, tma=True)
-    if big_d <= 128:  # D <= 64
-        return FamilyConfig(block_m=128, block_n=64, num_warps=4, num_stages=3, num_splits=1, pack_gqa=False,
+    if big_d <= 128 or prob.batch > 1:  # D <= 64, or several sequences: two 4-warp programs per SM
+        return FamilyConfig(block_m=64, block_n=64, num_warps=4, num_stages=3,
+                            num_splits=prefix_splits(prob, rows_per_seq, 64, limits), pack_gqa=big_d > 128,
                             pregather=True, tma=True)
     return FamilyConfig(block_m=128, block_n=128, num_warps=8, num_stages=3,
                         num_splits=prefix_splits(prob, rows_per_seq, 128, limits), pack_gqa=True,
