@@ -23,7 +23,7 @@ def device_limits(device: torch.device) -> ChipLimits:
     return _LIMITS[key]
 
 
-def choose_config(prob: Problem, limits: ChipLimits) -> FamilyConfig:
+def choose_config(prob: Problem, limits: ChipLimits, max_len_extend: int | None = None) -> FamilyConfig:
     """Family configuration for a call with sizes `prob` on a chip with `limits`.
 
     - Few rows per sequence (decode, speculative verify): pack the G q heads of a KV head into one block so
@@ -31,16 +31,18 @@ def choose_config(prob: Problem, limits: ChipLimits) -> FamilyConfig:
       (memory-bound: intensity ≈ G*E FLOP/byte).
     - Many rows (prefill, chunked prefill; compute-bound): the prefix is gathered once into contiguous order
       (`pregather`) so that, like the extend part, it is loaded through TMA tensor descriptors (`tma`).
-      One sequence: 128-row blocks, 8 warps, 3 stages, split-KV over the prefix when the grid is small
-      (`prefix_splits`). Several sequences (lengths unknown on the host) and D <= 64: 64x64 tiles, 4 warps, two
+      One sequence or a uniform batch: 128-row blocks, 8 warps, 3 stages, split-KV over the prefix when the grid
+      is small (`prefix_splits`). A ragged batch (`max_len_extend`, the caller's host-side bound, over twice the
+      mean extend length; used only as a hint, never for correctness) and D <= 64: 64x64 tiles, 4 warps, two
       programs per SM (113 KB of shared memory, <= 255 registers x 128 threads), so one program's softmax runs
       while the other's dots do, and a short sequence pads at most 63 rows; D > 128: 64x64, 4 warps.
     - MLA-like 576/512 (V read from the K tile): 64x32 tiles, gather pipelined by the loop, no descriptors.
     `run_family` fits any of these to the chip's shared memory and uses descriptors only where `tma_plan` allows.
     Source of the numbers: H200 sweeps 4 and 7 (2026-11-30, BENCHMARKS.md "H200 GPU session 4" and "session 6";
     e.g. chunked-prefill 3399 -> 2164 us with pre-gather + TMA, large-heads 1760 -> 1270 us with 64x64 / 4 warps,
-    ragged 1236 -> 1164 us and small-heads 605 -> 572 us with 64x64 / 4 warps; mixed batch 661 / 666 us either
-    way; one-sequence prefill and chunked prefill keep 128x128: 1182 / 2054 us against 1309 / 2122 us).
+    ragged 1236 -> 1164 us and small-heads 605 -> 572 us with 64x64 / 4 warps; the uniform mixed batch and
+    one-sequence prefill and chunked prefill are faster with 128x128: 661 / 1182 / 2054 us against 666 / 1309 /
+    2122 us).
     """
     rows_per_seq = max(1, prob.total_extend // max(1, prob.batch)) * prob.group
     big_d = prob.head_dim + prob.head_dim_v
@@ -54,7 +56,8 @@ def choose_config(prob: Problem, limits: ChipLimits) -> FamilyConfig:
     if big_d > 256:  # 256/256, 192/128
         return FamilyConfig(block_m=64, block_n=64, num_warps=4, num_stages=3, num_splits=1, pack_gqa=False,
                             pregather=True, tma=True)
-    if big_d <= 128 or prob.batch > 1:  # D <= 64, or several sequences: two 4-warp programs per SM
+    ragged = max_len_extend is not None and max_len_extend * prob.batch > 2 * prob.total_extend
+    if big_d <= 128 or ragged:  # D <= 64, or a ragged batch: two 4-warp programs per SM
         return FamilyConfig(block_m=64, block_n=64, num_warps=4, num_stages=3,
                             num_splits=prefix_splits(prob, rows_per_seq, 64, limits), pack_gqa=big_d > 128,
                             pregather=True, tma=True)
@@ -96,8 +99,9 @@ def extend_attention_fwd(
     prob = check_inputs(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
                         kv_indices, custom_mask, mask_indptr, sinks)
     limits = device_limits(q_extend.device)
+    bound = int(max_len_extend) if max_len_extend is not None else None  # a host int (a hint; rows come from qo_indptr)
     return run_family(
-        choose_config(prob, limits), q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr,
+        choose_config(prob, limits, bound), q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr,
         kv_indptr, kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=sm_scale,
         logit_cap=logit_cap, skip_prefix_custom_mask=skip_prefix_custom_mask,
         sliding_window_size=sliding_window_size, sinks=sinks, window_kv_offsets=window_kv_offsets,

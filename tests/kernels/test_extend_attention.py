@@ -53,6 +53,12 @@ def test_int32_kv_indices_accepted(device):
     check_impl(lambda **a: extend_attention_fwd(**{**a, "kv_indices": args["kv_indices"]}), case, device)
 
 
+def test_loose_max_len_extend_only_changes_the_tile_choice(device):
+    """A bound far above the real maximum routes the call to the ragged-batch tiles; the result stays exact."""
+    case = TASK.case("gqa-4")
+    check_impl(lambda **a: extend_attention_fwd(**{**a, "max_len_extend": 10_000}), case, device)
+
+
 def test_max_len_extend_is_not_trusted(device):
     """A max_len_extend smaller than the real maximum must not drop rows in the optimized kernel."""
     case = TASK.case("gqa-4")

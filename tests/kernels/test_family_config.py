@@ -149,21 +149,24 @@ def test_baseline_float32_tiles_are_capped_and_the_timed_dtypes_keep_the_public_
 
 @pytest.mark.parametrize("prob, block_m, splits", [
     (problem(1, 2048, 32768), 128, 2),  # chunked prefill: 1 x 8 KV heads x 64 packed row blocks = 512 < 4 x 132
-    (problem(16, 256, 4096), 64, 1),  # mixed batch: 16 x 8 x 16 = 2048 programs of 64 rows
-    (problem(2, 256, 4096), 64, 2),  # two sequences: 2 x 8 x 16 = 256 programs < 4 x 132
+    (problem(16, 256, 4096), 128, 1),  # mixed batch: 16 x 8 x 8 = 1024 programs
     (problem(1, 2048, 0), 128, 1),  # as few programs, but no prefix to split
-], ids=["chunked-prefill", "mixed-batch", "two-sequences", "no-prefix"])
+], ids=["chunked-prefill", "mixed-batch", "no-prefix"])
 def test_compute_bound_calls_split_the_prefix_only_when_the_grid_is_small(prob, block_m, splits):
     cfg = choose_config(prob, H200)
     assert (cfg.block_m, cfg.num_splits, cfg.pregather, cfg.tma) == (block_m, splits, True, True)
 
 
-@pytest.mark.parametrize("prob, tiles", [
-    (problem(1, 8192, 0), (128, 128, 8, True)),  # one sequence: 128-row blocks, one 8-warp program per SM
-    (problem(8, 1038, 4096), (64, 64, 4, True)),  # several sequences: two 4-warp programs per SM
-    (problem(4, 4096, 4096, hq=8, hkv=8, d=64), (64, 64, 4, False)),  # D = 64 (no GQA group to pack)
-    (problem(2, 2048, 8192, hq=16, hkv=8, d=256), (64, 64, 4, False)),  # D = 256
-], ids=["prefill", "ragged-like", "small-heads", "large-heads"])
-def test_compute_bound_tiles_by_batch_and_head_dim(prob, tiles):
-    cfg = choose_config(prob, H200)
+@pytest.mark.parametrize("prob, max_len, tiles", [
+    (problem(1, 8192, 0), 8192, (128, 128, 8, True)),  # one sequence: 128-row blocks, one 8-warp program per SM
+    (problem(16, 256, 4096), 256, (128, 128, 8, True)),  # uniform batch
+    (problem(16, 256, 4096), None, (128, 128, 8, True)),  # no bound given: treated as uniform
+    (problem(8, 1038, 4096), 8192, (64, 64, 4, True)),  # ragged (max 8192 > 2 x mean 1038): two programs per SM
+    (problem(8, 1038, 4096), 2076, (128, 128, 8, True)),  # max exactly 2 x mean: not ragged
+    (problem(4, 4096, 4096, hq=8, hkv=8, d=64), 4096, (64, 64, 4, False)),  # D = 64 (no GQA group to pack)
+    (problem(2, 2048, 8192, hq=16, hkv=8, d=256), 2048, (64, 64, 4, False)),  # D = 256
+], ids=["prefill", "uniform", "no-bound", "ragged", "ragged-edge", "small-heads", "large-heads"])
+def test_compute_bound_tiles_by_raggedness_and_head_dim(prob, max_len, tiles):
+    cfg = choose_config(prob, H200, max_len)
     assert (cfg.block_m, cfg.block_n, cfg.num_warps, cfg.pack_gqa) == tiles
+
