@@ -101,6 +101,10 @@ class Verifier:
         verdict = self._static(text, path, base)
         if verdict is None:
             verdict = self._dynamic(path, base, progress)
+            if _host_clock_disagreement(verdict):  # host contention is sporadic, hidden GPU work is not
+                first = verdict.reasons[0]
+                verdict = self._dynamic(path, base, progress)
+                verdict.flags.append(f"clock check re-run once (new plan): the first run said: {first}")
         verdict.verify_seconds = round(time.perf_counter() - started, 3)
         return verdict
 
@@ -284,6 +288,19 @@ def _rules() -> list[str]:
     from agent.verifier.static_rules import rule_names
 
     return rule_names()
+
+
+#: The clock check that a descheduled host thread can also trip (`dynamic._check_clocks`, exposed calls: the wall
+#: clock runs on while the timing process waits for a CPU after the call's end event).
+_HOST_CLOCK_REASON = "CUDA-event times disagree with the sandbox's wall clock"
+
+
+def _host_clock_disagreement(verdict: Verdict) -> bool:
+    """Whether `verdict` failed only on the sandbox's wall clock against its CUDA events: a cheat that hides work
+    from the events fails that check on every run, while on a host busy with other processes (the parallel
+    sandbox children compiling, another run) an honest kernel failed it once in 52 H200 evaluations (session 6).
+    Such a verdict earns one re-run with a new plan; the verifier's own clock check is never re-run."""
+    return verdict.stage == "too_fast_to_be_true" and any(_HOST_CLOCK_REASON in r for r in verdict.reasons)
 
 
 def verify(task: TaskSpec | str, candidate_path: str | Path, profile: HardwareProfile | None = None,

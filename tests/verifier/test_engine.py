@@ -211,3 +211,51 @@ def test_progress_counts_every_judged_trial_across_all_children(verifier):
     total = len(verdict.config["plan"])
     assert verdict.config["children"] == 2  # the default on the CPU
     assert seen == [f"{n} of {total} trials judged" for n in range(1, total + 1)]
+
+
+class _ClockTrippedOnce(Verifier):
+    """A Verifier whose dynamic stage reports the host-clock disagreement on its first `fails` runs. That failure
+    needs a CUDA device and a busy host (the CPU protocol's wall timer makes event == wall), so the stage's outcome
+    is given here; the static stage and the engine's control flow are the real ones."""
+
+    def __init__(self, fails: int):
+        super().__init__(TASK, load_profile("h200"))
+        self.fails, self.runs = fails, 0
+
+    def _dynamic(self, path, base, progress=None):
+        self.runs += 1
+        if self.runs <= self.fails:
+            return Verdict(stage="too_fast_to_be_true", reasons=[
+                "case prefill: CUDA-event times disagree with the sandbox's wall clock in 3/4 calls (event 1831.0 "
+                "us, wall 4010.1 us): timers tampered with or work hidden from the events"], **base)
+        return Verdict(stage="pass", **base)
+
+
+def _honest_path() -> Path:
+    from tests.verifier.corpus import HONEST
+    return Path(HONEST[0].path)
+
+
+def test_a_host_clock_disagreement_is_re_measured_once_and_noted():
+    verifier = _ClockTrippedOnce(fails=1)
+    verdict = verifier.verify(_honest_path())
+    assert (verifier.runs, verdict.stage) == (2, "pass")
+    assert len(verdict.flags) == 1 and "re-run once" in verdict.flags[0] and "3/4 calls" in verdict.flags[0]
+
+
+def test_a_repeated_host_clock_disagreement_still_rejects():
+    verifier = _ClockTrippedOnce(fails=5)
+    verdict = verifier.verify(_honest_path())
+    assert (verifier.runs, verdict.stage) == (2, "too_fast_to_be_true")
+    assert "disagree with the sandbox's wall clock" in verdict.reasons[0]
+
+
+def test_other_clock_failures_are_not_re_run():
+    class OwnClock(_ClockTrippedOnce):
+        def _dynamic(self, path, base, progress=None):
+            self.runs += 1
+            return Verdict(stage="too_fast_to_be_true", reasons=[
+                "case decode: reported 10.0 us per call but the verifier's own clock saw 900.0 us per call"], **base)
+
+    verifier = OwnClock(fails=0)
+    assert verifier.verify(_honest_path()).stage == "too_fast_to_be_true" and verifier.runs == 1
