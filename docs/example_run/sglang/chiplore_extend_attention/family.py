@@ -3,8 +3,10 @@
 Knobs (`FamilyConfig`): tile sizes (BLOCK_M query rows x BLOCK_N keys), num_warps, num_stages (software
 pipelining of the loads feeding the dots), num_splits (split-KV over the prefix; 0 = derive from the chip and
 the call), pack_gqa (multi-query blocks: the G q heads of a KV head share each K/V tile), heavy_first (causal
-row blocks in decreasing work order), fold_scale (softmax scale folded into the exp2 FMA) and gather_stages
-(loop-level pipelining of the prefix gather, kv_indices loads included; 0 = off).
+row blocks in decreasing work order), fold_scale (softmax scale folded into the exp2 FMA), gather_stages
+(loop-level pipelining of the prefix gather, kv_indices loads included; 0 = off) and pregather (copy the prefix
+K/V rows into contiguous order first, `prefix_gather.py`, so the attention loop reads them like the extend keys)
+and tma (contiguous K/V tiles loaded through Hopper tensor descriptors, see `FamilyConfig`).
 Every launch is free of host synchronization: sizes come from tensor metadata
 (ΣE = q_extend.shape[0], ΣP = kv_indices.shape[0], B = qo_indptr.shape[0] - 1) and the split-KV partials live in a
 preallocated workspace reused across calls of the same size class.
@@ -18,8 +20,11 @@ from typing import Any
 
 import torch
 import triton
+from triton.runtime.errors import OutOfResources
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .common import (
+    FLOAT32_TILE_CAP,
     Problem,
     check_inputs,
     head_dim_blocks,
@@ -27,12 +32,29 @@ from .common import (
     resolve_sm_scale,
 )
 from .family_kernels import LOG2E, _family_fwd_kernel, _merge_kernel, merge_grid
+from .prefix_gather import gather_prefix
 from .workspace import get_workspace
 
 
 @dataclass(frozen=True)
 class FamilyConfig:
-    """Knob values of the family. ``num_splits=0`` derives the split count from `ChipLimits` and the call."""
+    """Knob values of the family. ``num_splits=0`` derives the split count from `ChipLimits` and the call.
+
+    ``tma`` is a request, like num_stages: the extend K/V tiles (and, with ``pregather``, the prefix K/V tiles)
+    are loaded through host-side tensor descriptors (`triton.tools.tensor_descriptor.TensorDescriptor`, one 2-D
+    [rows, H_kv * D] view per tensor, block [BLOCK_N, D], loaded at [first row of the tile, kv_head * D]) when
+    all of these hold, and through pointers otherwise (`tma_plan` says which, per call):
+      - the chip has TMA: NVIDIA compute capability >= 9.0 (Hopper and later; not ROCm), or the Triton
+        interpreter (CPU tensors);
+      - float16/bfloat16 inputs (float32 keeps the pointer path and its IEEE dots);
+      - D_qk == D_v == BLOCK_D, a power of two in [16, 256] (no padded head dims, no MLA rope part; V is not a
+        view of K) and BLOCK_N <= 256 (the TMA box limit);
+      - per tensor: heads contiguous (head stride D, or one KV head), unit stride along D, base address and row
+        stride multiples of 16 bytes. The pre-gathered prefix buffers always qualify; the prefix read in place
+        through kv_indices never uses descriptors (a gather, not a box).
+    Rows past a tile's sequence are masked by the key mask as on the pointer path: a descriptor box reads the
+    next sequence's rows (finite inputs) or zeros past the tensor, never an unnamed cache slot.
+    """
 
     block_m: int = 64
     block_n: int = 64
@@ -43,6 +65,8 @@ class FamilyConfig:
     heavy_first: bool = True
     fold_scale: bool = True
     gather_stages: int = 0
+    pregather: bool = False
+    tma: bool = False
 
     def __post_init__(self) -> None:
         for name in ("block_m", "block_n"):
@@ -112,20 +136,34 @@ def smem_footprint_kb(config: FamilyConfig, prob: Problem, v_is_k: bool) -> floa
 
 
 def fit_to_chip(config: FamilyConfig, prob: Problem, limits: ChipLimits, v_is_k: bool) -> FamilyConfig:
-    """Shrink num_stages, then BLOCK_N, then BLOCK_M until the footprint fits `smem_per_block_kb`;
-    clamp num_warps to max_threads_per_block / warp_size."""
+    """Cap float32 tiles at `FLOAT32_TILE_CAP`; shrink num_stages, then BLOCK_N, then BLOCK_M until the footprint
+    fits `smem_per_block_kb`; clamp num_warps to max_threads_per_block / warp_size."""
     warps = min(config.num_warps, max(1, limits.max_threads_per_block // limits.warp_size))
     config = replace(config, num_warps=warps)
+    if prob.dtype == torch.float32:
+        cap_m, cap_n, cap_stages = FLOAT32_TILE_CAP
+        config = replace(config, block_m=min(config.block_m, cap_m), block_n=min(config.block_n, cap_n),
+                         num_stages=min(config.num_stages, cap_stages))
     while smem_footprint_kb(config, prob, v_is_k) > limits.smem_per_block_kb:
-        if config.num_stages > 1:
-            config = replace(config, num_stages=config.num_stages - 1)
-        elif config.block_n > 16:
-            config = replace(config, block_n=config.block_n // 2)
-        elif config.block_m > 16:
-            config = replace(config, block_m=config.block_m // 2)
-        else:
+        smaller = shrink_once(config, gather_first=False)  # the model does not count gather stages
+        if smaller is None:
             break
+        config = smaller
     return config
+
+
+def shrink_once(config: FamilyConfig, gather_first: bool = True) -> FamilyConfig | None:
+    """One step down in shared memory: one fewer gather stage (if `gather_first`), then load stage, then half
+    BLOCK_N, then half BLOCK_M (None when nothing is left to shrink)."""
+    if gather_first and config.gather_stages > 1:
+        return replace(config, gather_stages=config.gather_stages - 1)
+    if config.num_stages > 1:
+        return replace(config, num_stages=config.num_stages - 1)
+    if config.block_n > 16:
+        return replace(config, block_n=config.block_n // 2)
+    if config.block_m > 16:
+        return replace(config, block_m=config.block_m // 2)
+    return None
 
 
 def pack_factor(config: FamilyConfig, prob: Problem) -> int:
@@ -155,6 +193,64 @@ def _v_is_view_of_k(k_buffer: torch.Tensor, v_buffer: torch.Tensor) -> bool:
             and v_buffer.shape[2] <= k_buffer.shape[2])
 
 
+def _chip_has_tma(device: torch.device) -> bool:
+    """Whether descriptor loads can run on `device`: the interpreter (CPU tensors), or an NVIDIA GPU of compute
+    capability >= 9.0. The query is Triton's own target query (the call Triton makes itself on each kernel's first
+    launch on a device, the target it compiles for); it is only reached when ``tma`` is requested."""
+    if device.type != "cuda":
+        return True
+    if torch.version.hip is not None:
+        return False
+    target = triton.runtime.driver.active.get_current_target()
+    return target.backend == "cuda" and target.arch >= 90
+
+
+def _describable(t: torch.Tensor, width: int) -> bool:
+    """Whether [rows, H, width] tensor `t` is a valid 2-D TMA view [rows, H * width] with strides [stride(0), 1]:
+    heads contiguous, unit last stride, 16-byte aligned base and row stride, rows not overlapping."""
+    elem = t.dtype.itemsize
+    heads = t.shape[1]
+    return (t.shape[0] > 0 and t.stride(2) == 1 and (heads == 1 or t.stride(1) == width)
+            and t.stride(0) >= heads * width and t.stride(0) * elem % 16 == 0 and t.data_ptr() % 16 == 0)
+
+
+def _row_descriptor(t: torch.Tensor, width: int, block_n: int) -> TensorDescriptor:
+    """2-D descriptor [rows, H * width] over `t` ([rows, H, width], `_describable`), block [block_n, width]."""
+    return TensorDescriptor(t, [t.shape[0], t.shape[1] * width], [t.stride(0), 1], [block_n, width])
+
+
+def _tma_allowed(config: FamilyConfig, dtype: torch.dtype, head_dim: int, head_dim_v: int, v_is_k: bool,
+                 device: torch.device) -> bool:
+    """The conditions of `FamilyConfig.tma` that do not depend on a tensor's layout."""
+    block_d, block_dpe, block_dv = head_dim_blocks(head_dim, head_dim_v)
+    return (config.tma and dtype in (torch.float16, torch.bfloat16) and block_dpe == 0 and not v_is_k
+            and head_dim == block_d == head_dim_v == block_dv and block_d <= 256 and config.block_n <= 256
+            and _chip_has_tma(device))
+
+
+def _pregathers(config: FamilyConfig, total_prefix: int, k_buffer: torch.Tensor, v_buffer: torch.Tensor) -> bool:
+    """Whether the prefix is copied into contiguous order first (`pregather` and a unit last stride)."""
+    return config.pregather and total_prefix > 0 and k_buffer.stride(2) == 1 and v_buffer.stride(2) == 1
+
+
+def tma_plan(config: FamilyConfig, q_extend: torch.Tensor, k_extend: torch.Tensor, v_extend: torch.Tensor,
+             k_buffer: torch.Tensor, v_buffer: torch.Tensor, kv_indices: torch.Tensor, **_other) -> tuple[bool, bool]:
+    """(extend, prefix): whether ``run_family(config, ...)`` with these arguments loads the extend K/V tiles and
+    the prefix K/V tiles through tensor descriptors (the conditions in `FamilyConfig`). Metadata only."""
+    v_is_k = _v_is_view_of_k(k_buffer, v_buffer) and _v_is_view_of_k(k_extend, v_extend)
+    d, dv = q_extend.shape[2], v_extend.shape[2]
+    if q_extend.shape[0] == 0 or not _tma_allowed(config, q_extend.dtype, d, dv, v_is_k, q_extend.device):
+        return False, False
+    extend = _describable(k_extend, d) and _describable(v_extend, dv)
+    return extend, _pregathers(config, kv_indices.shape[0], k_buffer, v_buffer)
+
+
+#: Configuration that launched, per (requested config, dtype, head-dim blocks, V-is-K, descriptor use (extend,
+#: prefix), chip limits, device), after
+#: shrinking on an OutOfResources refusal, so the refusal (raised while compiling, before anything runs) is paid once.
+_KNOWN_FITS: dict[tuple[Any, ...], FamilyConfig] = {}
+
+
 def run_family(
     config: FamilyConfig, q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
     kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None, logit_cap=0.0,
@@ -165,7 +261,9 @@ def run_family(
 
     Arguments and shapes as `kernels.extend_attention.baseline.extend_attention_fwd`; `max_len_extend` is
     accepted for compatibility but not trusted (row blocks are located from qo_indptr on the device).
-    `limits` (default: read from the device) bounds tiles by shared memory and sizes split-KV.
+    `limits` (default: read from the device) bounds tiles by shared memory and sizes split-KV. A configuration
+    that Triton refuses for shared memory (`OutOfResources` at compile time, when the footprint model fell short)
+    is shrunk by `shrink_once` and launched again; the first that compiles is remembered.
 
     Raises:
         ValueError: inconsistent shapes, dtypes or devices. NotImplementedError: unsupported argument set.
@@ -179,34 +277,62 @@ def run_family(
     block_d, block_dpe, block_dv = head_dim_blocks(prob.head_dim, prob.head_dim_v)
     v_is_k = (_v_is_view_of_k(k_buffer, v_buffer) and _v_is_view_of_k(k_extend, v_extend)
               and block_dv == block_d == prob.head_dim_v)
-    config = fit_to_chip(config, prob, limits, v_is_k)
-    splits = config.num_splits or auto_splits(config, prob, limits)
-    pack = pack_factor(config, prob)
-    heads = prob.num_kv_heads if pack > 1 else prob.num_q_heads
-    row_blocks = triton.cdiv(prob.total_extend * pack, config.block_m) + prob.batch
-    mid_o, mid_l = get_workspace(q_extend.device, splits, prob.total_extend, prob.num_q_heads, prob.head_dim_v)
+    contig = _pregathers(config, prob.total_prefix, k_buffer, v_buffer)
+    if contig:  # prefix rows in sequence order: row t of sequence b at kv_indptr[b] + t
+        k_buffer, v_buffer = gather_prefix(k_buffer, v_buffer, kv_indices, v_is_k)
+    tma = _tma_allowed(config, prob.dtype, prob.head_dim, prob.head_dim_v, v_is_k, q_extend.device)
+    tma_ext = tma and _describable(k_extend, prob.head_dim) and _describable(v_extend, prob.head_dim_v)
+    tma_prefix = (tma and contig and _describable(k_buffer, prob.head_dim)
+                  and _describable(v_buffer, prob.head_dim_v))
+    fitted = fit_to_chip(config, prob, limits, v_is_k)
+    fit_key = (config, prob.dtype, block_d, block_dpe, block_dv, v_is_k, tma_ext, tma_prefix, limits,
+               q_extend.device)
+    config = _KNOWN_FITS.get(fit_key, fitted)
     scale = resolve_sm_scale(sm_scale, prob.head_dim)
     use_mask = custom_mask is not None
     dummy = qo_indptr
-    _family_fwd_kernel[(row_blocks, heads, splits)](
-        q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
-        custom_mask if use_mask else dummy, mask_indptr if use_mask else dummy,
-        sinks if sinks is not None else dummy, mid_o, mid_l, scale * LOG2E, scale, prob.batch,
-        q_extend.stride(0), q_extend.stride(1), k_extend.stride(0), k_extend.stride(1),
-        v_extend.stride(0), v_extend.stride(1), o_extend.stride(0), o_extend.stride(1),
-        k_buffer.stride(0), k_buffer.stride(1), v_buffer.stride(0), v_buffer.stride(1),
-        mid_o.stride(0), mid_o.stride(1), mid_o.stride(2), mid_l.stride(0), mid_l.stride(1),
-        LQ=prob.head_dim, LV=prob.head_dim_v, BLOCK_D=block_d, BLOCK_DPE=block_dpe, BLOCK_DV=block_dv,
-        BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_B=triton.next_power_of_2(prob.batch + 1),
-        GROUP=prob.group, PACK=pack, NUM_SPLITS=splits,
-        WINDOW=int(sliding_window_size) if sliding_window_size and sliding_window_size > 0 else -1,
-        LOGIT_CAP=float(logit_cap or 0.0), IS_CAUSAL=bool(is_causal), USE_MASK=use_mask,
-        SKIP_PREFIX_MASK=bool(skip_prefix_custom_mask), HAS_SINK=sinks is not None, V_IS_K=v_is_k,
-        HEAVY_FIRST=config.heavy_first and bool(is_causal),
-        FOLD_SCALE=config.fold_scale and not logit_cap and scale > 0,
-        GATHER_STAGES=config.gather_stages,
-        num_warps=config.num_warps, num_stages=config.num_stages,
-    )
+
+    def launch(config: FamilyConfig) -> tuple[int, torch.Tensor, torch.Tensor]:
+        splits = config.num_splits or auto_splits(config, prob, limits)
+        pack = pack_factor(config, prob)
+        heads = prob.num_kv_heads if pack > 1 else prob.num_q_heads
+        row_blocks = triton.cdiv(prob.total_extend * pack, config.block_m) + prob.batch
+        mid_o, mid_l = get_workspace(q_extend.device, splits, prob.total_extend, prob.num_q_heads, prob.head_dim_v)
+        # host-side descriptors (block shape from this config's BLOCK_N); unused ones are a dummy pointer
+        descs = [_row_descriptor(t, w, config.block_n) if use else dummy for t, w, use in (
+            (k_extend, prob.head_dim, tma_ext), (v_extend, prob.head_dim_v, tma_ext),
+            (k_buffer, prob.head_dim, tma_prefix), (v_buffer, prob.head_dim_v, tma_prefix))]
+        _family_fwd_kernel[(row_blocks, heads, splits)](
+            q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
+            custom_mask if use_mask else dummy, mask_indptr if use_mask else dummy,
+            sinks if sinks is not None else dummy, mid_o, mid_l, *descs, scale * LOG2E, scale, prob.batch,
+            q_extend.stride(0), q_extend.stride(1), k_extend.stride(0), k_extend.stride(1),
+            v_extend.stride(0), v_extend.stride(1), o_extend.stride(0), o_extend.stride(1),
+            k_buffer.stride(0), k_buffer.stride(1), v_buffer.stride(0), v_buffer.stride(1),
+            mid_o.stride(0), mid_o.stride(1), mid_o.stride(2), mid_l.stride(0), mid_l.stride(1),
+            LQ=prob.head_dim, LV=prob.head_dim_v, BLOCK_D=block_d, BLOCK_DPE=block_dpe, BLOCK_DV=block_dv,
+            BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_B=triton.next_power_of_2(prob.batch + 1),
+            GROUP=prob.group, PACK=pack, NUM_SPLITS=splits,
+            WINDOW=int(sliding_window_size) if sliding_window_size and sliding_window_size > 0 else -1,
+            LOGIT_CAP=float(logit_cap or 0.0), IS_CAUSAL=bool(is_causal), USE_MASK=use_mask,
+            SKIP_PREFIX_MASK=bool(skip_prefix_custom_mask), HAS_SINK=sinks is not None, V_IS_K=v_is_k,
+            HEAVY_FIRST=config.heavy_first and bool(is_causal),
+            FOLD_SCALE=config.fold_scale and not logit_cap and scale > 0,
+            GATHER_STAGES=config.gather_stages, PREFIX_CONTIG=contig, TMA_EXT=tma_ext, TMA_PREFIX=tma_prefix,
+            num_warps=config.num_warps, num_stages=config.num_stages,
+        )
+        return splits, mid_o, mid_l
+
+    while True:  # the footprint model can fall short of what Triton allocates: shrink and retry on the refusal
+        try:
+            splits, mid_o, mid_l = launch(config)
+            break
+        except OutOfResources:
+            smaller = shrink_once(config)
+            if smaller is None:
+                raise
+            config = smaller
+    _KNOWN_FITS[fit_key] = config
     if splits > 1:
         _merge_kernel[merge_grid(prob.total_extend, prob.num_q_heads)](
             mid_o, mid_l, o_extend, sinks if sinks is not None else dummy, prob.num_q_heads,

@@ -9,7 +9,10 @@ One program = one block of BLOCK_M packed query rows x one head x one split of t
 - flat grid over (sequence, row block) pairs found from qo_indptr on the device (no host sync, no
   max_len_extend trust), heavy blocks first inside each causal sequence;
 - online softmax in base 2 (exp2 with log2(e) folded into the scale), fp32 accumulators, unmasked full tiles
-  and masked edge tiles, software pipelining left to num_stages.
+  and masked edge tiles, software pipelining left to num_stages;
+- K/V tiles of contiguous rows (the extend keys, the pre-gathered prefix) optionally loaded through host-side
+  tensor descriptors (TMA_EXT / TMA_PREFIX: Hopper TMA, one box per tile, issued by the pipeliner without
+  per-element address arithmetic), switched inside the one load helper `_load_rows`.
 Source of the method: FlashAttention-2 (Dao 2023) online softmax and work partitioning; Flash-Decoding
 split-KV (Dao et al. 2023); the public extend-attention agent result (shared/reference/extend_attention.md).
 """
@@ -77,8 +80,17 @@ def _attend_tile(acc, l_i, m_i, q, qpe, k, kpe, v, visible, qk_scale, sm_scale,
 
 
 @triton.jit
-def _load_rows(base, rows, row_ok, stride, offs, LIMIT: tl.constexpr, WIDTH: tl.constexpr, MASKED: tl.constexpr):
-    """Load [N, WIDTH] rows at base + rows * stride + offs; masks only what can be out of range."""
+def _load_rows(base, rows, row_ok, stride, offs, desc, desc_row, desc_col, LIMIT: tl.constexpr,
+               WIDTH: tl.constexpr, MASKED: tl.constexpr, TMA: tl.constexpr):
+    """Load [N, WIDTH] rows at base + rows * stride + offs; masks only what can be out of range.
+
+    TMA: one tensor-descriptor load of the [N, WIDTH] box at (desc_row, desc_col) of a 2-D [rows, heads * WIDTH]
+    view instead (contiguous rows desc_row + n, head columns from desc_col; LIMIT == WIDTH). Rows past the
+    tensor come back as zeros; rows of the next sequence inside it are real (finite) values that the caller's
+    key mask hides, as it hides the pointer path's zero-filled rows.
+    """
+    if TMA:
+        return desc.load([desc_row, desc_col])
     ptrs = base + rows[:, None] * stride + offs[None, :]
     if MASKED:
         if LIMIT < WIDTH:
@@ -91,27 +103,34 @@ def _load_rows(base, rows, row_ok, stride, offs, LIMIT: tl.constexpr, WIDTH: tl.
 
 @triton.jit
 def _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head, stride_kbt,
-                 stride_vbt, tok, valid, pre_len, seq_len, mask_ptr, mask_start, qk_scale, sm_scale,
-                 offs_n, offs_d, offs_dv, LQ: tl.constexpr, LV: tl.constexpr, BLOCK_D: tl.constexpr,
+                 stride_vbt, kb_desc, vb_desc, kv_head, tok, valid, pre_len, seq_len, mask_ptr, mask_start, qk_scale,
+                 sm_scale, offs_n, offs_d, offs_dv, LQ: tl.constexpr, LV: tl.constexpr, BLOCK_D: tl.constexpr,
                  BLOCK_DPE: tl.constexpr, BLOCK_DV: tl.constexpr, WINDOW: tl.constexpr, LOGIT_CAP: tl.constexpr,
                  IS_CAUSAL: tl.constexpr, USE_MASK: tl.constexpr, SKIP_PREFIX_MASK: tl.constexpr,
-                 V_IS_K: tl.constexpr, FOLD_SCALE: tl.constexpr, MASKED: tl.constexpr):
-    """Gather one tile of prefix K/V through kv_indices and fold it into the online softmax."""
+                 V_IS_K: tl.constexpr, FOLD_SCALE: tl.constexpr, MASKED: tl.constexpr, PREFIX_CONTIG: tl.constexpr,
+                 TMA: tl.constexpr):
+    """Gather one tile of prefix K/V through kv_indices (or, pre-gathered, read rows pre_start + kpos, through
+    tensor descriptors with TMA) and fold it into the online softmax."""
     kpos = start + offs_n
     key_ok = kpos < hi
-    if MASKED:
+    if PREFIX_CONTIG:
+        slots = pre_start + kpos.to(tl.int64)
+    elif MASKED:
         slots = tl.load(kv_indices + pre_start + kpos, mask=key_ok, other=0).to(tl.int64)
     else:
         slots = tl.load(kv_indices + pre_start + kpos).to(tl.int64)
-    k = _load_rows(kb_head, slots, key_ok, stride_kbt, offs_d, LQ, BLOCK_D, MASKED)
+    row0 = (pre_start + start).to(tl.int32)  # TMA only: the tile's first row in the pre-gathered buffer
+    k = _load_rows(kb_head, slots, key_ok, stride_kbt, offs_d, kb_desc, row0, kv_head * LQ, LQ, BLOCK_D, MASKED,
+                   TMA)
     kpe = k
     if BLOCK_DPE > 0:
-        kpe = _load_rows(kb_head, slots, key_ok, stride_kbt, BLOCK_D + tl.arange(0, BLOCK_DPE), BLOCK_DPE,
-                         BLOCK_DPE, MASKED)
+        kpe = _load_rows(kb_head, slots, key_ok, stride_kbt, BLOCK_D + tl.arange(0, BLOCK_DPE), kb_desc, row0, 0,
+                         BLOCK_DPE, BLOCK_DPE, MASKED, False)
     if V_IS_K:
         v = k
     else:
-        v = _load_rows(vb_head, slots, key_ok, stride_vbt, offs_dv, LV, BLOCK_DV, MASKED)
+        v = _load_rows(vb_head, slots, key_ok, stride_vbt, offs_dv, vb_desc, row0, kv_head * LV, LV, BLOCK_DV,
+                       MASKED, TMA)
     vis = valid[:, None]
     if MASKED:
         vis = _visible(tok, valid, kpos, key_ok, pre_len, seq_len, mask_ptr, mask_start, True,
@@ -148,7 +167,7 @@ def _visible(tok, valid, kpos, key_ok, pre_len, seq_len, mask_ptr, mask_start, i
 @triton.jit
 def _family_fwd_kernel(
     Q, K_ext, V_ext, O, K_buf, V_buf, qo_indptr, kv_indptr, kv_indices, mask_ptr, mask_indptr, sinks_ptr,
-    Mid_O, Mid_L, qk_scale, sm_scale, batch,
+    Mid_O, Mid_L, K_ext_desc, V_ext_desc, K_buf_desc, V_buf_desc, qk_scale, sm_scale, batch,
     stride_qt, stride_qh, stride_kt, stride_kh, stride_vt, stride_vh, stride_ot, stride_oh,
     stride_kbt, stride_kbh, stride_vbt, stride_vbh, stride_ms, stride_mt, stride_mh, stride_ls, stride_lt,
     LQ: tl.constexpr, LV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DPE: tl.constexpr, BLOCK_DV: tl.constexpr,
@@ -156,6 +175,7 @@ def _family_fwd_kernel(
     NUM_SPLITS: tl.constexpr, WINDOW: tl.constexpr, LOGIT_CAP: tl.constexpr, IS_CAUSAL: tl.constexpr,
     USE_MASK: tl.constexpr, SKIP_PREFIX_MASK: tl.constexpr, HAS_SINK: tl.constexpr, V_IS_K: tl.constexpr,
     HEAVY_FIRST: tl.constexpr, FOLD_SCALE: tl.constexpr, GATHER_STAGES: tl.constexpr,
+    PREFIX_CONTIG: tl.constexpr, TMA_EXT: tl.constexpr, TMA_PREFIX: tl.constexpr,
 ):
     seq, block, total = _locate_block(qo_indptr, batch, tl.program_id(0), PACK, BLOCK_M, BLOCK_B, HEAVY_FIRST)
     if tl.program_id(0) >= total:
@@ -205,44 +225,46 @@ def _family_fwd_kernel(
             # tl.range pipelining also covers the kv_indices load that the K/V gathers depend on
             for start in tl.range(lo, full_hi, BLOCK_N, num_stages=GATHER_STAGES):
                 acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,
-                                             stride_kbt, stride_vbt, tok, valid, pre_len, seq_len, mask_ptr,
-                                             mask_start, qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ, LV, BLOCK_D,
-                                             BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP, IS_CAUSAL, USE_MASK,
-                                             SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, False)
+                                             stride_kbt, stride_vbt, K_buf_desc, V_buf_desc, kv_head, tok, valid,
+                                             pre_len, seq_len, mask_ptr, mask_start, qk_scale, sm_scale, offs_n, offs_d,
+                                             offs_dv, LQ, LV, BLOCK_D, BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP,
+                                             IS_CAUSAL, USE_MASK, SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, False,
+                                             PREFIX_CONTIG, TMA_PREFIX)
         else:
             for start in range(lo, full_hi, BLOCK_N):
                 acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,
-                                             stride_kbt, stride_vbt, tok, valid, pre_len, seq_len, mask_ptr,
-                                             mask_start, qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ, LV, BLOCK_D,
-                                             BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP, IS_CAUSAL, USE_MASK,
-                                             SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, False)
+                                             stride_kbt, stride_vbt, K_buf_desc, V_buf_desc, kv_head, tok, valid,
+                                             pre_len, seq_len, mask_ptr, mask_start, qk_scale, sm_scale, offs_n, offs_d,
+                                             offs_dv, LQ, LV, BLOCK_D, BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP,
+                                             IS_CAUSAL, USE_MASK, SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, False,
+                                             PREFIX_CONTIG, TMA_PREFIX)
     tail_lo = lo if PREFIX_MASKED else full_hi
     for start in range(tail_lo, hi, BLOCK_N):
         acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,
-                                     stride_kbt, stride_vbt, tok, valid, pre_len, seq_len, mask_ptr,
-                                     mask_start, qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ, LV, BLOCK_D,
-                                     BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP, IS_CAUSAL, USE_MASK,
-                                     SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, True)
+                                     stride_kbt, stride_vbt, K_buf_desc, V_buf_desc, kv_head, tok, valid, pre_len,
+                                     seq_len, mask_ptr, mask_start, qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ, LV,
+                                     BLOCK_D, BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP, IS_CAUSAL, USE_MASK,
+                                     SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, True, PREFIX_CONTIG, TMA_PREFIX)
 
     # ---- extend keys (contiguous); the last split does them
     if split == NUM_SPLITS - 1:
-        acc, l_i, m_i = _extend_keys(acc, l_i, m_i, q, qpe, K_ext, V_ext, ext_start, ext_len, pre_len, seq_len,
-                                     tok, valid, tok_lo, tok_hi, kv_head, stride_kt, stride_kh, stride_vt,
-                                     stride_vh, mask_ptr, mask_start, qk_scale, sm_scale, offs_n, offs_d,
+        acc, l_i, m_i = _extend_keys(acc, l_i, m_i, q, qpe, K_ext, V_ext, K_ext_desc, V_ext_desc, ext_start, ext_len,
+                                     pre_len, seq_len, tok, valid, tok_lo, tok_hi, kv_head, stride_kt, stride_kh,
+                                     stride_vt, stride_vh, mask_ptr, mask_start, qk_scale, sm_scale, offs_n, offs_d,
                                      offs_dv, LQ, LV, BLOCK_D, BLOCK_DPE, BLOCK_DV, BLOCK_N, WINDOW, LOGIT_CAP,
-                                     IS_CAUSAL, USE_MASK, MASKED_ALWAYS, V_IS_K, FOLD_SCALE)
+                                     IS_CAUSAL, USE_MASK, MASKED_ALWAYS, V_IS_K, FOLD_SCALE, TMA_EXT)
 
     _write_result(acc, l_i, m_i, O, Mid_O, Mid_L, sinks_ptr, ext_start, tok, q_head, valid, split, offs_dv, dv_ok,
                   stride_ot, stride_oh, stride_ms, stride_mt, stride_mh, stride_ls, stride_lt, NUM_SPLITS, HAS_SINK)
 
 
 @triton.jit
-def _extend_keys(acc, l_i, m_i, q, qpe, K_ext, V_ext, ext_start, ext_len, pre_len, seq_len, tok, valid, tok_lo,
-                 tok_hi, kv_head, stride_kt, stride_kh, stride_vt, stride_vh, mask_ptr, mask_start, qk_scale,
-                 sm_scale, offs_n, offs_d, offs_dv, LQ: tl.constexpr, LV: tl.constexpr, BLOCK_D: tl.constexpr,
+def _extend_keys(acc, l_i, m_i, q, qpe, K_ext, V_ext, k_desc, v_desc, ext_start, ext_len, pre_len, seq_len, tok,
+                 valid, tok_lo, tok_hi, kv_head, stride_kt, stride_kh, stride_vt, stride_vh, mask_ptr, mask_start,
+                 qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ: tl.constexpr, LV: tl.constexpr, BLOCK_D: tl.constexpr,
                  BLOCK_DPE: tl.constexpr, BLOCK_DV: tl.constexpr, BLOCK_N: tl.constexpr, WINDOW: tl.constexpr,
                  LOGIT_CAP: tl.constexpr, IS_CAUSAL: tl.constexpr, USE_MASK: tl.constexpr,
-                 MASKED_ALWAYS: tl.constexpr, V_IS_K: tl.constexpr, FOLD_SCALE: tl.constexpr):
+                 MASKED_ALWAYS: tl.constexpr, V_IS_K: tl.constexpr, FOLD_SCALE: tl.constexpr, TMA: tl.constexpr):
     """Online softmax over the extend keys: unmasked full tiles below the block's first row, then masked."""
     causal = IS_CAUSAL and not USE_MASK
     end = tok_hi + 1 if causal else ext_len
@@ -254,38 +276,45 @@ def _extend_keys(acc, l_i, m_i, q, qpe, K_ext, V_ext, ext_start, ext_len, pre_le
         full_end = start0
     k_head = K_ext + ext_start * stride_kt + kv_head.to(tl.int64) * stride_kh
     v_head = V_ext + ext_start * stride_vt + kv_head.to(tl.int64) * stride_vh
+    row0 = ext_start.to(tl.int32)  # TMA only: the sequence's first row in k_extend / v_extend
     for start in range(start0, full_end, BLOCK_N):
-        acc, l_i, m_i = _extend_tile(acc, l_i, m_i, q, qpe, start, end, k_head, v_head, stride_kt, stride_vt, tok,
-                                     valid, pre_len, seq_len, mask_ptr, mask_start, qk_scale, sm_scale, offs_n,
-                                     offs_d, offs_dv, LQ, LV, BLOCK_D, BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP,
-                                     IS_CAUSAL, USE_MASK, V_IS_K, FOLD_SCALE, False)
+        acc, l_i, m_i = _extend_tile(acc, l_i, m_i, q, qpe, start, end, k_head, v_head, stride_kt, stride_vt,
+                                     k_desc, v_desc, row0, kv_head, tok, valid, pre_len, seq_len, mask_ptr,
+                                     mask_start, qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ, LV, BLOCK_D,
+                                     BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP, IS_CAUSAL, USE_MASK, V_IS_K, FOLD_SCALE,
+                                     False, TMA)
     for start in range(full_end, end, BLOCK_N):
-        acc, l_i, m_i = _extend_tile(acc, l_i, m_i, q, qpe, start, end, k_head, v_head, stride_kt, stride_vt, tok,
-                                     valid, pre_len, seq_len, mask_ptr, mask_start, qk_scale, sm_scale, offs_n,
-                                     offs_d, offs_dv, LQ, LV, BLOCK_D, BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP,
-                                     IS_CAUSAL, USE_MASK, V_IS_K, FOLD_SCALE, True)
+        acc, l_i, m_i = _extend_tile(acc, l_i, m_i, q, qpe, start, end, k_head, v_head, stride_kt, stride_vt,
+                                     k_desc, v_desc, row0, kv_head, tok, valid, pre_len, seq_len, mask_ptr,
+                                     mask_start, qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ, LV, BLOCK_D,
+                                     BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP, IS_CAUSAL, USE_MASK, V_IS_K, FOLD_SCALE,
+                                     True, TMA)
     return acc, l_i, m_i
 
 
 @triton.jit
-def _extend_tile(acc, l_i, m_i, q, qpe, start, end, k_head, v_head, stride_kt, stride_vt, tok, valid, pre_len,
-                 seq_len, mask_ptr, mask_start, qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ: tl.constexpr,
-                 LV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DPE: tl.constexpr, BLOCK_DV: tl.constexpr,
-                 WINDOW: tl.constexpr, LOGIT_CAP: tl.constexpr, IS_CAUSAL: tl.constexpr, USE_MASK: tl.constexpr,
-                 V_IS_K: tl.constexpr, FOLD_SCALE: tl.constexpr, MASKED: tl.constexpr):
-    """One tile of contiguous extend K/V folded into the online softmax (masked: causal/custom/window)."""
+def _extend_tile(acc, l_i, m_i, q, qpe, start, end, k_head, v_head, stride_kt, stride_vt, k_desc, v_desc, row0,
+                 kv_head, tok, valid, pre_len, seq_len, mask_ptr, mask_start, qk_scale, sm_scale, offs_n, offs_d,
+                 offs_dv, LQ: tl.constexpr, LV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DPE: tl.constexpr,
+                 BLOCK_DV: tl.constexpr, WINDOW: tl.constexpr, LOGIT_CAP: tl.constexpr, IS_CAUSAL: tl.constexpr,
+                 USE_MASK: tl.constexpr, V_IS_K: tl.constexpr, FOLD_SCALE: tl.constexpr, MASKED: tl.constexpr,
+                 TMA: tl.constexpr):
+    """One tile of contiguous extend K/V folded into the online softmax (masked: causal/custom/window); with
+    TMA the tile is one descriptor load per K and V at row row0 + start."""
     kpos_e = start + offs_n
     key_ok = kpos_e < end
     krow = kpos_e.to(tl.int64)
-    k = _load_rows(k_head, krow, key_ok, stride_kt, offs_d, LQ, BLOCK_D, MASKED)
+    k = _load_rows(k_head, krow, key_ok, stride_kt, offs_d, k_desc, row0 + start, kv_head * LQ, LQ, BLOCK_D, MASKED,
+                   TMA)
     kpe = k
     if BLOCK_DPE > 0:
-        kpe = _load_rows(k_head, krow, key_ok, stride_kt, BLOCK_D + tl.arange(0, BLOCK_DPE), BLOCK_DPE, BLOCK_DPE,
-                         MASKED)
+        kpe = _load_rows(k_head, krow, key_ok, stride_kt, BLOCK_D + tl.arange(0, BLOCK_DPE), k_desc, row0, 0,
+                         BLOCK_DPE, BLOCK_DPE, MASKED, False)
     if V_IS_K:
         v = k
     else:
-        v = _load_rows(v_head, krow, key_ok, stride_vt, offs_dv, LV, BLOCK_DV, MASKED)
+        v = _load_rows(v_head, krow, key_ok, stride_vt, offs_dv, v_desc, row0 + start, kv_head * LV, LV, BLOCK_DV,
+                       MASKED, TMA)
     vis = valid[:, None]
     if MASKED:
         vis = _visible(tok, valid, pre_len + kpos_e, key_ok, pre_len, seq_len, mask_ptr, mask_start, False,

@@ -1,14 +1,14 @@
-"""chiplore candidate v14 for extend_attention_fwd (run retrieval, chip h200).
+"""chiplore candidate v19 for extend_attention_fwd (run retrieval, chip h200).
 
-Parent v8, generation 4. Patterns: none.
+Parent v8, generation 3. Patterns: none.
 Rationale:
-    compute-d256: num_splits 1 -> 0 (explore around the best). Diagnosis: large-heads: compute-bound, 32.2% of
-    floor (1940 us vs 625 us).
+    memory-d128: num_warps 8 -> 4 (explore around the best). Diagnosis: spec-verify: memory-bound, 57.9% of
+    floor (389 us vs 225 us); decode: memory-bound, 63.7% of floor (704 us vs 449 us).
 
 One family configuration per case class; the class of a call is computed from tensor metadata only:
 - bound: "memory" when (extend rows per sequence) x (q heads per KV head) is below RIDGE_FLOP_PER_BYTE, the
   roofline ridge point of the chip profile (peak FLOP/s over peak bytes/s); otherwise "compute".
-- width: head_dim <= 128 -> "d128", <= 256 -> "d256", else "wide".
+- width: head_dim <= 64 -> "d64", <= 128 -> "d128", <= 256 -> "d256", else "wide".
 Classes this run did not tune use the family's default configuration.
 """
 
@@ -17,10 +17,11 @@ from .family import FamilyConfig, run_family
 RIDGE_FLOP_PER_BYTE = 206.146
 
 CONFIGS = (
-    ("compute-d128", FamilyConfig(block_m=128, block_n=128, num_warps=8, num_stages=3, num_splits=0, pack_gqa=True)),
-    ("compute-d256", FamilyConfig(block_m=128, block_n=64, num_warps=8, num_stages=2, num_splits=0, pack_gqa=True)),
-    ("compute-wide", FamilyConfig(block_m=64, block_n=64, num_warps=8, num_stages=2, num_splits=1, pack_gqa=True)),
-    ("memory-d128", FamilyConfig(block_m=16, block_n=128, num_warps=8, num_stages=2, num_splits=2, pack_gqa=True)),
+    ("compute-d128", FamilyConfig(block_m=128, block_n=128, num_warps=8, num_stages=3, num_splits=1, pack_gqa=True, pregather=True, tma=True)),
+    ("compute-d256", FamilyConfig(block_m=128, block_n=64, num_warps=8, num_stages=2, num_splits=1, pack_gqa=True, pregather=True, tma=True)),
+    ("compute-d64", FamilyConfig(block_m=128, block_n=128, num_warps=8, num_stages=4, num_splits=1, pack_gqa=False, pregather=True, tma=True)),
+    ("compute-wide", FamilyConfig(block_m=64, block_n=64, num_warps=8, num_stages=2, num_splits=1, pack_gqa=True, pregather=True, tma=True)),
+    ("memory-d128", FamilyConfig(block_m=16, block_n=128, num_warps=4, num_stages=3, num_splits=2, pack_gqa=True, pregather=False, tma=False)),
 )
 DEFAULT_CONFIG = FamilyConfig()
 
@@ -31,7 +32,7 @@ def _case_class(q_extend, k_extend, qo_indptr):
     rows_per_sequence = q_extend.shape[0] / batch
     group = q_extend.shape[1] // k_extend.shape[1]
     head_dim = q_extend.shape[2]
-    width = "d128" if head_dim <= 128 else "d256" if head_dim <= 256 else "wide"
+    width = "d64" if head_dim <= 64 else "d128" if head_dim <= 128 else "d256" if head_dim <= 256 else "wide"
     if RIDGE_FLOP_PER_BYTE is None:
         return "any-" + width
     bound = "memory" if rows_per_sequence * group < RIDGE_FLOP_PER_BYTE else "compute"

@@ -1,6 +1,7 @@
-"""Preallocated split-KV workspace: partial outputs and log-sum-exps, reused across calls.
+"""Preallocated workspaces reused across calls: the split-KV partials (outputs and log-sum-exps) and, through
+`pooled`, any other named buffer (the pre-gathered prefix K/V of `prefix_gather.py`).
 
-One buffer pair per (device, stream); it grows to the next power-of-two size class when a call needs more and
+One buffer per (device, stream, name, dtype); it grows to the next power-of-two size class when a call needs more and
 is otherwise reused as is, so steady-state calls allocate nothing. Every slot a call reads is written earlier
 in the same call (each split writes its partial, empty ones as (0, -inf)), so stale contents never leak.
 Calls on one stream are ordered, so sharing a buffer between them is safe.
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-_POOL: dict[tuple[str, int | None, int], tuple[torch.Tensor, torch.Tensor]] = {}
+_POOL: dict[tuple[str, int | None, int, str, torch.dtype], torch.Tensor] = {}
 
 
 def _stream_id(device: torch.device) -> int:
@@ -21,6 +22,17 @@ def _size_class(n: int) -> int:
     return 1 << max(0, (max(1, n) - 1).bit_length())
 
 
+def pooled(device: torch.device, dtype: torch.dtype, name: str, numel: int) -> torch.Tensor:
+    """A flat view of `numel` elements of the reusable buffer `name` of (device, current stream, dtype); the buffer
+    grows to the next power-of-two size class when a call needs more. Contents are stale: write before reading."""
+    key = (device.type, device.index, _stream_id(device), name, dtype)
+    buf = _POOL.get(key)
+    if buf is None or buf.numel() < numel:
+        buf = torch.empty(_size_class(numel), dtype=dtype, device=device)
+        _POOL[key] = buf
+    return buf[:numel]
+
+
 def get_workspace(device: torch.device, splits: int, tokens: int, heads: int, head_dim_v: int):
     """Views (mid_o [splits, tokens, heads, head_dim_v] fp32, mid_l [splits, tokens, heads] fp32).
 
@@ -28,12 +40,6 @@ def get_workspace(device: torch.device, splits: int, tokens: int, heads: int, he
     """
     if splits <= 1:
         tokens, heads, head_dim_v = 1, 1, 1
-    key = (device.type, device.index, _stream_id(device))
-    need_o = splits * tokens * heads * head_dim_v
-    need_l = splits * tokens * heads
-    buf_o, buf_l = _POOL.get(key, (None, None))
-    if buf_o is None or buf_o.numel() < need_o or buf_l.numel() < need_l:
-        buf_o = torch.empty(_size_class(need_o), dtype=torch.float32, device=device)
-        buf_l = torch.empty(_size_class(need_l), dtype=torch.float32, device=device)
-        _POOL[key] = (buf_o, buf_l)
-    return (buf_o[:need_o].view(splits, tokens, heads, head_dim_v), buf_l[:need_l].view(splits, tokens, heads))
+    mid_o = pooled(device, torch.float32, "mid_o", splits * tokens * heads * head_dim_v)
+    mid_l = pooled(device, torch.float32, "mid_l", splits * tokens * heads)
+    return mid_o.view(splits, tokens, heads, head_dim_v), mid_l.view(splits, tokens, heads)

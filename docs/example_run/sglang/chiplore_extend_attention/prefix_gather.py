@@ -1,0 +1,88 @@
+"""Prefix pre-gather: copy the prefix K/V rows named by kv_indices into contiguous per-sequence order.
+
+The family kernel reads the prefix of every sequence through kv_indices (a paged KV cache with page size 1): each
+K/V tile is a gather whose row addresses come from a load the tile's loads depend on. With ``pregather`` the
+family first copies those rows once into a contiguous workspace (``K_g[t] = K_buf[kv_indices[t]]`` for t in
+[0, ΣP)), a memory-bound pass of 2 x ΣP x H_kv x (D_qk + D_v) x elem bytes, and the attention kernel then walks
+the prefix like the extend keys (row t of sequence b at kv_indptr[b] + t). It pays off where each prefix row is
+read by many query rows (compute-bound chunked prefill: 2048 query rows per 32768-key prefix), never in decode.
+
+One launch copies K and V: each program reads BLOCK_T slot numbers once and moves those tokens' whole
+[H_kv, D] rows (H_kv x D elements, contiguous in the usual cache layout) of K, then of V, in BLOCK_C-column
+chunks, so every load is a long run of consecutive bytes (a per-head copy moves 2 x D bytes per run).
+
+The workspace is reused across calls of the same size class (as the split-KV partials, `workspace.py`); every row a
+call reads is written earlier in the same call.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from .workspace import pooled
+
+#: Tokens per program and columns per chunk of the copy (a 16 KiB bf16 tile per chunk). H200, bf16
+#: (benchmarks/bench_prefix_gather.py, session 5): 8 x 1024 moves mixed-batch's 2 x 134 MB at 3970 GB/s, 95 % of a
+#: contiguous copy_ (4183 GB/s) and 7 % faster than torch indexing; 16 x 512 3891 GB/s, 64 x 128 3741 GB/s.
+BLOCK_T = 8
+BLOCK_C = 1024
+
+
+@triton.jit
+def _copy_rows(src, dst, slots, offs_t, t_ok, stride_st, stride_sh, HEAD_W: tl.constexpr, ROW_W: tl.constexpr,
+               BLOCK_C: tl.constexpr):
+    """dst[t, :ROW_W] = src[slots[t]] flattened over (head, column) for the tokens offs_t (dst contiguous)."""
+    for c0 in tl.static_range(0, ROW_W, BLOCK_C):
+        cols = c0 + tl.arange(0, BLOCK_C)
+        src_cols = (cols // HEAD_W) * stride_sh + cols % HEAD_W
+        ok = t_ok[:, None] & (cols < ROW_W)[None, :]
+        rows = tl.load(src + slots[:, None] * stride_st + src_cols[None, :], mask=ok)
+        tl.store(dst + offs_t.to(tl.int64)[:, None] * ROW_W + cols[None, :], rows, mask=ok)
+
+
+@triton.jit
+def _gather_kv_kernel(k_src, v_src, k_dst, v_dst, kv_indices, total, stride_kt, stride_kh, stride_vt, stride_vh,
+                      K_HEAD_W: tl.constexpr, K_ROW_W: tl.constexpr, V_HEAD_W: tl.constexpr,
+                      V_ROW_W: tl.constexpr, HAS_V: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_C: tl.constexpr):
+    """K (and V unless HAS_V is false) rows of BLOCK_T prefix tokens, slot numbers loaded once."""
+    offs_t = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
+    t_ok = offs_t < total
+    slots = tl.load(kv_indices + offs_t, mask=t_ok, other=0).to(tl.int64)
+    _copy_rows(k_src, k_dst, slots, offs_t, t_ok, stride_kt, stride_kh, K_HEAD_W, K_ROW_W, BLOCK_C)
+    if HAS_V:
+        _copy_rows(v_src, v_dst, slots, offs_t, t_ok, stride_vt, stride_vh, V_HEAD_W, V_ROW_W, BLOCK_C)
+
+
+def _workspace(src: torch.Tensor, name: str, total: int) -> torch.Tensor:
+    heads, width = src.shape[1], src.shape[2]
+    return pooled(src.device, src.dtype, name, total * heads * width).view(total, heads, width)
+
+
+def gather_prefix(k_buffer: torch.Tensor, v_buffer: torch.Tensor, kv_indices: torch.Tensor,
+                  v_is_k: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """Contiguous copies ``(K_g [ΣP, H_kv, D_qk], V_g [ΣP, H_kv, D_v])`` of ``k_buffer[kv_indices]`` and
+    ``v_buffer[kv_indices]`` in the reusable workspaces, in one launch.
+
+    k_buffer/v_buffer: [slots, H_kv, D] of one dtype, any row/head strides, unit stride along D. kv_indices: [ΣP]
+    int32/int64 slot numbers. With `v_is_k` (MLA: V is a view of K) only K is copied and V_g is K_g. No host
+    synchronization: ΣP is kv_indices.shape[0].
+
+    Raises:
+        ValueError: a buffer whose last stride is not 1 (name and strides in the message).
+    """
+    for name, buf in (("k_buffer", k_buffer), ("v_buffer", v_buffer)):
+        if buf.stride(2) != 1:
+            raise ValueError(f"{name}: pre-gather needs unit stride along the head dim, got strides {buf.stride()}")
+    total = kv_indices.shape[0]
+    k_dst = _workspace(k_buffer, "prefix_k", total)
+    v_dst = k_dst if v_is_k else _workspace(v_buffer, "prefix_v", total)
+    if total == 0:
+        return k_dst, v_dst
+    _gather_kv_kernel[(triton.cdiv(total, BLOCK_T),)](
+        k_buffer, v_buffer, k_dst, v_dst, kv_indices, total, k_buffer.stride(0), k_buffer.stride(1),
+        v_buffer.stride(0), v_buffer.stride(1), K_HEAD_W=k_buffer.shape[2], K_ROW_W=k_buffer[0].numel(),
+        V_HEAD_W=v_buffer.shape[2], V_ROW_W=v_buffer[0].numel(), HAS_V=not v_is_k,
+        BLOCK_T=BLOCK_T, BLOCK_C=BLOCK_C, num_warps=4)
+    return k_dst, v_dst
