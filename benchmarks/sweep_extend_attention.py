@@ -121,6 +121,26 @@ def occupancy_configs(rows: int, d_total: int, group: int) -> list[FamilyConfig]
     return out[:16]
 
 
+def ahead_configs(rows: int, d_total: int, group: int) -> list[FamilyConfig]:
+    """Sweep 8 (compute-bound, pre-gather + TMA, one split): gather-ahead (`FamilyConfig.gather_ahead`: KV head
+    0's prefix copied first, each later head's by the previous head's launch, under its tensor-core work) at a
+    few rows per key tile around cdiv(BLOCK_N, row blocks per sequence), against the same tiles without it. At
+    most 12 per case."""
+    if rows <= 64 or d_total > 512:
+        return []
+    pack = group > 1
+    wide = d_total > 256
+    tiles = [(64, 64, 4, 3)] if wide else [(128, 128, 8, 3), (128, 128, 8, 2), (64, 64, 4, 3)]
+    out = []
+    for bm, bn, w, st in tiles:
+        need = max(1, -(-bn // max(1, -(-rows // bm))))  # rows per tile that cover a slice inside the loop
+        rows_per_tile = sorted({1 << max(0, (need - 1).bit_length() + k) for k in (0, 1)})
+        out.append(FamilyConfig(bm, bn, w, st, 1, pack, pregather=True, tma=True))
+        out += [FamilyConfig(bm, bn, w, st, 1, pack, pregather=True, tma=True, gather_ahead=a)
+                for a in rows_per_tile if a <= 256]
+    return out[:12]
+
+
 def sweep_configs(case: Case) -> list[FamilyConfig]:
     """Candidate configurations for a case, from its features (rows per sequence, head dims)."""
     p = case.params
@@ -135,6 +155,8 @@ def sweep_configs(case: Case) -> list[FamilyConfig]:
         return tma_configs(rows, d_total, group)
     if QUICK == "occupancy":
         return occupancy_configs(rows, d_total, group)
+    if QUICK == "ahead":
+        return ahead_configs(rows, d_total, group)
     if QUICK:
         return quick_configs(rows, d_total, group)
     out: list[FamilyConfig] = []
@@ -267,12 +289,14 @@ def main() -> None:
                     help="compute-bound cases with pre-gather + TMA: split-KV, 64-row blocks, heavy-first (sweep 5)")
     ap.add_argument("--occupancy", action="store_true",
                     help="compute-bound cases: 4-warp programs two to an SM (sweep 7)")
+    ap.add_argument("--ahead", action="store_true",
+                    help="compute-bound cases: gather-ahead of the next KV head's prefix (sweep 8)")
     args = ap.parse_args()
     global QUICK
-    QUICK = ("occupancy" if args.occupancy else "compute" if args.compute else "tma" if args.tma
-             else "focus" if args.focus else args.quick)
+    QUICK = ("ahead" if args.ahead else "occupancy" if args.occupancy else "compute" if args.compute
+             else "tma" if args.tma else "focus" if args.focus else args.quick)
     cases = [c for c in TASK.bench_cases if not args.cases or c.id in args.cases.split(",")]
-    if QUICK in ("compute", "tma", "occupancy"):
+    if QUICK in ("compute", "tma", "occupancy", "ahead"):
         cases = [c for c in cases if sweep_configs(c)]
     t0 = time.time()
     errors = precompile(cases, args.workers)

@@ -6,7 +6,9 @@ the call), pack_gqa (multi-query blocks: the G q heads of a KV head share each K
 row blocks in decreasing work order), fold_scale (softmax scale folded into the exp2 FMA), gather_stages
 (loop-level pipelining of the prefix gather, kv_indices loads included; 0 = off) and pregather (copy the prefix
 K/V rows into contiguous order first, `prefix_gather.py`, so the attention loop reads them like the extend keys)
-and tma (contiguous K/V tiles loaded through Hopper tensor descriptors, see `FamilyConfig`).
+and tma (contiguous K/V tiles loaded through Hopper tensor descriptors, see `FamilyConfig`), and gather_ahead
+(with pregather: only KV head 0's prefix is copied before attention; the attention launch of KV head h copies
+KV head h + 1's, `gather_ahead` rows per key tile, `ahead_applies`).
 Every launch is free of host synchronization: sizes come from tensor metadata
 (ΣE = q_extend.shape[0], ΣP = kv_indices.shape[0], B = qo_indptr.shape[0] - 1) and the split-KV partials live in a
 preallocated workspace reused across calls of the same size class.
@@ -67,6 +69,7 @@ class FamilyConfig:
     gather_stages: int = 0
     pregather: bool = False
     tma: bool = False
+    gather_ahead: int = 0
 
     def __post_init__(self) -> None:
         for name in ("block_m", "block_n"):
@@ -74,7 +77,9 @@ class FamilyConfig:
             if value < 16 or value & (value - 1):
                 raise ValueError(f"FamilyConfig.{name}={value} must be a power of two >= 16")
         if (self.num_warps not in (1, 2, 4, 8, 16) or self.num_stages < 1 or not 0 <= self.num_splits <= 64
-                or not 0 <= self.gather_stages <= 6):
+                or not 0 <= self.gather_stages <= 6
+                or not (self.gather_ahead == 0 or 0 < self.gather_ahead <= 256
+                        and not self.gather_ahead & (self.gather_ahead - 1))):
             raise ValueError(f"FamilyConfig out of range: {self}")
 
     def to_dict(self) -> dict[str, Any]:
@@ -188,6 +193,20 @@ def auto_splits(config: FamilyConfig, prob: Problem, limits: ChipLimits, waves: 
     return int(max(1, min(want, by_length, 32)))
 
 
+def ahead_applies(config: FamilyConfig, prob: Problem, contig: bool, v_is_k: bool, prefix_masked: bool) -> bool:
+    """Whether `run_family` runs `config` with gather-ahead: ``gather_ahead`` > 0 with the prefix pre-gathered
+    (`contig`), one split, no loop-pipelined gather, one program per KV head (pack GQA, or G = 1), several KV
+    heads, no rope part, V not a view of K and no mask on prefix keys. Then KV head 0's prefix is copied first and
+    KV heads are launched one after the other, each program of head h copying a 1/count slice of its
+    sequence's prefix of head h + 1 (`gather_ahead` rows per key tile, the rest after its loop): the copy's
+    memory traffic runs under the attention's tensor-core work instead of before it (mixed batch: 135 us of
+    copy at the bandwidth ceiling, BENCHMARKS.md session 5)."""
+    _, block_dpe, _ = head_dim_blocks(prob.head_dim, prob.head_dim_v)
+    one_per_kv_head = pack_factor(config, prob) > 1 or prob.group == 1
+    return (config.gather_ahead > 0 and contig and config.num_splits == 1 and config.gather_stages == 0
+            and one_per_kv_head and prob.num_kv_heads > 1 and block_dpe == 0 and not v_is_k and not prefix_masked)
+
+
 def _v_is_view_of_k(k_buffer: torch.Tensor, v_buffer: torch.Tensor) -> bool:
     return (v_buffer.data_ptr() == k_buffer.data_ptr() and v_buffer.stride() == k_buffer.stride()
             and v_buffer.shape[2] <= k_buffer.shape[2])
@@ -278,14 +297,18 @@ def run_family(
     v_is_k = (_v_is_view_of_k(k_buffer, v_buffer) and _v_is_view_of_k(k_extend, v_extend)
               and block_dv == block_d == prob.head_dim_v)
     contig = _pregathers(config, prob.total_prefix, k_buffer, v_buffer)
+    window = int(sliding_window_size) if sliding_window_size and sliding_window_size > 0 else -1
+    prefix_masked = window > 0 or (custom_mask is not None and not skip_prefix_custom_mask)
+    ahead = ahead_applies(config, prob, contig, v_is_k, prefix_masked)
+    k_src, v_src = k_buffer, v_buffer
     if contig:  # prefix rows in sequence order: row t of sequence b at kv_indptr[b] + t
-        k_buffer, v_buffer = gather_prefix(k_buffer, v_buffer, kv_indices, v_is_k)
+        k_buffer, v_buffer = gather_prefix(k_buffer, v_buffer, kv_indices, v_is_k, head=0 if ahead else None)
     tma = _tma_allowed(config, prob.dtype, prob.head_dim, prob.head_dim_v, v_is_k, q_extend.device)
     tma_ext = tma and _describable(k_extend, prob.head_dim) and _describable(v_extend, prob.head_dim_v)
     tma_prefix = (tma and contig and _describable(k_buffer, prob.head_dim)
                   and _describable(v_buffer, prob.head_dim_v))
     fitted = fit_to_chip(config, prob, limits, v_is_k)
-    fit_key = (config, prob.dtype, block_d, block_dpe, block_dv, v_is_k, tma_ext, tma_prefix, limits,
+    fit_key = (config, prob.dtype, block_d, block_dpe, block_dv, v_is_k, tma_ext, tma_prefix, ahead, limits,
                q_extend.device)
     config = _KNOWN_FITS.get(fit_key, fitted)
     scale = resolve_sm_scale(sm_scale, prob.head_dim)
@@ -302,25 +325,20 @@ def run_family(
         descs = [_row_descriptor(t, w, config.block_n) if use else dummy for t, w, use in (
             (k_extend, prob.head_dim, tma_ext), (v_extend, prob.head_dim_v, tma_ext),
             (k_buffer, prob.head_dim, tma_prefix), (v_buffer, prob.head_dim_v, tma_prefix))]
-        _family_fwd_kernel[(row_blocks, heads, splits)](
-            q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
-            custom_mask if use_mask else dummy, mask_indptr if use_mask else dummy,
-            sinks if sinks is not None else dummy, mid_o, mid_l, *descs, scale * LOG2E, scale, prob.batch,
-            q_extend.stride(0), q_extend.stride(1), k_extend.stride(0), k_extend.stride(1),
-            v_extend.stride(0), v_extend.stride(1), o_extend.stride(0), o_extend.stride(1),
-            k_buffer.stride(0), k_buffer.stride(1), v_buffer.stride(0), v_buffer.stride(1),
-            mid_o.stride(0), mid_o.stride(1), mid_o.stride(2), mid_l.stride(0), mid_l.stride(1),
-            LQ=prob.head_dim, LV=prob.head_dim_v, BLOCK_D=block_d, BLOCK_DPE=block_dpe, BLOCK_DV=block_dv,
-            BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_B=triton.next_power_of_2(prob.batch + 1),
-            GROUP=prob.group, PACK=pack, NUM_SPLITS=splits,
-            WINDOW=int(sliding_window_size) if sliding_window_size and sliding_window_size > 0 else -1,
-            LOGIT_CAP=float(logit_cap or 0.0), IS_CAUSAL=bool(is_causal), USE_MASK=use_mask,
-            SKIP_PREFIX_MASK=bool(skip_prefix_custom_mask), HAS_SINK=sinks is not None, V_IS_K=v_is_k,
-            HEAVY_FIRST=config.heavy_first and bool(is_causal),
-            FOLD_SCALE=config.fold_scale and not logit_cap and scale > 0,
-            GATHER_STAGES=config.gather_stages, PREFIX_CONTIG=contig, TMA_EXT=tma_ext, TMA_PREFIX=tma_prefix,
-            num_warps=config.num_warps, num_stages=config.num_stages,
-        )
+        # gather-ahead: one launch per KV head, each copying the next head's prefix; otherwise one launch
+        launches = [(h, 1, config.gather_ahead if h + 1 < heads else 0) for h in range(heads)] if ahead else [
+            (0, heads, 0)]
+        for head_base, grid_heads, ahead_rows in launches:
+            _launch_kernel((row_blocks, grid_heads, splits), q_extend, k_extend, v_extend, o_extend, k_buffer,
+                           v_buffer, qo_indptr, kv_indptr, kv_indices, custom_mask if use_mask else dummy,
+                           mask_indptr if use_mask else dummy, sinks if sinks is not None else dummy, mid_o, mid_l,
+                           descs, k_src, v_src, scale, prob, head_base, ahead_rows, config, dict(
+                BLOCK_D=block_d, BLOCK_DPE=block_dpe, BLOCK_DV=block_dv, PACK=pack, NUM_SPLITS=splits, WINDOW=window,
+                LOGIT_CAP=float(logit_cap or 0.0), IS_CAUSAL=bool(is_causal), USE_MASK=use_mask,
+                SKIP_PREFIX_MASK=bool(skip_prefix_custom_mask), HAS_SINK=sinks is not None, V_IS_K=v_is_k,
+                HEAVY_FIRST=config.heavy_first and bool(is_causal),
+                FOLD_SCALE=config.fold_scale and not logit_cap and scale > 0, PREFIX_CONTIG=contig,
+                TMA_EXT=tma_ext, TMA_PREFIX=tma_prefix))
         return splits, mid_o, mid_l
 
     while True:  # the footprint model can fall short of what Triton allocates: shrink and retry on the refusal
@@ -342,3 +360,21 @@ def run_family(
             num_warps=4 if block_dv <= 128 else 8,
         )
     return o_extend
+
+
+def _launch_kernel(grid, q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
+                   kv_indices, custom_mask, mask_indptr, sinks, mid_o, mid_l, descs, k_src, v_src, scale: float,
+                   prob: Problem, head_base: int, ahead_rows: int, config: FamilyConfig, flags: dict) -> None:
+    """One `_family_fwd_kernel` launch over `grid` (row blocks, heads from `head_base`, splits)."""
+    _family_fwd_kernel[grid](
+        q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
+        custom_mask, mask_indptr, sinks, mid_o, mid_l, *descs, k_src, v_src, scale * LOG2E, scale, prob.batch,
+        head_base, k_src.stride(0), k_src.stride(1), v_src.stride(0), v_src.stride(1),
+        q_extend.stride(0), q_extend.stride(1), k_extend.stride(0), k_extend.stride(1),
+        v_extend.stride(0), v_extend.stride(1), o_extend.stride(0), o_extend.stride(1),
+        k_buffer.stride(0), k_buffer.stride(1), v_buffer.stride(0), v_buffer.stride(1),
+        mid_o.stride(0), mid_o.stride(1), mid_o.stride(2), mid_l.stride(0), mid_l.stride(1),
+        LQ=prob.head_dim, LV=prob.head_dim_v, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
+        BLOCK_B=triton.next_power_of_2(prob.batch + 1), GROUP=prob.group, GATHER_STAGES=config.gather_stages,
+        AHEAD_ROWS=ahead_rows, num_warps=config.num_warps, num_stages=config.num_stages, **flags,
+    )

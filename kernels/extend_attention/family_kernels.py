@@ -30,7 +30,8 @@ LOG2E = 1.4426950408889634
 @triton.jit
 def _locate_block(qo_indptr, batch, lin, PACK: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_B: tl.constexpr,
                   HEAVY_FIRST: tl.constexpr):
-    """Map a flat program index to (sequence, row block within it, number of blocks of that sequence)."""
+    """Map a flat program index to (sequence, row block within it, total row blocks, row blocks of that
+    sequence)."""
     offs_b = tl.arange(0, BLOCK_B)
     in_batch = offs_b < batch
     starts = tl.load(qo_indptr + offs_b, mask=in_batch, other=0)
@@ -43,7 +44,7 @@ def _locate_block(qo_indptr, batch, lin, PACK: tl.constexpr, BLOCK_M: tl.constex
     block = lin - first
     if HEAVY_FIRST:
         block = count - 1 - block
-    return seq, block, tl.sum(nblocks, 0)
+    return seq, block, tl.sum(nblocks, 0), count
 
 
 @triton.jit
@@ -131,12 +132,35 @@ def _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_hea
     else:
         v = _load_rows(vb_head, slots, key_ok, stride_vbt, offs_dv, vb_desc, row0, kv_head * LV, LV, BLOCK_DV,
                        MASKED, TMA)
+        if TMA and MASKED:  # a box past the prefix may hold rows no one wrote yet (gather-ahead): 0 * NaN is NaN
+            v = tl.where(key_ok[:, None], v, 0.0)
     vis = valid[:, None]
     if MASKED:
         vis = _visible(tok, valid, kpos, key_ok, pre_len, seq_len, mask_ptr, mask_start, True,
                        WINDOW, IS_CAUSAL, USE_MASK, SKIP_PREFIX_MASK)
     return _attend_tile(acc, l_i, m_i, q, qpe, k, kpe, v, vis, qk_scale, sm_scale, LOGIT_CAP, BLOCK_DPE,
                         MASKED, FOLD_SCALE)
+
+
+@triton.jit
+def _ahead_load(a_tok, a_hi, kv_indices, pre_start, src_k, src_v, stride_kst, stride_vst, offs_d, offs_dv,
+                LQ: tl.constexpr, LV: tl.constexpr):
+    """Gather-ahead, first half: rows a_tok (< a_hi) of the next KV head's prefix, read through kv_indices."""
+    ok = a_tok < a_hi
+    slots = tl.load(kv_indices + pre_start + a_tok, mask=ok, other=0).to(tl.int64)
+    ak = tl.load(src_k + slots[:, None] * stride_kst + offs_d[None, :], mask=ok[:, None] & (offs_d < LQ)[None, :])
+    av = tl.load(src_v + slots[:, None] * stride_vst + offs_dv[None, :], mask=ok[:, None] & (offs_dv < LV)[None, :])
+    return ak, av
+
+
+@triton.jit
+def _ahead_store(ak, av, a_tok, a_hi, pre_start, dst_k, dst_v, stride_kgt, stride_vgt, offs_d, offs_dv,
+                 LQ: tl.constexpr, LV: tl.constexpr):
+    """Gather-ahead, second half: write those rows at pre_start + a_tok of the contiguous prefix buffers."""
+    ok = a_tok < a_hi
+    rows = pre_start + a_tok.to(tl.int64)
+    tl.store(dst_k + rows[:, None] * stride_kgt + offs_d[None, :], ak, mask=ok[:, None] & (offs_d < LQ)[None, :])
+    tl.store(dst_v + rows[:, None] * stride_vgt + offs_dv[None, :], av, mask=ok[:, None] & (offs_dv < LV)[None, :])
 
 
 @triton.jit
@@ -167,7 +191,8 @@ def _visible(tok, valid, kpos, key_ok, pre_len, seq_len, mask_ptr, mask_start, i
 @triton.jit
 def _family_fwd_kernel(
     Q, K_ext, V_ext, O, K_buf, V_buf, qo_indptr, kv_indptr, kv_indices, mask_ptr, mask_indptr, sinks_ptr,
-    Mid_O, Mid_L, K_ext_desc, V_ext_desc, K_buf_desc, V_buf_desc, qk_scale, sm_scale, batch,
+    Mid_O, Mid_L, K_ext_desc, V_ext_desc, K_buf_desc, V_buf_desc, K_src, V_src, qk_scale, sm_scale, batch,
+    head_base, stride_kst, stride_ksh, stride_vst, stride_vsh,
     stride_qt, stride_qh, stride_kt, stride_kh, stride_vt, stride_vh, stride_ot, stride_oh,
     stride_kbt, stride_kbh, stride_vbt, stride_vbh, stride_ms, stride_mt, stride_mh, stride_ls, stride_lt,
     LQ: tl.constexpr, LV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DPE: tl.constexpr, BLOCK_DV: tl.constexpr,
@@ -175,12 +200,13 @@ def _family_fwd_kernel(
     NUM_SPLITS: tl.constexpr, WINDOW: tl.constexpr, LOGIT_CAP: tl.constexpr, IS_CAUSAL: tl.constexpr,
     USE_MASK: tl.constexpr, SKIP_PREFIX_MASK: tl.constexpr, HAS_SINK: tl.constexpr, V_IS_K: tl.constexpr,
     HEAVY_FIRST: tl.constexpr, FOLD_SCALE: tl.constexpr, GATHER_STAGES: tl.constexpr,
-    PREFIX_CONTIG: tl.constexpr, TMA_EXT: tl.constexpr, TMA_PREFIX: tl.constexpr,
+    PREFIX_CONTIG: tl.constexpr, TMA_EXT: tl.constexpr, TMA_PREFIX: tl.constexpr, AHEAD_ROWS: tl.constexpr,
 ):
-    seq, block, total = _locate_block(qo_indptr, batch, tl.program_id(0), PACK, BLOCK_M, BLOCK_B, HEAVY_FIRST)
+    seq, block, total, count = _locate_block(qo_indptr, batch, tl.program_id(0), PACK, BLOCK_M, BLOCK_B,
+                                             HEAVY_FIRST)
     if tl.program_id(0) >= total:
         return
-    head = tl.program_id(1)
+    head = tl.program_id(1) + head_base
     split = tl.program_id(2)
     kv_head = head if PACK > 1 else head // GROUP
     ext_start = tl.load(qo_indptr + seq).to(tl.int64)
@@ -230,6 +256,31 @@ def _family_fwd_kernel(
                                              offs_dv, LQ, LV, BLOCK_D, BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP,
                                              IS_CAUSAL, USE_MASK, SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, False,
                                              PREFIX_CONTIG, TMA_PREFIX)
+        elif AHEAD_ROWS > 0:  # gather-ahead: this program also copies a slice of KV head kv_head + 1's prefix
+            a_lo = block * tl.cdiv(pre_len, count)
+            a_hi = tl.minimum(pre_len, a_lo + tl.cdiv(pre_len, count))
+            a_src_k = K_src + (kv_head + 1).to(tl.int64) * stride_ksh
+            a_src_v = V_src + (kv_head + 1).to(tl.int64) * stride_vsh
+            a_dst_k = K_buf + (kv_head + 1).to(tl.int64) * stride_kbh
+            a_dst_v = V_buf + (kv_head + 1).to(tl.int64) * stride_vbh
+            for start in range(lo, full_hi, BLOCK_N):
+                a_tok = a_lo + (start - lo) // BLOCK_N * AHEAD_ROWS + tl.arange(0, AHEAD_ROWS)
+                ak, av = _ahead_load(a_tok, a_hi, kv_indices, pre_start, a_src_k, a_src_v, stride_kst, stride_vst,
+                                     offs_d, offs_dv, LQ, LV)
+                acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,
+                                             stride_kbt, stride_vbt, K_buf_desc, V_buf_desc, kv_head, tok, valid,
+                                             pre_len, seq_len, mask_ptr, mask_start, qk_scale, sm_scale, offs_n, offs_d,
+                                             offs_dv, LQ, LV, BLOCK_D, BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP,
+                                             IS_CAUSAL, USE_MASK, SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, False,
+                                             PREFIX_CONTIG, TMA_PREFIX)
+                _ahead_store(ak, av, a_tok, a_hi, pre_start, a_dst_k, a_dst_v, stride_kbt, stride_vbt, offs_d, offs_dv,
+                             LQ, LV)
+            for a0 in range(a_lo + (full_hi - lo) // BLOCK_N * AHEAD_ROWS, a_hi, AHEAD_ROWS):  # what the loop left
+                a_tok = a0 + tl.arange(0, AHEAD_ROWS)
+                ak, av = _ahead_load(a_tok, a_hi, kv_indices, pre_start, a_src_k, a_src_v, stride_kst, stride_vst,
+                                     offs_d, offs_dv, LQ, LV)
+                _ahead_store(ak, av, a_tok, a_hi, pre_start, a_dst_k, a_dst_v, stride_kbt, stride_vbt, offs_d, offs_dv,
+                             LQ, LV)
         else:
             for start in range(lo, full_hi, BLOCK_N):
                 acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,

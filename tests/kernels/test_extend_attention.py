@@ -24,6 +24,12 @@ FAMILY = {
     "tma-split2-pack": FamilyConfig(block_m=16, block_n=32, num_splits=2, pack_gqa=True, tma=True),
     "tma-pregather-split3": FamilyConfig(block_m=32, block_n=16, num_splits=3, pack_gqa=False, pregather=True,
                                          tma=True),
+    # gather-ahead (KV head h's launch copies head h + 1's prefix): 2 rows per key tile leaves most of a slice to
+    # the copy after the loop, 16 covers it inside; not packed, it applies only where G = 1
+    "ahead2-pack-tma": FamilyConfig(block_m=16, block_n=16, num_splits=1, pack_gqa=True, pregather=True, tma=True,
+                                    gather_ahead=2),
+    "ahead16-nopack": FamilyConfig(block_m=32, block_n=16, num_splits=1, pack_gqa=False, pregather=True,
+                                   gather_ahead=16),
 }
 IMPLS = {"baseline": baseline.extend_attention_fwd, "tuned": extend_attention_fwd}
 IMPLS.update({name: (lambda c: lambda **a: run_family(c, **a))(cfg) for name, cfg in FAMILY.items()})

@@ -21,8 +21,12 @@ IMPLS = {
     "tma-m128-nopack": lambda **a: run_family(FamilyConfig(128, 64, 8, 3, 1, False, tma=True), **a),
     "tma-pregather-split4-pack": lambda **a: run_family(
         FamilyConfig(16, 64, 4, 3, 4, True, pregather=True, tma=True), **a),
+    "ahead4-pack": lambda **a: run_family(
+        FamilyConfig(16, 64, 4, 3, 1, True, pregather=True, tma=True, gather_ahead=4), **a),
 }
 TMA_COMPUTE = FamilyConfig(128, 64, 8, 3, 1, False, pregather=True, tma=True)
+#: the mixed batch's tiles with gather-ahead (16 rows per key tile: a 4096-token prefix over 8 row blocks)
+AHEAD_COMPUTE = FamilyConfig(128, 128, 8, 3, 1, True, pregather=True, tma=True, gather_ahead=16)
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -124,6 +128,34 @@ def test_tma_launch_path_has_no_host_sync_and_no_allocation():
     try:
         run_family(TMA_COMPUTE, **args)
         run_family(TMA_COMPUTE, **args)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    torch.cuda.synchronize()
+    assert torch.cuda.memory_stats()["allocation.all.allocated"] == before
+
+
+@pytest.mark.parametrize("case_id", ["mixed-batch", "small-heads", "large-heads"])
+def test_gather_ahead_on_bench_shapes_reads_only_rows_copied_in_the_call(case_id):
+    """The pooled prefix buffers are NaN-poisoned first: any row attention reads before its copy shows."""
+    from kernels.extend_attention.workspace import pooled
+
+    case = TASK.case(case_id)
+    args = make_inputs(case, 77, "cuda")
+    for name, buf in (("prefix_k", args["k_buffer"]), ("prefix_v", args["v_buffer"])):
+        pooled(buf.device, buf.dtype, name, args["kv_indices"].shape[0] * buf[0].numel()).fill_(float("nan"))
+    config = AHEAD_COMPUTE if case.params["head_dim"] == 128 else FamilyConfig(
+        64, 64, 4, 3, 1, True, pregather=True, tma=True, gather_ahead=2)
+    check_impl(lambda **a: run_family(config, **a), case, "cuda", seed=77)
+
+
+def test_gather_ahead_launch_path_has_no_host_sync_and_no_allocation():
+    args = make_inputs(TASK.case("mixed-batch"), 3, "cuda")
+    run_family(AHEAD_COMPUTE, **args)
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_stats()["allocation.all.allocated"]
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        run_family(AHEAD_COMPUTE, **args)
     finally:
         torch.cuda.set_sync_debug_mode("default")
     torch.cuda.synchronize()

@@ -1,0 +1,81 @@
+"""Registers, spills and shared memory of the family kernel compiled for Hopper (sm_90), without a GPU.
+
+Compiles `_family_fwd_kernel` for target cuda:90 with the knobs of a bf16 compute-bound call (TMA extend and
+pre-gathered prefix, pack GQA, G = 4, causal) at each configuration given, and prints what ptxas allocated:
+registers per thread, spill stores/loads (bytes) and static + dynamic shared memory per program. A program that
+spills in its key loop, or whose shared memory no longer lets it (or two of it) fit an SM's 228 KB, is
+visible before any GPU time is spent.
+
+    pip install triton==3.6.0   # the GPU machine's version, in a separate venv with torch
+    python scripts/compile_report_sm90.py 128x128w8s3 128x128w8s3a16 64x64w4s3a4
+
+A configuration is BLOCK_M x BLOCK_N, w num_warps, s num_stages, optional a AHEAD_ROWS (gather-ahead rows per
+key tile; 0 or absent: off).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from kernels.extend_attention.family_kernels import _family_fwd_kernel as kernel
+
+PATTERN = re.compile(r"(\d+)x(\d+)w(\d+)s(\d+)(?:a(\d+))?$")
+
+
+def compile_one(bm: int, bn: int, warps: int, stages: int, ahead: int, d: int = 128) -> dict:
+    """Compile one configuration; ptxas's resource numbers from the compiled kernel's metadata."""
+    desc = f"tensordesc<bf16[{bn}, {d}]>"
+    types = dict(qo_indptr="*i32", kv_indptr="*i32", kv_indices="*i64", mask_ptr="*i32", mask_indptr="*i32",
+                 sinks_ptr="*i32", Mid_O="*fp32", Mid_L="*fp32", K_ext_desc=desc, V_ext_desc=desc,
+                 K_buf_desc=desc, V_buf_desc=desc, qk_scale="fp32", sm_scale="fp32", batch="i32", head_base="i32")
+    consts = dict(LQ=d, LV=d, BLOCK_D=d, BLOCK_DPE=0, BLOCK_DV=d, BLOCK_M=bm, BLOCK_N=bn, BLOCK_B=32, GROUP=4,
+                  PACK=4, NUM_SPLITS=1, WINDOW=-1, LOGIT_CAP=0.0, IS_CAUSAL=True, USE_MASK=False,
+                  SKIP_PREFIX_MASK=True, HAS_SINK=False, V_IS_K=False, HEAVY_FIRST=True, FOLD_SCALE=True,
+                  GATHER_STAGES=0, PREFIX_CONTIG=True, TMA_EXT=True, TMA_PREFIX=True, AHEAD_ROWS=ahead)
+    sig = {n: "constexpr" if n in consts else types.get(n, "i32" if n.startswith("stride") else "*bf16")
+           for n in kernel.arg_names}
+    attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(kernel.arg_names)
+             if sig[n].startswith("*") or n.startswith("stride")}
+    compiled = triton.compile(ASTSource(kernel, sig, constexprs=consts, attrs=attrs),
+                              target=GPUTarget("cuda", 90, 32), options=dict(num_warps=warps, num_stages=stages))
+    return {**ptxas_usage(compiled.asm["ptx"]), "smem_kb": round(compiled.metadata.shared / 1024, 1)}
+
+
+def ptxas_usage(ptx: str) -> dict:
+    """Registers and spill bytes from `ptxas -v` (Triton's bundled ptxas) on the kernel's PTX."""
+    ptxas = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "k.ptx")
+        with open(path, "w") as fh:
+            fh.write(ptx)
+        log = subprocess.run([ptxas, "-arch=sm_90a", "-v", path, "-o", os.path.join(tmp, "k.cubin")],
+                             capture_output=True, text=True, check=True).stderr
+    regs = re.search(r"Used (\d+) registers", log)
+    spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
+    return {"regs": int(regs.group(1)) if regs else None,
+            "spill_store_b": int(spills.group(1)) if spills else None,
+            "spill_load_b": int(spills.group(2)) if spills else None}
+
+
+def main() -> None:
+    for arg in sys.argv[1:] or ["128x128w8s3", "128x128w8s3a16"]:
+        match = PATTERN.match(arg)
+        if not match:
+            raise SystemExit(f"{arg}: expected BMxBNwWARPSsSTAGES[aROWS], e.g. 128x128w8s3a16")
+        bm, bn, warps, stages, ahead = (int(g or 0) for g in match.groups())
+        try:
+            print(arg, compile_one(bm, bn, warps, stages, ahead), flush=True)
+        except Exception as exc:  # a refusal (e.g. out of shared memory) is a result here
+            print(arg, f"does not compile: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

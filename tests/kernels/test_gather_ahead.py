@@ -1,0 +1,76 @@
+"""Gather-ahead: KV head 0's prefix is copied before attention, each later head's by the previous head's launch."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernels.extend_attention.cases import full_params
+from kernels.extend_attention.common import check_inputs
+from kernels.extend_attention.family import FamilyConfig, ahead_applies, run_family
+from kernels.extend_attention.spec import make_inputs
+from kernels.extend_attention.workspace import pooled
+from kernels.task import Case
+from tests.kernels.helpers import check_impl
+
+AHEAD = FamilyConfig(block_m=16, block_n=16, num_splits=1, pack_gqa=True, pregather=True, tma=True, gather_ahead=4)
+
+
+def _case(extend, prefix, heads=(8, 4), **extra) -> Case:
+    params = full_params(dict(extend_lens=extend, prefix_lens=prefix, num_q_heads=heads[0], num_kv_heads=heads[1],
+                              head_dim=32, dtype="float16", **extra))
+    return Case("ahead", params, 7, "edge")
+
+
+def _poison_prefix_workspace(args: dict) -> None:
+    """Fill the pooled pre-gather buffers this call will use with NaN, so a row read before it is written shows."""
+    for name, buf in (("prefix_k", args["k_buffer"]), ("prefix_v", args["v_buffer"])):
+        numel = args["kv_indices"].shape[0] * buf.shape[1] * buf.shape[2]
+        pooled(buf.device, buf.dtype, name, numel).fill_(float("nan"))
+
+
+def test_every_prefix_row_attention_reads_is_copied_in_the_same_call(device):
+    # a sequence without extend rows (nobody copies its prefix past head 0) after one whose last prefix tile
+    # reaches into it; uneven prefixes leave rows to the copy after the loop
+    case = _case([5, 0, 21, 1], [3, 9, 40, 17])
+    args = make_inputs(case, 3, device)
+    _poison_prefix_workspace(args)
+    check_impl(lambda **a: run_family(AHEAD, **a), case, device, seed=3)
+    gathered = pooled(args["k_buffer"].device, args["k_buffer"].dtype, "prefix_k",
+                      args["kv_indices"].shape[0] * 4 * 32).view(-1, 4, 32)
+    expected = args["k_buffer"][args["kv_indices"]]
+    rows_with_queries = torch.cat([torch.arange(0, 3), torch.arange(12, 12 + 40 + 17)])
+    assert torch.equal(gathered[rows_with_queries], expected[rows_with_queries])
+
+
+@pytest.mark.parametrize("rows", [1, 2, 64])
+def test_any_rows_per_tile_give_the_reference(rows, device):
+    case = _case([13, 30], [50, 7])
+    config = FamilyConfig(block_m=16, block_n=16, num_splits=1, pack_gqa=True, pregather=True, tma=True,
+                          gather_ahead=rows)
+    check_impl(lambda **a: run_family(config, **a), case, device)
+
+
+def _applies(config: FamilyConfig, case: Case, window: bool = False, masked_prefix: bool = False) -> bool:
+    args = make_inputs(case, 1, "cpu")
+    prob = check_inputs(*(args[k] for k in ("q_extend", "k_extend", "v_extend", "o_extend", "k_buffer", "v_buffer",
+                                            "qo_indptr", "kv_indptr", "kv_indices", "custom_mask",
+                                            "mask_indptr", "sinks")))
+    return ahead_applies(config, prob, contig=True, v_is_k=False, prefix_masked=window or masked_prefix)
+
+
+def test_it_applies_only_where_one_launch_per_kv_head_can_copy_the_next():
+    gqa, mha = _case([4], [8]), _case([4], [8], heads=(4, 4))
+    assert _applies(AHEAD, gqa)
+    assert not _applies(FamilyConfig(**{**AHEAD.to_dict(), "gather_ahead": 0}), gqa)
+    assert not _applies(FamilyConfig(**{**AHEAD.to_dict(), "num_splits": 2}), gqa)
+    assert not _applies(FamilyConfig(**{**AHEAD.to_dict(), "pack_gqa": False}), gqa)  # programs per q head
+    assert _applies(FamilyConfig(**{**AHEAD.to_dict(), "pack_gqa": False}), mha)
+    assert not _applies(AHEAD, _case([4], [8], heads=(4, 1)))  # one KV head: nothing to copy ahead
+    assert not _applies(AHEAD, gqa, window=True)
+
+
+@pytest.mark.parametrize("rows", [3, 512, -1])
+def test_rows_per_tile_must_be_a_power_of_two_up_to_256(rows):
+    with pytest.raises(ValueError, match="out of range"):
+        FamilyConfig(gather_ahead=rows)
