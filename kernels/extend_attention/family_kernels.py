@@ -263,24 +263,32 @@ def _family_fwd_kernel(
             a_src_v = V_src + (kv_head + 1).to(tl.int64) * stride_vsh
             a_dst_k = K_buf + (kv_head + 1).to(tl.int64) * stride_kbh
             a_dst_v = V_buf + (kv_head + 1).to(tl.int64) * stride_vbh
+            # software-pipelined by one tile: the rows loaded during tile i are stored at tile i + 1, so the
+            # gather's DRAM latency runs under a tile of tensor-core work instead of stalling the warps
+            a_tok = a_lo + tl.arange(0, AHEAD_ROWS)
+            ak, av = _ahead_load(a_tok, a_hi, kv_indices, pre_start, a_src_k, a_src_v, stride_kst, stride_vst,
+                                 offs_d, offs_dv, LQ, LV)
             for start in range(lo, full_hi, BLOCK_N):
-                a_tok = a_lo + (start - lo) // BLOCK_N * AHEAD_ROWS + tl.arange(0, AHEAD_ROWS)
-                ak, av = _ahead_load(a_tok, a_hi, kv_indices, pre_start, a_src_k, a_src_v, stride_kst, stride_vst,
+                n_tok = a_tok + AHEAD_ROWS
+                nk, nv = _ahead_load(n_tok, a_hi, kv_indices, pre_start, a_src_k, a_src_v, stride_kst, stride_vst,
                                      offs_d, offs_dv, LQ, LV)
+                _ahead_store(ak, av, a_tok, a_hi, pre_start, a_dst_k, a_dst_v, stride_kbt, stride_vbt, offs_d, offs_dv,
+                             LQ, LV)
                 acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,
                                              stride_kbt, stride_vbt, K_buf_desc, V_buf_desc, kv_head, tok, valid,
                                              pre_len, seq_len, mask_ptr, mask_start, qk_scale, sm_scale, offs_n, offs_d,
                                              offs_dv, LQ, LV, BLOCK_D, BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP,
                                              IS_CAUSAL, USE_MASK, SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, False,
                                              PREFIX_CONTIG, TMA_PREFIX)
-                _ahead_store(ak, av, a_tok, a_hi, pre_start, a_dst_k, a_dst_v, stride_kbt, stride_vbt, offs_d, offs_dv,
-                             LQ, LV)
-            for a0 in range(a_lo + (full_hi - lo) // BLOCK_N * AHEAD_ROWS, a_hi, AHEAD_ROWS):  # what the loop left
-                a_tok = a0 + tl.arange(0, AHEAD_ROWS)
-                ak, av = _ahead_load(a_tok, a_hi, kv_indices, pre_start, a_src_k, a_src_v, stride_kst, stride_vst,
+                a_tok, ak, av = n_tok, nk, nv
+            _ahead_store(ak, av, a_tok, a_hi, pre_start, a_dst_k, a_dst_v, stride_kbt, stride_vbt, offs_d, offs_dv,
+                         LQ, LV)
+            for a0 in range(a_lo + ((full_hi - lo) // BLOCK_N + 1) * AHEAD_ROWS, a_hi, AHEAD_ROWS):  # the rest
+                r_tok = a0 + tl.arange(0, AHEAD_ROWS)
+                rk, rv = _ahead_load(r_tok, a_hi, kv_indices, pre_start, a_src_k, a_src_v, stride_kst, stride_vst,
                                      offs_d, offs_dv, LQ, LV)
-                _ahead_store(ak, av, a_tok, a_hi, pre_start, a_dst_k, a_dst_v, stride_kbt, stride_vbt, offs_d, offs_dv,
-                             LQ, LV)
+                _ahead_store(rk, rv, r_tok, a_hi, pre_start, a_dst_k, a_dst_v, stride_kbt, stride_vbt, offs_d,
+                             offs_dv, LQ, LV)
         else:
             for start in range(lo, full_hi, BLOCK_N):
                 acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,
