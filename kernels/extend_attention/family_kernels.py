@@ -143,11 +143,16 @@ def _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_hea
 
 
 @triton.jit
-def _ahead_load(a_tok, a_hi, kv_indices, pre_start, src_k, src_v, stride_kst, stride_vst, offs_d, offs_dv,
-                LQ: tl.constexpr, LV: tl.constexpr):
-    """Gather-ahead, first half: rows a_tok (< a_hi) of the next KV head's prefix, read through kv_indices."""
+def _ahead_slots(a_tok, a_hi, kv_indices, pre_start):
+    """Gather-ahead, step 1: cache slots of rows a_tok (< a_hi) of the sequence's prefix."""
+    return tl.load(kv_indices + pre_start + a_tok, mask=a_tok < a_hi, other=0).to(tl.int64)
+
+
+@triton.jit
+def _ahead_load(a_tok, a_hi, slots, src_k, src_v, stride_kst, stride_vst, offs_d, offs_dv, LQ: tl.constexpr,
+                LV: tl.constexpr):
+    """Gather-ahead, step 2: those rows of the next KV head's K and V, read at their cache slots."""
     ok = a_tok < a_hi
-    slots = tl.load(kv_indices + pre_start + a_tok, mask=ok, other=0).to(tl.int64)
     ak = tl.load(src_k + slots[:, None] * stride_kst + offs_d[None, :], mask=ok[:, None] & (offs_d < LQ)[None, :])
     av = tl.load(src_v + slots[:, None] * stride_vst + offs_dv[None, :], mask=ok[:, None] & (offs_dv < LV)[None, :])
     return ak, av
@@ -156,7 +161,7 @@ def _ahead_load(a_tok, a_hi, kv_indices, pre_start, src_k, src_v, stride_kst, st
 @triton.jit
 def _ahead_store(ak, av, a_tok, a_hi, pre_start, dst_k, dst_v, stride_kgt, stride_vgt, offs_d, offs_dv,
                  LQ: tl.constexpr, LV: tl.constexpr):
-    """Gather-ahead, second half: write those rows at pre_start + a_tok of the contiguous prefix buffers."""
+    """Gather-ahead, step 3: write those rows at pre_start + a_tok of the contiguous prefix buffers."""
     ok = a_tok < a_hi
     rows = pre_start + a_tok.to(tl.int64)
     tl.store(dst_k + rows[:, None] * stride_kgt + offs_d[None, :], ak, mask=ok[:, None] & (offs_d < LQ)[None, :])
@@ -263,15 +268,18 @@ def _family_fwd_kernel(
             a_src_v = V_src + (kv_head + 1).to(tl.int64) * stride_vsh
             a_dst_k = K_buf + (kv_head + 1).to(tl.int64) * stride_kbh
             a_dst_v = V_buf + (kv_head + 1).to(tl.int64) * stride_vbh
-            # software-pipelined by one tile: the rows loaded during tile i are stored at tile i + 1, so the
-            # gather's DRAM latency runs under a tile of tensor-core work instead of stalling the warps
+            # software-pipelined: at tile i the rows of chunk i (loaded at tile i - 1) are stored, chunk i + 1's rows
+            # are loaded at slots read at tile i - 1 and chunk i + 2's slots are read, so neither the slot load nor
+            # the row loads that depend on it stall the warps in front of the tile's tensor-core work
             a_tok = a_lo + tl.arange(0, AHEAD_ROWS)
-            ak, av = _ahead_load(a_tok, a_hi, kv_indices, pre_start, a_src_k, a_src_v, stride_kst, stride_vst,
-                                 offs_d, offs_dv, LQ, LV)
+            ak, av = _ahead_load(a_tok, a_hi, _ahead_slots(a_tok, a_hi, kv_indices, pre_start), a_src_k, a_src_v,
+                                 stride_kst, stride_vst, offs_d, offs_dv, LQ, LV)
+            n_slots = _ahead_slots(a_tok + AHEAD_ROWS, a_hi, kv_indices, pre_start)
             for start in range(lo, full_hi, BLOCK_N):
                 n_tok = a_tok + AHEAD_ROWS
-                nk, nv = _ahead_load(n_tok, a_hi, kv_indices, pre_start, a_src_k, a_src_v, stride_kst, stride_vst,
-                                     offs_d, offs_dv, LQ, LV)
+                nk, nv = _ahead_load(n_tok, a_hi, n_slots, a_src_k, a_src_v, stride_kst, stride_vst, offs_d, offs_dv,
+                                     LQ, LV)
+                n_slots = _ahead_slots(n_tok + AHEAD_ROWS, a_hi, kv_indices, pre_start)
                 _ahead_store(ak, av, a_tok, a_hi, pre_start, a_dst_k, a_dst_v, stride_kbt, stride_vbt, offs_d, offs_dv,
                              LQ, LV)
                 acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,
@@ -285,8 +293,8 @@ def _family_fwd_kernel(
                          LQ, LV)
             for a0 in range(a_lo + ((full_hi - lo) // BLOCK_N + 1) * AHEAD_ROWS, a_hi, AHEAD_ROWS):  # the rest
                 r_tok = a0 + tl.arange(0, AHEAD_ROWS)
-                rk, rv = _ahead_load(r_tok, a_hi, kv_indices, pre_start, a_src_k, a_src_v, stride_kst, stride_vst,
-                                     offs_d, offs_dv, LQ, LV)
+                rk, rv = _ahead_load(r_tok, a_hi, _ahead_slots(r_tok, a_hi, kv_indices, pre_start), a_src_k, a_src_v,
+                                     stride_kst, stride_vst, offs_d, offs_dv, LQ, LV)
                 _ahead_store(rk, rv, r_tok, a_hi, pre_start, a_dst_k, a_dst_v, stride_kbt, stride_vbt, offs_d,
                              offs_dv, LQ, LV)
         else:
