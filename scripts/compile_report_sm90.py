@@ -7,10 +7,10 @@ spills in its key loop, or whose shared memory no longer lets it (or two of it) 
 visible before any GPU time is spent.
 
     pip install triton==3.6.0   # the GPU machine's version, in a separate venv with torch
-    python scripts/compile_report_sm90.py 128x128w8s3 128x128w8s3a16 64x64w4s3a4
+    python scripts/compile_report_sm90.py 128x128w8s3 128x128w8s3a16 128x128w8s3a16y
 
 A configuration is BLOCK_M x BLOCK_N, w num_warps, s num_stages, optional a AHEAD_ROWS (gather-ahead rows per
-key tile; 0 or absent: off).
+key tile, two heads ahead; 0 or absent: off) and a final y for AHEAD_SYNC (one launch, ticket and copy counters).
 """
 
 from __future__ import annotations
@@ -27,19 +27,21 @@ from triton.compiler import ASTSource
 
 from kernels.extend_attention.family_kernels import _family_fwd_kernel as kernel
 
-PATTERN = re.compile(r"(\d+)x(\d+)w(\d+)s(\d+)(?:a(\d+))?$")
+PATTERN = re.compile(r"(\d+)x(\d+)w(\d+)s(\d+)(?:a(\d+))?(y?)$")
 
 
-def compile_one(bm: int, bn: int, warps: int, stages: int, ahead: int, d: int = 128) -> dict:
+def compile_one(bm: int, bn: int, warps: int, stages: int, ahead: int, sync: bool, d: int = 128) -> dict:
     """Compile one configuration; ptxas's resource numbers from the compiled kernel's metadata."""
     desc = f"tensordesc<bf16[{bn}, {d}]>"
     types = dict(qo_indptr="*i32", kv_indptr="*i32", kv_indices="*i64", mask_ptr="*i32", mask_indptr="*i32",
                  sinks_ptr="*i32", Mid_O="*fp32", Mid_L="*fp32", K_ext_desc=desc, V_ext_desc=desc,
-                 K_buf_desc=desc, V_buf_desc=desc, qk_scale="fp32", sm_scale="fp32", batch="i32", head_base="i32")
+                 K_buf_desc=desc, V_buf_desc=desc, qk_scale="fp32", sm_scale="fp32", batch="i32", head_base="i32",
+                     num_heads="i32", grid_blocks="i32", ahead_cnt="*i32")
     consts = dict(LQ=d, LV=d, BLOCK_D=d, BLOCK_DPE=0, BLOCK_DV=d, BLOCK_M=bm, BLOCK_N=bn, BLOCK_B=32, GROUP=4,
                   PACK=4, NUM_SPLITS=1, WINDOW=-1, LOGIT_CAP=0.0, IS_CAUSAL=True, USE_MASK=False,
                   SKIP_PREFIX_MASK=True, HAS_SINK=False, V_IS_K=False, HEAVY_FIRST=True, FOLD_SCALE=True,
-                  GATHER_STAGES=0, PREFIX_CONTIG=True, TMA_EXT=True, TMA_PREFIX=True, AHEAD_ROWS=ahead)
+                  GATHER_STAGES=0, PREFIX_CONTIG=True, TMA_EXT=True, TMA_PREFIX=True, AHEAD_ROWS=ahead,
+                  AHEAD_HEADS=2, AHEAD_SYNC=sync, PROXY_FENCE=sync)
     sig = {n: "constexpr" if n in consts else types.get(n, "i32" if n.startswith("stride") else "*bf16")
            for n in kernel.arg_names}
     attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(kernel.arg_names)
@@ -70,9 +72,9 @@ def main() -> None:
         match = PATTERN.match(arg)
         if not match:
             raise SystemExit(f"{arg}: expected BMxBNwWARPSsSTAGES[aROWS], e.g. 128x128w8s3a16")
-        bm, bn, warps, stages, ahead = (int(g or 0) for g in match.groups())
+        bm, bn, warps, stages, ahead = (int(g or 0) for g in match.groups()[:5])
         try:
-            print(arg, compile_one(bm, bn, warps, stages, ahead), flush=True)
+            print(arg, compile_one(bm, bn, warps, stages, ahead, match.group(6) == "y"), flush=True)
         except Exception as exc:  # a refusal (e.g. out of shared memory) is a result here
             print(arg, f"does not compile: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}", flush=True)
 

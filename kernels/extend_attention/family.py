@@ -6,9 +6,9 @@ the call), pack_gqa (multi-query blocks: the G q heads of a KV head share each K
 row blocks in decreasing work order), fold_scale (softmax scale folded into the exp2 FMA), gather_stages
 (loop-level pipelining of the prefix gather, kv_indices loads included; 0 = off) and pregather (copy the prefix
 K/V rows into contiguous order first, `prefix_gather.py`, so the attention loop reads them like the extend keys)
-and tma (contiguous K/V tiles loaded through Hopper tensor descriptors, see `FamilyConfig`), and gather_ahead
-(with pregather: only KV head 0's prefix is copied before attention; the attention launch of KV head h copies
-KV head h + 1's, `gather_ahead` rows per key tile, `ahead_applies`).
+and tma (contiguous K/V tiles loaded through Hopper tensor descriptors, see `FamilyConfig`), and gather_ahead /
+ahead_heads / ahead_sync (with pregather: only the first `ahead_heads` KV heads' prefix is copied before attention;
+the programs of KV head h copy head h + ahead_heads's, `gather_ahead` rows per key tile; `family_ahead.py`).
 Every launch is free of host synchronization: sizes come from tensor metadata
 (ΣE = q_extend.shape[0], ΣP = kv_indices.shape[0], B = qo_indptr.shape[0] - 1) and the split-KV partials live in a
 preallocated workspace reused across calls of the same size class.
@@ -35,7 +35,7 @@ from kernels.extend_attention.common import (
 )
 from kernels.extend_attention.family_kernels import LOG2E, _family_fwd_kernel, _merge_kernel, merge_grid
 from kernels.extend_attention.prefix_gather import gather_prefix
-from kernels.extend_attention.workspace import get_workspace
+from kernels.extend_attention.workspace import get_workspace, pooled
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,8 @@ class FamilyConfig:
     pregather: bool = False
     tma: bool = False
     gather_ahead: int = 0
+    ahead_heads: int = 1
+    ahead_sync: bool = False
 
     def __post_init__(self) -> None:
         for name in ("block_m", "block_n"):
@@ -79,7 +81,8 @@ class FamilyConfig:
         if (self.num_warps not in (1, 2, 4, 8, 16) or self.num_stages < 1 or not 0 <= self.num_splits <= 64
                 or not 0 <= self.gather_stages <= 6
                 or not (self.gather_ahead == 0 or 0 < self.gather_ahead <= 256
-                        and not self.gather_ahead & (self.gather_ahead - 1))):
+                        and not self.gather_ahead & (self.gather_ahead - 1))
+                or not 1 <= self.ahead_heads <= 64):
             raise ValueError(f"FamilyConfig out of range: {self}")
 
     def to_dict(self) -> dict[str, Any]:
@@ -194,17 +197,26 @@ def auto_splits(config: FamilyConfig, prob: Problem, limits: ChipLimits, waves: 
 
 
 def ahead_applies(config: FamilyConfig, prob: Problem, contig: bool, v_is_k: bool, prefix_masked: bool) -> bool:
-    """Whether `run_family` runs `config` with gather-ahead: ``gather_ahead`` > 0 with the prefix pre-gathered
-    (`contig`), one split, no loop-pipelined gather, one program per KV head (pack GQA, or G = 1), several KV
-    heads, no rope part, V not a view of K and no mask on prefix keys. Then KV head 0's prefix is copied first and
-    KV heads are launched one after the other, each program of head h copying a 1/count slice of its
-    sequence's prefix of head h + 1 (`gather_ahead` rows per key tile, the rest after its loop): the copy's
-    memory traffic runs under the attention's tensor-core work instead of before it (mixed batch: 135 us of
-    copy at the bandwidth ceiling, BENCHMARKS.md session 5)."""
+    """Whether `run_family` runs `config` with gather-ahead (`family_ahead.py`): ``gather_ahead`` > 0 with the
+    prefix pre-gathered (`contig`), one split, no loop-pipelined gather, one program per KV head (pack GQA, or
+    G = 1), more KV heads than ``ahead_heads``, no rope part, V not a view of K and no mask on prefix keys. Then
+    the first ``ahead_heads`` KV heads' prefix is copied before attention and each program of KV head h copies a
+    1/count slice of its sequence's prefix of head h + ahead_heads, under its tensor-core work instead of before
+    it (mixed batch: a 135 us copy at the bandwidth ceiling, BENCHMARKS.md session 5)."""
     _, block_dpe, _ = head_dim_blocks(prob.head_dim, prob.head_dim_v)
     one_per_kv_head = pack_factor(config, prob) > 1 or prob.group == 1
     return (config.gather_ahead > 0 and contig and config.num_splits == 1 and config.gather_stages == 0
-            and one_per_kv_head and prob.num_kv_heads > 1 and block_dpe == 0 and not v_is_k and not prefix_masked)
+            and one_per_kv_head and prob.num_kv_heads > config.ahead_heads and block_dpe == 0 and not v_is_k
+            and not prefix_masked)
+
+
+def ahead_launches(config: FamilyConfig, heads: int, ahead: bool) -> list[tuple[int, int, int]]:
+    """(first head, heads, gather-ahead rows) per launch: one launch over all heads unless gather-ahead runs
+    without ``ahead_sync``, then launches of ``ahead_heads`` heads in order, each copying the next launch's."""
+    if not ahead or config.ahead_sync:
+        return [(0, heads, config.gather_ahead if ahead else 0)]
+    step = config.ahead_heads
+    return [(h, min(step, heads - h), config.gather_ahead if h + step < heads else 0) for h in range(0, heads, step)]
 
 
 def _v_is_view_of_k(k_buffer: torch.Tensor, v_buffer: torch.Tensor) -> bool:
@@ -302,7 +314,8 @@ def run_family(
     ahead = ahead_applies(config, prob, contig, v_is_k, prefix_masked)
     k_src, v_src = k_buffer, v_buffer
     if contig:  # prefix rows in sequence order: row t of sequence b at kv_indptr[b] + t
-        k_buffer, v_buffer = gather_prefix(k_buffer, v_buffer, kv_indices, v_is_k, head=0 if ahead else None)
+        k_buffer, v_buffer = gather_prefix(k_buffer, v_buffer, kv_indices, v_is_k,
+                                           first_heads=config.ahead_heads if ahead else None)
     tma = _tma_allowed(config, prob.dtype, prob.head_dim, prob.head_dim_v, v_is_k, q_extend.device)
     tma_ext = tma and _describable(k_extend, prob.head_dim) and _describable(v_extend, prob.head_dim_v)
     tma_prefix = (tma and contig and _describable(k_buffer, prob.head_dim)
@@ -325,20 +338,23 @@ def run_family(
         descs = [_row_descriptor(t, w, config.block_n) if use else dummy for t, w, use in (
             (k_extend, prob.head_dim, tma_ext), (v_extend, prob.head_dim_v, tma_ext),
             (k_buffer, prob.head_dim, tma_prefix), (v_buffer, prob.head_dim_v, tma_prefix))]
-        # gather-ahead: one launch per KV head, each copying the next head's prefix; otherwise one launch
-        launches = [(h, 1, config.gather_ahead if h + 1 < heads else 0) for h in range(heads)] if ahead else [
-            (0, heads, 0)]
-        for head_base, grid_heads, ahead_rows in launches:
-            _launch_kernel((row_blocks, grid_heads, splits), q_extend, k_extend, v_extend, o_extend, k_buffer,
-                           v_buffer, qo_indptr, kv_indptr, kv_indices, custom_mask if use_mask else dummy,
-                           mask_indptr if use_mask else dummy, sinks if sinks is not None else dummy, mid_o, mid_l,
-                           descs, k_src, v_src, scale, prob, head_base, ahead_rows, config, dict(
+        sync = ahead and config.ahead_sync
+        counters = pooled(q_extend.device, torch.int32, "ahead_counters", 1 + prob.batch * heads) if sync else dummy
+        if sync:  # work tickets and per-(sequence, head) copy counts start at zero each call
+            counters.zero_()
+        for head_base, grid_heads, ahead_rows in ahead_launches(config, heads, ahead):
+            grid = (row_blocks * grid_heads, 1, splits) if sync else (row_blocks, grid_heads, splits)
+            _launch_kernel(grid, q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
+                           kv_indices, custom_mask if use_mask else dummy, mask_indptr if use_mask else dummy,
+                           sinks if sinks is not None else dummy, mid_o, mid_l, descs, k_src, v_src, counters, scale,
+                           prob, (head_base, heads, row_blocks), config, dict(
                 BLOCK_D=block_d, BLOCK_DPE=block_dpe, BLOCK_DV=block_dv, PACK=pack, NUM_SPLITS=splits, WINDOW=window,
                 LOGIT_CAP=float(logit_cap or 0.0), IS_CAUSAL=bool(is_causal), USE_MASK=use_mask,
                 SKIP_PREFIX_MASK=bool(skip_prefix_custom_mask), HAS_SINK=sinks is not None, V_IS_K=v_is_k,
                 HEAVY_FIRST=config.heavy_first and bool(is_causal),
                 FOLD_SCALE=config.fold_scale and not logit_cap and scale > 0, PREFIX_CONTIG=contig,
-                TMA_EXT=tma_ext, TMA_PREFIX=tma_prefix))
+                TMA_EXT=tma_ext, TMA_PREFIX=tma_prefix, AHEAD_ROWS=ahead_rows, AHEAD_HEADS=config.ahead_heads,
+                AHEAD_SYNC=sync, PROXY_FENCE=sync and q_extend.is_cuda and torch.version.hip is None))
         return splits, mid_o, mid_l
 
     while True:  # the footprint model can fall short of what Triton allocates: shrink and retry on the refusal
@@ -363,18 +379,19 @@ def run_family(
 
 
 def _launch_kernel(grid, q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
-                   kv_indices, custom_mask, mask_indptr, sinks, mid_o, mid_l, descs, k_src, v_src, scale: float,
-                   prob: Problem, head_base: int, ahead_rows: int, config: FamilyConfig, flags: dict) -> None:
-    """One `_family_fwd_kernel` launch over `grid` (row blocks, heads from `head_base`, splits)."""
+                   kv_indices, custom_mask, mask_indptr, sinks, mid_o, mid_l, descs, k_src, v_src, counters,
+                   scale: float, prob: Problem, heads: tuple[int, int, int], config: FamilyConfig,
+                   flags: dict) -> None:
+    """One `_family_fwd_kernel` launch over `grid`; heads = (first head, all heads, row blocks per head)."""
     _family_fwd_kernel[grid](
         q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
-        custom_mask, mask_indptr, sinks, mid_o, mid_l, *descs, k_src, v_src, scale * LOG2E, scale, prob.batch,
-        head_base, k_src.stride(0), k_src.stride(1), v_src.stride(0), v_src.stride(1),
+        custom_mask, mask_indptr, sinks, mid_o, mid_l, *descs, k_src, v_src, counters, scale * LOG2E, scale,
+        prob.batch, *heads, k_src.stride(0), k_src.stride(1), v_src.stride(0), v_src.stride(1),
         q_extend.stride(0), q_extend.stride(1), k_extend.stride(0), k_extend.stride(1),
         v_extend.stride(0), v_extend.stride(1), o_extend.stride(0), o_extend.stride(1),
         k_buffer.stride(0), k_buffer.stride(1), v_buffer.stride(0), v_buffer.stride(1),
         mid_o.stride(0), mid_o.stride(1), mid_o.stride(2), mid_l.stride(0), mid_l.stride(1),
         LQ=prob.head_dim, LV=prob.head_dim_v, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
         BLOCK_B=triton.next_power_of_2(prob.batch + 1), GROUP=prob.group, GATHER_STAGES=config.gather_stages,
-        AHEAD_ROWS=ahead_rows, num_warps=config.num_warps, num_stages=config.num_stages, **flags,
+        num_warps=config.num_warps, num_stages=config.num_stages, **flags,
     )

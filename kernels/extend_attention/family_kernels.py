@@ -1,6 +1,7 @@
 """Triton kernels of the optimized extend-attention family (launched by `family.run_family`).
 
-One program = one block of BLOCK_M packed query rows x one head x one split of the prefix:
+One program = one block of BLOCK_M packed query rows x one head x one split of the prefix (with gather-ahead
+it also copies part of a later KV head's prefix, `family_ahead.py`):
 - multi-query blocks: with PACK = G (GQA group) a row is (token, q head of one KV head), so each K/V tile is
   loaded once for all G heads (FlashAttention "pack GQA");
 - split-KV: the prefix of each sequence is cut into NUM_SPLITS chunks processed by separate programs; each
@@ -22,7 +23,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from kernels.extend_attention.common import dot, stable_tanh
+from kernels.extend_attention.family_ahead import ahead_prefix, ahead_release, ahead_ticket, ahead_wait
+from kernels.extend_attention.family_tiles import _attend_tile, _load_rows, _prefix_tile, _visible
 
 LOG2E = 1.4426950408889634
 
@@ -48,127 +50,6 @@ def _locate_block(qo_indptr, batch, lin, PACK: tl.constexpr, BLOCK_M: tl.constex
 
 
 @triton.jit
-def _attend_tile(acc, l_i, m_i, q, qpe, k, kpe, v, visible, qk_scale, sm_scale,
-                 LOGIT_CAP: tl.constexpr, BLOCK_DPE: tl.constexpr, APPLY_MASK: tl.constexpr,
-                 FOLD_SCALE: tl.constexpr):
-    """One online-softmax step over a key tile. k: [N, D], v: [N, Dv]; scores in log2 units.
-
-    FOLD_SCALE (scale > 0, no logit cap): the row max is taken on raw scores and the scale is applied in the
-    same fused multiply-add that subtracts it, one operation per score fewer (FlashAttention-2 trick).
-    """
-    qk = dot(q, tl.trans(k))
-    if BLOCK_DPE > 0:
-        qk += dot(qpe, tl.trans(kpe))
-    if FOLD_SCALE:
-        if APPLY_MASK:
-            qk = tl.where(visible, qk, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-        p = tl.exp2(qk * qk_scale - m_new[:, None])
-    else:
-        if LOGIT_CAP > 0:
-            qk = (LOGIT_CAP * 1.4426950408889634) * stable_tanh(qk * (sm_scale / LOGIT_CAP))
-        else:
-            qk = qk * qk_scale
-        if APPLY_MASK:
-            qk = tl.where(visible, qk, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(qk, 1))
-        p = tl.exp2(qk - m_new[:, None])
-    alpha = tl.exp2(m_i - m_new)
-    l_i = l_i * alpha + tl.sum(p, 1)
-    acc = acc * alpha[:, None]
-    acc = dot(p.to(v.dtype), v, acc)
-    return acc, l_i, m_new
-
-
-@triton.jit
-def _load_rows(base, rows, row_ok, stride, offs, desc, desc_row, desc_col, LIMIT: tl.constexpr,
-               WIDTH: tl.constexpr, MASKED: tl.constexpr, TMA: tl.constexpr):
-    """Load [N, WIDTH] rows at base + rows * stride + offs; masks only what can be out of range.
-
-    TMA: one tensor-descriptor load of the [N, WIDTH] box at (desc_row, desc_col) of a 2-D [rows, heads * WIDTH]
-    view instead (contiguous rows desc_row + n, head columns from desc_col; LIMIT == WIDTH). Rows past the
-    tensor come back as zeros; rows of the next sequence inside it are real (finite) values that the caller's
-    key mask hides, as it hides the pointer path's zero-filled rows.
-    """
-    if TMA:
-        return desc.load([desc_row, desc_col])
-    ptrs = base + rows[:, None] * stride + offs[None, :]
-    if MASKED:
-        if LIMIT < WIDTH:
-            return tl.load(ptrs, mask=row_ok[:, None] & (offs < LIMIT)[None, :], other=0.0)
-        return tl.load(ptrs, mask=row_ok[:, None], other=0.0)
-    if LIMIT < WIDTH:
-        return tl.load(ptrs, mask=(offs < LIMIT)[None, :], other=0.0)
-    return tl.load(ptrs)
-
-
-@triton.jit
-def _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head, stride_kbt,
-                 stride_vbt, kb_desc, vb_desc, kv_head, tok, valid, pre_len, seq_len, mask_ptr, mask_start, qk_scale,
-                 sm_scale, offs_n, offs_d, offs_dv, LQ: tl.constexpr, LV: tl.constexpr, BLOCK_D: tl.constexpr,
-                 BLOCK_DPE: tl.constexpr, BLOCK_DV: tl.constexpr, WINDOW: tl.constexpr, LOGIT_CAP: tl.constexpr,
-                 IS_CAUSAL: tl.constexpr, USE_MASK: tl.constexpr, SKIP_PREFIX_MASK: tl.constexpr,
-                 V_IS_K: tl.constexpr, FOLD_SCALE: tl.constexpr, MASKED: tl.constexpr, PREFIX_CONTIG: tl.constexpr,
-                 TMA: tl.constexpr):
-    """Gather one tile of prefix K/V through kv_indices (or, pre-gathered, read rows pre_start + kpos, through
-    tensor descriptors with TMA) and fold it into the online softmax."""
-    kpos = start + offs_n
-    key_ok = kpos < hi
-    if PREFIX_CONTIG:
-        slots = pre_start + kpos.to(tl.int64)
-    elif MASKED:
-        slots = tl.load(kv_indices + pre_start + kpos, mask=key_ok, other=0).to(tl.int64)
-    else:
-        slots = tl.load(kv_indices + pre_start + kpos).to(tl.int64)
-    row0 = (pre_start + start).to(tl.int32)  # TMA only: the tile's first row in the pre-gathered buffer
-    k = _load_rows(kb_head, slots, key_ok, stride_kbt, offs_d, kb_desc, row0, kv_head * LQ, LQ, BLOCK_D, MASKED,
-                   TMA)
-    kpe = k
-    if BLOCK_DPE > 0:
-        kpe = _load_rows(kb_head, slots, key_ok, stride_kbt, BLOCK_D + tl.arange(0, BLOCK_DPE), kb_desc, row0, 0,
-                         BLOCK_DPE, BLOCK_DPE, MASKED, False)
-    if V_IS_K:
-        v = k
-    else:
-        v = _load_rows(vb_head, slots, key_ok, stride_vbt, offs_dv, vb_desc, row0, kv_head * LV, LV, BLOCK_DV,
-                       MASKED, TMA)
-        if TMA and MASKED:  # a box past the prefix may hold rows no one wrote yet (gather-ahead): 0 * NaN is NaN
-            v = tl.where(key_ok[:, None], v, 0.0)
-    vis = valid[:, None]
-    if MASKED:
-        vis = _visible(tok, valid, kpos, key_ok, pre_len, seq_len, mask_ptr, mask_start, True,
-                       WINDOW, IS_CAUSAL, USE_MASK, SKIP_PREFIX_MASK)
-    return _attend_tile(acc, l_i, m_i, q, qpe, k, kpe, v, vis, qk_scale, sm_scale, LOGIT_CAP, BLOCK_DPE,
-                        MASKED, FOLD_SCALE)
-
-
-@triton.jit
-def _ahead_slots(a_tok, a_hi, kv_indices, pre_start):
-    """Gather-ahead, step 1: cache slots of rows a_tok (< a_hi) of the sequence's prefix."""
-    return tl.load(kv_indices + pre_start + a_tok, mask=a_tok < a_hi, other=0).to(tl.int64)
-
-
-@triton.jit
-def _ahead_load(a_tok, a_hi, slots, src_k, src_v, stride_kst, stride_vst, offs_d, offs_dv, LQ: tl.constexpr,
-                LV: tl.constexpr):
-    """Gather-ahead, step 2: those rows of the next KV head's K and V, read at their cache slots."""
-    ok = a_tok < a_hi
-    ak = tl.load(src_k + slots[:, None] * stride_kst + offs_d[None, :], mask=ok[:, None] & (offs_d < LQ)[None, :])
-    av = tl.load(src_v + slots[:, None] * stride_vst + offs_dv[None, :], mask=ok[:, None] & (offs_dv < LV)[None, :])
-    return ak, av
-
-
-@triton.jit
-def _ahead_store(ak, av, a_tok, a_hi, pre_start, dst_k, dst_v, stride_kgt, stride_vgt, offs_d, offs_dv,
-                 LQ: tl.constexpr, LV: tl.constexpr):
-    """Gather-ahead, step 3: write those rows at pre_start + a_tok of the contiguous prefix buffers."""
-    ok = a_tok < a_hi
-    rows = pre_start + a_tok.to(tl.int64)
-    tl.store(dst_k + rows[:, None] * stride_kgt + offs_d[None, :], ak, mask=ok[:, None] & (offs_d < LQ)[None, :])
-    tl.store(dst_v + rows[:, None] * stride_vgt + offs_dv[None, :], av, mask=ok[:, None] & (offs_dv < LV)[None, :])
-
-
-@triton.jit
 def _prefix_range(pre_len, split, pre_lo_bound, NUM_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr):
     """[lo, hi) of prefix keys for this split, lo aligned to the split start plus whole tiles."""
     chunk = tl.cdiv(tl.cdiv(pre_len, NUM_SPLITS), BLOCK_N) * BLOCK_N
@@ -179,25 +60,10 @@ def _prefix_range(pre_len, split, pre_lo_bound, NUM_SPLITS: tl.constexpr, BLOCK_
 
 
 @triton.jit
-def _visible(tok, valid, kpos, key_ok, pre_len, seq_len, mask_ptr, mask_start, is_prefix: tl.constexpr,
-             WINDOW: tl.constexpr, IS_CAUSAL: tl.constexpr, USE_MASK: tl.constexpr, SKIP_PREFIX_MASK: tl.constexpr):
-    """Bool [M, N]: row (token tok) may see key at sequence position kpos (prefix then extend)."""
-    vis = valid[:, None] & key_ok[None, :]
-    if USE_MASK and not (is_prefix and SKIP_PREFIX_MASK):
-        cm = tl.load(mask_ptr + mask_start + tok[:, None].to(tl.int64) * seq_len + kpos[None, :], mask=vis, other=0)
-        vis &= cm != 0
-    elif IS_CAUSAL and not is_prefix:
-        vis &= (kpos[None, :] - pre_len) <= tok[:, None]
-    if WINDOW > 0:
-        vis &= kpos[None, :] >= (pre_len + tok[:, None] - WINDOW)
-    return vis
-
-
-@triton.jit
 def _family_fwd_kernel(
     Q, K_ext, V_ext, O, K_buf, V_buf, qo_indptr, kv_indptr, kv_indices, mask_ptr, mask_indptr, sinks_ptr,
-    Mid_O, Mid_L, K_ext_desc, V_ext_desc, K_buf_desc, V_buf_desc, K_src, V_src, qk_scale, sm_scale, batch,
-    head_base, stride_kst, stride_ksh, stride_vst, stride_vsh,
+    Mid_O, Mid_L, K_ext_desc, V_ext_desc, K_buf_desc, V_buf_desc, K_src, V_src, ahead_cnt, qk_scale, sm_scale, batch,
+    head_base, num_heads, grid_blocks, stride_kst, stride_ksh, stride_vst, stride_vsh,
     stride_qt, stride_qh, stride_kt, stride_kh, stride_vt, stride_vh, stride_ot, stride_oh,
     stride_kbt, stride_kbh, stride_vbt, stride_vbh, stride_ms, stride_mt, stride_mh, stride_ls, stride_lt,
     LQ: tl.constexpr, LV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DPE: tl.constexpr, BLOCK_DV: tl.constexpr,
@@ -206,12 +72,17 @@ def _family_fwd_kernel(
     USE_MASK: tl.constexpr, SKIP_PREFIX_MASK: tl.constexpr, HAS_SINK: tl.constexpr, V_IS_K: tl.constexpr,
     HEAVY_FIRST: tl.constexpr, FOLD_SCALE: tl.constexpr, GATHER_STAGES: tl.constexpr,
     PREFIX_CONTIG: tl.constexpr, TMA_EXT: tl.constexpr, TMA_PREFIX: tl.constexpr, AHEAD_ROWS: tl.constexpr,
+    AHEAD_HEADS: tl.constexpr, AHEAD_SYNC: tl.constexpr, PROXY_FENCE: tl.constexpr,
 ):
-    seq, block, total, count = _locate_block(qo_indptr, batch, tl.program_id(0), PACK, BLOCK_M, BLOCK_B,
-                                             HEAVY_FIRST)
-    if tl.program_id(0) >= total:
-        return
+    lin = tl.program_id(0)
     head = tl.program_id(1) + head_base
+    if AHEAD_SYNC:  # one launch over all heads: the work item comes from a ticket (see family_ahead.py)
+        ticket = ahead_ticket(ahead_cnt)
+        lin = ticket % grid_blocks
+        head = ticket // grid_blocks
+    seq, block, total, count = _locate_block(qo_indptr, batch, lin, PACK, BLOCK_M, BLOCK_B, HEAVY_FIRST)
+    if lin >= total:
+        return
     split = tl.program_id(2)
     kv_head = head if PACK > 1 else head // GROUP
     ext_start = tl.load(qo_indptr + seq).to(tl.int64)
@@ -261,42 +132,26 @@ def _family_fwd_kernel(
                                              offs_dv, LQ, LV, BLOCK_D, BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP,
                                              IS_CAUSAL, USE_MASK, SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, False,
                                              PREFIX_CONTIG, TMA_PREFIX)
-        elif AHEAD_ROWS > 0:  # gather-ahead: this program also copies a slice of KV head kv_head + 1's prefix
+        elif AHEAD_ROWS > 0:  # gather-ahead (family_ahead.py): also copy a slice of head kv_head + AHEAD_HEADS
+            target = kv_head + AHEAD_HEADS
+            copies = target < num_heads
+            target = tl.minimum(target, num_heads - 1)
             a_lo = block * tl.cdiv(pre_len, count)
-            a_hi = tl.minimum(pre_len, a_lo + tl.cdiv(pre_len, count))
-            a_src_k = K_src + (kv_head + 1).to(tl.int64) * stride_ksh
-            a_src_v = V_src + (kv_head + 1).to(tl.int64) * stride_vsh
-            a_dst_k = K_buf + (kv_head + 1).to(tl.int64) * stride_kbh
-            a_dst_v = V_buf + (kv_head + 1).to(tl.int64) * stride_vbh
-            # software-pipelined: at tile i the rows of chunk i (loaded at tile i - 1) are stored, chunk i + 1's rows
-            # are loaded at slots read at tile i - 1 and chunk i + 2's slots are read, so neither the slot load nor
-            # the row loads that depend on it stall the warps in front of the tile's tensor-core work
-            a_tok = a_lo + tl.arange(0, AHEAD_ROWS)
-            ak, av = _ahead_load(a_tok, a_hi, _ahead_slots(a_tok, a_hi, kv_indices, pre_start), a_src_k, a_src_v,
-                                 stride_kst, stride_vst, offs_d, offs_dv, LQ, LV)
-            n_slots = _ahead_slots(a_tok + AHEAD_ROWS, a_hi, kv_indices, pre_start)
-            for start in range(lo, full_hi, BLOCK_N):
-                n_tok = a_tok + AHEAD_ROWS
-                nk, nv = _ahead_load(n_tok, a_hi, n_slots, a_src_k, a_src_v, stride_kst, stride_vst, offs_d, offs_dv,
-                                     LQ, LV)
-                n_slots = _ahead_slots(n_tok + AHEAD_ROWS, a_hi, kv_indices, pre_start)
-                _ahead_store(ak, av, a_tok, a_hi, pre_start, a_dst_k, a_dst_v, stride_kbt, stride_vbt, offs_d, offs_dv,
-                             LQ, LV)
-                acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,
-                                             stride_kbt, stride_vbt, K_buf_desc, V_buf_desc, kv_head, tok, valid,
-                                             pre_len, seq_len, mask_ptr, mask_start, qk_scale, sm_scale, offs_n, offs_d,
-                                             offs_dv, LQ, LV, BLOCK_D, BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP,
-                                             IS_CAUSAL, USE_MASK, SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, False,
-                                             PREFIX_CONTIG, TMA_PREFIX)
-                a_tok, ak, av = n_tok, nk, nv
-            _ahead_store(ak, av, a_tok, a_hi, pre_start, a_dst_k, a_dst_v, stride_kbt, stride_vbt, offs_d, offs_dv,
-                         LQ, LV)
-            for a0 in range(a_lo + ((full_hi - lo) // BLOCK_N + 1) * AHEAD_ROWS, a_hi, AHEAD_ROWS):  # the rest
-                r_tok = a0 + tl.arange(0, AHEAD_ROWS)
-                rk, rv = _ahead_load(r_tok, a_hi, _ahead_slots(r_tok, a_hi, kv_indices, pre_start), a_src_k, a_src_v,
-                                     stride_kst, stride_vst, offs_d, offs_dv, LQ, LV)
-                _ahead_store(rk, rv, r_tok, a_hi, pre_start, a_dst_k, a_dst_v, stride_kbt, stride_vbt, offs_d,
-                             offs_dv, LQ, LV)
+            a_hi = tl.where(copies, tl.minimum(pre_len, a_lo + tl.cdiv(pre_len, count)), a_lo)
+            if AHEAD_SYNC:
+                if kv_head >= AHEAD_HEADS:  # this head's prefix is copied by the programs of kv_head - AHEAD_HEADS
+                    ahead_wait(ahead_cnt + 1 + seq * num_heads + kv_head, count, PROXY_FENCE)
+            acc, l_i, m_i = ahead_prefix(
+                acc, l_i, m_i, q, qpe, lo, full_hi, hi, kv_indices, pre_start, kb_head, vb_head, stride_kbt,
+                stride_vbt, K_buf_desc, V_buf_desc, kv_head, tok, valid, pre_len, seq_len, mask_ptr, mask_start,
+                qk_scale, sm_scale, offs_n, offs_d, offs_dv, a_lo, a_hi, K_src + target.to(tl.int64) * stride_ksh,
+                V_src + target.to(tl.int64) * stride_vsh, K_buf + target.to(tl.int64) * stride_kbh,
+                V_buf + target.to(tl.int64) * stride_vbh, stride_kst, stride_vst, LQ, LV, BLOCK_D, BLOCK_DPE,
+                BLOCK_DV, BLOCK_N, WINDOW, LOGIT_CAP, IS_CAUSAL, USE_MASK, SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE,
+                PREFIX_CONTIG, TMA_PREFIX, AHEAD_ROWS)
+            if AHEAD_SYNC:
+                if copies:
+                    ahead_release(ahead_cnt + 1 + seq * num_heads + target)
         else:
             for start in range(lo, full_hi, BLOCK_N):
                 acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,

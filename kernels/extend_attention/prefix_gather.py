@@ -31,39 +31,30 @@ BLOCK_C = 1024
 
 
 @triton.jit
-def _copy_rows(src, dst, slots, offs_t, t_ok, stride_st, stride_sh, col0, HEAD_W: tl.constexpr, ROW_W: tl.constexpr,
+def _copy_rows(src, dst, slots, offs_t, t_ok, stride_st, stride_sh, HEAD_W: tl.constexpr, ROW_W: tl.constexpr,
                COPY_W: tl.constexpr, BLOCK_C: tl.constexpr):
-    """dst[t, col0:col0 + COPY_W] = src[slots[t]] flattened over (head, column) for the tokens offs_t (dst rows
-    contiguous, ROW_W wide)."""
+    """dst[t, :COPY_W] = src[slots[t]] flattened over (head, column) for the tokens offs_t (dst rows contiguous,
+    ROW_W wide; COPY_W < ROW_W copies the leading heads only)."""
     for c0 in tl.static_range(0, COPY_W, BLOCK_C):
-        cols = col0 + c0 + tl.arange(0, BLOCK_C)
+        cols = c0 + tl.arange(0, BLOCK_C)
         src_cols = (cols // HEAD_W) * stride_sh + cols % HEAD_W
-        ok = t_ok[:, None] & (c0 + tl.arange(0, BLOCK_C) < COPY_W)[None, :]
+        ok = t_ok[:, None] & (cols < COPY_W)[None, :]
         rows = tl.load(src + slots[:, None] * stride_st + src_cols[None, :], mask=ok)
         tl.store(dst + offs_t.to(tl.int64)[:, None] * ROW_W + cols[None, :], rows, mask=ok)
 
 
 @triton.jit
 def _gather_kv_kernel(k_src, v_src, k_dst, v_dst, kv_indices, total, stride_kt, stride_kh, stride_vt, stride_vh,
-                      head, K_HEAD_W: tl.constexpr, K_ROW_W: tl.constexpr, V_HEAD_W: tl.constexpr,
-                      V_ROW_W: tl.constexpr, HAS_V: tl.constexpr, ONE_HEAD: tl.constexpr, BLOCK_T: tl.constexpr,
+                      K_HEAD_W: tl.constexpr, K_ROW_W: tl.constexpr, K_COPY_W: tl.constexpr, V_HEAD_W: tl.constexpr,
+                      V_ROW_W: tl.constexpr, V_COPY_W: tl.constexpr, HAS_V: tl.constexpr, BLOCK_T: tl.constexpr,
                       BLOCK_C: tl.constexpr):
-    """K (and V unless HAS_V is false) rows of BLOCK_T prefix tokens, slot numbers loaded once; ONE_HEAD: only
-    the columns of KV head `head`."""
+    """K (and V unless HAS_V is false) rows of BLOCK_T prefix tokens, slot numbers loaded once."""
     offs_t = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
     t_ok = offs_t < total
     slots = tl.load(kv_indices + offs_t, mask=t_ok, other=0).to(tl.int64)
-    if ONE_HEAD:
-        _copy_rows(k_src, k_dst, slots, offs_t, t_ok, stride_kt, stride_kh, head * K_HEAD_W, K_HEAD_W, K_ROW_W,
-                   K_HEAD_W, BLOCK_C)
-        if HAS_V:
-            _copy_rows(v_src, v_dst, slots, offs_t, t_ok, stride_vt, stride_vh, head * V_HEAD_W, V_HEAD_W, V_ROW_W,
-                       V_HEAD_W, BLOCK_C)
-    else:
-        _copy_rows(k_src, k_dst, slots, offs_t, t_ok, stride_kt, stride_kh, 0, K_HEAD_W, K_ROW_W, K_ROW_W, BLOCK_C)
-        if HAS_V:
-            _copy_rows(v_src, v_dst, slots, offs_t, t_ok, stride_vt, stride_vh, 0, V_HEAD_W, V_ROW_W, V_ROW_W,
-                       BLOCK_C)
+    _copy_rows(k_src, k_dst, slots, offs_t, t_ok, stride_kt, stride_kh, K_HEAD_W, K_ROW_W, K_COPY_W, BLOCK_C)
+    if HAS_V:
+        _copy_rows(v_src, v_dst, slots, offs_t, t_ok, stride_vt, stride_vh, V_HEAD_W, V_ROW_W, V_COPY_W, BLOCK_C)
 
 
 def _workspace(src: torch.Tensor, name: str, total: int) -> torch.Tensor:
@@ -72,36 +63,39 @@ def _workspace(src: torch.Tensor, name: str, total: int) -> torch.Tensor:
 
 
 def gather_prefix(k_buffer: torch.Tensor, v_buffer: torch.Tensor, kv_indices: torch.Tensor,
-                  v_is_k: bool = False, head: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                  v_is_k: bool = False, first_heads: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Contiguous copies ``(K_g [ΣP, H_kv, D_qk], V_g [ΣP, H_kv, D_v])`` of ``k_buffer[kv_indices]`` and
-    ``v_buffer[kv_indices]`` in the reusable workspaces, in one launch. With `head` (an int in [0, H_kv)) only
-    that KV head's columns are written (``K_g[:, head] = k_buffer[kv_indices, head]``); the other columns keep
-    whatever they held (the gather-ahead of `family_kernels` fills them).
+    ``v_buffer[kv_indices]`` in the reusable workspaces, in one launch. With `first_heads` (an int in [1, H_kv]) only
+    those leading KV heads' columns are written (``K_g[:, :n] = k_buffer[kv_indices, :n]``); the other columns keep
+    whatever they held (the gather-ahead of `family_ahead` fills them).
 
     k_buffer/v_buffer: [slots, H_kv, D] of one dtype, any row/head strides, unit stride along D. kv_indices: [ΣP]
     int32/int64 slot numbers. With `v_is_k` (MLA: V is a view of K) only K is copied and V_g is K_g. No host
     synchronization: ΣP is kv_indices.shape[0].
 
     Raises:
-        ValueError: a buffer whose last stride is not 1 (name and strides in the message); `head` out of range.
+        ValueError: a buffer whose last stride is not 1 (name and strides in the message); `first_heads` out of
+            range.
     """
     for name, buf in (("k_buffer", k_buffer), ("v_buffer", v_buffer)):
         if buf.stride(2) != 1:
             raise ValueError(f"{name}: pre-gather needs unit stride along the head dim, got strides {buf.stride()}")
-    if head is not None and not 0 <= head < k_buffer.shape[1]:
-        raise ValueError(f"head: {head} is not a KV head of k_buffer (H_kv = {k_buffer.shape[1]})")
+    heads = k_buffer.shape[1] if first_heads is None else first_heads
+    if not 1 <= heads <= k_buffer.shape[1]:
+        raise ValueError(f"first_heads: {first_heads} is not in [1, H_kv = {k_buffer.shape[1]}]")
     total = kv_indices.shape[0]
     k_dst = _workspace(k_buffer, "prefix_k", total)
     v_dst = k_dst if v_is_k else _workspace(v_buffer, "prefix_v", total)
     if total == 0:
         return k_dst, v_dst
-    one_head = head is not None
-    # one head: the same 16 KiB bf16 tiles, as more tokens x one head's columns
-    block_c = min(BLOCK_C, triton.next_power_of_2(max(k_buffer.shape[2], v_buffer.shape[2]))) if one_head else BLOCK_C
-    block_t = BLOCK_T * BLOCK_C // block_c
+    kw, vw = k_buffer.shape[2], v_buffer.shape[2]
+    block_c, block_t = BLOCK_C, BLOCK_T
+    if first_heads is not None:  # the same 16 KiB bf16 tiles as fewer columns (leading heads) x more tokens
+        block_c = min(BLOCK_C, triton.next_power_of_2(heads * max(kw, vw)))
+        block_t = BLOCK_T * BLOCK_C // block_c
     _gather_kv_kernel[(triton.cdiv(total, block_t),)](
         k_buffer, v_buffer, k_dst, v_dst, kv_indices, total, k_buffer.stride(0), k_buffer.stride(1),
-        v_buffer.stride(0), v_buffer.stride(1), head or 0, K_HEAD_W=k_buffer.shape[2], K_ROW_W=k_buffer[0].numel(),
-        V_HEAD_W=v_buffer.shape[2], V_ROW_W=v_buffer[0].numel(), HAS_V=not v_is_k, ONE_HEAD=one_head,
+        v_buffer.stride(0), v_buffer.stride(1), K_HEAD_W=kw, K_ROW_W=k_buffer[0].numel(), K_COPY_W=heads * kw,
+        V_HEAD_W=vw, V_ROW_W=v_buffer[0].numel(), V_COPY_W=heads * vw, HAS_V=not v_is_k,
         BLOCK_T=block_t, BLOCK_C=block_c, num_warps=4)
     return k_dst, v_dst

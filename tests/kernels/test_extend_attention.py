@@ -30,6 +30,8 @@ FAMILY = {
                                     gather_ahead=2),
     "ahead16-nopack": FamilyConfig(block_m=32, block_n=16, num_splits=1, pack_gqa=False, pregather=True,
                                    gather_ahead=16),
+    "ahead4-sync-pack-tma": FamilyConfig(block_m=16, block_n=16, num_splits=1, pack_gqa=True, pregather=True,
+                                         tma=True, gather_ahead=4, ahead_sync=True),
 }
 IMPLS = {"baseline": baseline.extend_attention_fwd, "tuned": extend_attention_fwd}
 IMPLS.update({name: (lambda c: lambda **a: run_family(c, **a))(cfg) for name, cfg in FAMILY.items()})

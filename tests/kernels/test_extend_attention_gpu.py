@@ -23,6 +23,8 @@ IMPLS = {
         FamilyConfig(16, 64, 4, 3, 4, True, pregather=True, tma=True), **a),
     "ahead4-pack": lambda **a: run_family(
         FamilyConfig(16, 64, 4, 3, 1, True, pregather=True, tma=True, gather_ahead=4), **a),
+    "ahead4-sync-pack": lambda **a: run_family(
+        FamilyConfig(16, 64, 4, 3, 1, True, pregather=True, tma=True, gather_ahead=4, ahead_sync=True), **a),
 }
 TMA_COMPUTE = FamilyConfig(128, 64, 8, 3, 1, False, pregather=True, tma=True)
 #: the mixed batch's tiles with gather-ahead (16 rows per key tile: a 4096-token prefix over 8 row blocks)
@@ -134,8 +136,9 @@ def test_tma_launch_path_has_no_host_sync_and_no_allocation():
     assert torch.cuda.memory_stats()["allocation.all.allocated"] == before
 
 
+@pytest.mark.parametrize("sync", [False, True])
 @pytest.mark.parametrize("case_id", ["mixed-batch", "small-heads", "large-heads"])
-def test_gather_ahead_on_bench_shapes_reads_only_rows_copied_in_the_call(case_id):
+def test_gather_ahead_on_bench_shapes_reads_only_rows_copied_in_the_call(case_id, sync):
     """The pooled prefix buffers are NaN-poisoned first: any row attention reads before its copy shows."""
     from kernels.extend_attention.workspace import pooled
 
@@ -145,17 +148,20 @@ def test_gather_ahead_on_bench_shapes_reads_only_rows_copied_in_the_call(case_id
         pooled(buf.device, buf.dtype, name, args["kv_indices"].shape[0] * buf[0].numel()).fill_(float("nan"))
     config = AHEAD_COMPUTE if case.params["head_dim"] == 128 else FamilyConfig(
         64, 64, 4, 3, 1, True, pregather=True, tma=True, gather_ahead=2)
+    config = FamilyConfig(**{**config.to_dict(), "ahead_sync": sync, "ahead_heads": 2 if sync else 1})
     check_impl(lambda **a: run_family(config, **a), case, "cuda", seed=77)
 
 
-def test_gather_ahead_launch_path_has_no_host_sync_and_no_allocation():
+@pytest.mark.parametrize("sync", [False, True])
+def test_gather_ahead_launch_path_has_no_host_sync_and_no_allocation(sync):
+    config = FamilyConfig(**{**AHEAD_COMPUTE.to_dict(), "ahead_sync": sync})
     args = make_inputs(TASK.case("mixed-batch"), 3, "cuda")
-    run_family(AHEAD_COMPUTE, **args)
+    run_family(config, **args)
     torch.cuda.synchronize()
     before = torch.cuda.memory_stats()["allocation.all.allocated"]
     torch.cuda.set_sync_debug_mode("error")
     try:
-        run_family(AHEAD_COMPUTE, **args)
+        run_family(config, **args)
     finally:
         torch.cuda.set_sync_debug_mode("default")
     torch.cuda.synchronize()

@@ -14,6 +14,8 @@ from kernels.task import Case
 from tests.kernels.helpers import check_impl
 
 AHEAD = FamilyConfig(block_m=16, block_n=16, num_splits=1, pack_gqa=True, pregather=True, tma=True, gather_ahead=4)
+#: one launch over all heads, two heads pre-gathered, programs of head h waiting on the copies of head h - 2
+AHEAD_SYNC = FamilyConfig(**{**AHEAD.to_dict(), "ahead_heads": 2, "ahead_sync": True})
 
 
 def _case(extend, prefix, heads=(8, 4), **extra) -> Case:
@@ -29,13 +31,14 @@ def _poison_prefix_workspace(args: dict) -> None:
         pooled(buf.device, buf.dtype, name, numel).fill_(float("nan"))
 
 
-def test_every_prefix_row_attention_reads_is_copied_in_the_same_call(device):
+@pytest.mark.parametrize("config", [AHEAD, AHEAD_SYNC], ids=["launch-per-head", "sync-two-ahead"])
+def test_every_prefix_row_attention_reads_is_copied_in_the_same_call(config, device):
     # a sequence without extend rows (nobody copies its prefix past head 0) after one whose last prefix tile
     # reaches into it; uneven prefixes leave rows to the copy after the loop
     case = _case([5, 0, 21, 1], [3, 9, 40, 17])
     args = make_inputs(case, 3, device)
     _poison_prefix_workspace(args)
-    check_impl(lambda **a: run_family(AHEAD, **a), case, device, seed=3)
+    check_impl(lambda **a: run_family(config, **a), case, device, seed=3)
     gathered = pooled(args["k_buffer"].device, args["k_buffer"].dtype, "prefix_k",
                       args["kv_indices"].shape[0] * 4 * 32).view(-1, 4, 32)
     expected = args["k_buffer"][args["kv_indices"]]
@@ -43,12 +46,23 @@ def test_every_prefix_row_attention_reads_is_copied_in_the_same_call(device):
     assert torch.equal(gathered[rows_with_queries], expected[rows_with_queries])
 
 
+@pytest.mark.parametrize("heads", [1, 3])
+@pytest.mark.parametrize("sync", [False, True])
 @pytest.mark.parametrize("rows", [1, 2, 64])
-def test_any_rows_per_tile_give_the_reference(rows, device):
+def test_any_rows_per_tile_heads_ahead_and_ordering_give_the_reference(rows, sync, heads, device):
     case = _case([13, 30], [50, 7])
     config = FamilyConfig(block_m=16, block_n=16, num_splits=1, pack_gqa=True, pregather=True, tma=True,
-                          gather_ahead=rows)
+                          gather_ahead=rows, ahead_heads=heads, ahead_sync=sync)
     check_impl(lambda **a: run_family(config, **a), case, device)
+
+
+def test_the_launch_plan_follows_heads_ahead_and_sync():
+    from kernels.extend_attention.family import ahead_launches
+
+    two = FamilyConfig(**{**AHEAD.to_dict(), "ahead_heads": 2})
+    assert ahead_launches(two, 5, True) == [(0, 2, 4), (2, 2, 4), (4, 1, 0)]
+    assert ahead_launches(AHEAD_SYNC, 5, True) == [(0, 5, 4)]
+    assert ahead_launches(two, 5, False) == [(0, 5, 0)]
 
 
 def _applies(config: FamilyConfig, case: Case, window: bool = False, masked_prefix: bool = False) -> bool:
@@ -68,9 +82,11 @@ def test_it_applies_only_where_one_launch_per_kv_head_can_copy_the_next():
     assert _applies(FamilyConfig(**{**AHEAD.to_dict(), "pack_gqa": False}), mha)
     assert not _applies(AHEAD, _case([4], [8], heads=(4, 1)))  # one KV head: nothing to copy ahead
     assert not _applies(AHEAD, gqa, window=True)
+    assert not _applies(FamilyConfig(**{**AHEAD.to_dict(), "ahead_heads": 4}), gqa)  # every head pre-gathered
 
 
-@pytest.mark.parametrize("rows", [3, 512, -1])
-def test_rows_per_tile_must_be_a_power_of_two_up_to_256(rows):
+@pytest.mark.parametrize("knobs", [{"gather_ahead": 3}, {"gather_ahead": 512}, {"gather_ahead": -1},
+                                   {"ahead_heads": 0}])
+def test_rows_per_tile_must_be_a_power_of_two_up_to_256_and_heads_ahead_positive(knobs):
     with pytest.raises(ValueError, match="out of range"):
-        FamilyConfig(gather_ahead=rows)
+        FamilyConfig(**knobs)

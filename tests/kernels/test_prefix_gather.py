@@ -47,3 +47,20 @@ def test_a_non_unit_last_stride_is_refused_by_name():
     with pytest.raises(ValueError, match="v_buffer: pre-gather needs unit stride"):
         gather_prefix(src, src.transpose(1, 2), torch.tensor([0]))
 
+
+
+def test_first_heads_copies_only_the_leading_kv_heads(device):
+    src = torch.randn(30, 4, 8, device=device)
+    idx = torch.tensor([7, 3, 29, 0, 11], device=device)
+    k_got, _ = gather_prefix(src, src, idx)  # size the pooled buffer, then poison it
+    k_got.fill_(float("nan"))
+    k_got, v_got = gather_prefix(src, src, idx, first_heads=2)
+    assert torch.equal(k_got[:, :2], src[idx, :2]) and torch.equal(v_got[:, :2], src[idx, :2])
+    assert torch.isnan(k_got[:, 2:]).all()
+
+
+@pytest.mark.parametrize("first_heads", [0, 5])
+def test_first_heads_out_of_range_is_refused_by_name(first_heads):
+    src = torch.zeros(4, 4, 8)
+    with pytest.raises(ValueError, match="first_heads"):
+        gather_prefix(src, src, torch.tensor([0]), first_heads=first_heads)

@@ -37,12 +37,13 @@ def _compile_report() -> dict[str, dict[str, int]]:
         types = dict(qo_indptr="*i32", kv_indptr="*i32", kv_indices="*i64", mask_ptr="*i32", mask_indptr="*i32",
                      sinks_ptr="*i32", Mid_O="*fp32", Mid_L="*fp32", K_ext_desc=desc, V_ext_desc=desc,
                      K_buf_desc=desc, V_buf_desc=desc, qk_scale="fp32", sm_scale="fp32", batch="i32",
-                     head_base="i32")
+                     head_base="i32",
+                     num_heads="i32", grid_blocks="i32", ahead_cnt="*i32")
         consts = dict(LQ=d, LV=d, BLOCK_D=d, BLOCK_DPE=0, BLOCK_DV=d, BLOCK_M=bm, BLOCK_N=bn, BLOCK_B=2, GROUP=4,
                       PACK=pack, NUM_SPLITS=1 if pack == 1 else 2, WINDOW=-1, LOGIT_CAP=0.0, IS_CAUSAL=True,
                       USE_MASK=False, SKIP_PREFIX_MASK=True, HAS_SINK=False, V_IS_K=False, HEAVY_FIRST=True,
                       FOLD_SCALE=True, GATHER_STAGES=0, PREFIX_CONTIG=True, TMA_EXT=True, TMA_PREFIX=True,
-                      AHEAD_ROWS=0)
+                      AHEAD_ROWS=0, AHEAD_HEADS=1, AHEAD_SYNC=False, PROXY_FENCE=False)
         sig = {n: "constexpr" if n in consts else types.get(n, "i32" if n.startswith("stride") else f"*{dt}")
                for n in kernel.arg_names}
         # what JIT specialization gives on aligned inputs: pointers and strides divisible by 16

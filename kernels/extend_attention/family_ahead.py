@@ -1,0 +1,113 @@
+"""Gather-ahead of the prefix (`FamilyConfig.gather_ahead`): attention programs copy the next KV heads' prefix.
+
+With the prefix pre-gathered into contiguous order (`prefix_gather.py`), a separate copy pass (mixed batch: 536 MB,
+135 us at the bandwidth ceiling on the H200) runs before the compute-bound attention. Gather-ahead copies only the
+first `ahead_heads` KV heads before; every attention program of KV head h then copies a 1/count slice of its
+sequence's prefix of KV head h + ahead_heads, AHEAD_ROWS rows per key tile, software-pipelined across tiles so
+the copy's DRAM latency runs under the tile's tensor-core work.
+
+Ordering (``ahead_sync``): one launch over all heads. Each program takes its work item from a ticket counter
+(`ahead_ticket`), so every item with a smaller ticket belongs to a program that is already running: a program
+of head h >= ahead_heads waits (`ahead_wait`, acquire) until all `count` programs of its sequence at head
+h - ahead_heads have released (`ahead_release`: CTA barrier, then a release increment at GPU scope), and no wait can
+deadlock (the work-ticket discipline of CUB's decoupled look-back, Merrill & Garland 2016). Its TMA loads then
+follow a proxy fence, as the copies were generic-proxy stores (PTX ISA, "Proxies", fence.proxy.async).
+Without ``ahead_sync`` the heads run as consecutive launches of `ahead_heads` heads each (stream order).
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from kernels.extend_attention.family_tiles import _prefix_tile
+
+
+@triton.jit
+def _ahead_slots(a_tok, a_hi, kv_indices, pre_start):
+    """Step 1: cache slots of rows a_tok (< a_hi) of the sequence's prefix."""
+    return tl.load(kv_indices + pre_start + a_tok, mask=a_tok < a_hi, other=0).to(tl.int64)
+
+
+@triton.jit
+def _ahead_load(a_tok, a_hi, slots, src_k, src_v, stride_kst, stride_vst, offs_d, offs_dv, LQ: tl.constexpr,
+                LV: tl.constexpr):
+    """Step 2: those rows of the target KV head's K and V, read at their cache slots."""
+    ok = a_tok < a_hi
+    ak = tl.load(src_k + slots[:, None] * stride_kst + offs_d[None, :], mask=ok[:, None] & (offs_d < LQ)[None, :])
+    av = tl.load(src_v + slots[:, None] * stride_vst + offs_dv[None, :], mask=ok[:, None] & (offs_dv < LV)[None, :])
+    return ak, av
+
+
+@triton.jit
+def _ahead_store(ak, av, a_tok, a_hi, pre_start, dst_k, dst_v, stride_kgt, stride_vgt, offs_d, offs_dv,
+                 LQ: tl.constexpr, LV: tl.constexpr):
+    """Step 3: write those rows at pre_start + a_tok of the contiguous prefix buffers."""
+    ok = a_tok < a_hi
+    rows = pre_start + a_tok.to(tl.int64)
+    tl.store(dst_k + rows[:, None] * stride_kgt + offs_d[None, :], ak, mask=ok[:, None] & (offs_d < LQ)[None, :])
+    tl.store(dst_v + rows[:, None] * stride_vgt + offs_dv[None, :], av, mask=ok[:, None] & (offs_dv < LV)[None, :])
+
+
+@triton.jit
+def ahead_prefix(acc, l_i, m_i, q, qpe, lo, full_hi, hi, kv_indices, pre_start, kb_head, vb_head, stride_kbt,
+                 stride_vbt, kb_desc, vb_desc, kv_head, tok, valid, pre_len, seq_len, mask_ptr, mask_start, qk_scale,
+                 sm_scale, offs_n, offs_d, offs_dv, a_lo, a_hi, a_src_k, a_src_v, a_dst_k, a_dst_v, stride_kst,
+                 stride_vst, LQ: tl.constexpr, LV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DPE: tl.constexpr,
+                 BLOCK_DV: tl.constexpr, BLOCK_N: tl.constexpr, WINDOW: tl.constexpr, LOGIT_CAP: tl.constexpr,
+                 IS_CAUSAL: tl.constexpr, USE_MASK: tl.constexpr, SKIP_PREFIX_MASK: tl.constexpr,
+                 V_IS_K: tl.constexpr, FOLD_SCALE: tl.constexpr, PREFIX_CONTIG: tl.constexpr, TMA: tl.constexpr,
+                 AHEAD_ROWS: tl.constexpr):
+    """The unmasked prefix tiles [lo, full_hi) folded into the online softmax while rows [a_lo, a_hi) of the
+    target head's prefix are copied: at tile i the rows of chunk i (loaded at tile i - 1) are stored, chunk i + 1's
+    rows are loaded at slots read at tile i - 1, and chunk i + 2's slots are read, so neither load stalls the warps
+    in front of the tile's dots; rows the loop did not reach are copied after it."""
+    a_tok = a_lo + tl.arange(0, AHEAD_ROWS)
+    ak, av = _ahead_load(a_tok, a_hi, _ahead_slots(a_tok, a_hi, kv_indices, pre_start), a_src_k, a_src_v,
+                         stride_kst, stride_vst, offs_d, offs_dv, LQ, LV)
+    n_slots = _ahead_slots(a_tok + AHEAD_ROWS, a_hi, kv_indices, pre_start)
+    for start in range(lo, full_hi, BLOCK_N):
+        n_tok = a_tok + AHEAD_ROWS
+        nk, nv = _ahead_load(n_tok, a_hi, n_slots, a_src_k, a_src_v, stride_kst, stride_vst, offs_d, offs_dv, LQ, LV)
+        n_slots = _ahead_slots(n_tok + AHEAD_ROWS, a_hi, kv_indices, pre_start)
+        _ahead_store(ak, av, a_tok, a_hi, pre_start, a_dst_k, a_dst_v, stride_kbt, stride_vbt, offs_d, offs_dv, LQ, LV)
+        acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,
+                                     stride_kbt, stride_vbt, kb_desc, vb_desc, kv_head, tok, valid, pre_len, seq_len,
+                                     mask_ptr, mask_start, qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ, LV,
+                                     BLOCK_D, BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP, IS_CAUSAL, USE_MASK,
+                                     SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, False, PREFIX_CONTIG, TMA)
+        a_tok, ak, av = n_tok, nk, nv
+    _ahead_store(ak, av, a_tok, a_hi, pre_start, a_dst_k, a_dst_v, stride_kbt, stride_vbt, offs_d, offs_dv, LQ, LV)
+    for a0 in range(a_lo + ((full_hi - lo) // BLOCK_N + 1) * AHEAD_ROWS, a_hi, AHEAD_ROWS):
+        r_tok = a0 + tl.arange(0, AHEAD_ROWS)
+        rk, rv = _ahead_load(r_tok, a_hi, _ahead_slots(r_tok, a_hi, kv_indices, pre_start), a_src_k, a_src_v,
+                             stride_kst, stride_vst, offs_d, offs_dv, LQ, LV)
+        _ahead_store(rk, rv, r_tok, a_hi, pre_start, a_dst_k, a_dst_v, stride_kbt, stride_vbt, offs_d, offs_dv, LQ, LV)
+    return acc, l_i, m_i
+
+
+@triton.jit
+def ahead_ticket(counters):
+    """This program's work item: the next ticket of counters[0] (zeroed before the launch)."""
+    return tl.atomic_add(counters, 1, sem="relaxed", scope="gpu")
+
+
+@triton.jit
+def ahead_wait(counter, need, PROXY_FENCE: tl.constexpr):
+    """Spin until *counter >= need (acquire at GPU scope); then order the async proxy (TMA) after it."""
+    got = tl.atomic_add(counter, 0, sem="acquire", scope="gpu")
+    while got < need:
+        got = tl.atomic_add(counter, 0, sem="acquire", scope="gpu")
+    if PROXY_FENCE:
+        tl.inline_asm_elementwise("fence.proxy.async.global;\n\tmov.u32 $0, $1;", "=r,r", [got], dtype=tl.int32,
+                                  is_pure=False, pack=1)
+
+
+@triton.jit
+def ahead_release(counter):
+    """After this program's copy: every thread's stores ordered before one release increment at GPU scope."""
+    tl.debug_barrier()
+    tl.atomic_add(counter, 1, sem="release", scope="gpu")
+
+
+__all__ = ["ahead_prefix", "ahead_release", "ahead_ticket", "ahead_wait", "triton"]
