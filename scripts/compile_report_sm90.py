@@ -41,7 +41,7 @@ def compile_one(bm: int, bn: int, warps: int, stages: int, ahead: int, sync: boo
                   PACK=4, NUM_SPLITS=1, WINDOW=-1, LOGIT_CAP=0.0, IS_CAUSAL=True, USE_MASK=False,
                   SKIP_PREFIX_MASK=True, HAS_SINK=False, V_IS_K=False, HEAVY_FIRST=True, FOLD_SCALE=True,
                   GATHER_STAGES=0, PREFIX_CONTIG=True, TMA_EXT=True, TMA_PREFIX=True, AHEAD_ROWS=ahead,
-                  AHEAD_HEADS=2, AHEAD_SYNC=sync, PROXY_FENCE=sync)
+                  AHEAD_HEADS=2, AHEAD_SYNC=sync, PROXY_FENCE=sync, AHEAD_TICKET=True)
     sig = {n: "constexpr" if n in consts else types.get(n, "i32" if n.startswith("stride") else "*bf16")
            for n in kernel.arg_names}
     attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(kernel.arg_names)

@@ -43,7 +43,8 @@ def _compile_report() -> dict[str, dict[str, int]]:
                       PACK=pack, NUM_SPLITS=1 if pack == 1 else 2, WINDOW=-1, LOGIT_CAP=0.0, IS_CAUSAL=True,
                       USE_MASK=False, SKIP_PREFIX_MASK=True, HAS_SINK=False, V_IS_K=False, HEAVY_FIRST=True,
                       FOLD_SCALE=True, GATHER_STAGES=0, PREFIX_CONTIG=True, TMA_EXT=True, TMA_PREFIX=True,
-                      AHEAD_ROWS=0, AHEAD_HEADS=1, AHEAD_SYNC=False, PROXY_FENCE=False)
+                      AHEAD_ROWS=0, AHEAD_HEADS=1, AHEAD_SYNC=False, PROXY_FENCE=False,
+                      AHEAD_TICKET=True)
         sig = {n: "constexpr" if n in consts else types.get(n, "i32" if n.startswith("stride") else f"*{dt}")
                for n in kernel.arg_names}
         # what JIT specialization gives on aligned inputs: pointers and strides divisible by 16
