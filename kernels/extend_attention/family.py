@@ -313,9 +313,12 @@ def run_family(
     prefix_masked = window > 0 or (custom_mask is not None and not skip_prefix_custom_mask)
     ahead = ahead_applies(config, prob, contig, v_is_k, prefix_masked)
     k_src, v_src = k_buffer, v_buffer
+    sync = ahead and config.ahead_sync  # work tickets and per-(sequence, head) copy counts, zeroed by the gather
+    counters = pooled(q_extend.device, torch.int32, "ahead_counters", 1 + prob.batch * prob.num_kv_heads) if sync \
+        else None
     if contig:  # prefix rows in sequence order: row t of sequence b at kv_indptr[b] + t
         k_buffer, v_buffer = gather_prefix(k_buffer, v_buffer, kv_indices, v_is_k,
-                                           first_heads=config.ahead_heads if ahead else None)
+                                           first_heads=config.ahead_heads if ahead else None, zero=counters)
     tma = _tma_allowed(config, prob.dtype, prob.head_dim, prob.head_dim_v, v_is_k, q_extend.device)
     tma_ext = tma and _describable(k_extend, prob.head_dim) and _describable(v_extend, prob.head_dim_v)
     tma_prefix = (tma and contig and _describable(k_buffer, prob.head_dim)
@@ -338,15 +341,12 @@ def run_family(
         descs = [_row_descriptor(t, w, config.block_n) if use else dummy for t, w, use in (
             (k_extend, prob.head_dim, tma_ext), (v_extend, prob.head_dim_v, tma_ext),
             (k_buffer, prob.head_dim, tma_prefix), (v_buffer, prob.head_dim_v, tma_prefix))]
-        sync = ahead and config.ahead_sync
-        counters = pooled(q_extend.device, torch.int32, "ahead_counters", 1 + prob.batch * heads) if sync else dummy
-        if sync:  # work tickets and per-(sequence, head) copy counts start at zero each call
-            counters.zero_()
         for head_base, grid_heads, ahead_rows in ahead_launches(config, heads, ahead):
             grid = (row_blocks * grid_heads, 1, splits) if sync else (row_blocks, grid_heads, splits)
             _launch_kernel(grid, q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
                            kv_indices, custom_mask if use_mask else dummy, mask_indptr if use_mask else dummy,
-                           sinks if sinks is not None else dummy, mid_o, mid_l, descs, k_src, v_src, counters, scale,
+                           sinks if sinks is not None else dummy, mid_o, mid_l, descs, k_src, v_src,
+                           counters if sync else dummy, scale,
                            prob, (head_base, heads, row_blocks), config, dict(
                 BLOCK_D=block_d, BLOCK_DPE=block_dpe, BLOCK_DV=block_dv, PACK=pack, NUM_SPLITS=splits, WINDOW=window,
                 LOGIT_CAP=float(logit_cap or 0.0), IS_CAUSAL=bool(is_causal), USE_MASK=use_mask,

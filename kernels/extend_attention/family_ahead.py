@@ -33,20 +33,29 @@ def _ahead_slots(a_tok, a_hi, kv_indices, pre_start):
 def _ahead_load(a_tok, a_hi, slots, src_k, src_v, stride_kst, stride_vst, offs_d, offs_dv, LQ: tl.constexpr,
                 LV: tl.constexpr):
     """Step 2: those rows of the target KV head's K and V, read at their cache slots."""
-    ok = a_tok < a_hi
-    ak = tl.load(src_k + slots[:, None] * stride_kst + offs_d[None, :], mask=ok[:, None] & (offs_d < LQ)[None, :])
-    av = tl.load(src_v + slots[:, None] * stride_vst + offs_dv[None, :], mask=ok[:, None] & (offs_dv < LV)[None, :])
+    ok_k, ok_v = _ahead_masks(a_tok < a_hi, offs_d, offs_dv, LQ, LV)
+    ak = tl.load(src_k + slots[:, None] * stride_kst + offs_d[None, :], mask=ok_k)
+    av = tl.load(src_v + slots[:, None] * stride_vst + offs_dv[None, :], mask=ok_v)
     return ak, av
+
+
+@triton.jit
+def _ahead_masks(ok, offs_d, offs_dv, LQ: tl.constexpr, LV: tl.constexpr):
+    """[rows, D] masks of K and V; the column test only where the head dim is not a power of two (fewer
+    instructions in the attention loop, whose issue slots the copy shares)."""
+    ok_k = ok[:, None] & (offs_d < LQ)[None, :] if LQ != offs_d.shape[0] else ok[:, None]
+    ok_v = ok[:, None] & (offs_dv < LV)[None, :] if LV != offs_dv.shape[0] else ok[:, None]
+    return ok_k, ok_v
 
 
 @triton.jit
 def _ahead_store(ak, av, a_tok, a_hi, pre_start, dst_k, dst_v, stride_kgt, stride_vgt, offs_d, offs_dv,
                  LQ: tl.constexpr, LV: tl.constexpr):
     """Step 3: write those rows at pre_start + a_tok of the contiguous prefix buffers."""
-    ok = a_tok < a_hi
+    ok_k, ok_v = _ahead_masks(a_tok < a_hi, offs_d, offs_dv, LQ, LV)
     rows = pre_start + a_tok.to(tl.int64)
-    tl.store(dst_k + rows[:, None] * stride_kgt + offs_d[None, :], ak, mask=ok[:, None] & (offs_d < LQ)[None, :])
-    tl.store(dst_v + rows[:, None] * stride_vgt + offs_dv[None, :], av, mask=ok[:, None] & (offs_dv < LV)[None, :])
+    tl.store(dst_k + rows[:, None] * stride_kgt + offs_d[None, :], ak, mask=ok_k)
+    tl.store(dst_v + rows[:, None] * stride_vgt + offs_dv[None, :], av, mask=ok_v)
 
 
 @triton.jit

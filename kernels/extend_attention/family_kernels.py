@@ -30,16 +30,21 @@ LOG2E = 1.4426950408889634
 
 
 @triton.jit
-def _locate_block(qo_indptr, batch, lin, PACK: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_B: tl.constexpr,
-                  HEAVY_FIRST: tl.constexpr):
-    """Map a flat program index to (sequence, row block within it, total row blocks, row blocks of that
-    sequence)."""
+def _block_counts(qo_indptr, batch, PACK: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_B: tl.constexpr):
+    """Row blocks per sequence and their inclusive prefix sum, from qo_indptr (BLOCK_B >= batch + 1 lanes)."""
     offs_b = tl.arange(0, BLOCK_B)
     in_batch = offs_b < batch
     starts = tl.load(qo_indptr + offs_b, mask=in_batch, other=0)
     ends = tl.load(qo_indptr + offs_b + 1, mask=in_batch, other=0)
     nblocks = tl.cdiv((ends - starts).to(tl.int32) * PACK, BLOCK_M)
-    cum = tl.cumsum(nblocks, 0)
+    return nblocks, tl.cumsum(nblocks, 0)
+
+
+@triton.jit
+def _locate_block(nblocks, cum, lin, BLOCK_B: tl.constexpr, HEAVY_FIRST: tl.constexpr):
+    """Map a flat program index to (sequence, row block within it, total row blocks, row blocks of that
+    sequence)."""
+    offs_b = tl.arange(0, BLOCK_B)
     seq = tl.sum((cum <= lin).to(tl.int32), 0)
     first = tl.sum(tl.where(offs_b == seq, cum - nblocks, 0), 0)
     count = tl.sum(tl.where(offs_b == seq, nblocks, 0), 0)
@@ -74,13 +79,14 @@ def _family_fwd_kernel(
     PREFIX_CONTIG: tl.constexpr, TMA_EXT: tl.constexpr, TMA_PREFIX: tl.constexpr, AHEAD_ROWS: tl.constexpr,
     AHEAD_HEADS: tl.constexpr, AHEAD_SYNC: tl.constexpr, PROXY_FENCE: tl.constexpr, AHEAD_TICKET: tl.constexpr,
 ):
+    nblocks, cum = _block_counts(qo_indptr, batch, PACK, BLOCK_M, BLOCK_B)  # in flight while a ticket is taken
     lin = tl.program_id(0)
     head = tl.program_id(1) + head_base
     if AHEAD_SYNC:  # one launch over all heads: the work item comes from a ticket (see family_ahead.py)
         ticket = ahead_ticket(ahead_cnt) if AHEAD_TICKET else lin
         lin = ticket % grid_blocks
         head = ticket // grid_blocks
-    seq, block, total, count = _locate_block(qo_indptr, batch, lin, PACK, BLOCK_M, BLOCK_B, HEAVY_FIRST)
+    seq, block, total, count = _locate_block(nblocks, cum, lin, BLOCK_B, HEAVY_FIRST)
     if lin >= total:
         return
     split = tl.program_id(2)

@@ -45,10 +45,17 @@ def _copy_rows(src, dst, slots, offs_t, t_ok, stride_st, stride_sh, HEAD_W: tl.c
 
 @triton.jit
 def _gather_kv_kernel(k_src, v_src, k_dst, v_dst, kv_indices, total, stride_kt, stride_kh, stride_vt, stride_vh,
-                      K_HEAD_W: tl.constexpr, K_ROW_W: tl.constexpr, K_COPY_W: tl.constexpr, V_HEAD_W: tl.constexpr,
+                      zero_ptr, zero_n, ZERO_BLOCK: tl.constexpr, K_HEAD_W: tl.constexpr, K_ROW_W: tl.constexpr,
+                      K_COPY_W: tl.constexpr, V_HEAD_W: tl.constexpr,
                       V_ROW_W: tl.constexpr, V_COPY_W: tl.constexpr, HAS_V: tl.constexpr, BLOCK_T: tl.constexpr,
                       BLOCK_C: tl.constexpr):
-    """K (and V unless HAS_V is false) rows of BLOCK_T prefix tokens, slot numbers loaded once."""
+    """K (and V unless HAS_V is false) rows of BLOCK_T prefix tokens, slot numbers loaded once; program 0 also
+    zeroes zero_n int32 at zero_ptr when ZERO_BLOCK > 0 (the gather-ahead counters, without a launch of their own)."""
+    if ZERO_BLOCK > 0:
+        if tl.program_id(0) == 0:
+            for z0 in range(0, zero_n, ZERO_BLOCK):
+                offs_z = z0 + tl.arange(0, ZERO_BLOCK)
+                tl.store(zero_ptr + offs_z, tl.zeros([ZERO_BLOCK], dtype=tl.int32), mask=offs_z < zero_n)
     offs_t = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
     t_ok = offs_t < total
     slots = tl.load(kv_indices + offs_t, mask=t_ok, other=0).to(tl.int64)
@@ -63,11 +70,13 @@ def _workspace(src: torch.Tensor, name: str, total: int) -> torch.Tensor:
 
 
 def gather_prefix(k_buffer: torch.Tensor, v_buffer: torch.Tensor, kv_indices: torch.Tensor,
-                  v_is_k: bool = False, first_heads: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                  v_is_k: bool = False, first_heads: int | None = None,
+                  zero: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Contiguous copies ``(K_g [ΣP, H_kv, D_qk], V_g [ΣP, H_kv, D_v])`` of ``k_buffer[kv_indices]`` and
     ``v_buffer[kv_indices]`` in the reusable workspaces, in one launch. With `first_heads` (an int in [1, H_kv]) only
     those leading KV heads' columns are written (``K_g[:, :n] = k_buffer[kv_indices, :n]``); the other columns keep
-    whatever they held (the gather-ahead of `family_ahead` fills them).
+    whatever they held (the gather-ahead of `family_ahead` fills them). `zero` (an int32 tensor) is set to 0 in the
+    same launch.
 
     k_buffer/v_buffer: [slots, H_kv, D] of one dtype, any row/head strides, unit stride along D. kv_indices: [ΣP]
     int32/int64 slot numbers. With `v_is_k` (MLA: V is a view of K) only K is copied and V_g is K_g. No host
@@ -87,6 +96,8 @@ def gather_prefix(k_buffer: torch.Tensor, v_buffer: torch.Tensor, kv_indices: to
     k_dst = _workspace(k_buffer, "prefix_k", total)
     v_dst = k_dst if v_is_k else _workspace(v_buffer, "prefix_v", total)
     if total == 0:
+        if zero is not None:
+            zero.zero_()
         return k_dst, v_dst
     kw, vw = k_buffer.shape[2], v_buffer.shape[2]
     block_c, block_t = BLOCK_C, BLOCK_T
@@ -95,7 +106,9 @@ def gather_prefix(k_buffer: torch.Tensor, v_buffer: torch.Tensor, kv_indices: to
         block_t = BLOCK_T * BLOCK_C // block_c
     _gather_kv_kernel[(triton.cdiv(total, block_t),)](
         k_buffer, v_buffer, k_dst, v_dst, kv_indices, total, k_buffer.stride(0), k_buffer.stride(1),
-        v_buffer.stride(0), v_buffer.stride(1), K_HEAD_W=kw, K_ROW_W=k_buffer[0].numel(), K_COPY_W=heads * kw,
+        v_buffer.stride(0), v_buffer.stride(1), zero if zero is not None else kv_indices,
+        zero.numel() if zero is not None else 0, ZERO_BLOCK=0 if zero is None else 1024, K_HEAD_W=kw,
+        K_ROW_W=k_buffer[0].numel(), K_COPY_W=heads * kw,
         V_HEAD_W=vw, V_ROW_W=v_buffer[0].numel(), V_COPY_W=heads * vw, HAS_V=not v_is_k,
         BLOCK_T=block_t, BLOCK_C=block_c, num_warps=4)
     return k_dst, v_dst

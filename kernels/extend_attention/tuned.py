@@ -37,6 +37,8 @@ def choose_config(prob: Problem, limits: ChipLimits, max_len_extend: int | None 
       programs per SM (113 KB of shared memory, <= 255 registers x 128 threads), so one program's softmax runs
       while the other's dots do, and a short sequence pads at most 63 rows; D > 128: 64x64, 4 warps.
     - MLA-like 576/512 (V read from the K tile): 64x32 tiles, gather pipelined by the loop, no descriptors.
+    One sequence or a uniform batch of several KV heads with a wave of programs per head: gather-ahead
+    (`gather_ahead_knobs`): only KV head 0's prefix is copied first, the rest by the attention programs.
     `run_family` fits any of these to the chip's shared memory and uses descriptors only where `tma_plan` allows.
     Source of the numbers: H200 sweeps 4 and 7 (2026-11-30, BENCHMARKS.md "H200 GPU session 4" and "session 6";
     e.g. chunked-prefill 3399 -> 2164 us with pre-gather + TMA, large-heads 1760 -> 1270 us with 64x64 / 4 warps,
@@ -61,9 +63,36 @@ def choose_config(prob: Problem, limits: ChipLimits, max_len_extend: int | None 
         return FamilyConfig(block_m=64, block_n=64, num_warps=4, num_stages=3,
                             num_splits=prefix_splits(prob, rows_per_seq, 64, limits), pack_gqa=big_d > 128,
                             pregather=True, tma=True)
-    return FamilyConfig(block_m=128, block_n=128, num_warps=8, num_stages=3,
-                        num_splits=prefix_splits(prob, rows_per_seq, 128, limits), pack_gqa=True,
-                        pregather=True, tma=True)
+    splits = prefix_splits(prob, rows_per_seq, 128, limits)
+    return FamilyConfig(block_m=128, block_n=128, num_warps=8, num_stages=3, num_splits=splits, pack_gqa=True,
+                        pregather=True, tma=True, **gather_ahead_knobs(prob, rows_per_seq, splits, limits))
+
+
+#: Gather-ahead rows per 128-key tile measured on the H200 (16: the mixed batch's 4096-key prefix over 8 row
+#: blocks); fewer rows per tile leave part of a slice to the copy after the loop, more cost issue slots in it.
+AHEAD_ROWS_RANGE = (8, 16)
+
+
+def gather_ahead_knobs(prob: Problem, rows_per_seq: int, splits: int, limits: ChipLimits,
+                       block: int = 128) -> dict:
+    """Gather-ahead knobs (`family_ahead.py`) for a compute-bound 128x128 call, or {} to keep the whole pre-gather.
+
+    On when the call has a prefix, one split, several KV heads, a slice of its prefix per row block that
+    `AHEAD_ROWS_RANGE` rows per key tile copy inside the loop (rows = BLOCK_N / row blocks per sequence), and at least
+    0.9 x compute units programs per KV head, so the programs of head h (which wait for head h - 1's copies) start
+    about a wave after those of head h - 1. One head ahead, ordered by tickets in one launch.
+    Source: H200 session 7 (2026-11-30, BENCHMARKS.md): mixed batch 665 -> 637 us (ticket order; the cost breakdown:
+    the one-head pre-gather 22 us against 136 us for all heads, the copy inside the loop ~35-50 us, two heads ahead
+    650 us, 32 rows per tile 703 us).
+    """
+    blocks_per_seq = -(-rows_per_seq // block)
+    rows = block // blocks_per_seq if blocks_per_seq else 0
+    programs_per_head = prob.batch * blocks_per_seq
+    if (prob.total_prefix == 0 or splits != 1 or prob.num_kv_heads < 2 or block % max(1, blocks_per_seq)
+            or not AHEAD_ROWS_RANGE[0] <= rows <= AHEAD_ROWS_RANGE[1]
+            or programs_per_head * 10 < 9 * limits.num_compute_units):
+        return {}
+    return {"gather_ahead": rows, "ahead_heads": 1, "ahead_sync": True}
 
 
 #: Fewer programs than this many per compute unit leave the chip under-filled in the tail of a compute-bound

@@ -170,3 +170,20 @@ def test_compute_bound_tiles_by_raggedness_and_head_dim(prob, max_len, tiles):
     cfg = choose_config(prob, H200, max_len)
     assert (cfg.block_m, cfg.block_n, cfg.num_warps, cfg.pack_gqa) == tiles
 
+
+
+@pytest.mark.parametrize("prob, limits, rows", [
+    (problem(16, 256, 4096), H200, 16),  # mixed batch: 8 row blocks per sequence, 128 programs per KV head
+    (problem(32, 256, 4096), H200, 16),  # more programs per head: still one head ahead
+    (problem(12, 256, 4096), H200, 0),  # 96 programs per head < 0.9 x 132: head h would wait on head h - 1
+    (problem(64, 512, 4096), H200, 8),  # 16 row blocks per sequence: 8 rows per tile
+    (problem(64, 128, 4096), H200, 0),  # 4 row blocks: 32 rows per tile (measured slower)
+    (problem(16, 256, 0), H200, 0),  # no prefix to copy
+    (problem(16, 256, 4096, hq=8, hkv=1), H200, 0),  # one KV head: nothing to copy ahead
+    (problem(1, 2048, 32768), H200, 0),  # chunked prefill: split-KV, not gather-ahead
+], ids=["mixed-batch", "bigger-batch", "small-grid", "16-blocks", "4-blocks", "no-prefix", "one-kv-head",
+        "chunked"])
+def test_gather_ahead_only_where_a_wave_of_programs_per_head_copies_inside_the_loop(prob, limits, rows):
+    cfg = choose_config(prob, limits, max_len_extend=prob.total_extend // prob.batch)
+    assert cfg.gather_ahead == rows
+    assert cfg.ahead_sync == (rows > 0)

@@ -64,3 +64,10 @@ def test_first_heads_out_of_range_is_refused_by_name(first_heads):
     src = torch.zeros(4, 4, 8)
     with pytest.raises(ValueError, match="first_heads"):
         gather_prefix(src, src, torch.tensor([0]), first_heads=first_heads)
+
+
+def test_zero_is_cleared_in_the_same_launch(device):
+    src = torch.randn(10, 2, 8, device=device)
+    counters = torch.full((1300,), 7, dtype=torch.int32, device=device)  # more than one zeroing block
+    gather_prefix(src, src, torch.tensor([4, 2], device=device), first_heads=1, zero=counters)
+    assert int(counters.abs().sum()) == 0
