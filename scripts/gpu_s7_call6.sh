@@ -11,6 +11,7 @@ export PYTHONPATH=$PWD:/tmp/site
 timeout 250 python3 benchmarks/bench_extend_attention.py --chip h200 --out $OUT/bench.json > $OUT/bench.log 2>&1
 tail -25 $OUT/bench.log
 export PYTHONPATH=$PWD
-timeout 300 python3 -m pytest -q -m gpu tests/kernels -p no:cacheprovider -n 8 > $OUT/tests_kernels_gpu.log 2>&1
+timeout 240 python3 -m pytest -q -m gpu tests/kernels -p no:cacheprovider -n 8 --ignore=tests/kernels/test_timing_gpu.py \
+  > $OUT/tests_kernels_gpu.log 2>&1
 echo "pytest rc=$?"
 tail -15 $OUT/tests_kernels_gpu.log

@@ -212,11 +212,13 @@ def ahead_applies(config: FamilyConfig, prob: Problem, contig: bool, v_is_k: boo
 
 def ahead_launches(config: FamilyConfig, heads: int, ahead: bool) -> list[tuple[int, int, int]]:
     """(first head, heads, gather-ahead rows) per launch: one launch over all heads unless gather-ahead runs
-    without ``ahead_sync``, then launches of ``ahead_heads`` heads in order, each copying the next launch's."""
+    without ``ahead_sync``, then launches of ``ahead_heads`` heads in order, each copying the next launch's (the
+    last copies nothing, but keeps the gather-ahead kernel: its partial last prefix tile is read from the cache,
+    as the rows past a prefix may not be copied)."""
     if not ahead or config.ahead_sync:
         return [(0, heads, config.gather_ahead if ahead else 0)]
     step = config.ahead_heads
-    return [(h, min(step, heads - h), config.gather_ahead if h + step < heads else 0) for h in range(0, heads, step)]
+    return [(h, min(step, heads - h), config.gather_ahead) for h in range(0, heads, step)]
 
 
 def _v_is_view_of_k(k_buffer: torch.Tensor, v_buffer: torch.Tensor) -> bool:

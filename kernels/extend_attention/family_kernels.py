@@ -167,12 +167,23 @@ def _family_fwd_kernel(
                                              IS_CAUSAL, USE_MASK, SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, False,
                                              PREFIX_CONTIG, TMA_PREFIX)
     tail_lo = lo if PREFIX_MASKED else full_hi
-    for start in range(tail_lo, hi, BLOCK_N):
-        acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,
-                                     stride_kbt, stride_vbt, K_buf_desc, V_buf_desc, kv_head, tok, valid, pre_len,
-                                     seq_len, mask_ptr, mask_start, qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ, LV,
-                                     BLOCK_D, BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP, IS_CAUSAL, USE_MASK,
-                                     SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, True, PREFIX_CONTIG, TMA_PREFIX)
+    if AHEAD_ROWS > 0:  # a box past the prefix could hold rows nobody copied (a next sequence without queries,
+        # 0 * NaN = NaN in P @ V): the partial last tile is read through kv_indices from the cache instead
+        for start in range(tail_lo, hi, BLOCK_N):
+            acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start,
+                                         K_src + kv_head.to(tl.int64) * stride_ksh,
+                                         V_src + kv_head.to(tl.int64) * stride_vsh, stride_kst, stride_vst,
+                                         K_buf_desc, V_buf_desc, kv_head, tok, valid, pre_len, seq_len, mask_ptr,
+                                         mask_start, qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ, LV, BLOCK_D,
+                                         BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP, IS_CAUSAL, USE_MASK, SKIP_PREFIX_MASK,
+                                         V_IS_K, FOLD_SCALE, True, False, False)
+    else:
+        for start in range(tail_lo, hi, BLOCK_N):
+            acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,
+                                         stride_kbt, stride_vbt, K_buf_desc, V_buf_desc, kv_head, tok, valid, pre_len,
+                                         seq_len, mask_ptr, mask_start, qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ,
+                                         LV, BLOCK_D, BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP, IS_CAUSAL, USE_MASK,
+                                         SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, True, PREFIX_CONTIG, TMA_PREFIX)
 
     # ---- extend keys (contiguous); the last split does them
     if split == NUM_SPLITS - 1:

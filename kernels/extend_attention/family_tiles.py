@@ -97,8 +97,6 @@ def _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_hea
     else:
         v = _load_rows(vb_head, slots, key_ok, stride_vbt, offs_dv, vb_desc, row0, kv_head * LV, LV, BLOCK_DV,
                        MASKED, TMA)
-        if TMA and MASKED:  # a box past the prefix may hold rows no one wrote yet (gather-ahead): 0 * NaN is NaN
-            v = tl.where(key_ok[:, None], v, 0.0)
     vis = valid[:, None]
     if MASKED:
         vis = _visible(tok, valid, kpos, key_ok, pre_len, seq_len, mask_ptr, mask_start, True,

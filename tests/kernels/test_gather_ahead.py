@@ -60,7 +60,7 @@ def test_the_launch_plan_follows_heads_ahead_and_sync():
     from kernels.extend_attention.family import ahead_launches
 
     two = FamilyConfig(**{**AHEAD.to_dict(), "ahead_heads": 2})
-    assert ahead_launches(two, 5, True) == [(0, 2, 4), (2, 2, 4), (4, 1, 0)]
+    assert ahead_launches(two, 5, True) == [(0, 2, 4), (2, 2, 4), (4, 1, 4)]
     assert ahead_launches(AHEAD_SYNC, 5, True) == [(0, 5, 4)]
     assert ahead_launches(two, 5, False) == [(0, 5, 0)]
 
