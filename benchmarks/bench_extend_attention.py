@@ -126,6 +126,8 @@ def markdown(rows: list[dict]) -> str:
              "| speedup vs baseline |", "|---|---|---|---|---|---|"]
     speedups = []
     for case in TASK.bench_cases:
+        if not any(c == case.id for c, _ in by):  # not benched in this run (--cases)
+            continue
         cells = []
         for prov in ("baseline", "optimized", "flex_attention"):
             r = by.get((case.id, prov), {})
@@ -137,8 +139,9 @@ def markdown(rows: list[dict]) -> str:
         speedups.append(sp)
         floor = o.get("floor_us", b.get("floor_us", float("nan")))
         lines.append(f"| {case.id} | {floor:.0f} | " + " | ".join(cells) + f" | {sp:.2f}x |")
-    geo = math.exp(sum(math.log(s) for s in speedups if s == s) / max(1, len(speedups)))
-    lines.append(f"\nGeomean speedup of the optimized kernel over the baseline: {geo:.2f}x")
+    timed = [s for s in speedups if s == s]
+    geo = math.exp(sum(math.log(s) for s in timed) / max(1, len(timed)))
+    lines.append(f"\nGeomean speedup of the optimized kernel over the baseline: {geo:.2f}x ({len(timed)} cases)")
     return "\n".join(lines)
 
 

@@ -7,8 +7,9 @@ with a C++ assertion that aborts the process.
     pip install triton==3.6.0   # the GPU machine's version, in a separate venv
     python scripts/probe_hopper_ws.py
 
-Session 6 (2026-11-30), triton 3.6.0 (and 3.9.0, the CPU venv, alike): num_warps 4 -> the pass runs and aborts (WSLowerToken.cpp:73,
-processProducerCommitOp, `Assertion false`) with host descriptors, in-kernel descriptors and pointer loads alike;
+Session 6 (2026-11-30), triton 3.6.0 (and 3.9.0, the CPU venv, alike): num_warps 4 -> the pass runs and aborts
+(WSLowerToken.cpp:73, processProducerCommitOp, `Assertion false`) with host descriptors, in-kernel descriptors
+and pointer loads alike;
 num_warps 8 -> compiles with no warp_specialize op (the pass leaves the loop alone). On the H200 the family with the
 request ran within 0.3 % of without it on every compute-bound case (BENCHMARKS.md, session 6, sweep 6).
 """
