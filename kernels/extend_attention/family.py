@@ -356,7 +356,8 @@ def run_family(
                 HEAVY_FIRST=config.heavy_first and bool(is_causal),
                 FOLD_SCALE=config.fold_scale and not logit_cap and scale > 0, PREFIX_CONTIG=contig,
                 TMA_EXT=tma_ext, TMA_PREFIX=tma_prefix, AHEAD_ROWS=ahead_rows, AHEAD_HEADS=config.ahead_heads,
-                AHEAD_SYNC=sync, PROXY_FENCE=sync and q_extend.is_cuda and torch.version.hip is None,
+                # the proxy fence orders TMA reads after the copies; sm_90+ only, needed only with TMA
+                AHEAD_SYNC=sync, PROXY_FENCE=sync and tma_prefix and q_extend.is_cuda,
                 AHEAD_TICKET=True))
         return splits, mid_o, mid_l
 

@@ -65,7 +65,8 @@ def choose_config(prob: Problem, limits: ChipLimits, max_len_extend: int | None 
                             pregather=True, tma=True)
     splits = prefix_splits(prob, rows_per_seq, 128, limits)
     return FamilyConfig(block_m=128, block_n=128, num_warps=8, num_stages=3, num_splits=splits, pack_gqa=True,
-                        pregather=True, tma=True, **gather_ahead_knobs(prob, rows_per_seq, splits, limits))
+                        pregather=True, tma=True,
+                        **gather_ahead_knobs(prob, rows_per_seq, splits, limits, max_len_extend))
 
 
 #: Gather-ahead rows per 128-key tile measured on the H200 (16: the mixed batch's 4096-key prefix over 8 row
@@ -74,10 +75,12 @@ AHEAD_ROWS_RANGE = (8, 16)
 
 
 def gather_ahead_knobs(prob: Problem, rows_per_seq: int, splits: int, limits: ChipLimits,
-                       block: int = 128) -> dict:
+                       max_len_extend: int | None, block: int = 128) -> dict:
     """Gather-ahead knobs (`family_ahead.py`) for a compute-bound 128x128 call, or {} to keep the whole pre-gather.
 
-    On when the call has a prefix, one split, several KV heads, a slice of its prefix per row block that
+    On when the call has a prefix, one split, several KV heads, equal extend lengths (`max_len_extend` x B == ΣE:
+    a sequence with fewer row blocks would copy a larger slice, mostly after its loop, and the next head's programs
+    of that sequence wait for it; the host-side hint only steers this choice), a slice of its prefix per row block that
     `AHEAD_ROWS_RANGE` rows per key tile copy inside the loop (rows = BLOCK_N / row blocks per sequence), and at least
     0.9 x compute units programs per KV head, so the programs of head h (which wait for head h - 1's copies) start
     about a wave after those of head h - 1. One head ahead, ordered by tickets in one launch.
@@ -88,7 +91,9 @@ def gather_ahead_knobs(prob: Problem, rows_per_seq: int, splits: int, limits: Ch
     blocks_per_seq = -(-rows_per_seq // block)
     rows = block // blocks_per_seq if blocks_per_seq else 0
     programs_per_head = prob.batch * blocks_per_seq
-    if (prob.total_prefix == 0 or splits != 1 or prob.num_kv_heads < 2 or block % max(1, blocks_per_seq)
+    uniform = max_len_extend is not None and max_len_extend * prob.batch == prob.total_extend
+    if (not uniform or prob.total_prefix == 0 or splits != 1 or prob.num_kv_heads < 2
+            or block % max(1, blocks_per_seq)
             or not AHEAD_ROWS_RANGE[0] <= rows <= AHEAD_ROWS_RANGE[1]
             or programs_per_head * 10 < 9 * limits.num_compute_units):
         return {}

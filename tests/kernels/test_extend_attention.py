@@ -12,7 +12,7 @@ from kernels.extend_attention.cases import TEST_CASES, full_params
 from kernels.extend_attention.family import FamilyConfig, run_family
 from kernels.extend_attention.spec import TASK, make_inputs
 from kernels.task import Case
-from tests.kernels.helpers import check_impl
+from tests.kernels.helpers import check_impl, on_poisoned_workspace
 
 FAMILY = {
     "split3-pack": FamilyConfig(block_m=16, block_n=16, num_warps=4, num_stages=2, num_splits=3, pack_gqa=True),
@@ -35,6 +35,8 @@ FAMILY = {
 }
 IMPLS = {"baseline": baseline.extend_attention_fwd, "tuned": extend_attention_fwd}
 IMPLS.update({name: (lambda c: lambda **a: run_family(c, **a))(cfg) for name, cfg in FAMILY.items()})
+# gather-ahead reads rows its own call copies: start each call on a NaN workspace, not on an earlier call's rows
+IMPLS.update({name: on_poisoned_workspace(IMPLS[name]) for name in FAMILY if name.startswith("ahead")})
 
 
 @pytest.mark.parametrize("impl", sorted(IMPLS))

@@ -187,3 +187,11 @@ def test_gather_ahead_only_where_a_wave_of_programs_per_head_copies_inside_the_l
     cfg = choose_config(prob, limits, max_len_extend=prob.total_extend // prob.batch)
     assert cfg.gather_ahead == rows
     assert cfg.ahead_sync == (rows > 0)
+
+
+@pytest.mark.parametrize("max_len", [None, 257, 300])
+def test_gather_ahead_needs_equal_extend_lengths(max_len):
+    """[256] * 15 + [16] has the mixed batch's mean but a one-block sequence that would copy its whole prefix."""
+    prob = Problem(16, 15 * 256 + 16, 16 * 4096, 32, 8, 128, 128, torch.bfloat16)
+    assert choose_config(prob, H200, max_len).gather_ahead == 0
+    assert choose_config(problem(16, 256, 4096), H200, 256).gather_ahead == 16

@@ -11,7 +11,7 @@ from kernels.extend_attention.family import FamilyConfig, ahead_applies, run_fam
 from kernels.extend_attention.spec import make_inputs
 from kernels.extend_attention.workspace import pooled
 from kernels.task import Case
-from tests.kernels.helpers import check_impl
+from tests.kernels.helpers import check_impl, on_poisoned_workspace, poison_prefix_workspace
 
 AHEAD = FamilyConfig(block_m=16, block_n=16, num_splits=1, pack_gqa=True, pregather=True, tma=True, gather_ahead=4)
 #: one launch over all heads, two heads pre-gathered, programs of head h waiting on the copies of head h - 2
@@ -24,20 +24,13 @@ def _case(extend, prefix, heads=(8, 4), **extra) -> Case:
     return Case("ahead", params, 7, "edge")
 
 
-def _poison_prefix_workspace(args: dict) -> None:
-    """Fill the pooled pre-gather buffers this call will use with NaN, so a row read before it is written shows."""
-    for name, buf in (("prefix_k", args["k_buffer"]), ("prefix_v", args["v_buffer"])):
-        numel = args["kv_indices"].shape[0] * buf.shape[1] * buf.shape[2]
-        pooled(buf.device, buf.dtype, name, numel).fill_(float("nan"))
-
-
 @pytest.mark.parametrize("config", [AHEAD, AHEAD_SYNC], ids=["launch-per-head", "sync-two-ahead"])
 def test_every_prefix_row_attention_reads_is_copied_in_the_same_call(config, device):
     # a sequence without extend rows (nobody copies its prefix past head 0) after one whose last prefix tile
     # reaches into it; uneven prefixes leave rows to the copy after the loop
     case = _case([5, 0, 21, 1], [3, 9, 40, 17])
     args = make_inputs(case, 3, device)
-    _poison_prefix_workspace(args)
+    poison_prefix_workspace(args)
     check_impl(lambda **a: run_family(config, **a), case, device, seed=3)
     gathered = pooled(args["k_buffer"].device, args["k_buffer"].dtype, "prefix_k",
                       args["kv_indices"].shape[0] * 4 * 32).view(-1, 4, 32)
@@ -53,7 +46,7 @@ def test_any_rows_per_tile_heads_ahead_and_ordering_give_the_reference(rows, syn
     case = _case([13, 30], [50, 7])
     config = FamilyConfig(block_m=16, block_n=16, num_splits=1, pack_gqa=True, pregather=True, tma=True,
                           gather_ahead=rows, ahead_heads=heads, ahead_sync=sync)
-    check_impl(lambda **a: run_family(config, **a), case, device)
+    check_impl(on_poisoned_workspace(lambda **a: run_family(config, **a)), case, device)
 
 
 def test_the_launch_plan_follows_heads_ahead_and_sync():

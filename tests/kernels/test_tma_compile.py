@@ -23,8 +23,11 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = [("bench", "bf16", 128, 128, 64, 8, 2, 1), ("small", "fp16", 32, 16, 16, 4, 2, 4)]
 
 
-def _compile_report() -> dict[str, dict[str, int]]:
-    """Compile `_family_fwd_kernel` with TMA_EXT and TMA_PREFIX for each of `CONFIGS`; TMA copies in PTX per name."""
+def _compile_report(ahead: bool = False) -> dict[str, dict[str, int]]:
+    """Compile `_family_fwd_kernel` with TMA_EXT and TMA_PREFIX for each of `CONFIGS`; TMA copies in PTX per name.
+    `ahead`: the ordered gather-ahead kernel instead, for sm_90 with TMA and the proxy fence (as `run_family` sets
+    them on Hopper) and for sm_80 without either (Ampere has no TMA and no fence.proxy.async); PTX counts of the
+    fence and of acquire loads / release atomics per target."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -32,7 +35,10 @@ def _compile_report() -> dict[str, dict[str, int]]:
     from kernels.extend_attention.family_kernels import _family_fwd_kernel as kernel
 
     out = {}
-    for name, dt, d, bm, bn, warps, stages, pack in CONFIGS:
+    configs = [(f"ahead-sm{cc}", "bf16", 128, 128, 128, 8, 3, 4, cc) for cc in (90, 80)] if ahead else [
+        (*c, 90) for c in CONFIGS]
+    for name, dt, d, bm, bn, warps, stages, pack, cc in configs:
+        tma = cc >= 90
         desc = f"tensordesc<{dt}[{bn}, {d}]>"
         types = dict(qo_indptr="*i32", kv_indptr="*i32", kv_indices="*i64", mask_ptr="*i32", mask_indptr="*i32",
                      sinks_ptr="*i32", Mid_O="*fp32", Mid_L="*fp32", K_ext_desc=desc, V_ext_desc=desc,
@@ -42,19 +48,23 @@ def _compile_report() -> dict[str, dict[str, int]]:
         consts = dict(LQ=d, LV=d, BLOCK_D=d, BLOCK_DPE=0, BLOCK_DV=d, BLOCK_M=bm, BLOCK_N=bn, BLOCK_B=2, GROUP=4,
                       PACK=pack, NUM_SPLITS=1 if pack == 1 else 2, WINDOW=-1, LOGIT_CAP=0.0, IS_CAUSAL=True,
                       USE_MASK=False, SKIP_PREFIX_MASK=True, HAS_SINK=False, V_IS_K=False, HEAVY_FIRST=True,
-                      FOLD_SCALE=True, GATHER_STAGES=0, PREFIX_CONTIG=True, TMA_EXT=True, TMA_PREFIX=True,
-                      AHEAD_ROWS=0, AHEAD_HEADS=1, AHEAD_SYNC=False, PROXY_FENCE=False,
+                      FOLD_SCALE=True, GATHER_STAGES=0, PREFIX_CONTIG=True, TMA_EXT=tma, TMA_PREFIX=tma,
+                      AHEAD_ROWS=16 if ahead else 0, AHEAD_HEADS=1, AHEAD_SYNC=ahead, PROXY_FENCE=ahead and tma,
                       AHEAD_TICKET=True)
+        if ahead:
+            consts["NUM_SPLITS"] = 1
         sig = {n: "constexpr" if n in consts else types.get(n, "i32" if n.startswith("stride") else f"*{dt}")
                for n in kernel.arg_names}
         # what JIT specialization gives on aligned inputs: pointers and strides divisible by 16
         attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(kernel.arg_names)
                  if sig[n].startswith("*") or n.startswith("stride")}
         src = ASTSource(kernel, sig, constexprs=consts, attrs=attrs)
-        compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32),
+        compiled = triton.compile(src, target=GPUTarget("cuda", cc, 32),
                                   options=dict(num_warps=warps, num_stages=stages))
-        out[name] = {"tma_copies": compiled.asm["ptx"].count("cp.async.bulk.tensor"),
-                     "cubin_bytes": len(compiled.asm["cubin"])}
+        ptx = compiled.asm["ptx"]
+        out[name] = {"tma_copies": ptx.count("cp.async.bulk.tensor"), "cubin_bytes": len(compiled.asm["cubin"]),
+                     "proxy_fences": ptx.count("fence.proxy.async.global"), "acquires": ptx.count(".acquire."),
+                     "releases": ptx.count(".release.")}
     return out
 
 
@@ -71,3 +81,20 @@ def test_descriptor_loads_compile_to_tma_copies_for_sm90():
     for name, *_ in CONFIGS:
         assert report[name]["cubin_bytes"] > 0
         assert report[name]["tma_copies"] > 0, report
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="GPU machines launch the real kernel instead")
+def test_ordered_gather_ahead_compiles_for_hopper_with_its_fence_and_for_ampere_without():
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(ROOT)
+    code = ("import json; from tests.kernels.test_tma_compile import _compile_report; "
+            "print(json.dumps(_compile_report(ahead=True)))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    hopper, ampere = report["ahead-sm90"], report["ahead-sm80"]
+    assert hopper["proxy_fences"] == 1 and hopper["tma_copies"] > 0
+    assert ampere["proxy_fences"] == 0 and ampere["tma_copies"] == 0 and ampere["cubin_bytes"] > 0
+    for target in (hopper, ampere):  # the wait's acquire load and the copy's release increment
+        assert target["acquires"] >= 1 and target["releases"] >= 1
