@@ -22,32 +22,17 @@ import sys
 import tempfile
 
 import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
 
-from kernels.extend_attention.family_kernels import _family_fwd_kernel as kernel
+from kernels.extend_attention.offline_compile import compile_family
 
 PATTERN = re.compile(r"(\d+)x(\d+)w(\d+)s(\d+)(?:a(\d+))?(y?)$")
 
 
-def compile_one(bm: int, bn: int, warps: int, stages: int, ahead: int, sync: bool, d: int = 128) -> dict:
-    """Compile one configuration; ptxas's resource numbers from the compiled kernel's metadata."""
-    desc = f"tensordesc<bf16[{bn}, {d}]>"
-    types = dict(qo_indptr="*i32", kv_indptr="*i32", kv_indices="*i64", mask_ptr="*i32", mask_indptr="*i32",
-                 sinks_ptr="*i32", Mid_O="*fp32", Mid_L="*fp32", K_ext_desc=desc, V_ext_desc=desc,
-                 K_buf_desc=desc, V_buf_desc=desc, qk_scale="fp32", sm_scale="fp32", batch="i32", head_base="i32",
-                     num_heads="i32", grid_blocks="i32", ahead_cnt="*i32")
-    consts = dict(LQ=d, LV=d, BLOCK_D=d, BLOCK_DPE=0, BLOCK_DV=d, BLOCK_M=bm, BLOCK_N=bn, BLOCK_B=32, GROUP=4,
-                  PACK=4, NUM_SPLITS=1, WINDOW=-1, LOGIT_CAP=0.0, IS_CAUSAL=True, USE_MASK=False,
-                  SKIP_PREFIX_MASK=True, HAS_SINK=False, V_IS_K=False, HEAVY_FIRST=True, FOLD_SCALE=True,
-                  GATHER_STAGES=0, PREFIX_CONTIG=True, TMA_EXT=True, TMA_PREFIX=True, AHEAD_ROWS=ahead,
-                  AHEAD_HEADS=2, AHEAD_SYNC=sync, PROXY_FENCE=sync, AHEAD_TICKET=True)
-    sig = {n: "constexpr" if n in consts else types.get(n, "i32" if n.startswith("stride") else "*bf16")
-           for n in kernel.arg_names}
-    attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(kernel.arg_names)
-             if sig[n].startswith("*") or n.startswith("stride")}
-    compiled = triton.compile(ASTSource(kernel, sig, constexprs=consts, attrs=attrs),
-                              target=GPUTarget("cuda", 90, 32), options=dict(num_warps=warps, num_stages=stages))
+def compile_one(bm: int, bn: int, warps: int, stages: int, ahead: int, sync: bool) -> dict:
+    """Compile one configuration (bf16, D = 128, G = 4 packed, causal, TMA; gather-ahead two heads ahead);
+    ptxas's registers and spills, and the shared memory Triton allocates."""
+    compiled = compile_family(num_warps=warps, num_stages=stages, BLOCK_M=bm, BLOCK_N=bn, AHEAD_ROWS=ahead,
+                              AHEAD_HEADS=2, AHEAD_SYNC=sync, PROXY_FENCE=sync)
     return {**ptxas_usage(compiled.asm["ptx"]), "smem_kb": round(compiled.metadata.shared / 1024, 1)}
 
 

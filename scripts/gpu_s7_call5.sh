@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Ran at 1648bce: its program-id variant sets the kernel's AHEAD_TICKET constexpr, removed afterwards (tickets kept).
 # GPU session 7, call 5 (one H200, no wheels): where the ordered gather-ahead's time goes (call 4: mixed batch
 # 637.4 us with one launch, tickets and one head ahead, against 531 us of attention + 22 us of one-head pre-gather
 # + ~50 us of copying inside the loop). Components timed alone, the ticket against program-id order, and the

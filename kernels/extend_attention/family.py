@@ -357,8 +357,7 @@ def run_family(
                 FOLD_SCALE=config.fold_scale and not logit_cap and scale > 0, PREFIX_CONTIG=contig,
                 TMA_EXT=tma_ext, TMA_PREFIX=tma_prefix, AHEAD_ROWS=ahead_rows, AHEAD_HEADS=config.ahead_heads,
                 # the proxy fence orders TMA reads after the copies; sm_90+ only, needed only with TMA
-                AHEAD_SYNC=sync, PROXY_FENCE=sync and tma_prefix and q_extend.is_cuda,
-                AHEAD_TICKET=True))
+                AHEAD_SYNC=sync, PROXY_FENCE=sync and tma_prefix and q_extend.is_cuda))
         return splits, mid_o, mid_l
 
     while True:  # the footprint model can fall short of what Triton allocates: shrink and retry on the refusal

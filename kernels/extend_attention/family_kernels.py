@@ -77,13 +77,13 @@ def _family_fwd_kernel(
     USE_MASK: tl.constexpr, SKIP_PREFIX_MASK: tl.constexpr, HAS_SINK: tl.constexpr, V_IS_K: tl.constexpr,
     HEAVY_FIRST: tl.constexpr, FOLD_SCALE: tl.constexpr, GATHER_STAGES: tl.constexpr,
     PREFIX_CONTIG: tl.constexpr, TMA_EXT: tl.constexpr, TMA_PREFIX: tl.constexpr, AHEAD_ROWS: tl.constexpr,
-    AHEAD_HEADS: tl.constexpr, AHEAD_SYNC: tl.constexpr, PROXY_FENCE: tl.constexpr, AHEAD_TICKET: tl.constexpr,
+    AHEAD_HEADS: tl.constexpr, AHEAD_SYNC: tl.constexpr, PROXY_FENCE: tl.constexpr,
 ):
     nblocks, cum = _block_counts(qo_indptr, batch, PACK, BLOCK_M, BLOCK_B)  # in flight while a ticket is taken
     lin = tl.program_id(0)
     head = tl.program_id(1) + head_base
     if AHEAD_SYNC:  # one launch over all heads: the work item comes from a ticket (see family_ahead.py)
-        ticket = ahead_ticket(ahead_cnt) if AHEAD_TICKET else lin
+        ticket = ahead_ticket(ahead_cnt)
         lin = ticket % grid_blocks
         head = ticket // grid_blocks
     seq, block, total, count = _locate_block(nblocks, cum, lin, BLOCK_B, HEAVY_FIRST)

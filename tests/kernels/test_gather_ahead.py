@@ -35,7 +35,10 @@ def test_every_prefix_row_attention_reads_is_copied_in_the_same_call(config, dev
     gathered = pooled(args["k_buffer"].device, args["k_buffer"].dtype, "prefix_k",
                       args["kv_indices"].shape[0] * 4 * 32).view(-1, 4, 32)
     expected = args["k_buffer"][args["kv_indices"]]
-    rows_with_queries = torch.cat([torch.arange(0, 3), torch.arange(12, 12 + 40 + 17)])
+    starts = args["kv_indptr"].tolist()
+    extend = case.params["extend_lens"]
+    rows_with_queries = torch.cat([torch.arange(starts[b], starts[b + 1]) for b in range(len(extend)) if extend[b]])
+    assert rows_with_queries.numel() == 3 + 40 + 17  # sequence 1 (no queries) is the one left out
     assert torch.equal(gathered[rows_with_queries], expected[rows_with_queries])
 
 

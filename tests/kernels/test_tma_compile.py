@@ -28,39 +28,17 @@ def _compile_report(ahead: bool = False) -> dict[str, dict[str, int]]:
     `ahead`: the ordered gather-ahead kernel instead, for sm_90 with TMA and the proxy fence (as `run_family` sets
     them on Hopper) and for sm_80 without either (Ampere has no TMA and no fence.proxy.async); PTX counts of the
     fence and of acquire loads / release atomics per target."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
-    from kernels.extend_attention.family_kernels import _family_fwd_kernel as kernel
+    from kernels.extend_attention.offline_compile import compile_family
 
     out = {}
     configs = [(f"ahead-sm{cc}", "bf16", 128, 128, 128, 8, 3, 4, cc) for cc in (90, 80)] if ahead else [
         (*c, 90) for c in CONFIGS]
     for name, dt, d, bm, bn, warps, stages, pack, cc in configs:
         tma = cc >= 90
-        desc = f"tensordesc<{dt}[{bn}, {d}]>"
-        types = dict(qo_indptr="*i32", kv_indptr="*i32", kv_indices="*i64", mask_ptr="*i32", mask_indptr="*i32",
-                     sinks_ptr="*i32", Mid_O="*fp32", Mid_L="*fp32", K_ext_desc=desc, V_ext_desc=desc,
-                     K_buf_desc=desc, V_buf_desc=desc, qk_scale="fp32", sm_scale="fp32", batch="i32",
-                     head_base="i32",
-                     num_heads="i32", grid_blocks="i32", ahead_cnt="*i32")
-        consts = dict(LQ=d, LV=d, BLOCK_D=d, BLOCK_DPE=0, BLOCK_DV=d, BLOCK_M=bm, BLOCK_N=bn, BLOCK_B=2, GROUP=4,
-                      PACK=pack, NUM_SPLITS=1 if pack == 1 else 2, WINDOW=-1, LOGIT_CAP=0.0, IS_CAUSAL=True,
-                      USE_MASK=False, SKIP_PREFIX_MASK=True, HAS_SINK=False, V_IS_K=False, HEAVY_FIRST=True,
-                      FOLD_SCALE=True, GATHER_STAGES=0, PREFIX_CONTIG=True, TMA_EXT=tma, TMA_PREFIX=tma,
-                      AHEAD_ROWS=16 if ahead else 0, AHEAD_HEADS=1, AHEAD_SYNC=ahead, PROXY_FENCE=ahead and tma,
-                      AHEAD_TICKET=True)
-        if ahead:
-            consts["NUM_SPLITS"] = 1
-        sig = {n: "constexpr" if n in consts else types.get(n, "i32" if n.startswith("stride") else f"*{dt}")
-               for n in kernel.arg_names}
-        # what JIT specialization gives on aligned inputs: pointers and strides divisible by 16
-        attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(kernel.arg_names)
-                 if sig[n].startswith("*") or n.startswith("stride")}
-        src = ASTSource(kernel, sig, constexprs=consts, attrs=attrs)
-        compiled = triton.compile(src, target=GPUTarget("cuda", cc, 32),
-                                  options=dict(num_warps=warps, num_stages=stages))
+        compiled = compile_family(
+            dt, cc, warps, stages, LQ=d, LV=d, BLOCK_D=d, BLOCK_DV=d, BLOCK_M=bm, BLOCK_N=bn, BLOCK_B=2, PACK=pack,
+            NUM_SPLITS=1 if ahead or pack == 1 else 2, TMA_EXT=tma, TMA_PREFIX=tma, AHEAD_ROWS=16 if ahead else 0,
+            AHEAD_SYNC=ahead, PROXY_FENCE=ahead and tma)
         ptx = compiled.asm["ptx"]
         out[name] = {"tma_copies": ptx.count("cp.async.bulk.tensor"), "cubin_bytes": len(compiled.asm["cubin"]),
                      "proxy_fences": ptx.count("fence.proxy.async.global"), "acquires": ptx.count(".acquire."),
