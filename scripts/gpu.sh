@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The one GPU runner: runs named suites on a GPU machine, each with its own time limit and log under $OUT.
+#
+# Usage:  bash scripts/gpu.sh SUITE[:SECONDS] [SUITE[:SECONDS] ...]
+#         bash scripts/gpu.sh --list
+# Environment: OUT (results folder; default ./gpu_out), CHIPLORE_COMMIT (the commit measured: the device copy of
+# the tree has no usable .git), SUITE_ARGS_<suite> (extra arguments for one suite, e.g. SUITE_ARGS_bench="--cases decode").
+#
+# What travels (device tool `carry`): `.whl` (python3.12 wheels from scripts/prepare_device_bundle.py, plus the
+# FlashInfer wheels of the development setup's shared/tools/flashinfer, copied into `.whl/flashinfer/`), `.model`
+# (the fp16 embedding model), `.cache/sglang` (SGLang 0.5.23's kernel files, benchmarks/sglang_kernel.py --fetch).
+# Wheels go into the interpreter's own site-packages: the verifier's sandbox starts `python -I`, which ignores
+# PYTHONPATH (docs/GPU_RUNBOOK.md). Suites run one after another; a suite that times out or fails does not stop
+# the next. Each suite's log is $OUT/<suite>.log; JSON results are $OUT/<suite>.json where the suite writes one.
+# A summary line per suite goes to $OUT/summary.txt.
+set -u
+cd "$(dirname "$0")/.."
+export PYTHONUNBUFFERED=1 COLUMNS=160 PYTHONPATH="$PWD"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+OUT="${OUT:-$PWD/gpu_out}"
+mkdir -p "$OUT"
+export CHIPLORE_COMMIT="${CHIPLORE_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+
+install_wheels() {  # idempotent: chromadb & co. into site-packages, FlashInfer into /tmp/fi (benchmark peer only)
+  if [ -d .whl ] && ! python3 -c "import chromadb" 2>/dev/null; then
+    env -u PYTHONPATH python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/*.whl \
+      > "$OUT/pip.log" 2>&1 || echo "wheel install failed (see pip.log)"
+  fi
+  if [ -d .whl/flashinfer ] && [ ! -d /tmp/fi/flashinfer ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/fi \
+      .whl/flashinfer/*.whl >> "$OUT/pip.log" 2>&1 || echo "flashinfer install failed (see pip.log)"
+  fi
+  if [ -d /tmp/fi/flashinfer ]; then
+    export CHIPLORE_FLASHINFER_PATH=/tmp/fi FLASHINFER_CUDA_ARCH_LIST=9.0a FLASHINFER_WORKSPACE_BASE=/tmp/fiws \
+      FLASHINFER_DISABLE_JIT=1
+  fi
+  if [ -d .model/minilm ]; then export CHIPLORE_EMBED_MODEL="$PWD/.model/minilm"; fi
+}
+
+# --- suites: one function each, named suite_<name>; "$@" holds SUITE_ARGS_<name> ---------------------------------
+
+suite_env() {  # device, driver and package versions
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv
+  python3 -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
+  python3 -c "import chromadb, pydantic; print('chromadb', chromadb.__version__, 'pydantic', pydantic.__version__)" || true
+  PYTHONPATH=/tmp/fi:$PYTHONPATH python3 -c "import flashinfer; print('flashinfer', flashinfer.__version__)" || true
+}
+
+suite_bench() {  # extend attention: baseline, tuned, real SGLang, flex, FlashInfer on the 9 bench cases
+  python3 benchmarks/bench_extend_attention.py --chip h200 --out "$OUT/bench.json" "$@"
+}
+
+suite_kernel_tests() {  # the kernels' GPU tests (pytest-xdist is preinstalled there), then the timing test alone
+  python3 -m pytest -q -m gpu tests/kernels -p no:cacheprovider -n 8 --ignore=tests/kernels/test_timing_gpu.py "$@"
+  python3 -m pytest -q -m gpu tests/kernels/test_timing_gpu.py -p no:cacheprovider
+}
+
+suite_verifier_tests() {  # the verifier's GPU tests
+  python3 -m pytest -q -m gpu tests/verifier -p no:cacheprovider "$@"
+}
+
+suite_corpus() {  # every cheat of the corpus must be rejected, every honest kernel pass; run alone in its own copy
+  rm -rf /tmp/corpus && cp -r "$PWD" /tmp/corpus
+  (cd /tmp/corpus && PYTHONPATH=/tmp/corpus python3 scripts/verify_corpus_gpu.py --chip h200 \
+    --out "$OUT/corpus.json" "$@")
+}
+
+suite_optimize() {  # chiplore optimize runs (scripts/optimize_gpu.py; e.g. SUITE_ARGS_optimize="--part runs --minutes 8")
+  python3 scripts/optimize_gpu.py --out "$OUT/optimize" "$@"
+  tar czf "$OUT/optimize.tgz" -C "$OUT" optimize && rm -rf "$OUT/optimize"
+}
+
+# --------------------------------------------------------------------------------------------------------------------
+
+list_suites() { declare -F | awk '{print $3}' | sed -n 's/^suite_//p' | tr '_' '-'; }
+
+if [ "${1:-}" = "--list" ] || [ $# -eq 0 ]; then
+  echo "suites:"; list_suites; exit 0
+fi
+install_wheels
+echo "commit $CHIPLORE_COMMIT, $(date -u +%FT%TZ)" | tee -a "$OUT/summary.txt"
+for spec in "$@"; do
+  name="${spec%%:*}"; limit=600
+  [ "$spec" != "$name" ] && limit="${spec#*:}"
+  fn="suite_${name//-/_}"
+  if ! declare -F "$fn" > /dev/null; then echo "unknown suite $name (bash scripts/gpu.sh --list)"; continue; fi
+  var="SUITE_ARGS_${name//-/_}"
+  start=$(date +%s)
+  # shellcheck disable=SC2086
+  ( export -f "$fn"; timeout "$limit" bash -c "$fn ${!var:-}" ) > "$OUT/$name.log" 2>&1
+  rc=$?
+  line="$name rc=$rc $(( $(date +%s) - start ))s (limit ${limit}s)"
+  echo "$line" | tee -a "$OUT/summary.txt"
+  tail -n 15 "$OUT/$name.log"
+done
