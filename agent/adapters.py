@@ -14,9 +14,9 @@ from typing import Any
 
 from agent.errors import DependencyMissingError
 from agent.seams import Citation, FindingDraft
+from core.errors import BadInputError, ChiploreError, StoreError
 from hardware_profiles.schema import HardwareProfile
 from kernels.task import Case, TaskSpec
-from knowledge.errors import BadInputError, ChiploreError, StoreError
 
 VERIFIER_STAGES = ("static_rejected", "compile_error", "runtime_error", "mismatch", "too_fast_to_be_true", "pass")
 

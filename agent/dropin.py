@@ -13,8 +13,8 @@ import importlib.util
 import re
 from pathlib import Path
 
-from knowledge.atomic_io import atomic_write_text
-from knowledge.errors import ChiploreError
+from core.atomic_io import atomic_write_text
+from core.errors import ChiploreError
 
 PACKAGE = "chiplore_extend_attention"
 _FROM = re.compile(r"^(\s*)from\s+(kernels(?:\.\w+)+)\s+import\s", re.MULTILINE)

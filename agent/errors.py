@@ -2,12 +2,12 @@
 
 `StopRun` and its subclasses end a run cleanly: the loop catches them, records `reason` in the run state and
 saves it. `CandidateFailed` marks one proposal as a failed candidate (no code, wrong signature, ...): it is
-recorded as an evaluation and the loop goes on. Errors the user must fix are `knowledge.errors.ChiploreError`.
+recorded as an evaluation and the loop goes on. Errors the user must fix are `core.errors.ChiploreError`.
 """
 
 from __future__ import annotations
 
-from knowledge.errors import BadInputError, ChiploreError
+from core.errors import BadInputError, ChiploreError
 
 
 class StopRun(Exception):  # noqa: N818  (a signal, not an error)

@@ -24,8 +24,8 @@ from agent.dropin import write_dropin  # noqa: E402
 from agent.errors import RunCorruptError  # noqa: E402
 from agent.runstate import EvalRecord, RunDir, RunState  # noqa: E402
 from agent.templates import render  # noqa: E402
-from knowledge.atomic_io import atomic_write_text  # noqa: E402
-from knowledge.errors import BadInputError  # noqa: E402
+from core.atomic_io import atomic_write_text  # noqa: E402
+from core.errors import BadInputError  # noqa: E402
 
 
 @dataclass(frozen=True)

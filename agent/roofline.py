@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from core.errors import ChiploreError
 from hardware_profiles.schema import HardwareProfile
 from kernels.task import Case, TaskSpec
-from knowledge.errors import ChiploreError
 
 #: Profile peak keys to try for an input dtype, fastest first. float32 inputs may run on TF32 tensor cores
 #: (the task's float32 tolerance allows it), so the floor uses the larger of the two peaks.

@@ -30,9 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.config import OptimizeConfig
 from agent.errors import RunCorruptError, RunNotFoundError
-from knowledge.atomic_io import atomic_write_json, atomic_write_text
-from knowledge.errors import BadInputError
-from knowledge.settings import runs_dir
+from core.atomic_io import atomic_write_json, atomic_write_text
+from core.errors import BadInputError
+from core.settings import runs_dir
 
 STATE_VERSION = 1
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -156,7 +156,7 @@ def new_run_id(task: str, chip: str) -> str:
 
 
 class RunDir:
-    """The folder of one run; every write is atomic (`knowledge.atomic_io`)."""
+    """The folder of one run; every write is atomic (`core.atomic_io`)."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)

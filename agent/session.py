@@ -16,9 +16,9 @@ from agent.proposers.offline import PatternGuidedProposer
 from agent.proposers.uniform import UniformProposer
 from agent.runstate import RunDir, RunState, new_run_id
 from agent.seams import Knowledge, Verifier
+from core.errors import BadInputError
 from hardware_profiles.schema import HardwareProfile
 from kernels.task import Case, TaskSpec, load_task
-from knowledge.errors import BadInputError
 
 
 def load_task_checked(name: str) -> TaskSpec:

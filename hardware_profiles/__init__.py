@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from core.errors import BadInputError
 from hardware_profiles.schema import (
     FEATURE_FIELDS,
     PEAK_DTYPES,
@@ -35,7 +36,6 @@ from hardware_profiles.yaml_io import (
     save_profile,
     user_profiles_dir,
 )
-from knowledge.errors import BadInputError
 
 __all__ = [
     "FEATURE_FIELDS",

@@ -22,9 +22,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from core.errors import ChiploreError
 from hardware_profiles.merge import merge_field
 from hardware_profiles.schema import PROFILE_FIELDS, HardwareProfile, ProfileField, Source
-from knowledge.errors import ChiploreError
 
 
 class NoDeviceError(ChiploreError):

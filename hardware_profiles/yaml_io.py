@@ -17,6 +17,9 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from core.atomic_io import atomic_write_text
+from core.errors import BadInputError
+from core.settings import chiplore_home
 from hardware_profiles.schema import (
     PEAK_DTYPES,
     PROFILE_FIELDS,
@@ -25,9 +28,6 @@ from hardware_profiles.schema import (
     ProfileField,
     Source,
 )
-from knowledge.atomic_io import atomic_write_text
-from knowledge.errors import BadInputError
-from knowledge.settings import chiplore_home
 
 #: Folder of the profiles shipped with chiplore.
 PACKAGED_DIR = Path(__file__).resolve().parent

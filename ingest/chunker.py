@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ingest.loaders.common import title_from_path
-from ingest.types import Chunk, Section
+from knowledge.types import Chunk, Section
 
 CHUNKER_VERSION = "1"
 _SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+(?=[A-Z0-9(\[\"'•*-])")

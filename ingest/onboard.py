@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from core.errors import BadInputError, ChiploreError, StoreError
 from ingest.chunker import CHUNKER_VERSION, ChunkingOptions, chunk_sections
 from ingest.loaders import LOADER_VERSION, is_supported, load_document
-from knowledge.errors import BadInputError, ChiploreError, StoreError
 from knowledge.store import KnowledgeStore
 
 _CHIP = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")

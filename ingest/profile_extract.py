@@ -47,7 +47,7 @@ from ingest.profile_rules import (
 )
 from ingest.profile_tables import list_item_records, table_records
 from ingest.profile_text import CU_NOUNS, Record, chip_tokens, prose_records
-from ingest.types import Chunk
+from knowledge.types import Chunk
 
 _BACKENDS = {
     "rocm": r"\bROCm\b|\bHIP\b",
@@ -63,7 +63,7 @@ def extract_profile(chip: str, chunks: list[Chunk], llm: ProposalModel | None = 
     Args:
         chip: chip name (profile key), e.g. ``mi300x`` or ``wormhole_n150``; its model tokens (letters and digits)
             decide which products' statements apply.
-        chunks: the onboarded chunks of the chip's documents (`ingest.types.Chunk`; any kind).
+        chunks: the onboarded chunks of the chip's documents (`knowledge.types.Chunk`; any kind).
         llm: optional proposal model (`ingest.profile_llm.default_model()` when an endpoint is configured); its
             proposals join the rules' candidates only when their quote is verbatim in the cited chunk.
 

@@ -1,7 +1,7 @@
 """Optional LLM proposals for profile fields; a proposal counts only if its quote is verbatim in its chunk.
 
 Used only when an OpenAI-compatible endpoint is configured (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``,
-``CHIPLORE_MODEL``; see `knowledge.settings`). The model sees the chunks that contain numbers with units and
+``CHIPLORE_MODEL``; see `core.settings`). The model sees the chunks that contain numbers with units and
 answers a JSON list of ``{field, value, chunk_id, quote}`` (prompt: ``ingest/prompts/profile_extract.j2``).
 Each proposal is checked, and rejected with a reason unless:
 
@@ -25,12 +25,12 @@ from typing import Protocol
 
 import jinja2
 
+from core.errors import ChiploreError
 from hardware_profiles.schema import PEAK_DTYPES, SCALAR_FIELDS
 from ingest.profile_rules import RULES_BY_NAME, Candidate
 from ingest.profile_text import Record, chip_tokens, clause_product, locator_of
-from ingest.types import Chunk
 from ingest.units import TARGET_UNITS, find_quantities
-from knowledge.errors import ChiploreError
+from knowledge.types import Chunk
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
 _DIMENSIONS = {name: TARGET_UNITS[unit][0] for name, unit in SCALAR_FIELDS.items()}

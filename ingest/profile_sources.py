@@ -12,8 +12,8 @@ import hashlib
 import re
 from pathlib import Path
 
-from ingest.types import Chunk
-from knowledge.errors import BadInputError
+from core.errors import BadInputError
+from knowledge.types import Chunk
 
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+])\1{2,}\s*$")

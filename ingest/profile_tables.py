@@ -21,8 +21,8 @@ from ingest.profile_text import (
     product_scope,
     products_in,
 )
-from ingest.types import Chunk
 from ingest.units import find_quantities, header_unit, unit_info
+from knowledge.types import Chunk
 
 _SEPARATOR_ROW = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _LIST_TABLE = re.compile(r"^(\s*)(?:\.\. list-table::|```\{list-table\})\s*(.*)$")

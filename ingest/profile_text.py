@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ingest.types import Chunk
+from knowledge.types import Chunk
 
 _PRODUCT = re.compile(r"(?<![\w\-])([A-Za-z]{1,4}\d{2,4}[A-Za-z]{0,3})(?![\w\-])")
 _NOT_PRODUCT = re.compile(

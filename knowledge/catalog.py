@@ -19,7 +19,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from knowledge.errors import BadInputError
+from core.errors import BadInputError
 from knowledge.formula import Formula, FormulaError, UnknownValue, check_functions, parse
 from knowledge.variables import TASK_FUNCTIONS, known_variables
 

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from knowledge.errors import StoreError
+from core.errors import StoreError
 
 ENV_MODEL = "CHIPLORE_EMBED_MODEL"
 #: Device of the embedding model: "cpu" (default) or e.g. "cuda". The CPU by default because `chiplore optimize`

@@ -25,9 +25,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from core.errors import BadInputError
 from hardware_profiles.schema import HardwareProfile
 from knowledge.catalog import Catalog, load_catalog
-from knowledge.errors import BadInputError
 from knowledge.graph import PatternGraph
 from knowledge.similarity import chip_features
 
@@ -190,7 +190,7 @@ def _check_patterns(finding: Finding, catalog: Catalog) -> None:
 
 
 def _chunk(finding: Finding, record: dict[str, Any]) -> Any:
-    from ingest.types import Chunk
+    from knowledge.types import Chunk
 
     meta: dict[str, Any] = {
         "task": finding.task, "case_id": finding.case_id, "case_class": finding.case_class,
@@ -268,7 +268,7 @@ def _missing_records(store: Any, known: set[str]) -> list[dict[str, Any]]:
     try:
         ids = col.get(include=[])["ids"]
     except Exception as exc:
-        from knowledge.errors import StoreError
+        from core.errors import StoreError
 
         raise StoreError(f"findings collection: cannot list ids: {' '.join(str(exc).split())[:200]}") from None
     missing = [i for i in ids if i.removeprefix("finding-") not in known]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from knowledge.errors import ChiploreError
+from core.errors import ChiploreError
 
 Number = float | int | bool
 

@@ -26,10 +26,10 @@ from typing import Any
 
 import networkx as nx
 
-from knowledge.atomic_io import atomic_write_text, remove_stale_temps
+from core.atomic_io import atomic_write_text, remove_stale_temps
+from core.errors import StoreError
+from core.settings import chiplore_home
 from knowledge.catalog import Catalog, load_catalog
-from knowledge.errors import StoreError
-from knowledge.settings import chiplore_home
 
 GRAPH_FORMAT = "chiplore-pattern-graph"
 GRAPH_VERSION = 1

@@ -22,10 +22,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from core.errors import BadInputError
 from hardware_profiles.schema import HardwareProfile
 from kernels.task import Case, TaskSpec, load_task
 from knowledge.catalog import Catalog, Pattern, evaluate_rules, load_catalog
-from knowledge.errors import BadInputError
 from knowledge.formula import FormulaError, UnknownValue, parse
 from knowledge.graph import Evidence, PatternGraph
 from knowledge.similarity import chip_features, chip_similarity

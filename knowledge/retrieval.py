@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from knowledge import settings
-from knowledge.errors import BadInputError
+from core import settings
+from core.errors import BadInputError
 from knowledge.store import COLLECTIONS, KnowledgeStore, index_text
 
 RRF_K = 60

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from knowledge import settings
-from knowledge.errors import StoreError
+from core import settings
+from core.errors import StoreError
 
 if TYPE_CHECKING:  # the store duck-types chunks: any object with these attributes works
-    from ingest.types import Chunk
+    from knowledge.types import Chunk
 
 SCHEMA_VERSION = 1
 COLLECTIONS = ("chunks", "findings")

@@ -32,8 +32,8 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from agent.verifier import Verdict, Verifier, VerifyOptions  # noqa: E402
+from core.atomic_io import atomic_write_text  # noqa: E402
 from hardware_profiles import load_profile  # noqa: E402
-from knowledge.atomic_io import atomic_write_text  # noqa: E402
 from tests.verifier.corpus import CHEATS, HONEST, Stages, accepts, stages_label  # noqa: E402
 
 

@@ -8,7 +8,7 @@ from importlib.metadata import PackageNotFoundError, version
 import typer
 import typer.core
 
-from knowledge.errors import ChiploreError
+from core.errors import ChiploreError
 
 app = typer.Typer(
     name="chiplore",

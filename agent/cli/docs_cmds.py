@@ -96,7 +96,7 @@ def ask_cmd(
 
 def _refuse_an_empty_store() -> None:
     """An empty knowledge store is an error naming the store and the command that fills it (not 'no passages')."""
-    from knowledge.errors import BadInputError
+    from core.errors import BadInputError
     from knowledge.retrieval import default_store
 
     store = default_store()

@@ -23,7 +23,7 @@ from rich.markup import escape
 
 from agent.cli.app import app
 from agent.config import LLMOptions, OptimizeConfig, StopRules
-from knowledge.errors import BadInputError
+from core.errors import BadInputError
 
 _console = Console(soft_wrap=True)  # paths and progress lines are never broken mid-name when piped
 

@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agent.cli.app import app
-from knowledge.errors import BadInputError
+from core.errors import BadInputError
 
 _console = Console(soft_wrap=True)  # paths and progress lines are never broken mid-name when piped
 
@@ -50,7 +50,7 @@ def _profile(chip: str) -> Any:
 
 def _documents_of(chip: str) -> int:
     """Documents onboarded for `chip` (0 when the store cannot be opened: the profile error is then the one shown)."""
-    from knowledge.errors import StoreError
+    from core.errors import StoreError
 
     try:
         from knowledge.retrieval import default_store
@@ -129,7 +129,7 @@ def patterns_cmd(
 def _graph() -> Any:
     """The pattern graph synced with the findings store; from the graph file alone (with a warning on stderr)
     when the store cannot be opened."""
-    from knowledge.errors import StoreError
+    from core.errors import StoreError
     from knowledge.findings import load_graph
 
     try:

@@ -25,7 +25,7 @@ from rich.table import Column, Table
 
 from agent.cli.app import app
 from agent.verifier import Verdict, Verifier, VerifyOptions
-from knowledge.errors import BadInputError
+from core.errors import BadInputError
 
 
 def _profile(chip: str | None):

@@ -28,10 +28,10 @@ from agent.verifier.sandbox import ChildProcess, Sandbox
 from agent.verifier.static_rules import check_source
 from agent.verifier.tamper import changes, snapshot
 from agent.verifier.verdict import Verdict, VerifyOptions
+from core.errors import BadInputError
 from hardware_profiles.schema import HardwareProfile
 from kernels.task import TaskSpec, load_task
 from kernels.timing import L2_FLUSH_BYTES
-from knowledge.errors import BadInputError
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Static violations listed one per reason (every violated rule at least once); the rest summarized in one line.

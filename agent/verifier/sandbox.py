@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from agent.verifier.channel import ChannelError, MessageReader, write_message
-from knowledge.errors import ChiploreError
+from core.errors import ChiploreError
 
 _BOOT = "import sys; sys.path.insert(0, {root!r}); from agent.verifier.sandbox import serve; serve(int(sys.argv[1]))"
 _PASS_ENV = ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "HIP_VISIBLE_DEVICES",

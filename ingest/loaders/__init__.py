@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from core.errors import BadInputError
 from ingest.loaders.common import LoadedDocument
-from knowledge.errors import BadInputError
 
 LOADER_VERSION = "1"
 

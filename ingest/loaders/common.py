@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ingest.types import Section
-from knowledge.errors import BadInputError
+from core.errors import BadInputError
+from knowledge.types import Section
 
 _WS = re.compile(r"[ \t\r\f\v\u00a0]+")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from bs4 import BeautifulSoup, NavigableString, Tag
 
 from ingest.loaders.common import LoadedDocument, clean, one_line, read_text_file, table_sections, title_from_path
-from ingest.types import Section
+from knowledge.types import Section
 
 _HEADINGS = {f"h{i}": i for i in range(1, 7)}
 _BLOCKS = {"p", "li", "pre", "blockquote", "dt", "dd", "figcaption", "caption", "summary", "address"}

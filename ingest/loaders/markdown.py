@@ -18,7 +18,7 @@ from markdown_it.token import Token
 
 from ingest.loaders.common import LoadedDocument, clean, one_line, read_text_file, table_sections, title_from_path
 from ingest.loaders.html import html_fragment_sections
-from ingest.types import Section
+from knowledge.types import Section
 
 _FRONT_MATTER = re.compile(r"\A(?:\ufeff)?---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*\n", re.S)
 _DIRECTIVE = re.compile(r"^\{([\w:.-]+)\}\s*(.*)$")

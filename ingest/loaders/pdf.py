@@ -26,9 +26,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.errors import BadInputError
 from ingest.loaders.common import LoadedDocument, one_line, title_from_path
-from ingest.types import Section
-from knowledge.errors import BadInputError
+from knowledge.types import Section
 
 _MARKER = r"[A-Z][A-Z0-9]*\d[A-Z0-9]*-\d{1,3}[a-z]?"
 _MARKERS = rf"{_MARKER}(?:,\s*{_MARKER})*"

@@ -20,9 +20,9 @@ from docutils import nodes
 from docutils.core import publish_doctree
 from docutils.parsers.rst import Directive, directives, roles
 
+from core.errors import BadInputError
 from ingest.loaders.common import LoadedDocument, clean, one_line, read_text_file, table_sections, title_from_path
-from ingest.types import Section
-from knowledge.errors import BadInputError
+from knowledge.types import Section
 
 _CODE_DIRECTIVES = {"code-block", "sourcecode", "literalinclude", "highlight", "code-cell", "doxygenfunction"}
 _DROP_DIRECTIVES = {"toctree", "index", "only", "raw", "include", "autosummary"}

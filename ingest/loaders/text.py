@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from ingest.loaders.common import LoadedDocument, one_line, read_text_file, title_from_path
-from ingest.types import Section
+from knowledge.types import Section
 
 _UNDERLINE = re.compile(r"^\s*(=+|-+)\s*$")
 

@@ -183,7 +183,7 @@ class ScriptedKnowledge:
         self.record_calls += 1
         self.findings[finding.id] = finding
         if self.path is not None:
-            from knowledge.atomic_io import atomic_write_json
+            from core.atomic_io import atomic_write_json
             atomic_write_json(self.path, [dict(vars(f), patterns=list(f.patterns)) for f in self.findings.values()])
         return finding.id
 

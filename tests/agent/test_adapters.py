@@ -66,7 +66,7 @@ def test_real_ranking_drives_the_first_plan(chiplore_home):
 
 def test_real_verifier_options_mapping():
     from agent.verifier import VerifyOptions
-    from knowledge.errors import BadInputError
+    from core.errors import BadInputError
 
     v = RealVerifier()
     gpu = v.options({"cases": ["decode", "mla"], "timing": True, "baseline_time_us": {"decode": 8285.0},

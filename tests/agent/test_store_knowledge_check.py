@@ -11,7 +11,7 @@ import agent.cli.optimize_cmds  # noqa: E402,F401  registers the commands
 from agent.adapters import StoreKnowledge, load_chip_profile  # noqa: E402
 from agent.cli.app import app  # noqa: E402
 from agent.demo import NOTES_DIR  # noqa: E402
-from knowledge.errors import BadInputError  # noqa: E402
+from core.errors import BadInputError  # noqa: E402
 
 NOTE = ("no documents onboarded for m890: retrieval uses patterns ranked on its profile and findings only "
         "(add documents with `chiplore onboard m890 DOCS...`)")

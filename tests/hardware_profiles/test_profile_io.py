@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 import hardware_profiles as hp
+from core.errors import BadInputError
 from hardware_profiles import HardwareProfile, ProfileField, Source
-from knowledge.errors import BadInputError
 
 PACKAGED = ["a100", "h100", "h200", "m890", "mi300x"]
 

@@ -1,7 +1,7 @@
 """Chunking: windows within size with sentence overlap, one chunk per table row, deterministic unique ids."""
 
 from ingest.chunker import ChunkingOptions, chunk_sections
-from ingest.types import Section
+from knowledge.types import Section
 
 
 def _prose(text, path=("Doc", "Sec"), page=None):

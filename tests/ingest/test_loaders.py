@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import BadInputError
 from ingest.loaders import is_supported, load_document
 from ingest.loaders.markdown import markdown_sections
 from ingest.loaders.pdf import detach_endnote_markers
 from ingest.loaders.rst import rst_sections
-from knowledge.errors import BadInputError
 from tests.ingest.pdfgen import encrypt_pdf, make_pdf
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"

@@ -3,8 +3,8 @@ untouched on bad input."""
 
 import pytest
 
+from core.errors import BadInputError
 from ingest.onboard import normalize_chip, onboard
-from knowledge.errors import BadInputError
 from knowledge.store import KnowledgeStore
 from tests.ingest.pdfgen import encrypt_pdf, make_pdf
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ingest.profile_extract import extract_profile, extract_profile_with_report
-from ingest.types import Chunk
+from knowledge.types import Chunk
 
 _REPO = Path(__file__).resolve().parents[2]
 CORPUS = Path(os.environ.get("CHIPLORE_CORPUS") or next(
@@ -149,7 +149,7 @@ def test_raw_list_table_header_far_from_rows():
 
 
 def test_invalid_chip_name():
-    from knowledge.errors import BadInputError
+    from core.errors import BadInputError
 
     with pytest.raises(BadInputError):
         extract_profile("../x", [])

@@ -12,7 +12,7 @@ import pytest
 
 from ingest.profile_extract import extract_profile
 from ingest.profile_llm import default_model, propose_candidates, render_prompt, verify
-from ingest.types import Chunk
+from knowledge.types import Chunk
 
 
 def chunk(text: str, source: str = "zx100.md") -> Chunk:

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from core.errors import BadInputError
 from ingest.profile_extract import extract_profile
 from ingest.profile_sources import chunks_from_records, plain_chunks
-from knowledge.errors import BadInputError
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,8 @@ import os
 
 import pytest
 
+from core.errors import StoreError
 from knowledge.embedder import Embedder, default_model_path, get_embedder
-from knowledge.errors import StoreError
 
 
 def _dot(a, b):

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from knowledge.errors import BadInputError
+from core.errors import BadInputError
 from knowledge.findings import Finding, load_graph, query_findings, record_finding
 from knowledge.graph import PatternGraph
 from knowledge.ranking import rank_patterns

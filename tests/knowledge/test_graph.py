@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import StoreError
 from knowledge.catalog import load_catalog
-from knowledge.errors import StoreError
 from knowledge.findings import Finding
 from knowledge.graph import EDGE_TYPES, GRAPH_VERSION, NODE_TYPES, PatternGraph
 

@@ -6,11 +6,11 @@ import math
 import pytest
 import torch
 
+from core.errors import BadInputError
 from kernels.extend_attention.common import Problem
 from kernels.extend_attention.family import FamilyConfig, smem_footprint_kb
 from kernels.extend_attention.spec import TASK, bytes_moved, flops
 from knowledge.catalog import load_catalog
-from knowledge.errors import BadInputError
 from knowledge.findings import Finding
 from knowledge.graph import PatternGraph
 from knowledge.ranking import classify_case, rank_patterns

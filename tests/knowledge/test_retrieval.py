@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import BadInputError
 from ingest.onboard import onboard
-from ingest.types import Chunk
 from knowledge import retrieval
-from knowledge.errors import BadInputError
 from knowledge.retrieval import RRF_K, KeywordIndex, search, tokenize
 from knowledge.store import KnowledgeStore
+from knowledge.types import Chunk
 
 
 @pytest.fixture

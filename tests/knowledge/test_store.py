@@ -2,9 +2,9 @@
 
 import pytest
 
-from ingest.types import Chunk
-from knowledge.errors import StoreError
+from core.errors import StoreError
 from knowledge.store import SCHEMA_VERSION, KnowledgeStore, index_text
+from knowledge.types import Chunk
 
 
 def _chunk(i: int, source: str = "a.md", chip: str = "z9", text: str | None = None) -> Chunk:
@@ -147,7 +147,7 @@ _QUERY_DAMAGED = """
 import sys
 import chromadb
 from knowledge.store import KnowledgeStore, _chroma_settings
-from knowledge.errors import StoreError
+from core.errors import StoreError
 client = chromadb.PersistentClient(path=sys.argv[1], settings=_chroma_settings())  # past check_store_files
 store = KnowledgeStore(client, "knowledge store " + sys.argv[1])
 try:

@@ -4,8 +4,8 @@ import chromadb
 import pytest
 
 from agent.cli.app import main
+from core.errors import StoreError
 from ingest.onboard import onboard
-from knowledge.errors import StoreError
 from knowledge.retrieval import search
 from knowledge.store import KnowledgeStore
 from tests.store_fixtures import free_port

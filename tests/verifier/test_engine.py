@@ -12,9 +12,9 @@ from agent.verifier import CaseErrors, CaseTiming, Verdict, Verifier, VerifyOpti
 from agent.verifier.dynamic import DynamicRun, Failure, _Timed
 from agent.verifier.plan import TimedCase
 from agent.verifier.timing import exposed_reps
+from core.errors import BadInputError
 from hardware_profiles import load_profile
 from kernels.task import load_task
-from knowledge.errors import BadInputError
 
 ROOT = Path(__file__).resolve().parents[2]
 

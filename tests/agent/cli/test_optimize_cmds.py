@@ -10,7 +10,7 @@ from agent.cli.app import app
 from agent.config import OptimizeConfig, StopRules
 from agent.errors import RunNotFoundError
 from agent.session import run_optimization, start_run
-from knowledge.errors import BadInputError
+from core.errors import BadInputError
 from tests.agent.helpers import ScriptedKnowledge, ScriptedVerifier, h200_profile
 
 runner = CliRunner()

@@ -18,7 +18,7 @@ from agent.config import OptimizeConfig, StopRules
 from agent.errors import ProposerConfigError, RunCorruptError, RunNotFoundError
 from agent.runstate import RunDir
 from agent.session import run_optimization, start_run
-from knowledge.errors import BadInputError
+from core.errors import BadInputError
 from tests.agent.helpers import ScriptedKnowledge, ScriptedVerifier, h200_profile
 from tests.agent.llm_server import ScriptedChatServer
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 import agent.cli.pattern_cmds  # noqa: F401  registers the commands
 import hardware_profiles
 from agent.cli.app import app
-from knowledge.errors import BadInputError
+from core.errors import BadInputError
 
 if not hasattr(hardware_profiles, "load_profile"):
     pytest.skip("hardware_profiles.load_profile (branch profiles) not merged yet", allow_module_level=True)

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 import agent.cli.profile_cmds  # noqa: F401  registers the commands
 from agent.cli.app import app
 from agent.cli.profile_cmds import NARROW_COLUMNS
+from core.errors import BadInputError
 from hardware_profiles.device_query import NoDeviceError
-from knowledge.errors import BadInputError
 
 runner = CliRunner()
 

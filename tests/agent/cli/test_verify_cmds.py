@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 import agent.cli.pattern_cmds  # noqa: F401  a second command keeps typer in multi-command mode
 import agent.cli.verify_cmds  # noqa: F401  registers `verify`
 from agent.cli.app import app
-from knowledge.errors import BadInputError
+from core.errors import BadInputError
 
 ROOT = Path(__file__).resolve().parents[3]
 CHEAT = ROOT / "tests" / "verifier" / "cheats" / "torch_library.py"
