@@ -8,6 +8,9 @@ Case params (all plain values):
     sliding_window: int (<= 0 off); logit_cap: float (0 off); sinks: bool; sm_scale: float | None.
     q_scale: float multiplying q (large values stress logit caps and max subtraction).
     max_len_extend_slack: int added to max(E_b) when passing max_len_extend (an upper bound, not exact).
+    k_scale, v_scale: float KV-cache scales (SGLang 0.5.23: prefix logits x k_scale, prefix P.V x v_scale).
+    kv_indices_tail: int entries appended to kv_indices past ΣP, naming unused (NaN-filled) cache slots, as in a
+        serving engine's preallocated index buffer; a kernel must never read them.
     dtype: default input dtype name.
 
 Benchmark cases and their ids come from shared/reference/extend_attention.md (H_q/H_kv/D = 32/8/128, bf16).
@@ -24,7 +27,7 @@ _DEFAULTS: dict[str, Any] = {
     "num_q_heads": 32, "num_kv_heads": 8, "head_dim": 128, "head_dim_v": None, "mla": False,
     "is_causal": True, "custom_mask": False, "skip_prefix_custom_mask": True, "sliding_window": -1,
     "logit_cap": 0.0, "sinks": False, "sm_scale": None, "q_scale": 1.0, "max_len_extend_slack": 0,
-    "dtype": "bfloat16",
+    "k_scale": 1.0, "v_scale": 1.0, "kv_indices_tail": 0, "dtype": "bfloat16",
 }
 
 
@@ -106,6 +109,10 @@ TEST_CASES: tuple[Case, ...] = (
           head_dim=32, dtype="float32"),
     _case("window-and-mask", "edge", 21, extend_lens=[4, 6], prefix_lens=[40, 2], sliding_window=3,
           custom_mask=True, **_SMALL),
+    _case("kv-scales", "edge", 22, extend_lens=[5, 3], prefix_lens=[11, 19], k_scale=0.37, v_scale=1.9, **_SMALL),
+    # a ragged batch whose last sequence ends inside a key tile, with the index buffer running on into NaN slots
+    _case("indices-tail", "edge", 23, extend_lens=[3, 9, 1, 6], prefix_lens=[20, 1, 9, 13], kv_indices_tail=11,
+          **_SMALL),
 )
 
 

@@ -4,6 +4,7 @@ float32-exact matrix product."""
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import torch
@@ -17,7 +18,9 @@ SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 class Problem:
     """Sizes of one call, read from tensor metadata only (no device-to-host copy).
 
-    Axes: total_extend = ΣE (q_extend.shape[0]), total_prefix = ΣP (kv_indices.shape[0]), batch = B.
+    Axes: total_extend = ΣE (q_extend.shape[0]), batch = B. total_prefix is kv_indices.shape[0], an upper bound on
+    ΣP = kv_indptr[B] (serving engines hand over preallocated index buffers whose tail is undefined): it sizes
+    workspaces and steers heuristics, and no kernel reads an index or a row past kv_indptr[B].
     """
 
     batch: int
@@ -48,8 +51,13 @@ def head_dim_blocks(head_dim: int, head_dim_v: int) -> tuple[int, int, int]:
 
 
 def check_inputs(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
-                 kv_indices, custom_mask, mask_indptr, sinks) -> Problem:
+                 kv_indices, custom_mask, mask_indptr, sinks, skip_extend: bool = False, lse_extend=None,
+                 page_size: int = 1, extend_seq_lens_cpu=None) -> Problem:
     """Validate shapes, dtypes and devices of an ``extend_attention_fwd`` call.
+
+    ``skip_extend`` allows k_extend/v_extend with 0 rows (SGLang passes ``k[:0]`` when only the prefix stage runs).
+    ``lse_extend``: None or [ΣE, H_q] floating point. ``page_size``: an int >= 1 (see `check_page_size`).
+    ``extend_seq_lens_cpu``: None or B host ints.
 
     Raises:
         ValueError: a tensor has the wrong rank, shape, dtype or device; the message names it.
@@ -65,11 +73,16 @@ def check_inputs(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_
             raise ValueError(f"{name} is on {t.device}, q_extend on {q_extend.device}")
         if t.stride(-1) != 1:
             raise ValueError(f"{name} must be contiguous in its last (head_dim) axis")
+    for name in ("k_extend", "v_extend", "k_buffer", "v_buffer"):
+        if tensors[name].dtype != q_extend.dtype:
+            raise ValueError(f"{name} has dtype {tensors[name].dtype}, q_extend {q_extend.dtype}: inputs share one "
+                             "dtype (FP8 KV caches are not supported)")
     total_e, hq, d = q_extend.shape
     hkv, dv = k_extend.shape[1], v_extend.shape[2]
     if hq % hkv:
         raise ValueError(f"num_q_heads={hq} is not a multiple of num_kv_heads={hkv}")
-    expect = {"k_extend": (total_e, hkv, d), "v_extend": (total_e, hkv, dv), "o_extend": (total_e, hq, dv)}
+    rows = 0 if skip_extend and k_extend.shape[0] == 0 else total_e
+    expect = {"k_extend": (rows, hkv, d), "v_extend": (rows, hkv, dv), "o_extend": (total_e, hq, dv)}
     for name, shape in expect.items():
         if tuple(tensors[name].shape) != shape:
             raise ValueError(f"{name} has shape {tuple(tensors[name].shape)}, expected {shape}")
@@ -85,16 +98,58 @@ def check_inputs(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_
         raise ValueError("custom_mask and mask_indptr must be given together")
     if sinks is not None and tuple(sinks.shape) != (hq,):
         raise ValueError(f"sinks must have shape [{hq}], got {tuple(sinks.shape)}")
-    return Problem(qo_indptr.shape[0] - 1, total_e, kv_indices.shape[0], hq, hkv, d, dv, q_extend.dtype)
+    if lse_extend is not None and (tuple(lse_extend.shape) != (total_e, hq) or not lse_extend.is_floating_point()
+                                   or lse_extend.device != q_extend.device):
+        raise ValueError(f"lse_extend must be a floating-point [{total_e}, {hq}] tensor on {q_extend.device}, got "
+                         f"{lse_extend.dtype} {tuple(lse_extend.shape)} on {lse_extend.device}")
+    check_page_size(page_size)
+    batch = qo_indptr.shape[0] - 1
+    if extend_seq_lens_cpu is not None and len(extend_seq_lens_cpu) != batch:
+        raise ValueError(f"extend_seq_lens_cpu has {len(extend_seq_lens_cpu)} entries for a batch of {batch}")
+    return Problem(batch, total_e, kv_indices.shape[0], hq, hkv, d, dv, q_extend.dtype)
+
+
+def check_page_size(page_size) -> None:
+    """``page_size`` must be an int >= 1. With 3-D [slots, H, D] buffers the kernels address prefix token t at slot
+    ``kv_indices[t]`` for every page size: SGLang 0.5.23 (``kernels/ops/attention/extend_attention.py``) splits the
+    slot into page ``slot // page_size`` and offset ``slot % page_size`` with page stride ``page_size * stride(0)``
+    and token stride ``stride(0)`` (``_extract_kv_strides``, which accepts 3-D buffers only), which is the same
+    address ``slot * stride(0)``.
+
+    Raises:
+        ValueError: `page_size` is not an int >= 1.
+    """
+    if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
+        raise ValueError(f"page_size must be an int >= 1, got {page_size!r}")
+
+
+#: SGLang 0.5.23 keyword arguments that no kernel of this package implements, with the default that means "off".
+UNSUPPORTED_DEFAULTS = {"window_kv_offsets": None, "xai_temperature_len": -1, "score_mod": None, "aux_tensors": None}
 
 
 def reject_unsupported(**kwargs) -> None:
-    """Raise NotImplementedError naming the first argument set to a value this kernel does not support."""
-    defaults = {"window_kv_offsets": None, "xai_temperature_len": -1}
+    """Raise NotImplementedError naming the first argument of `UNSUPPORTED_DEFAULTS` set to another value."""
     for name, value in kwargs.items():
-        default = defaults[name]
+        default = UNSUPPORTED_DEFAULTS[name]
         if (value is not None) if default is None else (value != default):
             raise NotImplementedError(f"extend_attention_fwd: argument {name}={value!r} is not supported")
+
+
+def resolve_kv_scales(k_scale, v_scale) -> tuple[float, float]:
+    """(k_scale, v_scale) as floats: SGLang's FP8 KV-cache dequantization scales, host numbers (its Triton backend
+    passes ``layer.k_scale_float`` or 1.0). The prefix-stage logits are multiplied by ``sm_scale * k_scale`` and
+    the prefix-stage P.V contribution by ``v_scale``; the extend stage is not scaled (SGLang 0.5.23,
+    ``_fwd_kernel`` of ``kernels/ops/attention/extend_attention.py``; shared/reference/extend_attention.md).
+
+    Raises:
+        ValueError: a scale that is not a finite host number (a tensor would need a device-to-host copy).
+    """
+    out = []
+    for name, value in (("k_scale", k_scale), ("v_scale", v_scale)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+            raise ValueError(f"{name} must be a finite Python number (the FP8 dequantization scale), got {value!r}")
+        out.append(float(value))
+    return out[0], out[1]
 
 
 def resolve_sm_scale(sm_scale: float | None, head_dim: int) -> float:

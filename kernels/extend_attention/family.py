@@ -31,6 +31,7 @@ from kernels.extend_attention.common import (
     check_inputs,
     head_dim_blocks,
     reject_unsupported,
+    resolve_kv_scales,
     resolve_sm_scale,
 )
 from kernels.extend_attention.family_kernels import LOG2E, _family_fwd_kernel, _merge_kernel, merge_grid
@@ -286,14 +287,19 @@ _KNOWN_FITS: dict[tuple[Any, ...], FamilyConfig] = {}
 
 def run_family(
     config: FamilyConfig, q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
-    kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None, logit_cap=0.0,
+    kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale, sm_scale=None, logit_cap=0.0,
     skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None, window_kv_offsets=None,
-    xai_temperature_len=-1, limits: ChipLimits | None = None,
+    xai_temperature_len=-1, lse_extend=None, skip_prefix=False, skip_extend=False, page_size=1, score_mod=None,
+    aux_tensors=None, extend_seq_lens_cpu=None, identity_kv_indices=False, limits: ChipLimits | None = None,
 ):
     """Extend attention with the family kernel at `config`; writes ``o_extend`` in place and returns it.
 
-    Arguments and shapes as `kernels.extend_attention.baseline.extend_attention_fwd`; `max_len_extend` is
-    accepted for compatibility but not trusted (row blocks are located from qo_indptr on the device).
+    Arguments, shapes and semantics as `kernels.extend_attention.baseline.extend_attention_fwd` (SGLang 0.5.23's
+    signature); `max_len_extend` and `extend_seq_lens_cpu` are accepted for compatibility but not trusted (row blocks
+    are located from qo_indptr on the device). The prefix-stage scores are scaled by ``k_scale`` with the softmax
+    scale, and the prefix part of the accumulator by ``v_scale`` once, after the prefix tiles (the online softmax
+    rescales the accumulator uniformly, so this equals scaling every prefix tile's P.V). With
+    ``identity_kv_indices`` the buffers are read in place as the contiguous prefix (no pre-gather, no descriptors).
     `limits` (default: read from the device) bounds tiles by shared memory and sizes split-KV. A configuration
     that Triton refuses for shared memory (`OutOfResources` at compile time, when the footprint model fell short)
     is shrunk by `shrink_once` and launched again; the first that compiles is remembered.
@@ -301,29 +307,37 @@ def run_family(
     Raises:
         ValueError: inconsistent shapes, dtypes or devices. NotImplementedError: unsupported argument set.
     """
-    reject_unsupported(window_kv_offsets=window_kv_offsets, xai_temperature_len=xai_temperature_len)
+    reject_unsupported(window_kv_offsets=window_kv_offsets, xai_temperature_len=xai_temperature_len,
+                       score_mod=score_mod, aux_tensors=aux_tensors)
     prob = check_inputs(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
-                        kv_indices, custom_mask, mask_indptr, sinks)
+                        kv_indices, custom_mask, mask_indptr, sinks, skip_extend, lse_extend, page_size,
+                        extend_seq_lens_cpu)
+    k_scale, v_scale = resolve_kv_scales(k_scale, v_scale)
     if prob.batch == 0 or prob.total_extend == 0:
         return o_extend
     limits = limits or ChipLimits.from_device(q_extend.device)
     block_d, block_dpe, block_dv = head_dim_blocks(prob.head_dim, prob.head_dim_v)
     v_is_k = (_v_is_view_of_k(k_buffer, v_buffer) and _v_is_view_of_k(k_extend, v_extend)
               and block_dv == block_d == prob.head_dim_v)
-    contig = _pregathers(config, prob.total_prefix, k_buffer, v_buffer)
+    identity, skip_prefix, skip_extend = bool(identity_kv_indices), bool(skip_prefix), bool(skip_extend)
+    gathered = not identity and not skip_prefix and _pregathers(config, prob.total_prefix, k_buffer, v_buffer)
+    contig = gathered or identity
     window = int(sliding_window_size) if sliding_window_size and sliding_window_size > 0 else -1
     prefix_masked = window > 0 or (custom_mask is not None and not skip_prefix_custom_mask)
-    ahead = ahead_applies(config, prob, contig, v_is_k, prefix_masked)
+    ahead = ahead_applies(config, prob, gathered, v_is_k, prefix_masked)
     k_src, v_src = k_buffer, v_buffer
     sync = ahead and config.ahead_sync  # work tickets and per-(sequence, head) copy counts, zeroed by the gather
     counters = pooled(q_extend.device, torch.int32, "ahead_counters", 1 + prob.batch * prob.num_kv_heads) if sync \
         else None
-    if contig:  # prefix rows in sequence order: row t of sequence b at kv_indptr[b] + t
+    if gathered:  # prefix rows in sequence order: row t of sequence b at kv_indptr[b] + t
         k_buffer, v_buffer = gather_prefix(k_buffer, v_buffer, kv_indices, v_is_k,
-                                           first_heads=config.ahead_heads if ahead else None, zero=counters)
+                                           first_heads=config.ahead_heads if ahead else None, zero=counters,
+                                           kv_indptr=kv_indptr)
     tma = _tma_allowed(config, prob.dtype, prob.head_dim, prob.head_dim_v, v_is_k, q_extend.device)
-    tma_ext = tma and _describable(k_extend, prob.head_dim) and _describable(v_extend, prob.head_dim_v)
-    tma_prefix = (tma and contig and _describable(k_buffer, prob.head_dim)
+    tma_ext = (tma and not skip_extend and _describable(k_extend, prob.head_dim)
+               and _describable(v_extend, prob.head_dim_v))
+    # identity: rows past kv_indptr[B] are the caller's and may hold anything (a box could read them)
+    tma_prefix = (tma and gathered and _describable(k_buffer, prob.head_dim)
                   and _describable(v_buffer, prob.head_dim_v))
     fitted = fit_to_chip(config, prob, limits, v_is_k)
     fit_key = (config, prob.dtype, block_d, block_dpe, block_dv, v_is_k, tma_ext, tma_prefix, ahead, limits,
@@ -331,10 +345,13 @@ def run_family(
     config = _KNOWN_FITS.get(fit_key, fitted)
     scale = resolve_sm_scale(sm_scale, prob.head_dim)
     use_mask = custom_mask is not None
+    store_lse = lse_extend is not None
     dummy = qo_indptr
 
     def launch(config: FamilyConfig) -> tuple[int, torch.Tensor, torch.Tensor]:
         splits = config.num_splits or auto_splits(config, prob, limits)
+        if skip_prefix:
+            splits = 1
         pack = pack_factor(config, prob)
         heads = prob.num_kv_heads if pack > 1 else prob.num_q_heads
         row_blocks = triton.cdiv(prob.total_extend * pack, config.block_m) + prob.batch
@@ -348,16 +365,18 @@ def run_family(
             _launch_kernel(grid, q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
                            kv_indices, custom_mask if use_mask else dummy, mask_indptr if use_mask else dummy,
                            sinks if sinks is not None else dummy, mid_o, mid_l, descs, k_src, v_src,
-                           counters if sync else dummy, scale,
+                           counters if sync else dummy, lse_extend if store_lse else mid_l, (scale, k_scale, v_scale),
                            prob, (head_base, heads, row_blocks), config, dict(
                 BLOCK_D=block_d, BLOCK_DPE=block_dpe, BLOCK_DV=block_dv, PACK=pack, NUM_SPLITS=splits, WINDOW=window,
                 LOGIT_CAP=float(logit_cap or 0.0), IS_CAUSAL=bool(is_causal), USE_MASK=use_mask,
                 SKIP_PREFIX_MASK=bool(skip_prefix_custom_mask), HAS_SINK=sinks is not None, V_IS_K=v_is_k,
                 HEAVY_FIRST=config.heavy_first and bool(is_causal),
-                FOLD_SCALE=config.fold_scale and not logit_cap and scale > 0, PREFIX_CONTIG=contig,
-                TMA_EXT=tma_ext, TMA_PREFIX=tma_prefix, AHEAD_ROWS=ahead_rows, AHEAD_HEADS=config.ahead_heads,
+                FOLD_SCALE=config.fold_scale and not logit_cap and scale > 0 and scale * k_scale > 0,
+                PREFIX_CONTIG=contig, TMA_EXT=tma_ext, TMA_PREFIX=tma_prefix, AHEAD_ROWS=ahead_rows,
+                AHEAD_HEADS=config.ahead_heads,
                 # the proxy fence orders TMA reads after the copies; sm_90+ only, needed only with TMA
-                AHEAD_SYNC=sync, PROXY_FENCE=sync and tma_prefix and q_extend.is_cuda))
+                AHEAD_SYNC=sync, PROXY_FENCE=sync and tma_prefix and q_extend.is_cuda,
+                V_SCALED=v_scale != 1.0, STORE_LSE=store_lse, SKIP_PREFIX=skip_prefix, SKIP_EXTEND=skip_extend))
         return splits, mid_o, mid_l
 
     while True:  # the footprint model can fall short of what Triton allocates: shrink and retry on the refusal
@@ -371,29 +390,35 @@ def run_family(
             config = smaller
     _KNOWN_FITS[fit_key] = config
     if splits > 1:
+        lse_out = lse_extend if store_lse else mid_l
         _merge_kernel[merge_grid(prob.total_extend, prob.num_q_heads)](
-            mid_o, mid_l, o_extend, sinks if sinks is not None else dummy, prob.num_q_heads,
+            mid_o, mid_l, o_extend, lse_out, sinks if sinks is not None else dummy, prob.num_q_heads,
             mid_o.stride(0), mid_o.stride(1), mid_o.stride(2), mid_l.stride(0), mid_l.stride(1),
-            o_extend.stride(0), o_extend.stride(1), LV=prob.head_dim_v, BLOCK_DV=block_dv, NUM_SPLITS=splits,
-            BLOCK_S=max(2, triton.next_power_of_2(splits)), HAS_SINK=sinks is not None,
+            o_extend.stride(0), o_extend.stride(1), lse_out.stride(0) if store_lse else 0,
+            lse_out.stride(1) if store_lse else 0, LV=prob.head_dim_v, BLOCK_DV=block_dv, NUM_SPLITS=splits,
+            BLOCK_S=max(2, triton.next_power_of_2(splits)), HAS_SINK=sinks is not None, STORE_LSE=store_lse,
             num_warps=4 if block_dv <= 128 else 8,
         )
     return o_extend
 
 
 def _launch_kernel(grid, q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
-                   kv_indices, custom_mask, mask_indptr, sinks, mid_o, mid_l, descs, k_src, v_src, counters,
-                   scale: float, prob: Problem, heads: tuple[int, int, int], config: FamilyConfig,
-                   flags: dict) -> None:
-    """One `_family_fwd_kernel` launch over `grid`; heads = (first head, all heads, row blocks per head)."""
+                   kv_indices, custom_mask, mask_indptr, sinks, mid_o, mid_l, descs, k_src, v_src, counters, lse,
+                   scales: tuple[float, float, float], prob: Problem, heads: tuple[int, int, int],
+                   config: FamilyConfig, flags: dict) -> None:
+    """One `_family_fwd_kernel` launch over `grid`; scales = (sm_scale, k_scale, v_scale); heads = (first head, all
+    heads, row blocks per head); `lse` is written only with STORE_LSE in `flags` (a dummy otherwise)."""
+    scale, k_scale, v_scale = scales
+    store_lse = flags["STORE_LSE"]
     _family_fwd_kernel[grid](
         q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
-        custom_mask, mask_indptr, sinks, mid_o, mid_l, *descs, k_src, v_src, counters, scale * LOG2E, scale,
-        prob.batch, *heads, k_src.stride(0), k_src.stride(1), v_src.stride(0), v_src.stride(1),
+        custom_mask, mask_indptr, sinks, mid_o, mid_l, *descs, k_src, v_src, counters, lse, scale * LOG2E, scale,
+        k_scale, v_scale, prob.batch, *heads, k_src.stride(0), k_src.stride(1), v_src.stride(0), v_src.stride(1),
         q_extend.stride(0), q_extend.stride(1), k_extend.stride(0), k_extend.stride(1),
         v_extend.stride(0), v_extend.stride(1), o_extend.stride(0), o_extend.stride(1),
         k_buffer.stride(0), k_buffer.stride(1), v_buffer.stride(0), v_buffer.stride(1),
         mid_o.stride(0), mid_o.stride(1), mid_o.stride(2), mid_l.stride(0), mid_l.stride(1),
+        lse.stride(0) if store_lse else 0, lse.stride(1) if store_lse else 0,
         LQ=prob.head_dim, LV=prob.head_dim_v, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
         BLOCK_B=triton.next_power_of_2(prob.batch + 1), GROUP=prob.group, GATHER_STAGES=config.gather_stages,
         num_warps=config.num_warps, num_stages=config.num_stages, **flags,

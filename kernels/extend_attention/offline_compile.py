@@ -20,12 +20,14 @@ DEFAULT_CONSTS: dict[str, Any] = dict(
     LQ=128, LV=128, BLOCK_D=128, BLOCK_DPE=0, BLOCK_DV=128, BLOCK_M=128, BLOCK_N=128, BLOCK_B=32, GROUP=4, PACK=4,
     NUM_SPLITS=1, WINDOW=-1, LOGIT_CAP=0.0, IS_CAUSAL=True, USE_MASK=False, SKIP_PREFIX_MASK=True, HAS_SINK=False,
     V_IS_K=False, HEAVY_FIRST=True, FOLD_SCALE=True, GATHER_STAGES=0, PREFIX_CONTIG=True, TMA_EXT=True,
-    TMA_PREFIX=True, AHEAD_ROWS=0, AHEAD_HEADS=1, AHEAD_SYNC=False, PROXY_FENCE=False,
+    TMA_PREFIX=True, AHEAD_ROWS=0, AHEAD_HEADS=1, AHEAD_SYNC=False, PROXY_FENCE=False, V_SCALED=False,
+    STORE_LSE=False, SKIP_PREFIX=False, SKIP_EXTEND=False,
 )
-_SCALARS = {"qk_scale": "fp32", "sm_scale": "fp32", "batch": "i32", "head_base": "i32", "num_heads": "i32",
-            "grid_blocks": "i32"}
+_SCALARS = {"qk_scale": "fp32", "sm_scale": "fp32", "k_scale": "fp32", "v_scale": "fp32", "batch": "i32",
+            "head_base": "i32", "num_heads": "i32", "grid_blocks": "i32"}
 _POINTERS = {"qo_indptr": "*i32", "kv_indptr": "*i32", "kv_indices": "*i64", "mask_ptr": "*i32",
-             "mask_indptr": "*i32", "sinks_ptr": "*i32", "Mid_O": "*fp32", "Mid_L": "*fp32", "ahead_cnt": "*i32"}
+             "mask_indptr": "*i32", "sinks_ptr": "*i32", "Mid_O": "*fp32", "Mid_L": "*fp32", "ahead_cnt": "*i32",
+             "LSE": "*fp32"}
 _DESCRIPTORS = ("K_ext_desc", "V_ext_desc", "K_buf_desc", "V_buf_desc")
 
 

@@ -53,12 +53,14 @@ def make_inputs(case: Case, seed: int | None = None, device: str | torch.device 
 
     Values are standard normal (q times ``q_scale``); cache slots of the prefix are a random permutation of
     a pool `POOL_FACTOR` times larger than needed, and every unused slot holds NaN so that a kernel that
-    reads the wrong slot fails. ``o_extend`` is allocated and filled with NaN.
+    reads the wrong slot fails; ``kv_indices_tail`` more entries after ΣP name unused slots. ``o_extend`` is
+    allocated and filled with NaN.
 
     Returns:
         dict with q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
-        kv_indices (int64), custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale, logit_cap,
-        skip_prefix_custom_mask, sliding_window_size, sinks.
+        kv_indices (int64), custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale, sm_scale,
+        logit_cap, skip_prefix_custom_mask, sliding_window_size, sinks: the arguments SGLang 0.5.23's
+        ``extend_attention_fwd`` takes up to ``sinks``, so a call binds to any entry point that declares those.
     """
     p = full_params(dict(case.params))
     device = torch.device(device)
@@ -75,7 +77,8 @@ def make_inputs(case: Case, seed: int | None = None, device: str | torch.device 
     if p["q_scale"] != 1.0:
         q = (q.float() * p["q_scale"]).to(dt)
     num_slots = max(1, int(total_p * POOL_FACTOR) + 3)
-    kv_indices = torch.randperm(num_slots, generator=gen, device=device)[:total_p].to(torch.int64)
+    perm = torch.randperm(num_slots, generator=gen, device=device)
+    kv_indices = perm[:total_p].to(torch.int64)
     k_extend = randn(total_e, hkv, d)
     k_buffer = randn(num_slots, hkv, d)
     unused = torch.ones(num_slots, dtype=torch.bool, device=device)
@@ -87,6 +90,10 @@ def make_inputs(case: Case, seed: int | None = None, device: str | torch.device 
         v_extend, v_buffer = randn(total_e, hkv, dv), randn(num_slots, hkv, dv)
         k_buffer[unused] = float("nan")
         v_buffer[unused] = float("nan")
+    tail = int(p["kv_indices_tail"])
+    if tail:  # unused slots only (NaN), cycled when the pool has fewer than the tail
+        spare = perm[total_p:].to(torch.int64)
+        kv_indices = torch.cat([kv_indices, spare.repeat(-(-tail // spare.numel()))[:tail]])
     custom_mask = mask_indptr = None
     if p["custom_mask"]:
         custom_mask, mask_indptr = _custom_mask(p, gen, device)
@@ -98,6 +105,7 @@ def make_inputs(case: Case, seed: int | None = None, device: str | torch.device 
         "qo_indptr": _indptr(ext, device), "kv_indptr": _indptr(pre, device), "kv_indices": kv_indices,
         "custom_mask": custom_mask, "is_causal": bool(p["is_causal"]), "mask_indptr": mask_indptr,
         "max_len_extend": max(ext) + int(p["max_len_extend_slack"]),
+        "k_scale": float(p["k_scale"]), "v_scale": float(p["v_scale"]),
         "sm_scale": p["sm_scale"], "logit_cap": float(p["logit_cap"]),
         "skip_prefix_custom_mask": bool(p["skip_prefix_custom_mask"]),
         "sliding_window_size": int(p["sliding_window"]), "sinks": sinks,
@@ -108,7 +116,7 @@ def reference(inputs: Mapping[str, Any]) -> dict[str, torch.Tensor]:
     """``{"o_extend": float32 [ΣE, H_q, D_v]}`` from `reference_extend_attention` on `inputs`."""
     keys = ("q_extend", "k_extend", "v_extend", "k_buffer", "v_buffer", "qo_indptr", "kv_indptr",
             "kv_indices", "custom_mask", "is_causal", "mask_indptr", "sm_scale", "logit_cap",
-            "skip_prefix_custom_mask", "sliding_window_size", "sinks")
+            "skip_prefix_custom_mask", "sliding_window_size", "sinks", "k_scale", "v_scale")
     return {"o_extend": reference_extend_attention(**{k: inputs[k] for k in keys})}
 
 

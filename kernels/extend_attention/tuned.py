@@ -117,27 +117,37 @@ def prefix_splits(prob: Problem, rows_per_seq: int, block_m: int, limits: ChipLi
 
 def extend_attention_fwd(
     q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
-    custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None, logit_cap=0.0,
+    custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale, sm_scale=None, logit_cap=0.0,
     skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None, window_kv_offsets=None,
-    xai_temperature_len=-1,
+    xai_temperature_len=-1, lse_extend=None, skip_prefix=False, skip_extend=False, page_size=1, score_mod=None,
+    aux_tensors=None, extend_seq_lens_cpu=None, identity_kv_indices=False,
 ):
-    """Optimized extend attention; same signature, semantics and errors as the baseline
+    """Optimized extend attention; SGLang 0.5.23's signature, semantics and errors as the baseline
     (`kernels.extend_attention.baseline.extend_attention_fwd`). Writes ``o_extend`` in place and returns it.
 
     Shapes: q_extend [ΣE, H_q, D_qk], k_extend/v_extend [ΣE, H_kv, D_qk/D_v], o_extend [ΣE, H_q, D_v],
-    k_buffer/v_buffer [slots, H_kv, D_qk/D_v], qo_indptr/kv_indptr [B + 1], kv_indices [ΣP].
+    k_buffer/v_buffer [slots, H_kv, D_qk/D_v], qo_indptr/kv_indptr [B + 1], kv_indices [>= ΣP],
+    lse_extend None or [ΣE, H_q]. k_scale / v_scale: host floats (prefix logits / prefix P.V). The configuration
+    rules read ``max(extend_seq_lens_cpu)`` when given (SGLang's host list of E_b), else `max_len_extend`, as the
+    hint of the longest extend; neither bounds the rows computed.
 
     Raises:
         ValueError: inconsistent shapes, dtypes or devices. NotImplementedError: unsupported argument set.
     """
     prob = check_inputs(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
-                        kv_indices, custom_mask, mask_indptr, sinks)
+                        kv_indices, custom_mask, mask_indptr, sinks, skip_extend, lse_extend, page_size,
+                        extend_seq_lens_cpu)
     limits = device_limits(q_extend.device)
-    bound = int(max_len_extend) if max_len_extend is not None else None  # a host int (a hint; rows come from qo_indptr)
+    if extend_seq_lens_cpu is not None and len(extend_seq_lens_cpu):
+        bound = int(max(extend_seq_lens_cpu))
+    else:  # a host int (a hint; rows come from qo_indptr)
+        bound = int(max_len_extend) if max_len_extend is not None else None
     return run_family(
         choose_config(prob, limits, bound), q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr,
-        kv_indptr, kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=sm_scale,
-        logit_cap=logit_cap, skip_prefix_custom_mask=skip_prefix_custom_mask,
+        kv_indptr, kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale,
+        sm_scale=sm_scale, logit_cap=logit_cap, skip_prefix_custom_mask=skip_prefix_custom_mask,
         sliding_window_size=sliding_window_size, sinks=sinks, window_kv_offsets=window_kv_offsets,
-        xai_temperature_len=xai_temperature_len, limits=limits,
+        xai_temperature_len=xai_temperature_len, lse_extend=lse_extend, skip_prefix=skip_prefix,
+        skip_extend=skip_extend, page_size=page_size, score_mod=score_mod, aux_tensors=aux_tensors,
+        extend_seq_lens_cpu=extend_seq_lens_cpu, identity_kv_indices=identity_kv_indices, limits=limits,
     )
