@@ -20,9 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 TASK = load_task("extend_attention")
 SIG = ("def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,\n"
-       "                         kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None,\n"
-       "                         logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None,\n"
-       "                         window_kv_offsets=None, xai_temperature_len=-1):\n")
+       "                         kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale,\n"
+       "                         sm_scale=None, logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1,\n"
+       "                         sinks=None):\n")
 
 
 def _timed_verdict(times: dict[str, float]) -> Verdict:

@@ -195,13 +195,13 @@ def test_a_file_write_the_torch_guards_would_not_see_is_refused_by_the_kernel(tm
 
 
         def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
-                                 kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None,
-                                 logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None,
-                                 window_kv_offsets=None, xai_temperature_len=-1):
+                                 kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, k_scale,
+                                 v_scale, sm_scale=None, logit_cap=0.0, skip_prefix_custom_mask=True,
+                                 sliding_window_size=-1, sinks=None):
             torch.UntypedStorage.from_file({str(target)!r}, True, 8)
             return base_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
-                            kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale, logit_cap,
-                            skip_prefix_custom_mask, sliding_window_size, sinks)
+                            kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale,
+                            sm_scale, logit_cap, skip_prefix_custom_mask, sliding_window_size, sinks)
         """))
     options = dict(device="cpu", skip_static=True, compute_guard=False, case_ids=("gqa-4",), random_cases=1,
                    timeout_s=300)

@@ -36,7 +36,7 @@ BOTH = PlanSettings(include_test_cases=True, include_bench_cases=True, random_ca
 #: one a float16 shortcut fails (in the first child, which holds the test cases on the CPU).
 FEW = ("gqa-4", "sinks", "fp32-inputs")
 SIG = ("def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, "
-       "kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None, logit_cap=0.0, "
+       "kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale, sm_scale=None, logit_cap=0.0, "
        "skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None, window_kv_offsets=None, "
        "xai_temperature_len=-1):\n")
 
