@@ -94,3 +94,35 @@ def test_dropin_runs_without_the_repository(tmp_path):
     for case_id, expected in results.items():
         got = torch.load(tmp_path / f"{case_id}.out.pt")
         torch.testing.assert_close(got.float(), expected, atol=4e-3, rtol=4e-3)
+
+
+def test_the_dropin_replaces_the_function_sglangs_triton_backend_imports(tmp_path):
+    """`patch_sglang()` rebinds SGLang 0.5.23's ``sglang.kernels.ops.attention.extend_attention.extend_attention_fwd``
+    (the name ``TritonAttnBackend.__init__`` imports); checked on SGLang's own module file (``.cache/sglang``,
+    benchmarks/sglang_kernel.py --fetch), in a process with only the drop-in and that cache on the path."""
+    from benchmarks.sglang_kernel import CACHE, KERNEL_FILES
+
+    if not (CACHE / KERNEL_FILES[0]).is_file():
+        pytest.skip("SGLang's kernel files are not in .cache/sglang (benchmarks/sglang_kernel.py --fetch)")
+    space = FamilySpace(TASK, h200_profile(), list(TASK.bench_cases))
+    candidate = tmp_path / "kernel_v3.py"
+    candidate.write_text(space.render({}, inspect.signature(baseline.extend_attention_fwd),
+                                      {"id": "v3", "parent_id": "v0", "generation": 1, "patterns": [],
+                                       "rationale": "", "run_id": "r", "chip": "h200"}))
+    package = write_dropin(candidate, tmp_path / "sglang")
+    readme = (package / "README.md").read_text()
+    assert "import chiplore_extend_attention; chiplore_extend_attention.patch_sglang()" in readme
+    assert "from sglang.kernels.ops.attention.extend_attention import" in readme
+    script = (
+        "import chiplore_extend_attention as c\n"
+        "import sglang.kernels.ops.attention.extend_attention as sgl\n"
+        "original = sgl.extend_attention_fwd\n"
+        "assert c.patch_sglang() is original\n"
+        "from sglang.kernels.ops.attention.extend_attention import extend_attention_fwd\n"
+        "assert extend_attention_fwd is c.extend_attention_fwd is not original\n"
+        "print('patched')\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(PYTHONPATH=f"{tmp_path / 'sglang'}:{CACHE}", TRITON_INTERPRET="1")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0 and "patched" in done.stdout, done.stderr[-2000:]
