@@ -22,6 +22,7 @@ from kernels.extend_attention.common import (
     check_inputs,
     dot,
     head_dim_blocks,
+    mask_offsets,
     reject_unsupported,
     resolve_kv_scales,
     resolve_sm_scale,
@@ -42,14 +43,15 @@ def _score_tile(q, k, qpe, kpe, sm_scale, LOGIT_CAP: tl.constexpr, BLOCK_DPE: tl
 
 @triton.jit
 def _baseline_kernel(
-    Q, K_ext, V_ext, O, LSE, K_buf, V_buf, qo_indptr, kv_indptr, kv_indices, mask_ptr, mask_indptr, sinks_ptr,
-    sm_scale, k_scale, v_scale, kv_group_num,
+    Q, K_ext, V_ext, O, LSE, K_buf, V_buf, qo_indptr, kv_indptr, kv_indices, mask_ptr, mask_indptr, mask_offsets_ptr,
+    sinks_ptr, sm_scale, k_scale, v_scale, kv_group_num,
     stride_qt, stride_qh, stride_kt, stride_kh, stride_vt, stride_vh, stride_ot, stride_oh, stride_lt, stride_lh,
     stride_kbt, stride_kbh, stride_vbt, stride_vbh,
     LQ: tl.constexpr, LV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DPE: tl.constexpr, BLOCK_DV: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, WINDOW: tl.constexpr, LOGIT_CAP: tl.constexpr,
     IS_CAUSAL: tl.constexpr, USE_MASK: tl.constexpr, SKIP_PREFIX_MASK: tl.constexpr, HAS_SINK: tl.constexpr,
     STORE_LSE: tl.constexpr, SKIP_PREFIX: tl.constexpr, SKIP_EXTEND: tl.constexpr, IDENTITY_KV: tl.constexpr,
+    MASK_OFFSET: tl.constexpr,
 ):
     seq = tl.program_id(0)
     head = tl.program_id(1)
@@ -63,8 +65,13 @@ def _baseline_kernel(
     if block_m * BLOCK_M >= ext_len:
         return
     mask_start = 0
+    mask_row = seq_len  # row stride of the sequence's mask
     if USE_MASK:
         mask_start = tl.load(mask_indptr + seq).to(tl.int64)
+    if MASK_OFFSET:  # SGLang's window_kv_offsets: the mask's first `off` columns are skipped
+        off = tl.load(mask_offsets_ptr + seq).to(tl.int32)
+        mask_row = seq_len + off
+        mask_start += off
 
     offs_m = block_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
@@ -93,7 +100,7 @@ def _baseline_kernel(
         mask_n = (start_n + offs_n) < pre_len
         final_mask = mask_m[:, None] & mask_n[None, :]
         if USE_MASK and not SKIP_PREFIX_MASK:
-            cm = tl.load(mask_ptr + mask_start + offs_m[:, None].to(tl.int64) * seq_len + start_n + offs_n[None, :],
+            cm = tl.load(mask_ptr + mask_start + offs_m[:, None].to(tl.int64) * mask_row + start_n + offs_n[None, :],
                          mask=final_mask, other=0)
             final_mask &= cm != 0
         if WINDOW > 0:
@@ -132,7 +139,7 @@ def _baseline_kernel(
         mask_n = (start_n + offs_n) < end_n
         final_mask = mask_m[:, None] & mask_n[None, :]
         if USE_MASK:
-            cm = tl.load(mask_ptr + mask_start + offs_m[:, None].to(tl.int64) * seq_len + pre_len + start_n
+            cm = tl.load(mask_ptr + mask_start + offs_m[:, None].to(tl.int64) * mask_row + pre_len + start_n
                          + offs_n[None, :], mask=final_mask, other=0)
             final_mask &= cm != 0
         elif IS_CAUSAL:
@@ -237,6 +244,8 @@ def extend_attention_fwd(
         skip_prefix_custom_mask: prefix fully visible even with a custom mask.
         sliding_window_size: W <= 0 off, else key visible iff key_pos >= query_pos - W.
         sinks: [num_q_heads] sink logits added to the softmax denominator, or None.
+        window_kv_offsets: [batch] ints or None; with a custom mask and a window, sequence b's mask is
+            [E_b, off_b + P_b + E_b] and its first off_b columns are skipped (`common.mask_offsets`).
         lse_extend: None or [total_extend_tokens, num_q_heads] float, written with the natural-log LSE of each
             row's softmax denominator (sink included; -inf for a row that sees nothing).
         skip_prefix / skip_extend: leave out the prefix stage / the extend stage.
@@ -249,14 +258,14 @@ def extend_attention_fwd(
 
     Raises:
         ValueError: inconsistent shapes, dtypes or devices, or a scale / page_size of the wrong type (named).
-        NotImplementedError: window_kv_offsets, xai_temperature_len, score_mod or aux_tensors set.
+        NotImplementedError: xai_temperature_len, score_mod or aux_tensors set.
     """
-    reject_unsupported(window_kv_offsets=window_kv_offsets, xai_temperature_len=xai_temperature_len,
-                       score_mod=score_mod, aux_tensors=aux_tensors)
+    reject_unsupported(xai_temperature_len=xai_temperature_len, score_mod=score_mod, aux_tensors=aux_tensors)
     prob = check_inputs(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
                         kv_indices, custom_mask, mask_indptr, sinks, skip_extend, lse_extend, page_size,
                         extend_seq_lens_cpu)
     k_scale, v_scale = resolve_kv_scales(k_scale, v_scale)
+    offsets = mask_offsets(window_kv_offsets, custom_mask, sliding_window_size, prob.batch)
     if prob.batch == 0 or prob.total_extend == 0 or max_len_extend <= 0:
         return o_extend
     block_d, block_dpe, block_dv = head_dim_blocks(prob.head_dim, prob.head_dim_v)
@@ -269,7 +278,7 @@ def extend_attention_fwd(
         q_extend, k_extend, v_extend, o_extend, lse_extend if store_lse else o_extend, k_buffer, v_buffer,
         qo_indptr, kv_indptr, kv_indices,
         custom_mask if use_mask else qo_indptr, mask_indptr if use_mask else qo_indptr,
-        sinks if sinks is not None else qo_indptr,
+        offsets if offsets is not None else qo_indptr, sinks if sinks is not None else qo_indptr,
         resolve_sm_scale(sm_scale, prob.head_dim), k_scale, v_scale, prob.group,
         q_extend.stride(0), q_extend.stride(1), k_extend.stride(0), k_extend.stride(1),
         v_extend.stride(0), v_extend.stride(1), o_extend.stride(0), o_extend.stride(1),
@@ -280,6 +289,6 @@ def extend_attention_fwd(
         LOGIT_CAP=float(logit_cap or 0.0), IS_CAUSAL=bool(is_causal), USE_MASK=use_mask,
         SKIP_PREFIX_MASK=bool(skip_prefix_custom_mask), HAS_SINK=sinks is not None, STORE_LSE=store_lse,
         SKIP_PREFIX=bool(skip_prefix), SKIP_EXTEND=bool(skip_extend), IDENTITY_KV=bool(identity_kv_indices),
-        num_warps=num_warps, num_stages=1,
+        MASK_OFFSET=offsets is not None, num_warps=num_warps, num_stages=1,
     )
     return o_extend

@@ -124,7 +124,7 @@ def check_page_size(page_size) -> None:
 
 
 #: SGLang 0.5.23 keyword arguments that no kernel of this package implements, with the default that means "off".
-UNSUPPORTED_DEFAULTS = {"window_kv_offsets": None, "xai_temperature_len": -1, "score_mod": None, "aux_tensors": None}
+UNSUPPORTED_DEFAULTS = {"xai_temperature_len": -1, "score_mod": None, "aux_tensors": None}
 
 
 def reject_unsupported(**kwargs) -> None:
@@ -133,6 +133,26 @@ def reject_unsupported(**kwargs) -> None:
         default = UNSUPPORTED_DEFAULTS[name]
         if (value is not None) if default is None else (value != default):
             raise NotImplementedError(f"extend_attention_fwd: argument {name}={value!r} is not supported")
+
+
+def mask_offsets(window_kv_offsets, custom_mask, sliding_window_size, batch: int):
+    """`window_kv_offsets` when the kernels read it, else None. SGLang 0.5.23 reads it only with a custom mask and a
+    sliding window (W > 0): sequence b's mask is then row-major [E_b, off_b + P_b + E_b] at mask_indptr[b] and its
+    first off_b columns are skipped (``_fwd_kernel``: row stride cur_seq_len + window_kv_offset, column
+    window_kv_offset + key position). Without a mask or a window it is ignored, as there.
+
+    Raises:
+        ValueError: offsets that are not a 1-D int32/int64 tensor of at least `batch` entries on the mask's device.
+    """
+    if window_kv_offsets is None or custom_mask is None or not (sliding_window_size and sliding_window_size > 0):
+        return None
+    t = window_kv_offsets
+    if (not isinstance(t, torch.Tensor) or t.dim() != 1 or t.dtype not in (torch.int32, torch.int64)
+            or t.shape[0] < batch or t.device != custom_mask.device):
+        raise ValueError(f"window_kv_offsets must be a 1-D int32/int64 tensor of >= {batch} entries on "
+                         f"{custom_mask.device}, got {getattr(t, 'dtype', type(t).__name__)} "
+                         f"{tuple(getattr(t, 'shape', ()))}")
+    return t
 
 
 def resolve_kv_scales(k_scale, v_scale) -> tuple[float, float]:

@@ -30,6 +30,7 @@ from kernels.extend_attention.common import (
     Problem,
     check_inputs,
     head_dim_blocks,
+    mask_offsets,
     reject_unsupported,
     resolve_kv_scales,
     resolve_sm_scale,
@@ -296,7 +297,8 @@ def run_family(
 
     Arguments, shapes and semantics as `kernels.extend_attention.baseline.extend_attention_fwd` (SGLang 0.5.23's
     signature); `max_len_extend` and `extend_seq_lens_cpu` are accepted for compatibility but not trusted (row blocks
-    are located from qo_indptr on the device). The prefix-stage scores are scaled by ``k_scale`` with the softmax
+    are located from qo_indptr on the device); `window_kv_offsets` as `common.mask_offsets`. The prefix-stage scores
+    are scaled by ``k_scale`` with the softmax
     scale, and the prefix part of the accumulator by ``v_scale`` once, after the prefix tiles (the online softmax
     rescales the accumulator uniformly, so this equals scaling every prefix tile's P.V). With
     ``identity_kv_indices`` the buffers are read in place as the contiguous prefix (no pre-gather, no descriptors).
@@ -307,12 +309,12 @@ def run_family(
     Raises:
         ValueError: inconsistent shapes, dtypes or devices. NotImplementedError: unsupported argument set.
     """
-    reject_unsupported(window_kv_offsets=window_kv_offsets, xai_temperature_len=xai_temperature_len,
-                       score_mod=score_mod, aux_tensors=aux_tensors)
+    reject_unsupported(xai_temperature_len=xai_temperature_len, score_mod=score_mod, aux_tensors=aux_tensors)
     prob = check_inputs(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
                         kv_indices, custom_mask, mask_indptr, sinks, skip_extend, lse_extend, page_size,
                         extend_seq_lens_cpu)
     k_scale, v_scale = resolve_kv_scales(k_scale, v_scale)
+    offsets = mask_offsets(window_kv_offsets, custom_mask, sliding_window_size, prob.batch)
     if prob.batch == 0 or prob.total_extend == 0:
         return o_extend
     limits = limits or ChipLimits.from_device(q_extend.device)
@@ -364,7 +366,8 @@ def run_family(
             grid = (row_blocks * grid_heads, 1, splits) if sync else (row_blocks, grid_heads, splits)
             _launch_kernel(grid, q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
                            kv_indices, custom_mask if use_mask else dummy, mask_indptr if use_mask else dummy,
-                           sinks if sinks is not None else dummy, mid_o, mid_l, descs, k_src, v_src,
+                           offsets if offsets is not None else dummy, sinks if sinks is not None else dummy,
+                           mid_o, mid_l, descs, k_src, v_src,
                            counters if sync else dummy, lse_extend if store_lse else mid_l, (scale, k_scale, v_scale),
                            prob, (head_base, heads, row_blocks), config, dict(
                 BLOCK_D=block_d, BLOCK_DPE=block_dpe, BLOCK_DV=block_dv, PACK=pack, NUM_SPLITS=splits, WINDOW=window,
@@ -376,7 +379,8 @@ def run_family(
                 AHEAD_HEADS=config.ahead_heads,
                 # the proxy fence orders TMA reads after the copies; sm_90+ only, needed only with TMA
                 AHEAD_SYNC=sync, PROXY_FENCE=sync and tma_prefix and q_extend.is_cuda,
-                V_SCALED=v_scale != 1.0, STORE_LSE=store_lse, SKIP_PREFIX=skip_prefix, SKIP_EXTEND=skip_extend))
+                V_SCALED=v_scale != 1.0, STORE_LSE=store_lse, SKIP_PREFIX=skip_prefix, SKIP_EXTEND=skip_extend,
+                MASK_OFFSET=offsets is not None))
         return splits, mid_o, mid_l
 
     while True:  # the footprint model can fall short of what Triton allocates: shrink and retry on the refusal
@@ -403,7 +407,8 @@ def run_family(
 
 
 def _launch_kernel(grid, q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
-                   kv_indices, custom_mask, mask_indptr, sinks, mid_o, mid_l, descs, k_src, v_src, counters, lse,
+                   kv_indices, custom_mask, mask_indptr, mask_offsets, sinks, mid_o, mid_l, descs, k_src, v_src,
+                   counters, lse,
                    scales: tuple[float, float, float], prob: Problem, heads: tuple[int, int, int],
                    config: FamilyConfig, flags: dict) -> None:
     """One `_family_fwd_kernel` launch over `grid`; scales = (sm_scale, k_scale, v_scale); heads = (first head, all
@@ -412,8 +417,9 @@ def _launch_kernel(grid, q_extend, k_extend, v_extend, o_extend, k_buffer, v_buf
     store_lse = flags["STORE_LSE"]
     _family_fwd_kernel[grid](
         q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
-        custom_mask, mask_indptr, sinks, mid_o, mid_l, *descs, k_src, v_src, counters, lse, scale * LOG2E, scale,
-        k_scale, v_scale, prob.batch, *heads, k_src.stride(0), k_src.stride(1), v_src.stride(0), v_src.stride(1),
+        custom_mask, mask_indptr, mask_offsets, sinks, mid_o, mid_l, *descs, k_src, v_src, counters, lse,
+        scale * LOG2E, scale, k_scale, v_scale, prob.batch, *heads, k_src.stride(0), k_src.stride(1),
+        v_src.stride(0), v_src.stride(1),
         q_extend.stride(0), q_extend.stride(1), k_extend.stride(0), k_extend.stride(1),
         v_extend.stride(0), v_extend.stride(1), o_extend.stride(0), o_extend.stride(1),
         k_buffer.stride(0), k_buffer.stride(1), v_buffer.stride(0), v_buffer.stride(1),

@@ -66,10 +66,10 @@ def _prefix_range(pre_len, split, pre_lo_bound, NUM_SPLITS: tl.constexpr, BLOCK_
 
 @triton.jit
 def _family_fwd_kernel(
-    Q, K_ext, V_ext, O, K_buf, V_buf, qo_indptr, kv_indptr, kv_indices, mask_ptr, mask_indptr, sinks_ptr,
-    Mid_O, Mid_L, K_ext_desc, V_ext_desc, K_buf_desc, V_buf_desc, K_src, V_src, ahead_cnt, LSE, qk_scale, sm_scale,
-    k_scale, v_scale, batch, head_base, num_heads, grid_blocks, stride_kst, stride_ksh, stride_vst, stride_vsh,
-    stride_qt, stride_qh, stride_kt, stride_kh, stride_vt, stride_vh, stride_ot, stride_oh,
+    Q, K_ext, V_ext, O, K_buf, V_buf, qo_indptr, kv_indptr, kv_indices, mask_ptr, mask_indptr, mask_offsets_ptr,
+    sinks_ptr, Mid_O, Mid_L, K_ext_desc, V_ext_desc, K_buf_desc, V_buf_desc, K_src, V_src, ahead_cnt, LSE, qk_scale,
+    sm_scale, k_scale, v_scale, batch, head_base, num_heads, grid_blocks, stride_kst, stride_ksh, stride_vst,
+    stride_vsh, stride_qt, stride_qh, stride_kt, stride_kh, stride_vt, stride_vh, stride_ot, stride_oh,
     stride_kbt, stride_kbh, stride_vbt, stride_vbh, stride_ms, stride_mt, stride_mh, stride_ls, stride_lt,
     stride_et, stride_eh,
     LQ: tl.constexpr, LV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DPE: tl.constexpr, BLOCK_DV: tl.constexpr,
@@ -79,7 +79,7 @@ def _family_fwd_kernel(
     HEAVY_FIRST: tl.constexpr, FOLD_SCALE: tl.constexpr, GATHER_STAGES: tl.constexpr,
     PREFIX_CONTIG: tl.constexpr, TMA_EXT: tl.constexpr, TMA_PREFIX: tl.constexpr, AHEAD_ROWS: tl.constexpr,
     AHEAD_HEADS: tl.constexpr, AHEAD_SYNC: tl.constexpr, PROXY_FENCE: tl.constexpr, V_SCALED: tl.constexpr,
-    STORE_LSE: tl.constexpr, SKIP_PREFIX: tl.constexpr, SKIP_EXTEND: tl.constexpr,
+    STORE_LSE: tl.constexpr, SKIP_PREFIX: tl.constexpr, SKIP_EXTEND: tl.constexpr, MASK_OFFSET: tl.constexpr,
 ):
     nblocks, cum = _block_counts(qo_indptr, batch, PACK, BLOCK_M, BLOCK_B)  # in flight while a ticket is taken
     lin = tl.program_id(0)
@@ -97,8 +97,12 @@ def _family_fwd_kernel(
     ext_len = (tl.load(qo_indptr + seq + 1) - ext_start).to(tl.int32)
     pre_start = tl.load(kv_indptr + seq).to(tl.int64)
     pre_len = (tl.load(kv_indptr + seq + 1) - pre_start).to(tl.int32)
-    seq_len = pre_len + ext_len
+    seq_len = pre_len + ext_len  # the row stride of the sequence's custom mask
     mask_start = tl.load(mask_indptr + seq).to(tl.int64) if USE_MASK else 0
+    if MASK_OFFSET:  # SGLang's window_kv_offsets: the mask's first `off` columns are skipped
+        off = tl.load(mask_offsets_ptr + seq).to(tl.int32)
+        seq_len += off
+        mask_start += off
 
     rows = block * BLOCK_M + tl.arange(0, BLOCK_M)
     tok = rows // PACK

@@ -26,8 +26,8 @@ DEFAULT_CONSTS: dict[str, Any] = dict(
 _SCALARS = {"qk_scale": "fp32", "sm_scale": "fp32", "k_scale": "fp32", "v_scale": "fp32", "batch": "i32",
             "head_base": "i32", "num_heads": "i32", "grid_blocks": "i32"}
 _POINTERS = {"qo_indptr": "*i32", "kv_indptr": "*i32", "kv_indices": "*i64", "mask_ptr": "*i32",
-             "mask_indptr": "*i32", "sinks_ptr": "*i32", "Mid_O": "*fp32", "Mid_L": "*fp32", "ahead_cnt": "*i32",
-             "LSE": "*fp32"}
+             "mask_indptr": "*i32", "mask_offsets_ptr": "*i32", "sinks_ptr": "*i32", "Mid_O": "*fp32",
+             "Mid_L": "*fp32", "ahead_cnt": "*i32", "LSE": "*fp32"}
 _DESCRIPTORS = ("K_ext_desc", "V_ext_desc", "K_buf_desc", "V_buf_desc")
 
 

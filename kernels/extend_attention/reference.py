@@ -107,6 +107,7 @@ def reference_extend_attention(
     skip_prefix: bool = False,
     skip_extend: bool = False,
     identity_kv_indices: bool = False,
+    window_kv_offsets: torch.Tensor | None = None,
     return_lse: bool = False,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """Exact extend attention in `compute_dtype` (float32 or float64).
@@ -127,6 +128,8 @@ def reference_extend_attention(
         skip_prefix, skip_extend: hide every prefix key / every extend key (k_extend, v_extend may then have 0 rows).
         identity_kv_indices: prefix token t of sequence b sits at row kv_indptr[b] + t of the buffers (kv_indices
             unread).
+        window_kv_offsets: [batch] ints or None; with a custom mask and a sliding window, sequence b's mask is
+            [E_b, off_b + P_b + E_b] and its first off_b columns are not used (SGLang 0.5.23).
         return_lse: also return the natural-log sum of exponentials of each row's visible logits (sink included).
 
     Returns:
@@ -149,6 +152,9 @@ def reference_extend_attention(
     lse = torch.full((q_extend.shape[0], num_q_heads), float("-inf"), dtype=compute_dtype, device=device)
     qo, kvp = qo_indptr.tolist(), kv_indptr.tolist()
     mask_ptr = mask_indptr.tolist() if mask_indptr is not None else None
+    offsets = None
+    if window_kv_offsets is not None and custom_mask is not None and sliding_window_size > 0:
+        offsets = window_kv_offsets.tolist()
     sink = sinks.to(compute_dtype) if sinks is not None else None
     for b in range(len(qo) - 1):
         e_start, e_len = qo[b], qo[b + 1] - qo[b]
@@ -175,8 +181,9 @@ def reference_extend_attention(
             r1 = min(e_len, r0 + chunk)
             custom_rows = None
             if custom_mask is not None:
-                flat = custom_mask[mask_ptr[b] : mask_ptr[b] + e_len * keys].view(e_len, keys)
-                custom_rows = flat[r0:r1]
+                off = offsets[b] if offsets is not None else 0
+                flat = custom_mask[mask_ptr[b] : mask_ptr[b] + e_len * (off + keys)].view(e_len, off + keys)
+                custom_rows = flat[r0:r1, off:]
             visible = _visible_mask(
                 r1 - r0, r0, prefix_len, e_len, is_causal, custom_rows,
                 skip_prefix_custom_mask, sliding_window_size, device, skip_prefix, skip_extend,

@@ -8,8 +8,10 @@ Call styles (SGLang 0.5.23: the unit tests of ``test/registered/attention/test_t
   mask_indptr, max_len_extend, 1.0, 1.0)``, then the features by keyword;
 - ``keyword``: every argument by name, ``k_scale=..., v_scale=..., extend_seq_lens_cpu=[...]``;
 - ``backend``: ``TritonAttnBackend.forward_extend``'s call: positional through ``sm_scale`` (``k_descale, v_descale,
-  layer.scaling``), then ``logit_cap, sliding_window_size, sinks, window_kv_offsets=None, xai_temperature_len=-1,
-  page_size, score_mod=None, aux_tensors=None, extend_seq_lens_cpu``.
+  layer.scaling``), then ``logit_cap, sliding_window_size, sinks, window_kv_offsets, xai_temperature_len=-1,
+  page_size, score_mod=None, aux_tensors=None, extend_seq_lens_cpu`` (and ``skip_prefix_custom_mask`` where a case
+  sets it to False, which the backend itself never does).
+Every style passes ``window_kv_offsets`` (zeros) where SGLang's kernel needs it: a custom mask with a window.
 """
 
 from __future__ import annotations
@@ -37,23 +39,34 @@ def _seq_lens(args: dict[str, Any]) -> list[int]:
     return [qo[i + 1] - qo[i] for i in range(len(qo) - 1)]
 
 
+def _offsets(args: dict[str, Any]) -> dict[str, Any]:
+    """``window_kv_offsets`` (zeros) where SGLang's kernel reads it: a custom mask with a sliding window (it loads
+    the offsets unconditionally there, and its backend always passes them then)."""
+    if args.get("custom_mask") is None or args.get("sliding_window_size", -1) <= 0:
+        return {}
+    batch = args["qo_indptr"].shape[0] - 1
+    return {"window_kv_offsets": torch.zeros(batch, dtype=torch.int32, device=args["qo_indptr"].device)}
+
+
 def positional(fn: Callable, args: dict[str, Any]) -> Any:
     return fn(*(args[n] for n in REQUIRED), args["k_scale"], args["v_scale"], sm_scale=args.get("sm_scale"),
-              **{n: args[n] for n in FEATURES if n in args})
+              **{n: args[n] for n in FEATURES if n in args}, **_offsets(args))
 
 
 def keyword(fn: Callable, args: dict[str, Any]) -> Any:
-    return fn(**args, extend_seq_lens_cpu=_seq_lens(args))
+    return fn(**args, extend_seq_lens_cpu=_seq_lens(args), **_offsets(args))
 
 
 def backend(fn: Callable, args: dict[str, Any]) -> Any:
     scale = args.get("sm_scale")
     if scale is None:
         scale = args["q_extend"].shape[-1] ** -0.5  # layer.scaling
+    extra = {} if args.get("skip_prefix_custom_mask", True) else {"skip_prefix_custom_mask": False}
     return fn(*(args[n] for n in REQUIRED), args["k_scale"], args["v_scale"], scale,
               logit_cap=args.get("logit_cap", 0.0), sliding_window_size=args.get("sliding_window_size", -1),
-              sinks=args.get("sinks"), window_kv_offsets=None, xai_temperature_len=-1, page_size=1, score_mod=None,
-              aux_tensors=None, extend_seq_lens_cpu=_seq_lens(args))
+              sinks=args.get("sinks"), window_kv_offsets=_offsets(args).get("window_kv_offsets"),
+              xai_temperature_len=-1, page_size=1, score_mod=None, aux_tensors=None,
+              extend_seq_lens_cpu=_seq_lens(args), **extra)
 
 
 CALL_STYLES: dict[str, Callable[[Callable, dict[str, Any]], Any]] = {

@@ -93,3 +93,15 @@ def test_a_serving_engines_index_buffer_gives_sglangs_output(impl, impls):
     CALL_STYLES["positional"](SGLANG.extend_attention_fwd, theirs)
     CALL_STYLES["backend"](impls[impl], ours)
     assert_close_to_reference(ours["o_extend"], theirs["o_extend"].float(), "float16", f"{impl} vs sglang")
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_window_kv_offsets_mean_what_they_mean_in_sglang(impl, impls):
+    """A custom mask with a sliding window and per-sequence leading mask columns to skip."""
+    from tests.kernels.test_sglang_arguments import _with_mask_offsets
+
+    args, offsets = _with_mask_offsets(make_inputs(TASK.case("window-and-mask"), 24), [6, 3])
+    theirs, ours = fresh(args), fresh(args)
+    SGLANG.extend_attention_fwd(**theirs, window_kv_offsets=offsets)
+    impls[impl](**ours, window_kv_offsets=offsets)
+    assert_close_to_reference(ours["o_extend"], theirs["o_extend"].float(), "float16", f"{impl} vs sglang")

@@ -76,7 +76,7 @@ def test_max_len_extend_is_not_trusted(device):
 
 
 @pytest.mark.parametrize("fn", [baseline.extend_attention_fwd, extend_attention_fwd])
-@pytest.mark.parametrize("arg, value", [("window_kv_offsets", torch.zeros(1)), ("xai_temperature_len", 8)])
+@pytest.mark.parametrize("arg, value", [("score_mod", lambda *a: a[0]), ("xai_temperature_len", 8)])
 def test_unsupported_argument_names_itself(fn, arg, value, device):
     args = make_inputs(TASK.case("shorter-than-tile"), 0, device)
     with pytest.raises(NotImplementedError, match=arg):

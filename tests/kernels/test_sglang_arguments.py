@@ -163,3 +163,42 @@ def test_bad_or_unsupported_sglang_arguments_name_themselves(fn, arg, value, err
     args[arg] = value
     with pytest.raises(error, match=message):
         fn(**args)
+
+
+def _with_mask_offsets(args: dict, offsets: list[int]) -> tuple[dict, torch.Tensor]:
+    """`args` with each sequence's custom mask widened by offsets[b] leading columns of random bits, as SGLang lays
+    out a mask with window_kv_offsets, and those offsets as a tensor."""
+    gen = torch.Generator().manual_seed(11)
+    qo, kv, ptr = args["qo_indptr"].tolist(), args["kv_indptr"].tolist(), args["mask_indptr"].tolist()
+    parts, new_ptr = [], [0]
+    for b, off in enumerate(offsets):
+        e, keys = qo[b + 1] - qo[b], kv[b + 1] - kv[b] + qo[b + 1] - qo[b]
+        rows = args["custom_mask"][ptr[b]:ptr[b] + e * keys].view(e, keys).cpu()
+        junk = torch.rand(e, off, generator=gen) < 0.5
+        parts.append(torch.cat([junk, rows], 1).flatten())
+        new_ptr.append(new_ptr[-1] + parts[-1].numel())
+    device = args["custom_mask"].device
+    wide = {**args, "custom_mask": torch.cat(parts).to(device),
+            "mask_indptr": torch.tensor(new_ptr, dtype=torch.int64, device=device)}
+    return wide, torch.tensor(offsets, dtype=torch.int32, device=device)
+
+
+def test_the_reference_skips_the_offset_columns_of_a_mask():
+    args = make_inputs(TASK.case("window-and-mask"), 12)
+    wide, offsets = _with_mask_offsets(args, [5, 2])
+    _close(_ref(wide, window_kv_offsets=offsets), _ref(args), 1e-12)
+
+
+@pytest.mark.parametrize("impl", sorted(IMPLS))
+def test_window_kv_offsets_skip_the_leading_mask_columns(impl, device):
+    args = make_inputs(TASK.case("window-and-mask"), 12, device)
+    wide, offsets = _with_mask_offsets(args, [5, 2])
+    IMPLS[impl](**wide, window_kv_offsets=offsets)
+    _close(wide["o_extend"], _ref(args))
+
+
+@pytest.mark.parametrize("impl", ["baseline", "tuned"])
+def test_window_kv_offsets_without_a_mask_and_a_window_are_ignored_as_in_sglang(impl, device):
+    args = make_inputs(TASK.case("gqa-4"), 12, device)
+    IMPLS[impl](**args, window_kv_offsets=torch.full((2,), 7, dtype=torch.int32, device=device))
+    _close(args["o_extend"], _ref(args))
