@@ -6,7 +6,8 @@ against the float64 reference first; then medians of timed calls with cold L2 an
 the chip profile, and the host time per call (wall time of back-to-back calls without synchronization). cuBLAS is
 ``torch.matmul(a, b.T, out=c)`` (cuBLASLt on the same [N, K] weights, writing into the same preallocated c).
 ``--sweep`` also times variants of the tuned configuration per case (reduce modes, stream-K, split counts, tiles)
-and reports the fastest, for the tuned rules. Writes JSON and prints a Markdown table.
+and reports the fastest, to check and retune the rules of `kernels/splitk_gemm/tuned.py`. Writes JSON and prints a
+Markdown table; exit status 1 when an output of baseline, tuned or cuBLAS is out of tolerance.
 
     python benchmarks/bench_splitk_gemm.py --chip h200 --out $OUT/splitk.json [--sweep] [--reps 20] [--cases ID,...]
     python benchmarks/bench_splitk_gemm.py --check --out /tmp/check.json   # CPU: correctness at tiny shapes only
@@ -63,11 +64,10 @@ def sweep_variants(case: Case, limits: ChipLimits) -> dict:
         "tuned": t, "reduce=workspace": replace(t, reduce="workspace"), "reduce=atomic": replace(t, reduce="atomic"),
         "stream_k": replace(t, schedule="stream_k"), "split_k=1": replace(t, split_k=1, schedule="tiles"),
         "split_k=2x": replace(t, split_k=min(64, 2 * max(1, t.split_k)), schedule="tiles"),
-        "block_n=64": replace(t, block_n=64, **auto), "block_n=256": replace(t, block_n=256, **auto),
+        "block_n=64": replace(t, block_n=64, **auto),
         "block_k/2": replace(t, block_k=max(16, t.block_k // 2), **auto),
         "block_k*2": replace(t, block_k=min(256, t.block_k * 2), **auto),
-        "stages+1": replace(t, num_stages=t.num_stages + 1), "stages-1": replace(t, num_stages=t.num_stages - 1),
-        "warps*2": replace(t, num_warps=min(16, t.num_warps * 2)),
+        "stages+1": replace(t, num_stages=t.num_stages + 1),
     }
     seen, out = set(), {}
     for name, cfg in variants.items():
@@ -168,8 +168,8 @@ def markdown(rows: list[dict], cases: list[Case]) -> str:
         over_cublas.append(sc)
         host = " / ".join(f"{r['host_us']:.0f}" if "host_us" in r else "-" for r in (b, t, c))
         floor = t.get("floor_us", b.get("floor_us", math.nan))
-        lines.append(f"| {case.id} | {_num(floor, '.1f')} | {_cell(b)} | {_cell(t)} | {_cell(c)} | {_num(sb, '.2f', 'x')} "
-                     f"| {_num(sc, '.2f', 'x')} | {host} |")
+        lines.append(f"| {case.id} | {_num(floor, '.1f')} | {_cell(b)} | {_cell(t)} | {_cell(c)} "
+                     f"| {_num(sb, '.2f', 'x')} | {_num(sc, '.2f', 'x')} | {host} |")
     lines.append("")
     for label, values in (("baseline", over_base), ("cuBLAS", over_cublas)):
         timed = [v for v in values if v == v]

@@ -23,7 +23,8 @@ import triton.language as tl
 
 from kernels.splitk_gemm.common import mac_tile, store_tile, tile_of
 
-WORKSPACE, FUSED, ATOMIC = 0, 1, 2
+WORKSPACE, FUSED, ATOMIC = 0, 1, 2  # values of REDUCE on the host
+_WORKSPACE, _ATOMIC = tl.constexpr(WORKSPACE), tl.constexpr(ATOMIC)  # the same, readable inside the kernels
 
 
 @triton.jit
@@ -66,13 +67,13 @@ def _splitk_kernel(
         store_tile(c_ptr, acc, M, N, stride_cm, stride_cn, pid_m, pid_n, BLOCK_M, BLOCK_N)
     else:
         offs, inside = _mn_offsets(pid_m, pid_n, M, N, BLOCK_M, BLOCK_N)
-        if REDUCE == ATOMIC:
+        if REDUCE == _ATOMIC:
             tl.atomic_add(ws_ptr + offs, acc, mask=inside, sem="relaxed", scope="gpu")
         else:
             tl.store(ws_ptr + split.to(tl.int64) * M * N + offs, acc, mask=inside)
-        if REDUCE != WORKSPACE:
+        if REDUCE != _WORKSPACE:
             if _arrive(counters + tile) == SPLIT_K - 1:
-                if REDUCE == ATOMIC:
+                if REDUCE == _ATOMIC:
                     total = tl.load(ws_ptr + offs, mask=inside, other=0.0, cache_modifier=".cg")
                     tl.store(ws_ptr + offs, tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32), mask=inside)
                 else:
