@@ -59,11 +59,12 @@ def sweep_variants(case: Case, limits: ChipLimits) -> dict:
     """Variants of the tuned configuration of `case` (name -> FamilyConfig), duplicates dropped."""
     p = case.params
     t = choose_config(limits, p["m"], p["n"], p["k"], TASK_DTYPE)
-    auto = dict(split_k=0, schedule="tiles")
+    auto = dict(split_k=0, stream_k=False)
     variants = {
-        "tuned": t, "reduce=workspace": replace(t, reduce="workspace"), "reduce=atomic": replace(t, reduce="atomic"),
-        "stream_k": replace(t, schedule="stream_k"), "split_k=1": replace(t, split_k=1, schedule="tiles"),
-        "split_k=2x": replace(t, split_k=min(64, 2 * max(1, t.split_k)), schedule="tiles"),
+        "tuned": t, "reduce=workspace": replace(t, fused_reduce=False, atomic=False),
+        "reduce=atomic": replace(t, atomic=True),
+        "stream_k": replace(t, stream_k=True), "split_k=1": replace(t, split_k=1, stream_k=False),
+        "split_k=2x": replace(t, split_k=min(64, 2 * max(1, t.split_k)), stream_k=False),
         "block_n=64": replace(t, block_n=64, **auto),
         "block_k/2": replace(t, block_k=max(16, t.block_k // 2), **auto),
         "block_k*2": replace(t, block_k=min(256, t.block_k * 2), **auto),

@@ -37,7 +37,7 @@ def main() -> None:
         cfg = choose_config(limits, m, n, k, torch.bfloat16)
         compiled, plan = compile_config(cfg, m, n, k, torch.bfloat16, limits, args.capability)
         usage = ptxas_usage(compiled.asm["ptx"], args.capability)
-        schedule = "stream-K" if plan.stream_k else f"split {plan.splits} {plan.config.reduce}"
+        schedule = "stream-K" if plan.stream_k else f"split {plan.splits} {plan.config.reduce_mode}"
         c = plan.config
         print(f"{case.id:18s} {c.block_m}x{c.block_n}x{c.block_k} w{c.num_warps} s{c.num_stages} {schedule:16s} "
               f"programs {plan.programs:4d}: regs {usage['regs']} spills {usage['spill_store_b']}/"

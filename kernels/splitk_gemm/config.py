@@ -9,8 +9,6 @@ import torch
 
 from kernels.splitk_gemm.common import FLOAT32_TILE_CAP, Problem, require_limit
 
-REDUCE_MODES = ("workspace", "fused", "atomic")
-SCHEDULES = ("tiles", "stream_k")
 MAX_SPLIT_K = 64
 
 
@@ -18,32 +16,41 @@ MAX_SPLIT_K = 64
 class FamilyConfig:
     """Knob values of the family. The defaults are the baseline's structure (one program per tile, no split).
 
-    ``reduce="atomic"`` is the one non-deterministic mode (float32 atomics: the low bits depend on arrival order);
-    ``schedule="stream_k"`` ignores split_k and reduce (its partial tiles are always fixed up in program order).
+    How the K splits of a tile are summed (`reduce_mode`): by a separate reduce kernel over float32 partials in a
+    workspace (default, "workspace"); with ``fused_reduce`` by the tile's last arriving program, in split order
+    ("fused", one launch); with ``atomic`` by float32 atomics into a zeroed accumulator ("atomic", one launch, the
+    one non-deterministic mode: the low bits depend on arrival order; it overrides fused_reduce).
+    ``stream_k`` replaces the tiles x splits grid by stream-K and ignores split_k, fused_reduce and atomic (its
+    partial tiles are always fixed up in program order).
     """
 
     block_m: int = 64
     block_n: int = 64
     block_k: int = 64
     split_k: int = 1
-    reduce: str = "workspace"
+    fused_reduce: bool = False
+    atomic: bool = False
     group_m: int = 8
     num_warps: int = 4
     num_stages: int = 3
-    schedule: str = "tiles"
+    stream_k: bool = False
 
     def __post_init__(self) -> None:
         for name in ("block_m", "block_n", "block_k"):
             value = getattr(self, name)
             if not 16 <= value <= 256 or value & (value - 1):
                 raise ValueError(f"FamilyConfig.{name}={value} must be a power of two in [16, 256]")
-        if self.reduce not in REDUCE_MODES:
-            raise ValueError(f"FamilyConfig.reduce={self.reduce!r} must be one of {sorted(REDUCE_MODES)}")
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"FamilyConfig.schedule={self.schedule!r} must be one of {list(SCHEDULES)}")
+        for name in ("fused_reduce", "atomic", "stream_k"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"FamilyConfig.{name}={getattr(self, name)!r} must be a bool")
         if (not 0 <= self.split_k <= MAX_SPLIT_K or not 1 <= self.group_m <= 64
                 or self.num_warps not in (1, 2, 4, 8, 16) or not 1 <= self.num_stages <= 8):
             raise ValueError(f"FamilyConfig out of range: {self}")
+
+    @property
+    def reduce_mode(self) -> str:
+        """"atomic", "fused" or "workspace" (see the class docstring)."""
+        return "atomic" if self.atomic else "fused" if self.fused_reduce else "workspace"
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict of the knobs."""

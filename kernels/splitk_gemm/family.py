@@ -1,12 +1,12 @@
 """Optimized split-K GEMM family: one parameterized implementation whose knobs are the patterns.
 
 ``C[M, N] = A[M, K] @ B[N, K]^T``. Knobs (`FamilyConfig`): tile sizes BLOCK_M x BLOCK_N x BLOCK_K, split_k (K
-split into chunks computed by separate programs; 0 = sized from the chip's compute units, `auto_split_k`), reduce
-(how the splits' float32 partials are summed: "workspace", "fused" or "atomic", `family_kernels`), group_m (L2
-swizzle of the tile order), num_warps, num_stages (software-pipelining depth of the A/B loads) and schedule
-("tiles": a grid of tiles x splits; "stream_k": one program per compute unit, each with an equal share of all
-tiles' K-iterations). Chip limits come as an explicit object (attributes `common.LIMIT_NAMES`, built from the chip
-profile); a limit a call needs that is unknown is an error naming it. Every launch is free of host
+split into chunks computed by separate programs; 0 = sized from the chip's compute units, `auto_split_k`),
+fused_reduce and atomic (how the splits' float32 partials are summed: `FamilyConfig.reduce_mode`,
+`family_kernels`), group_m (L2 swizzle of the tile order), num_warps, num_stages (software-pipelining depth of the
+A/B loads) and stream_k (instead of a grid of tiles x splits, one program per compute unit, each with an equal
+share of all tiles' K-iterations). Chip limits come as an explicit object (attributes `common.LIMIT_NAMES`, built
+from the chip profile); a limit a call needs that is unknown is an error naming it. Every launch is free of host
 synchronization, and partials live in preallocated workspaces reused across calls (`workspace.py`).
 """
 
@@ -57,12 +57,12 @@ def plan_launch(config: FamilyConfig, prob: Problem, limits: Any) -> LaunchPlan:
     """
     config = fit_to_limits(config, prob, limits) if limits is not None else cap_float32(config, prob.dtype)
     iterations = k_iterations(config, prob)
-    if config.schedule == "stream_k" and iterations > 0:
+    if config.stream_k and iterations > 0:
         return LaunchPlan(config, program_count(config, prob, limits), 1, iterations, WORKSPACE, True)
     requested = config.split_k or auto_split_k(config, prob, limits)
     splits, per_split = effective_splits(requested, iterations)
     programs = tile_count(config, prob) * splits
-    return LaunchPlan(config, programs, splits, max(per_split, 1), REDUCE_KERNEL_MODES[config.reduce], False)
+    return LaunchPlan(config, programs, splits, max(per_split, 1), REDUCE_KERNEL_MODES[config.reduce_mode], False)
 
 
 #: Plan per (requested config, call sizes, chip limits, device), after shrinking on an OutOfResources refusal
@@ -107,7 +107,7 @@ def run_family(config: FamilyConfig, a: torch.Tensor, b: torch.Tensor, c: torch.
 
 
 def _launch(plan: LaunchPlan, prob: Problem, a, b, c) -> None:
-    """Launch the main kernel (and the reduce kernel of reduce="workspace") of `plan`."""
+    """Launch the main kernel (and the reduce kernel of the "workspace" reduce mode) of `plan`."""
     config = plan.config
     meta = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
                 PRECISION=input_precision(prob.dtype), num_warps=config.num_warps, num_stages=config.num_stages)

@@ -44,7 +44,7 @@ def compile_config(config: FamilyConfig, m: int, n: int, k: int, dtype: torch.dt
     consts: dict[str, Any] = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
                                   GROUP_M=cfg.group_m, PRECISION=input_precision(dtype), **_UNIT)
     if not plan.stream_k:
-        consts.update(SPLIT_K=plan.splits, REDUCE=REDUCE_KERNEL_MODES[cfg.reduce])
+        consts.update(SPLIT_K=plan.splits, REDUCE=REDUCE_KERNEL_MODES[cfg.reduce_mode])
     if m == 1:
         consts["M"] = 1
     elem = _TYPES[dtype]

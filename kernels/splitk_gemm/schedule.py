@@ -129,7 +129,7 @@ def program_count(config: FamilyConfig, prob: Problem, limits: Any) -> int:
         ValueError: a limit it needs (num_compute_units for split_k=0 or stream-K) is unknown.
     """
     tiles, iterations = tile_count(config, prob), k_iterations(config, prob)
-    if config.schedule == "stream_k" and iterations > 0:
+    if config.stream_k and iterations > 0:
         return stream_k_programs(tiles * iterations, int(require_limit(limits, "num_compute_units")))
     requested = config.split_k or auto_split_k(config, prob, limits)
     return tiles * effective_splits(requested, iterations)[0]

@@ -95,11 +95,12 @@ KNOBS: dict[str, tuple[Any, ...]] = {
     "block_n": (64, 32, 128, 256),
     "block_k": (64, 32, 128, 256),
     "split_k": (1, 0, 2, 3, 4, 6, 8, 12, 16),  # 0 = sized from the chip's compute units (family.auto_split_k)
-    "reduce": ("workspace", "fused", "atomic"),  # atomic: the one non-deterministic mode
+    "fused_reduce": (False, True),  # the tile's last split sums the partials: one launch, deterministic
+    "atomic": (False, True),  # float32 atomics: one launch, the one non-deterministic mode
     "group_m": (8, 1, 4, 16),
     "num_warps": (4, 2, 8),
     "num_stages": (3, 2, 4, 5, 6),
-    "schedule": ("tiles", "stream_k"),
+    "stream_k": (False, True),
 }
 
 TASK = TaskSpec(

@@ -54,7 +54,7 @@ def choose_config(limits: Any, m: int, n: int, k: int, dtype: torch.dtype) -> Fa
       need shorter K-iterations to split further.
     - split_k from `auto_split_k`: tiles x splits fill the compute units when the tiles alone do not (skinny M,
       few N tiles, long K), one split when they do; the partials are summed by the last program of each tile in a
-      fixed order (``reduce="fused"``: deterministic, one launch).
+      fixed order (``fused_reduce=True``: deterministic, one launch).
     - stream-K instead where `stream_k_time` < `STREAM_K_BELOW` x `tiles_time` at that split: grids of one to a
       few waves whose last wave runs mostly empty (e.g. 1.7 waves of tiles), which no split evens out cheaply.
     - GROUP_M 8 (L2 reuse of B tiles across row blocks when M > BLOCK_M).
@@ -71,14 +71,14 @@ def choose_config(limits: Any, m: int, n: int, k: int, dtype: torch.dtype) -> Fa
         config = FamilyConfig(block_m=block_m, block_n=128, block_k=128, num_warps=4, num_stages=4)
     else:
         config = FamilyConfig(block_m=block_m, block_n=128, block_k=64, num_warps=8, num_stages=4)
-    config = fit_to_limits(replace(config, reduce="fused", group_m=8), prob, limits)
+    config = fit_to_limits(replace(config, fused_reduce=True, group_m=8), prob, limits)
     units = int(require_limit(limits, "num_compute_units"))
     while config.block_k > 32 and tile_count(config, prob) * max(split_candidates(config, prob)) < units:
         config = replace(config, block_k=config.block_k // 2)
     splits = auto_split_k(config, prob, limits)
     if k_iterations(config, prob) > 0 and (
             stream_k_time(config, prob, units) < STREAM_K_BELOW * tiles_time(config, prob, splits, units)):
-        return replace(config, schedule="stream_k")
+        return replace(config, stream_k=True)
     return replace(config, split_k=splits)
 
 

@@ -117,7 +117,7 @@ def test_program_counts():
     prob = Problem(1, 4096, 4096, torch.bfloat16)
     tiles = FamilyConfig(block_m=16, block_n=128, block_k=128, split_k=3)
     assert program_count(tiles, prob, None) == 32 * 3
-    stream = FamilyConfig(block_m=16, block_n=128, block_k=128, schedule="stream_k")
+    stream = FamilyConfig(block_m=16, block_n=128, block_k=128, stream_k=True)
     assert program_count(stream, prob, H200) == 132
     assert program_count(stream, Problem(1, 128, 256, torch.bfloat16), H200) == 1  # 2 iterations: one program
 
@@ -166,8 +166,8 @@ def test_bad_input_is_one_clear_error(bad, message):
 def test_config_rejects_bad_knobs():
     with pytest.raises(ValueError, match="block_k"):
         FamilyConfig(block_k=48)
-    with pytest.raises(ValueError, match="reduce"):
-        FamilyConfig(reduce="tree")
+    with pytest.raises(ValueError, match="atomic"):
+        FamilyConfig(atomic="yes")
     with pytest.raises(ValueError, match="unknown FamilyConfig knob"):
         FamilyConfig.from_dict({"splits": 2})
     assert FamilyConfig.from_dict(FamilyConfig(split_k=4).to_dict()) == FamilyConfig(split_k=4)
@@ -187,8 +187,8 @@ def _zeroed_buffers(device: torch.device) -> list[torch.Tensor]:
     return [buf for key, buf in workspace._POOL.items() if key[0] == device.type and key[-1]]
 
 
-@pytest.mark.parametrize("knobs", [dict(split_k=3, reduce="fused"), dict(split_k=3, reduce="atomic"),
-                                   dict(schedule="stream_k")], ids=["fused", "atomic", "stream-k"])
+@pytest.mark.parametrize("knobs", [dict(split_k=3, fused_reduce=True), dict(split_k=3, atomic=True),
+                                   dict(stream_k=True)], ids=["fused", "atomic", "stream-k"])
 def test_zeroed_workspaces_are_left_at_zero(knobs, device):
     case = TASK.case("long-k-33x96x300")
     check_impl(functools.partial(run_family, FamilyConfig(block_m=16, block_n=16, block_k=16, **knobs),
@@ -197,8 +197,8 @@ def test_zeroed_workspaces_are_left_at_zero(knobs, device):
     assert buffers and all(int(torch.count_nonzero(buf)) == 0 for buf in buffers)
 
 
-@pytest.mark.parametrize("knobs", [dict(split_k=3, reduce="workspace"), dict(split_k=3, reduce="fused"),
-                                   dict(schedule="stream_k")], ids=["workspace", "fused", "stream-k"])
+@pytest.mark.parametrize("knobs", [dict(split_k=3), dict(split_k=3, fused_reduce=True),
+                                   dict(stream_k=True)], ids=["workspace", "fused", "stream-k"])
 def test_stale_partials_are_never_read(knobs, device):
     """A NaN-poisoned partials buffer must not show in the output: every partial read was written in the call."""
     run = functools.partial(run_family, FamilyConfig(block_m=16, block_n=16, block_k=16, **knobs), limits=SMALL_CHIP)

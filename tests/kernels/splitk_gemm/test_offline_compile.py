@@ -22,12 +22,12 @@ ROOT = Path(__file__).resolve().parents[3]
 SKINNY = dict(block_m=16, block_n=128, block_k=128, num_stages=4)
 #: name -> (FamilyConfig knobs, dtype name)
 CONFIGS = {
-    "fused": (dict(SKINNY, split_k=4, reduce="fused"), "bfloat16"),
-    "atomic": (dict(SKINNY, split_k=4, reduce="atomic"), "bfloat16"),
-    "workspace": (dict(SKINNY, split_k=4, reduce="workspace"), "float16"),
-    "stream-k": (dict(block_m=128, block_n=128, block_k=64, num_warps=8, num_stages=4, schedule="stream_k"),
+    "fused": (dict(SKINNY, split_k=4, fused_reduce=True), "bfloat16"),
+    "atomic": (dict(SKINNY, split_k=4, atomic=True), "bfloat16"),
+    "workspace": (dict(SKINNY, split_k=4), "float16"),
+    "stream-k": (dict(block_m=128, block_n=128, block_k=64, num_warps=8, num_stages=4, stream_k=True),
                  "bfloat16"),
-    "fp32": (dict(SKINNY, split_k=4, reduce="fused"), "float32"),
+    "fp32": (dict(SKINNY, split_k=4, fused_reduce=True), "float32"),
 }
 
 

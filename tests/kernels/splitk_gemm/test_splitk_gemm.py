@@ -39,10 +39,11 @@ def test_tuned_matches_reference(case, device):
     check_impl(functools.partial(splitk_gemm, limits=SMALL_CHIP), case, device)
 
 
-@pytest.mark.parametrize("reduce", ["workspace", "fused", "atomic"])
+@pytest.mark.parametrize("mode", [dict(), dict(fused_reduce=True), dict(atomic=True)],
+                         ids=["workspace", "fused", "atomic"])
 @pytest.mark.parametrize("case_id", SPLIT_CASES)
-def test_split_k_reductions(case_id, reduce, device):
-    check_impl(family(split_k=3, reduce=reduce), TASK.case(case_id), device)
+def test_split_k_reductions(case_id, mode, device):
+    check_impl(family(split_k=3, **mode), TASK.case(case_id), device)
 
 
 @pytest.mark.parametrize("units", [1, 3, 7, 40])
@@ -50,14 +51,14 @@ def test_split_k_reductions(case_id, reduce, device):
 def test_stream_k(case_id, units, device):
     """Shares from many tiles per program (1 unit) to a few iterations each (40 units: many contributors)."""
     limits = ChipLimits(num_compute_units=units, smem_per_block_kb=100.0, warp_size=32, max_threads_per_block=1024)
-    run = functools.partial(run_family, FamilyConfig(schedule="stream_k", **SMALL_TILES), limits=limits)
+    run = functools.partial(run_family, FamilyConfig(stream_k=True, **SMALL_TILES), limits=limits)
     check_impl(run, TASK.case(case_id), device)
 
 
 def test_stream_k_splits_tiles_between_programs():
     """The stream-K cases above do reach the fix-up: at 40 units a 300-long K is shared by several programs."""
     limits = ChipLimits(num_compute_units=40, smem_per_block_kb=100.0, warp_size=32, max_threads_per_block=1024)
-    plan = plan_launch(FamilyConfig(schedule="stream_k", **SMALL_TILES), Problem(33, 96, 300, torch.float16), limits)
+    plan = plan_launch(FamilyConfig(stream_k=True, **SMALL_TILES), Problem(33, 96, 300, torch.float16), limits)
     tiles, iterations = 3 * 6, 19
     assert plan.stream_k and plan.programs == 40 and tiles * iterations % plan.programs != 0
 
@@ -65,24 +66,24 @@ def test_stream_k_splits_tiles_between_programs():
 @pytest.mark.parametrize("split_k", [0, 1, 2, 5, 64])
 def test_split_counts(split_k, device):
     """Auto (0), none, even, uneven and more splits than K-iterations (capped to non-empty splits)."""
-    check_impl(family(split_k=split_k, reduce="fused"), TASK.case("long-k-33x96x300"), device)
+    check_impl(family(split_k=split_k, fused_reduce=True), TASK.case("long-k-33x96x300"), device)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_dtypes(dtype, device):
     case = TASK.case("n80-k100")
-    check_impl(family(split_k=2, reduce="fused"), case, device, dtype=dtype)
+    check_impl(family(split_k=2, fused_reduce=True), case, device, dtype=dtype)
     check_impl(baseline.splitk_gemm, case, device, dtype=dtype)
 
 
 @pytest.mark.parametrize("tiles", [dict(block_m=32, block_n=64, block_k=32), dict(block_m=64, block_n=32, block_k=64)])
 def test_other_tiles(tiles, device):
-    check_impl(functools.partial(run_family, FamilyConfig(split_k=2, reduce="fused", group_m=2, **tiles),
+    check_impl(functools.partial(run_family, FamilyConfig(split_k=2, fused_reduce=True, group_m=2, **tiles),
                                  limits=SMALL_CHIP), TASK.case("m-over-block-17x123x37"), device)
 
 
-@pytest.mark.parametrize("knobs", [dict(split_k=3, reduce="workspace"), dict(split_k=3, reduce="fused"),
-                                   dict(schedule="stream_k")], ids=["workspace", "fused", "stream-k"])
+@pytest.mark.parametrize("knobs", [dict(split_k=3), dict(split_k=3, fused_reduce=True),
+                                   dict(stream_k=True)], ids=["workspace", "fused", "stream-k"])
 def test_deterministic_reductions_are_bitwise_reproducible(knobs, device):
     case = TASK.case("long-k-33x96x300")
     first = check_impl(family(**knobs), case, device).clone()
@@ -108,7 +109,7 @@ def test_strided_output(device):
     """c may be a strided view (here every other column of a wider buffer)."""
     args = make_inputs(Case("strided", {"m": 5, "n": 24, "k": 40, "dtype": "float16"}, 3), device=device)
     wide = torch.full((5, 48), float("nan"), dtype=torch.float16, device=device)
-    out = run_family(FamilyConfig(split_k=2, reduce="workspace", **SMALL_TILES), args["a"], args["b"], wide[:, ::2],
+    out = run_family(FamilyConfig(split_k=2, **SMALL_TILES), args["a"], args["b"], wide[:, ::2],
                      limits=SMALL_CHIP)
     expected = (args["a"].double() @ args["b"].double().T).float()
     assert torch.allclose(out.float(), expected, atol=2e-3, rtol=2e-3)

@@ -43,20 +43,22 @@ def test_baseline_bench_cases(case):
     check_impl(baseline.splitk_gemm, case, "cuda")
 
 
-@pytest.mark.parametrize("reduce", ["workspace", "fused", "atomic"])
+@pytest.mark.parametrize("mode", [dict(), dict(fused_reduce=True), dict(atomic=True)],
+                         ids=["workspace", "fused", "atomic"])
 @pytest.mark.parametrize("case_id", MODE_CASES)
-def test_reductions_at_8_splits(case_id, reduce):
-    check_impl(family(case_id, split_k=8, reduce=reduce, schedule="tiles"), TASK.case(case_id), "cuda")
+def test_reductions_at_8_splits(case_id, mode):
+    knobs = {"fused_reduce": False, "atomic": False, **mode}
+    check_impl(family(case_id, split_k=8, stream_k=False, **knobs), TASK.case(case_id), "cuda")
 
 
 @pytest.mark.parametrize("case_id", MODE_CASES)
 def test_stream_k(case_id):
-    check_impl(family(case_id, schedule="stream_k"), TASK.case(case_id), "cuda")
+    check_impl(family(case_id, stream_k=True), TASK.case(case_id), "cuda")
 
 
-@pytest.mark.parametrize("knobs", [dict(split_k=32, reduce="fused", schedule="tiles"),
-                                   dict(split_k=32, reduce="workspace", schedule="tiles"),
-                                   dict(schedule="stream_k", block_k=32)], ids=["fused", "workspace", "stream-k"])
+@pytest.mark.parametrize("knobs", [dict(split_k=32, fused_reduce=True, stream_k=False),
+                                   dict(split_k=32, fused_reduce=False, stream_k=False),
+                                   dict(stream_k=True, block_k=32)], ids=["fused", "workspace", "stream-k"])
 def test_deterministic_modes_repeat_bitwise(knobs):
     """20 calls with many programs per tile: every output within tolerance and bitwise equal to the first (an
     ordering bug between the partials and the arrival counter shows as a wrong or varying tile)."""
@@ -69,16 +71,16 @@ def test_deterministic_modes_repeat_bitwise(knobs):
 
 def test_atomic_mode_repeats_within_tolerance():
     case = TASK.case("m1-n8192-k28672")
-    run = family(case.id, split_k=32, reduce="atomic", schedule="tiles")
+    run = family(case.id, split_k=32, atomic=True, stream_k=False)
     for _ in range(10):
         check_impl(run, case, "cuda")
 
 
-@pytest.mark.parametrize("knobs", [dict(split_k=8, reduce="fused"), dict(split_k=8, reduce="atomic"),
-                                   dict(schedule="stream_k")], ids=["fused", "atomic", "stream-k"])
+@pytest.mark.parametrize("knobs", [dict(split_k=8, fused_reduce=True), dict(split_k=8, atomic=True),
+                                   dict(stream_k=True)], ids=["fused", "atomic", "stream-k"])
 def test_zeroed_workspaces_are_left_at_zero(knobs):
     case = TASK.case("m16-n4096-k4096")
-    check_impl(family(case.id, **{"schedule": "tiles", **knobs}), case, "cuda")
+    check_impl(family(case.id, **{"stream_k": False, **knobs}), case, "cuda")
     torch.cuda.synchronize()
     zeroed = [buf for key, buf in workspace._POOL.items() if key[0] == "cuda" and key[-1]]
     assert zeroed and all(int(torch.count_nonzero(buf)) == 0 for buf in zeroed)
@@ -96,4 +98,4 @@ def test_other_dtypes(dtype):
 def test_random_gpu_shapes(seed):
     case = TASK.random_case(random.Random(seed), small=False)
     check_impl(tuned, case, "cuda")
-    check_impl(family(TASK.bench_cases[0].id, schedule="stream_k"), case, "cuda")
+    check_impl(family(TASK.bench_cases[0].id, stream_k=True), case, "cuda")
