@@ -100,3 +100,22 @@ def random_case(rng: random.Random, small: bool = True) -> Case:
         dtype = "bfloat16"
     params = dict(m=m, n=n, k=k, dtype=dtype, a_transposed=rng.random() < 0.15, b_kn=rng.random() < 0.15)
     return Case(f"random-{rng.randrange(1 << 30):08x}", full_params(params), rng.randrange(1 << 31), "random")
+
+
+def hidden_cases(rng: random.Random, small: bool = True) -> tuple[tuple[str, Case], ...]:
+    """Cases the verifier draws at verification time against this task's cheats and slips:
+    - ``long-k``: a K of thousands with M <= 4 (interpreter: hundreds), so a kernel that drops or repeats a split,
+      or sums partials in a low precision, is far off;
+    - ``odd-tail``: odd K and N (primes in the interpreter's sizes), so the tails past BLOCK_K and BLOCK_N are
+      never a whole tile.
+    Seeds and sizes are drawn, never written down.
+    """
+    scale = 1 if small else 16
+    primes = [101, 127, 131, 137, 139, 149, 151, 157]
+    long_k = dict(m=rng.randint(1, 4), n=rng.randint(16, 64) * scale, k=rng.randint(300, 400) * scale,
+                  dtype="float16" if small else "bfloat16")
+    odd = dict(m=rng.randint(2, 9), n=rng.choice(primes) * scale - (scale > 1),
+               k=rng.choice(primes) * scale + (scale > 1), dtype="float16" if small else "bfloat16")
+    return tuple((label, Case(f"hidden-{label}-{rng.randrange(1 << 30):08x}", full_params(params),
+                              rng.randrange(1 << 31), "hidden"))
+                 for label, params in (("long-k", long_k), ("odd-tail", odd)))

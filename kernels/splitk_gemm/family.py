@@ -19,8 +19,9 @@ import torch
 from triton.runtime.errors import OutOfResources
 
 from kernels.splitk_gemm import workspace
-from kernels.splitk_gemm.common import Problem, check_inputs, input_precision, limits_key
+from kernels.splitk_gemm.common import ChipLimits, Problem, check_inputs, input_precision, limits_key
 from kernels.splitk_gemm.config import FamilyConfig, cap_float32, fit_to_limits, shrink_once, smem_footprint_kb
+from kernels.splitk_gemm.dispatch import call_class
 from kernels.splitk_gemm.family_kernels import (
     ATOMIC,
     FUSED,
@@ -133,5 +134,5 @@ def _launch(plan: LaunchPlan, prob: Problem, a, b, c) -> None:
                                                                    num_warps=4)
 
 
-__all__ = ["FamilyConfig", "LaunchPlan", "auto_split_k", "fit_to_limits", "plan_launch", "program_count",
-           "run_family", "shrink_once", "smem_footprint_kb"]
+__all__ = ["ChipLimits", "FamilyConfig", "LaunchPlan", "auto_split_k", "call_class", "fit_to_limits", "plan_launch",
+           "program_count", "run_family", "shrink_once", "smem_footprint_kb"]

@@ -103,6 +103,12 @@ KNOBS: dict[str, tuple[Any, ...]] = {
     "stream_k": (False, True),
 }
 
+#: The report's drop-in package for this task (the plug-in contract's DropIn fields): a module with the task's
+#: ``splitk_gemm(a, b, c)``, in place of ``torch.nn.functional.linear(x, weight)`` for bias-free skinny layers.
+DROPIN = {"package": "chiplore_splitk_gemm",
+          "summary": "Split-K GEMM c = a @ b.T for skinny (decode / small-batch) linear layers, tuned by chiplore.",
+          "replaces": "torch.nn.functional.linear(x, weight, out=c)  # bias-free, weight [N, K]"}
+
 TASK = TaskSpec(
     name="splitk_gemm",
     entry_point="splitk_gemm",

@@ -7,11 +7,13 @@ Without a GPU these run under the Triton interpreter (tests/conftest.py), at sma
 from __future__ import annotations
 
 import functools
+import random
 
 import pytest
 import torch
 
 from kernels.splitk_gemm import baseline, splitk_gemm
+from kernels.splitk_gemm.cases import hidden_cases
 from kernels.splitk_gemm.common import ChipLimits, Problem
 from kernels.splitk_gemm.config import FamilyConfig
 from kernels.splitk_gemm.family import plan_launch, run_family
@@ -95,6 +97,15 @@ def test_tuned_entry_point_is_deterministic(device):
     case = TASK.case("decode-1x80x257")
     first = check_impl(functools.partial(splitk_gemm, limits=SMALL_CHIP), case, device).clone()
     assert torch.equal(first, check_impl(functools.partial(splitk_gemm, limits=SMALL_CHIP), case, device))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_hidden_and_random_cases(seed, device):
+    rng = random.Random(seed)
+    cases = [case for _, case in hidden_cases(rng, small=True)] + [TASK.random_case(rng, small=True)]
+    for case in cases:
+        check_impl(functools.partial(splitk_gemm, limits=SMALL_CHIP), case, device)
+        check_impl(baseline.splitk_gemm, case, device)
 
 
 def test_no_output_for_empty_m_or_n(device):
