@@ -10,19 +10,41 @@ kernel change: a spilling program, or one whose shared memory no longer fits the
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 import triton  # noqa: E402
+from triton.backends.nvidia.compiler import get_ptxas  # noqa: E402
 
 from hardware_profiles import load_profile  # noqa: E402
 from kernels.splitk_gemm.common import ChipLimits  # noqa: E402
-from kernels.splitk_gemm.offline_compile import compile_config, ptxas_usage  # noqa: E402
+from kernels.splitk_gemm.offline_compile import compile_config  # noqa: E402
 from kernels.splitk_gemm.spec import TASK  # noqa: E402
 from kernels.splitk_gemm.tuned import choose_config  # noqa: E402
+
+
+def ptxas_usage(ptx: str, capability: int = 90) -> dict:
+    """Registers and spill bytes reported by ``ptxas -v`` for `ptx` (the ptxas Triton itself uses for the target)."""
+    ptxas = get_ptxas(capability).path
+    arch = f"sm_{capability}a" if capability >= 90 else f"sm_{capability}"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "k.ptx")
+        with open(path, "w") as fh:
+            fh.write(ptx)
+        log = subprocess.run([ptxas, f"-arch={arch}", "-v", path, "-o", os.path.join(tmp, "k.cubin")],
+                             capture_output=True, text=True, check=True).stderr
+    regs = re.search(r"Used (\d+) registers", log)
+    spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
+    return {"regs": int(regs.group(1)) if regs else None,
+            "spill_store_b": int(spills.group(1)) if spills else None,
+            "spill_load_b": int(spills.group(2)) if spills else None}
 
 
 def main() -> None:

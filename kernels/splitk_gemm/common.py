@@ -14,6 +14,8 @@ import triton
 import triton.language as tl
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+#: Input dtype names of cases -> torch dtypes.
+DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
 #: Largest (BLOCK_M, BLOCK_N, BLOCK_K, num_stages) for float32 inputs. Their dots are IEEE float32 (`dot`), which
 #: Triton lowers to FMA loops instead of tensor-core MMAs: larger tiles add registers and compile time, not

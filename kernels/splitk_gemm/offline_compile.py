@@ -1,5 +1,6 @@
 """Compile the split-K GEMM kernels for an NVIDIA target without a GPU (Triton's bundled ptxas), to see before any
-GPU time what a configuration allocates: registers, spills, shared memory.
+GPU time what a configuration emits (PTX) and allocates (shared memory; registers and spills with
+scripts/compile_report_splitk.py).
 
 Used by scripts/compile_report_splitk.py (the tuned configurations of the bench cases) and
 tests/kernels/splitk_gemm/test_offline_compile.py.
@@ -9,16 +10,11 @@ strides along K and N as the constant 1, and M = 1 as the constant 1 where the c
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import tempfile
 from typing import Any
 
 import torch
 import triton
 from triton.backends.compiler import GPUTarget
-from triton.backends.nvidia.compiler import get_ptxas
 from triton.compiler import ASTSource
 
 from kernels.splitk_gemm.common import Problem, input_precision
@@ -63,20 +59,3 @@ def compile_config(config: FamilyConfig, m: int, n: int, k: int, dtype: torch.dt
     compiled = triton.compile(source, target=GPUTarget("cuda", capability, 32),
                               options=dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages))
     return compiled, plan
-
-
-def ptxas_usage(ptx: str, capability: int = 90) -> dict:
-    """Registers and spill bytes reported by ``ptxas -v`` for `ptx` (the ptxas Triton itself uses for the target)."""
-    ptxas = get_ptxas(capability).path
-    arch = f"sm_{capability}a" if capability >= 90 else f"sm_{capability}"
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "k.ptx")
-        with open(path, "w") as fh:
-            fh.write(ptx)
-        log = subprocess.run([ptxas, f"-arch={arch}", "-v", path, "-o", os.path.join(tmp, "k.cubin")],
-                             capture_output=True, text=True, check=True).stderr
-    regs = re.search(r"Used (\d+) registers", log)
-    spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
-    return {"regs": int(regs.group(1)) if regs else None,
-            "spill_store_b": int(spills.group(1)) if spills else None,
-            "spill_load_b": int(spills.group(2)) if spills else None}

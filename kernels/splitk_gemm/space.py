@@ -14,12 +14,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernels.splitk_gemm.baseline import baseline_tiles
-from kernels.splitk_gemm.cases import full_params
-from kernels.splitk_gemm.common import ChipLimits, Problem
+from kernels.splitk_gemm.common import DTYPES, ChipLimits, Problem
 from kernels.splitk_gemm.config import FamilyConfig, smem_footprint_kb
 from kernels.splitk_gemm.dispatch import dispatch_class
 from kernels.splitk_gemm.family import plan_launch
-from kernels.splitk_gemm.spec import DTYPES, KNOBS
+
+#: Knobs of the optimized family that the agent searches (`family.FamilyConfig` fields) and their allowed values.
+#: The first value of each is the baseline kernel's structure (one program per tile, no split).
+KNOBS: dict[str, tuple[Any, ...]] = {
+    "block_m": (64, 16, 32, 128),
+    "block_n": (64, 32, 128, 256),
+    "block_k": (64, 32, 128, 256),
+    "split_k": (1, 0, 2, 3, 4, 6, 8, 12, 16),  # 0 = sized from the chip's compute units (family.auto_split_k)
+    "fused_reduce": (False, True),  # the tile's last split sums the partials: one launch, deterministic
+    "atomic": (False, True),  # float32 atomics: one launch, the one non-deterministic mode
+    "group_m": (8, 1, 4, 16),
+    "num_warps": (4, 2, 8),
+    "num_stages": (3, 2, 4, 5, 6),
+    "stream_k": (False, True),
+}
 
 
 @dataclass(frozen=True)
@@ -43,8 +56,8 @@ class SplitKGemmFamily:
     value_labels: Mapping[str, Mapping[Any, str]] = {"split_k": {0: "auto"}}
 
     def features(self, case) -> GemmShape:
-        p = full_params(dict(case.params))
-        return GemmShape(int(p["m"]), int(p["n"]), int(p["k"]), str(p["dtype"]))
+        p = case.params
+        return GemmShape(int(p["m"]), int(p["n"]), int(p["k"]), str(p.get("dtype") or "bfloat16"))
 
     def dispatch_class(self, features: GemmShape, ridge_flop_per_byte: float | None) -> str:
         return dispatch_class(features.m, features.n, features.k)

@@ -12,10 +12,10 @@ from typing import Any
 import torch
 
 from kernels.splitk_gemm.cases import BENCH_CASES, TEST_CASES, full_params, random_case
+from kernels.splitk_gemm.common import DTYPES
 from kernels.splitk_gemm.reference import reference_gemm
+from kernels.splitk_gemm.space import KNOBS
 from kernels.task import Case, TaskSpec, Tolerance
-
-DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
 
 def _dtype(dtype: str | torch.dtype) -> torch.dtype:
@@ -86,21 +86,6 @@ TOLERANCES = {
     "bfloat16": Tolerance(atol=1e-2, rtol=1e-2),
     "float16": Tolerance(atol=2e-3, rtol=2e-3),
     "float32": Tolerance(atol=1e-4, rtol=1e-4),
-}
-
-#: Knobs of the optimized family that the agent searches (`family.FamilyConfig` fields) and their allowed values.
-#: The first value of each is the baseline kernel's structure (one program per tile, no split).
-KNOBS: dict[str, tuple[Any, ...]] = {
-    "block_m": (64, 16, 32, 128),
-    "block_n": (64, 32, 128, 256),
-    "block_k": (64, 32, 128, 256),
-    "split_k": (1, 0, 2, 3, 4, 6, 8, 12, 16),  # 0 = sized from the chip's compute units (family.auto_split_k)
-    "fused_reduce": (False, True),  # the tile's last split sums the partials: one launch, deterministic
-    "atomic": (False, True),  # float32 atomics: one launch, the one non-deterministic mode
-    "group_m": (8, 1, 4, 16),
-    "num_warps": (4, 2, 8),
-    "num_stages": (3, 2, 4, 5, 6),
-    "stream_k": (False, True),
 }
 
 #: The report's drop-in package for this task (the plug-in contract's DropIn fields): a module with the task's

@@ -14,11 +14,9 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from kernels.splitk_gemm.cases import full_params
-from kernels.splitk_gemm.common import ChipLimits, Problem
+from kernels.splitk_gemm.common import DTYPES, ChipLimits, Problem
 from kernels.splitk_gemm.config import FamilyConfig
 from kernels.splitk_gemm.schedule import stream_k_time, tile_count, tiles_time
-from kernels.splitk_gemm.spec import DTYPES
 from kernels.splitk_gemm.tuned import choose_config
 
 VARIABLES: dict[str, str] = {
@@ -45,15 +43,15 @@ FUNCTIONS: dict[str, str] = {
 
 
 def _problem(case) -> Problem:
-    p = full_params(dict(case.params))
-    return Problem(int(p["m"]), int(p["n"]), int(p["k"]), DTYPES[p["dtype"]])
+    p = case.params
+    return Problem(int(p["m"]), int(p["n"]), int(p["k"]), DTYPES[str(p.get("dtype") or "bfloat16")])
 
 
 def case_values(case) -> dict[str, Any]:
     """Values of `VARIABLES` for `case`.
 
     Raises:
-        ValueError: the case parameters are invalid (from `cases.full_params`).
+        KeyError: the case lacks m, n or k.
     """
     prob = _problem(case)
     m, n, k = prob.m, prob.n, prob.k
