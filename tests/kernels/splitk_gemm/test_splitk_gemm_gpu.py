@@ -14,7 +14,7 @@ from kernels.splitk_gemm import baseline, splitk_gemm, workspace
 from kernels.splitk_gemm.common import ChipLimits
 from kernels.splitk_gemm.config import FamilyConfig
 from kernels.splitk_gemm.family import run_family
-from kernels.splitk_gemm.spec import TASK
+from kernels.splitk_gemm.spec import TASK, make_inputs
 from kernels.splitk_gemm.tuned import choose_config
 from tests.kernels.splitk_gemm.helpers import check_impl
 
@@ -99,3 +99,24 @@ def test_random_gpu_shapes(seed):
     case = TASK.random_case(random.Random(seed), small=False)
     check_impl(tuned, case, "cuda")
     check_impl(family(TASK.bench_cases[0].id, stream_k=True), case, "cuda")
+
+
+@pytest.mark.parametrize("knobs", [dict(split_k=8), dict(split_k=8, fused_reduce=True), dict(split_k=8, atomic=True),
+                                   dict(stream_k=True)], ids=["workspace", "fused", "atomic", "stream-k"])
+def test_warm_calls_neither_allocate_nor_synchronize(knobs):
+    """After one warm call, a call allocates no device memory (partials and counters are pooled) and makes no
+    host-device synchronization (torch's sync debug mode raises on one)."""
+    case = TASK.case("m16-n4096-k4096")
+    args = make_inputs(case, device="cuda")
+    run = family(case.id, **{"stream_k": False, "fused_reduce": False, "atomic": False, **knobs})
+    for fn in (run, tuned):
+        fn(**args)  # compiles, sizes the pooled workspaces
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_stats()["allocation.all.allocated"]
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            fn(**args)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        torch.cuda.synchronize()
+        assert torch.cuda.memory_stats()["allocation.all.allocated"] == before
