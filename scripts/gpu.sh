@@ -22,7 +22,7 @@ mkdir -p "$OUT"
 export CHIPLORE_COMMIT="${CHIPLORE_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 
 install_wheels() {  # idempotent: chromadb & co. into site-packages, FlashInfer into /tmp/fi (benchmark peer only)
-  if [ -d .whl ] && ! python3 -c "import chromadb" 2>/dev/null; then
+  if compgen -G ".whl/*.whl" > /dev/null && ! python3 -c "import chromadb" 2>/dev/null; then
     env -u PYTHONPATH python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/*.whl \
       > "$OUT/pip.log" 2>&1 || echo "wheel install failed (see pip.log)"
   fi
@@ -46,13 +46,22 @@ suite_env() {  # device, driver and package versions
   PYTHONPATH=/tmp/fi:$PYTHONPATH python3 -c "import flashinfer; print('flashinfer', flashinfer.__version__)" || true
 }
 
-suite_bench() {  # extend attention: baseline, tuned, real SGLang, flex, FlashInfer on the 9 bench cases
+suite_bench() {  # extend attention: baseline, tuned, SGLang 0.5.23 (.cache/sglang), flex, FlashInfer (.whl/flashinfer)
+  # on the 9 bench cases; per case GPU (graph replay) / back-to-back / host times and the +-30 % SGLang band
   python3 benchmarks/bench_extend_attention.py --chip h200 --out "$OUT/bench.json" "$@"
 }
 
 suite_kernel_tests() {  # the kernels' GPU tests (pytest-xdist is preinstalled there), then the timing test alone
-  python3 -m pytest -q -m gpu tests/kernels -p no:cacheprovider -n 8 --ignore=tests/kernels/test_timing_gpu.py "$@"
+  python3 -m pytest -q -m gpu tests/kernels -p no:cacheprovider -n 8 --ignore=tests/kernels/test_timing_gpu.py \
+    --ignore=tests/kernels/test_sglang_gpu.py "$@"
   python3 -m pytest -q -m gpu tests/kernels/test_timing_gpu.py -p no:cacheprovider
+}
+
+suite_sglang_tests() {  # tuned, baseline and the report's drop-in against SGLang 0.5.23's own kernel (.cache/sglang):
+  # SGLang-style calls on the bench and edge cases and SGLang's three extend unit tests' inputs, bf16; the NaN case
+  python3 benchmarks/sglang_kernel.py || exit 1
+  python3 -m pytest -q -m gpu tests/kernels/test_sglang_gpu.py tests/kernels/test_index_tail.py -p no:cacheprovider \
+    -n 4 "$@"
 }
 
 suite_verifier_tests() {  # the verifier's GPU tests
