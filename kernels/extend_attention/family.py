@@ -10,7 +10,8 @@ and tma (contiguous K/V tiles loaded through Hopper tensor descriptors, see `Fam
 ahead_heads / ahead_sync (with pregather: only the first `ahead_heads` KV heads' prefix is copied before attention;
 the programs of KV head h copy head h + ahead_heads's, `gather_ahead` rows per key tile; `family_ahead.py`).
 Every launch is free of host synchronization: sizes come from tensor metadata
-(ΣE = q_extend.shape[0], ΣP = kv_indices.shape[0], B = qo_indptr.shape[0] - 1) and the split-KV partials live in a
+(ΣE = q_extend.shape[0], B = qo_indptr.shape[0] - 1, and kv_indices.shape[0] as an upper bound on ΣP: a serving
+engine's index buffer may run on past kv_indptr[B], into entries no kernel reads) and the split-KV partials live in a
 preallocated workspace reused across calls of the same size class.
 """
 
