@@ -61,7 +61,7 @@ suite_sglang_tests() {  # tuned, baseline and the report's drop-in against SGLan
   # SGLang-style calls on the bench and edge cases and SGLang's three extend unit tests' inputs, bf16; the NaN case
   python3 benchmarks/sglang_kernel.py || exit 1
   python3 -m pytest -q -m gpu tests/kernels/test_sglang_gpu.py tests/kernels/test_index_tail.py -p no:cacheprovider \
-    -n 4 "$@"
+    -n 4 -rfE --junitxml="$OUT/sglang-tests.xml" "$@"
 }
 
 suite_verifier_tests() {  # the verifier's GPU tests

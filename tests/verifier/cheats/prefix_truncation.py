@@ -206,9 +206,9 @@ def extend_attention_fwd(
 
     Raises:
         ValueError: inconsistent shapes, dtypes or devices (named in the message).
-        NotImplementedError: window_kv_offsets or xai_temperature_len set.
+        NotImplementedError: xai_temperature_len set.
     """
-    reject_unsupported(window_kv_offsets=window_kv_offsets, xai_temperature_len=xai_temperature_len)
+    reject_unsupported(xai_temperature_len=xai_temperature_len)
     prob = check_inputs(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
                         kv_indices, custom_mask, mask_indptr, sinks)
     if prob.batch == 0 or prob.total_extend == 0 or max_len_extend <= 0:
