@@ -65,6 +65,7 @@ def _root(show_version: bool = typer.Option(False, "--version", callback=_print_
 def _register_commands() -> None:
     """Import the command modules; each adds its commands to `app` on import."""
     import agent.cli.docs_cmds  # noqa: F401  onboard, ask, chips
+    import agent.cli.mcp_cmds  # noqa: F401  mcp
     import agent.cli.optimize_cmds  # noqa: F401  optimize, report, bench, demo
     import agent.cli.pattern_cmds  # noqa: F401  patterns, findings
     import agent.cli.profile_cmds  # noqa: F401  profile show, diff, detect

@@ -194,13 +194,14 @@ class LLMProposer:
 def build_messages(ctx: ProposalContext) -> list[dict[str, str]]:
     """System and user messages for candidate `ctx.n` from the two prompt templates."""
     system = render("llm_system.md.j2", entry_point=ctx.task.entry_point, task=ctx.task.name, chip=ctx.chip,
-                    regression_pct=round(100 * ctx.regression_limit), signature=_bare_signature(ctx.signature),
+                    regression_pct=round(100 * ctx.regression_limit), signature=bare_signature(ctx.signature),
                     family_module=f"{ctx.task.optimized_module}.family")
     user = render("llm_user.md.j2", **_user_variables(ctx))
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def _bare_signature(signature: inspect.Signature) -> str:
+def bare_signature(signature: inspect.Signature) -> str:
+    """The entry point's parameters as source text without annotations (``q_extend, ..., sm_scale=None``)."""
     bare = signature.replace(
         parameters=[p.replace(annotation=inspect.Parameter.empty) for p in signature.parameters.values()],
         return_annotation=inspect.Signature.empty)
