@@ -223,7 +223,7 @@ class OptimizationLoop:
             baseline_time_us=dict(self.state.baseline.time_us), noise=self.reference.noise(),
             last_verdict=self._last_verdict(last), history=list(self.state.evaluations),
             rng=random.Random(f"{self.config.seed}:{n}"), timed=self.state.baseline.timed,
-            regression_limit=self.config.accept.regression_limit)
+            regression_limit=self.config.accept.regression_limit, run_dir=self.run.path)
         try:
             proposal = self.p.proposer.propose(ctx)
             if proposal.content_hash in {e.content_hash for e in self.state.evaluations}:

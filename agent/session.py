@@ -47,7 +47,8 @@ def select_cases(task: TaskSpec, ids: list[str] | None) -> list[Case]:
 
 def make_proposer(config: OptimizeConfig, space: FamilySpace | None, check: bool = False) -> Proposer:
     """``llm`` -> `LLMProposer`; ``llm-tools`` -> `ToolCallingProposer`; ``external`` -> `ExternalProposer`
-    (candidates submitted through `agent.run_api`); retrieval off or ``uniform`` -> `UniformProposer`; else pattern-guided.
+    (candidates submitted through `agent.run_api`); retrieval off or ``uniform`` -> `UniformProposer`; else
+    pattern-guided.
     With `check`, a proposer that talks to a service is checked now (`LLMProposer.check`).
 
     Raises:
