@@ -1,4 +1,4 @@
-"""Subprocess driver for the llm-tools SIGKILL test: ``python -m tests.agent.llm_tools_driver ROOT RUN_ID start|resume``.
+"""Driver for the llm-tools SIGKILL test: ``python -m tests.agent.llm_tools_driver ROOT RUN_ID start|resume``.
 
 Runs (or resumes) an ``llm-tools`` run under ROOT against the endpoint in ``OPENAI_BASE_URL`` / ``CHIPLORE_MODEL``,
 with the scripted verifier and a file-backed scripted knowledge base. Before verifying candidate ``$HANG_AT`` the
