@@ -39,6 +39,7 @@ def mcp_cmd(
 
     Register it in an MCP client as a stdio server: command `chiplore`, args ["mcp"], env CHIPLORE_HOME.
     """
+    import logging
     import os
 
     from agent.mcp.server import build_server
@@ -46,6 +47,7 @@ def mcp_cmd(
 
     options = parse_verify_options(verify_options)
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs at DEBUG, which the SDK's handler would print
     toolbox = Toolbox(options)
     server = build_server(toolbox)
     try:
