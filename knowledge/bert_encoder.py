@@ -128,10 +128,8 @@ class BertEncoder:
         for i in range(self.layers):
             p = f"encoder.layer.{i}."
 
-            def heads(name: str, p: str = p) -> Any:
-                y = F.linear(x, w[p + f"attention.self.{name}.weight"], w[p + f"attention.self.{name}.bias"])
-                return y.view(batch, seq, self.heads, head_dim).transpose(1, 2)
-            q, k, v = heads("query"), heads("key"), heads("value")
+            q, k, v = (F.linear(x, w[p + f"attention.self.{name}.weight"], w[p + f"attention.self.{name}.bias"])
+                       .view(batch, seq, self.heads, head_dim).transpose(1, 2) for name in ("query", "key", "value"))
             scores = (q @ k.transpose(-1, -2)) / math.sqrt(head_dim)
             scores = scores.masked_fill(blocked, torch.finfo(scores.dtype).min)
             context = (scores.softmax(-1) @ v).transpose(1, 2).reshape(batch, seq, hidden)
