@@ -1,8 +1,9 @@
 """``chiplore optimize``, ``chiplore report``, ``chiplore bench`` and ``chiplore demo``.
 
 Exit codes of ``optimize``: 0 = the run finished (a stop rule ended it: evaluations, patience, budget, roofline,
-search space exhausted); 1 = error, one ``error: ...`` line (bad input, unknown chip or task, unreachable LLM
-endpoint, unreadable store or run state; when it happens before the run starts, no run folder is created);
+search space exhausted, a tool-calling model that stopped proposing, its token budget); 1 = error, one
+``error: ...`` line (bad input, unknown chip or task, unreachable LLM endpoint, unreadable store or run state; when
+it happens before the run starts, no run folder is created);
 3 = the run stopped on an error it can be resumed from (LLM endpoint down during the run, the same verifier
 failure over and over): the state is saved and ``error: run RUN stopped ...`` names the reason and the
 ``--resume`` command. ``report``: 0 = written, 1 = error line (unknown run, corrupt state, missing kernel file).
@@ -120,6 +121,9 @@ def optimize_cmd(
                                 f"not {task or config.task} on {chip or config.chip}")
         if config.timing == "gpu" and not gpu:
             raise BadInputError(f"--resume {resume}: that run is timed on a GPU and this machine has none")
+        if config.proposer == "external":
+            raise BadInputError(f"--resume {resume}: that run takes its candidates from an MCP client "
+                                "(submit_candidate of `chiplore mcp`); continue it there")
     else:
         if not task or not chip:
             raise BadInputError("optimize needs TASK and --chip (or --resume RUN)")

@@ -20,8 +20,8 @@ try:
     main()
 except SystemExit:
     pass
-print("\\nIMPORTED " + json.dumps(sorted(m for m in %r if m in sys.modules)))
-""" % (HEAVY,)
+print("\\nIMPORTED " + json.dumps(sorted(m for m in HEAVY_MODULES if m in sys.modules)))
+""".replace("HEAVY_MODULES", repr(HEAVY))
 
 
 def imported(args, home):
