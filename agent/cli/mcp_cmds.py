@@ -27,6 +27,25 @@ def parse_verify_options(text: str | None, option: str = "--verify-options") -> 
     return value
 
 
+def _warm_up() -> None:
+    """Load the store, the embedding model and the keyword indexes once at start, so the first search_knowledge is
+    as fast as the next ones. A failure here is left for the first tool call that needs the store to report."""
+    import logging
+
+    try:
+        from knowledge.retrieval import _import_bm25s, default_store, keyword_index
+        from knowledge.store import COLLECTIONS
+
+        _import_bm25s()
+        logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets DEBUG on import; the SDK would print it
+        store = default_store()
+        store.embed_texts(["warm up"])
+        for name in COLLECTIONS:
+            keyword_index(store, name)
+    except Exception as exc:  # noqa: BLE001 - reported by the first tool that needs the store
+        logging.getLogger("chiplore.mcp").info("warm-up skipped: %s", exc)
+
+
 @app.command("mcp")
 def mcp_cmd(
     http: int = typer.Option(None, "--http", min=1, max=65535,
@@ -39,7 +58,6 @@ def mcp_cmd(
 
     Register it in an MCP client as a stdio server: command `chiplore`, args ["mcp"], env CHIPLORE_HOME.
     """
-    import logging
     import os
 
     from agent.mcp.server import build_server
@@ -47,7 +65,7 @@ def mcp_cmd(
 
     options = parse_verify_options(verify_options)
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-    logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs at DEBUG, which the SDK's handler would print
+    _warm_up()  # before serving: chromadb's client must not be opened from two threads at once
     toolbox = Toolbox(options)
     server = build_server(toolbox)
     try:
