@@ -70,6 +70,10 @@ suite_optimize() {  # chiplore optimize runs (scripts/optimize_gpu.py; e.g. SUIT
   tar czf "$OUT/optimize.tgz" -C "$OUT" optimize && rm -rf "$OUT/optimize"
 }
 
+suite_mcp() {  # chiplore mcp over stdio with timed tools (profile_kernel, a run with a timed baseline); needs mcp wheels
+  CHIPLORE_GPU_OUT="$OUT" python3 -m pytest -q -m gpu tests/agent/mcp -p no:cacheprovider "$@"
+}
+
 # --------------------------------------------------------------------------------------------------------------------
 
 list_suites() { declare -F | awk '{print $3}' | sed -n 's/^suite_//p' | tr '_' '-'; }

@@ -148,11 +148,14 @@ def build_server(toolbox: Toolbox) -> ChiploreServer:
         pass), its reasons verbatim, the errors per case and the times. Costly: seconds on a GPU."""
         return toolbox.run_verification(task, file, chip, cases)
 
-    def start_run(task: Task, chip: Chip) -> dict[str, Any]:
+    def start_run(
+        task: Task, chip: Chip,
+        cases: Annotated[list[str] | None, Field(description="bench case ids the run optimizes (default: all)")] = None,
+    ) -> dict[str, Any]:
         """Start an optimization run with the bookkeeping of `chiplore optimize`: a run folder, the baseline
         kernel verified and timed (several seconds), stop rules (40 evaluations, 20 without gain). Returns the
         run id, the baseline file and times. Submit candidates with submit_candidate."""
-        return toolbox.start_run(task, chip)
+        return toolbox.start_run(task, chip, cases)
 
     def submit_candidate(
         run: Run,

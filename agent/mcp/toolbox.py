@@ -163,19 +163,22 @@ class Toolbox:
         return self._verifiers[key]
 
     # ----- runs
-    def start_run(self, task: str, chip: str) -> dict[str, Any]:
-        """A new optimization run: folder created, baseline verified and timed (seconds on a GPU)."""
+    def start_run(self, task: str, chip: str, cases: list[str] | None = None) -> dict[str, Any]:
+        """A new optimization run on the task's bench cases (or those named): folder created, baseline verified and
+        timed (seconds on a GPU)."""
         from agent.adapters import RealVerifier, StoreKnowledge
         from agent.config import OptimizeConfig
         from agent.run_api import ManagedRun, status_of
+        from agent.session import select_cases
 
         spec, profile = self._task(task), self._profile(chip)
         knowledge = StoreKnowledge(profile)
         notes = knowledge.check()
         gpu = _gpu()
+        select_cases(spec, cases)
         config = OptimizeConfig(task=spec.name, chip=profile.chip, proposer="external",
                                 timing="gpu" if gpu else "interpreter", record_findings=True,
-                                verify_options=self.verify_options)
+                                verify_options=self.verify_options, cases=cases or None)
         managed = ManagedRun.create(config, profile, RealVerifier(), knowledge, device=_device_name(),
                                     root=self.runs_root)
         self._runs[managed.state.run_id] = managed
