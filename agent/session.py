@@ -64,7 +64,8 @@ def make_proposer(config: OptimizeConfig, space: FamilySpace | None, check: bool
         else:
             from agent.proposers.llm_tools import ToolCallingProposer
 
-            proposer = ToolCallingProposer(config.llm, config.tool_bounds, config.verify_options)
+            proposer = ToolCallingProposer(config.llm, config.tool_bounds, config.verify_options,
+                                           retrieval=config.retrieval)
         if check:
             proposer.check()
         return proposer

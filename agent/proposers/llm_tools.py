@@ -36,6 +36,8 @@ from agent.templates import render
 
 #: MCP tools the loop keeps for itself (it owns the run).
 LOOP_OWNED = ("start_run", "finish_run")
+#: Tools that read the knowledge base: not offered when the run has retrieval off (``--no-retrieval``).
+KNOWLEDGE_TOOLS = ("search_knowledge", "rank_patterns", "list_findings")
 SUBMIT = "submit_candidate"
 
 
@@ -67,12 +69,13 @@ class Usage:
 class ToolBridge:
     """chiplore's MCP tools called in this process (`agent.mcp.server.build_server` over a `Toolbox`)."""
 
-    def __init__(self, verify_options: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, verify_options: Mapping[str, Any] | None = None, retrieval: bool = True) -> None:
         from agent.mcp.server import build_server
         from agent.mcp.toolbox import Toolbox
 
         self.toolbox = Toolbox(verify_options)
         self.server = build_server(self.toolbox)
+        self.hidden = set(LOOP_OWNED) | (set() if retrieval else set(KNOWLEDGE_TOOLS))
         self._schemas: list[dict[str, Any]] | None = None
 
     def schemas(self) -> list[dict[str, Any]]:
@@ -84,7 +87,7 @@ class ToolBridge:
             tools = anyio.run(self.server.list_tools)
             self._schemas = [{"type": "function", "function": {
                 "name": t.name, "description": t.description or "", "parameters": t.input_schema}}
-                for t in tools if t.name not in LOOP_OWNED]
+                for t in tools if t.name not in self.hidden]
         return self._schemas
 
     def names(self) -> list[str]:
@@ -121,13 +124,14 @@ class Turn:
 
 class ToolCallingProposer:
     """See the module docstring. `client` and `sleep` as for `LLMProposer` (tests); `bridge` defaults to the
-    MCP tools over a fresh `Toolbox` with `verify_options`."""
+    MCP tools over a fresh `Toolbox` with `verify_options`, without the knowledge tools when `retrieval` is off.
+    The ``run`` argument of the model's ``submit_candidate`` is not needed: the candidate belongs to this run."""
 
     name = "llm-tools"
 
     def __init__(self, options: LLMOptions, bounds: ToolBounds, verify_options: Mapping[str, Any] | None = None,
                  client: Any | None = None, sleep: Callable[[float], None] = time.sleep,
-                 bridge: ToolBridge | None = None) -> None:
+                 bridge: ToolBridge | None = None, retrieval: bool = True) -> None:
         """Raises:
             ProposerConfigError: no model is configured (see `LLMProposer`).
         """
@@ -136,13 +140,14 @@ class ToolCallingProposer:
         self.bounds = bounds
         self._bridge = bridge
         self._verify_options = dict(verify_options or {})
+        self._retrieval = retrieval
         self.run_tokens = 0
         self.idle: list[str] = []  # reasons of the turns in a row that ended without a candidate
 
     @property
     def bridge(self) -> ToolBridge:
         if self._bridge is None:
-            self._bridge = ToolBridge(self._verify_options)
+            self._bridge = ToolBridge(self._verify_options, self._retrieval)
         return self._bridge
 
     def check(self) -> None:

@@ -154,3 +154,10 @@ def test_sigkill_mid_verification_then_resume(tmp_path):
 def test_submit_without_source_is_a_failed_step(tmp_path):
     _, state, _ = _run(tmp_path, [tools_turn(call("submit_candidate", {"run": RUN}))], max_evals=1)
     assert state.evaluations[0].stage == "no_code" and "without a source" in state.evaluations[0].reasons[0]
+
+
+def test_no_retrieval_offers_no_knowledge_tools():
+    from agent.proposers.llm_tools import ToolBridge
+
+    assert set(ToolBridge(retrieval=False).names()) == {"get_profile", "profile_kernel", "run_verification",
+                                                        "submit_candidate", "run_status"}
