@@ -11,10 +11,11 @@ from core.errors import BadInputError
 
 
 def parse_verify_options(text: str | None, option: str = "--verify-options") -> dict:
-    """`text` as a JSON object of `agent.verifier.VerifyOptions` fields (checked when the first verification runs).
+    """`text` as a JSON object of `agent.verifier.VerifyOptions` fields, checked against them now.
 
     Raises:
-        BadInputError: not JSON, or not an object.
+        BadInputError: not JSON, not an object, or a field the verifier does not take or a value out of range (the
+            first one named).
     """
     if not text:
         return {}
@@ -24,6 +25,16 @@ def parse_verify_options(text: str | None, option: str = "--verify-options") -> 
         raise BadInputError(f"{option}: not JSON ({exc.msg} at character {exc.pos})") from None
     if not isinstance(value, dict):
         raise BadInputError(f"{option}: expected a JSON object, e.g. '{{\"random_cases\": 1}}'")
+    from pydantic import ValidationError
+
+    from agent.verifier import VerifyOptions
+
+    try:
+        VerifyOptions(**value)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err.get("loc", ())) or "options"
+        raise BadInputError(f"{option}: {where}: {err.get('msg', 'invalid')}") from None
     return value
 
 

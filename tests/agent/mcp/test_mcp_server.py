@@ -133,15 +133,21 @@ def test_every_tool_over_stdio(onboarded_home, tmp_path):
             assert cheat["candidate"] == "v2" and cheat["stage"] == "static_rejected" and not cheat["accepted"]
             assert cheat["reasons"] == expected_submit_reasons and cheat["findings"]
 
+            # a candidate that would end any process importing it: the server is not that process
+            exits = _json(await client.call_tool("submit_candidate", {
+                "run": run_id, "source": "import os\nos._exit(3)\n" + BASELINE.read_text()}))
+            assert exits["stage"] == "static_rejected" and exits["candidate"] == "v3"
             found = _json(await client.call_tool("list_findings", {"chip": "h200", "task": "extend_attention"}))
             status = {(f["verdict_id"], f["status"], f["verdict_stage"]) for f in found["findings"]
                       if f["run_id"] == run_id}
             assert status == {(f"{run_id}/verdicts/v1.json", "untimed", "pass"),
-                              (f"{run_id}/verdicts/v2.json", "failed", "static_rejected")}
-            assert {f["id"] for f in found["findings"]} == set(first["findings"]) | set(cheat["findings"])
+                              (f"{run_id}/verdicts/v2.json", "failed", "static_rejected"),
+                              (f"{run_id}/verdicts/v3.json", "failed", "static_rejected")}
+            assert {f["id"] for f in found["findings"]} == set(first["findings"]) | set(cheat["findings"]) | set(
+                exits["findings"])
 
             state = _json(await client.call_tool("run_status", {"run": run_id}))
-            assert [e["stage"] for e in state["evaluations"]] == ["pass", "static_rejected"]
+            assert [e["stage"] for e in state["evaluations"]] == ["pass", "static_rejected", "static_rejected"]
             done = _json(await client.call_tool("finish_run", {"run": run_id}))
             assert done["status"] == "finished" and Path(done["report"]).is_file()
             assert "Correctness-only run" in Path(done["report"]).read_text()
