@@ -68,6 +68,12 @@ class ExternalProposer:
         """The caller sees every outcome in `ManagedRun.submit`'s result; nothing to keep here."""
 
 
+class FinishedByCaller(StopRun):
+    """The caller ended the run (`ManagedRun.finish`)."""
+
+    kind = "finished"
+
+
 class RunFinished(BadInputError):
     """The run has ended (a stop rule fired or `finish` was called); no further candidate is taken."""
 
@@ -148,8 +154,7 @@ class ManagedRun:
         from agent.report import write_report
 
         if self.state.status == "running":
-            self.state.status, self.state.stop_kind, self.state.stop_reason = "finished", "finished", reason
-            self.loop._save()
+            self.loop.end(FinishedByCaller(reason))
         return write_report(self.run)
 
     def _check_open(self) -> None:
