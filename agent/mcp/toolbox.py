@@ -68,9 +68,12 @@ class Toolbox:
     # ----- knowledge
     def search_knowledge(self, query: str, chip: str | None = None, k: int = 5) -> dict[str, Any]:
         """Hybrid (dense + BM25) search over onboarded documents and recorded findings, with citations."""
-        from knowledge.retrieval import search
+        from knowledge.retrieval import default_store, search
 
         hits = search(query, chip=chip, k=k)
+        if not hits and not default_store().chips():
+            raise BadInputError(f"{default_store().location} is empty; onboard a chip's "
+                                "documents first (`chiplore onboard CHIP PATH...`)")
         return {"query": query, "chip": chip.strip().lower() if chip else None, "k": k,
                 "hits": [dict(rank=i, **h.to_json()) for i, h in enumerate(hits, start=1)]}
 
