@@ -45,7 +45,7 @@ def test_timed_tools_on_the_gpu(tmp_path):
             prof = _json(await client.call_tool("profile_kernel", {
                 "task": "extend_attention", "file": str(TUNED), "chip": "h200", "cases": CASES}))
             record["profile_kernel"] = prof
-            assert prof["timed"] is True and [c["case_id"] for c in prof["cases"]] == CASES
+            assert prof["timed"] is True and sorted(c["case_id"] for c in prof["cases"]) == sorted(CASES)
             for row in prof["cases"]:
                 assert row["time_us"] >= row["floor_us"] > 0 and 0 < row["roofline_fraction"] <= 1
                 assert row["bottleneck"] in ("memory-bound", "compute-bound", "occupancy", "launch-overhead")
