@@ -54,6 +54,11 @@ class Toolbox:
         verify_options: `agent.verifier.VerifyOptions` fields applied to every verification this toolbox runs
             (e.g. ``{"random_cases": 1}`` for quick correctness checks); ``case_ids`` and ``timing`` are set per call.
         runs_root: folder of the runs (default ``$CHIPLORE_HOME/runs``).
+
+    Raises (every tool method): a `core.errors.ChiploreError` whose message is one line naming the input:
+    `BadInputError` (unknown chip, task, case or run, a missing file, an ended run, an oversized source),
+    `StoreError` (the store cannot be read), `agent.errors.BaselineFailed` (``start_run``: the baseline did not
+    verify). Times in the results are microseconds (``time_us``), as in the verdicts.
     """
 
     def __init__(self, verify_options: Mapping[str, Any] | None = None, runs_root: Path | None = None) -> None:
