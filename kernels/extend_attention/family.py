@@ -31,11 +31,17 @@ from kernels.extend_attention.common import (
     FLOAT32_TILE_CAP,
     Problem,
     check_inputs,
-    chip_has_tma as _chip_has_tma,
-    describable_rows as _describable,
     head_dim_blocks,
     reject_unsupported,
     resolve_sm_scale,
+)
+from kernels.extend_attention.common import (
+    chip_has_tma as _chip_has_tma,
+)
+from kernels.extend_attention.common import (
+    describable_rows as _describable,
+)
+from kernels.extend_attention.common import (
     v_is_view_of_k as _v_is_view_of_k,
 )
 from kernels.extend_attention.family_kernels import LOG2E, _family_fwd_kernel, _merge_kernel, merge_grid

@@ -1,10 +1,12 @@
 """Dedicated path for absorbed MLA (DeepSeek-style): D_qk = 576 = 512 latent + 64 rope, D_v = 512 with V a view
 of K's first 512 columns (``v_buffer = k_buffer[..., :512]``), one KV head shared by every q head.
 
-`run_mla` runs `family_mla._mla_fwd_kernel` (`FamilyConfig.mla = "triton"`): all G = H_q / H_kv q heads of a token
-block in one program (BLOCK_M = 64 rows = 4 tokens x 16 heads fills the tensor cores' M), each key tile loaded once
-for the scores (latent and rope parts, two dots) and for P . V (its latent part), through TMA descriptors for
-the extend keys and the pre-gathered prefix, split-KV over the prefix when the row blocks underfill the chip.
+`run_mla` runs `family_mla._mla_fwd_kernel` (`FamilyConfig.mla = "triton"`) or, on Hopper, the Gluon kernel
+`family_mla_gluon._mla_gluon_kernel` (`"gluon"`; `gluon_applies`, else the Triton one): all G = H_q / H_kv q heads
+of a token block in one program (BLOCK_M = 64 rows = 4 tokens x 16 heads fills the tensor cores' M), each key tile
+loaded once for the scores (latent and rope parts, two dots) and for P . V (its latent part), through TMA
+descriptors for the extend keys and the pre-gathered prefix, split-KV over the prefix when the row blocks underfill
+the chip.
 
 Arithmetic of the bench case (kernels/extend_attention/cases.py ``mla``: E = 512, P = 8192, B = 4, H_q/H_kv = 16/1,
 bf16; formulas of shared/reference/extend_attention.md, "Roofline floor"; H200 peaks 989 TFLOP/s, 4.8 TB/s):
@@ -27,7 +29,8 @@ Why 50 % is in reach: no duplicated tensor work (`family_mla` SPLIT_QK), each ke
 512 programs = 3.9 waves of 132 SMs, the causal diagonal < 1 % of the pairs, the pre-gather ~20 us (2 x 38 MB).
 What limits the Triton kernel: Triton 3.6's pipeliner issues a tile's loads after the previous tile's dots, so a
 load overlaps compute only with 3+ buffers (64-key tiles would need 72 + 3 x 72 KiB): 64-key tiles wait on their
-loads, 32-key tiles are bound by shared memory.
+loads, 32-key tiles are bound by shared memory. The Gluon kernel issues the next tile's copy before the current
+tile's dots into a ring of two 64-key buffers (Q + 2 x 72 KiB + P 8 KiB = 225 KiB, sm_90 compile: 229,912 B).
 """
 
 from __future__ import annotations
@@ -51,14 +54,16 @@ from kernels.extend_attention.common import (
 )
 from kernels.extend_attention.family_kernels import _merge_kernel, merge_grid
 from kernels.extend_attention.family_mla import LOG2E, _mla_fwd_kernel
+from kernels.extend_attention.mla_gluon import GLUON_BLOCK_M, GLUON_WARPS, gluon_applies, launch_gluon
 from kernels.extend_attention.prefix_gather import gather_prefix
 from kernels.extend_attention.workspace import get_workspace
 
 if TYPE_CHECKING:
     from kernels.extend_attention.family import ChipLimits, FamilyConfig
 
-#: Implementations `FamilyConfig.mla` selects: the generic family, or this dedicated kernel.
-MLA_IMPLS = ("off", "triton")
+#: Implementations `FamilyConfig.mla` selects: the generic family, the dedicated Triton kernel, or the dedicated
+#: Gluon kernel for Hopper (which falls back to the Triton one where `gluon_applies` says no).
+MLA_IMPLS = ("off", "triton", "gluon")
 
 #: Registers per thread the fp32 accumulator may take (half of the 255 a thread can address): BLOCK_M x D_v fp32
 #: over num_warps x warp_size threads; so 8 warps for 64 x 512.
@@ -153,20 +158,24 @@ def _key_descriptors(t: torch.Tensor, d: int, dpe: int, block_n: int) -> tuple[T
 
 
 def run_mla(config: FamilyConfig, q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
-            kv_indices, is_causal, sm_scale, logit_cap, sinks, k_scale, v_scale, limits: ChipLimits):
-    """MLA extend attention with the dedicated kernel at `config` (fitted by `fit_mla`); writes ``o_extend``.
+            kv_indices, is_causal, sm_scale, logit_cap, sinks, k_scale, v_scale, limits: ChipLimits, *,
+            split_qk: bool = True, lazy_rescale: bool = True):
+    """MLA extend attention with a dedicated kernel at `config`; writes ``o_extend`` in place and returns it.
 
     Shapes: q_extend [ΣE, H_q, 576], k_extend [ΣE, H_kv, 576] with v_extend = k_extend[..., :512], o_extend
     [ΣE, H_q, 512], k_buffer [slots, H_kv, 576] with v_buffer = k_buffer[..., :512], qo_indptr/kv_indptr [B + 1],
     kv_indices [>= ΣP] (entries past kv_indptr[B] are never read). fp16/bf16 (tensor cores) or fp32 (IEEE dots).
     Prefix logits are scaled by sm_scale * k_scale (sm_scale None: 1/sqrt(576)), prefix P . V by v_scale.
-    Knobs used: block_m, block_n, num_warps, num_stages, num_splits (0: `mla_splits`), heavy_first, pregather
-    (prefix copied to contiguous rows first, `prefix_gather`), tma (descriptor loads of contiguous key tiles
-    where the chip has TMA, `common.chip_has_tma`). `limits` is required: the split count and the tile fit come
-    from it.
+    ``config.mla == "gluon"`` runs the Gluon kernel where `mla_gluon.gluon_applies` (64 x BLOCK_N tiles, 8 warps, two
+    buffers, prefix always pre-gathered), else the Triton kernel with the knobs block_m, block_n, num_warps,
+    num_stages (fitted by `fit_mla`), pregather (prefix copied to contiguous rows first, `prefix_gather`) and tma
+    (descriptor loads of contiguous key tiles where the chip has TMA, `common.chip_has_tma`). Both use num_splits
+    (0: `mla_splits`) and heavy_first. `limits` is required: the split count and the tile fit come from it.
+    `split_qk` (Triton kernel: scores dots kept out of P . V's def-use chain, `family_mla`) and `lazy_rescale` (Gluon
+    kernel: conditional accumulator rescale, `family_mla_gluon`) are measurement switches, on by default.
 
     Raises:
-        ValueError: the call is not MLA-shaped (`mla_applies` without mask/window), or no tile fits the chip.
+        ValueError: the call is not MLA-shaped (`mla_dims`, V a view of K), or no tile fits the chip.
     """
     prob = Problem(qo_indptr.shape[0] - 1, q_extend.shape[0], kv_indices.shape[0], q_extend.shape[1],
                    k_extend.shape[1], q_extend.shape[2], v_extend.shape[2], q_extend.dtype)
@@ -175,41 +184,57 @@ def run_mla(config: FamilyConfig, q_extend, k_extend, v_extend, o_extend, k_buff
         raise ValueError(f"run_mla: head dims {prob.head_dim}/{prob.head_dim_v} with V a view of K are required")
     if prob.batch == 0 or prob.total_extend == 0:
         return o_extend
-    d, dpe = dims
-    config = fit_mla(config, prob, limits)
+    use_gluon = config.mla == "gluon" and gluon_applies(config, prob, q_extend, k_extend, limits)
+    config = replace(config, block_m=GLUON_BLOCK_M, num_warps=GLUON_WARPS) if use_gluon else fit_mla(
+        config, prob, limits)
     splits = config.num_splits or mla_splits(prob, config.block_m, limits)
-    tma = config.tma and prob.dtype in (torch.float16, torch.bfloat16) and chip_has_tma(q_extend.device)
+    contig = (use_gluon or config.pregather) and prob.total_prefix > 0 and k_buffer.stride(2) == 1
     k_pre = k_buffer
-    contig = config.pregather and prob.total_prefix > 0 and k_buffer.stride(2) == 1
-    if contig:  # prefix rows in sequence order, only those below kv_indptr[B]
+    if contig:  # prefix rows in sequence order below kv_indptr[B], zeros after
         k_pre, _ = gather_prefix(k_buffer, v_buffer, kv_indices, v_is_k=True, bound=kv_indptr[-1:])
+    scale = resolve_sm_scale(sm_scale, prob.head_dim)
+    scale_pre, v_scale, cap = scale * float(k_scale), float(v_scale), float(logit_cap or 0.0)
+    mid_o, mid_l = get_workspace(q_extend.device, splits, prob.total_extend, prob.num_q_heads, dims[0])
+    if use_gluon:
+        launch_gluon(config, prob, dims, splits, q_extend, k_extend, k_pre if contig else None, o_extend, qo_indptr,
+                     kv_indptr, sinks, mid_o, mid_l, scale, scale_pre, v_scale, cap, bool(is_causal), LOG2E,
+                     lazy_rescale)
+    else:
+        _launch_triton(config, prob, dims, splits, contig, q_extend, k_extend, k_pre, o_extend, qo_indptr,
+                       kv_indptr, kv_indices, sinks, mid_o, mid_l, scale, scale_pre, v_scale, cap, bool(is_causal),
+                       split_qk)
+    if splits > 1:
+        _merge_kernel[merge_grid(prob.total_extend, prob.num_q_heads)](
+            mid_o, mid_l, o_extend, sinks if sinks is not None else qo_indptr, prob.num_q_heads,
+            mid_o.stride(0), mid_o.stride(1), mid_o.stride(2), mid_l.stride(0), mid_l.stride(1),
+            o_extend.stride(0), o_extend.stride(1), LV=dims[0], BLOCK_DV=dims[0], NUM_SPLITS=splits,
+            BLOCK_S=max(2, triton.next_power_of_2(splits)), HAS_SINK=sinks is not None, num_warps=8,
+        )
+    return o_extend
+
+
+def _launch_triton(config: FamilyConfig, prob: Problem, dims: tuple[int, int], splits: int, contig: bool, q_extend,
+                   k_extend, k_pre, o_extend, qo_indptr, kv_indptr, kv_indices, sinks, mid_o, mid_l, scale: float,
+                   scale_pre: float, v_scale: float, cap: float, is_causal: bool, split_qk: bool) -> None:
+    """Launch `family_mla._mla_fwd_kernel` over (row blocks, KV heads, splits); arguments as `run_mla` computes them."""
+    d, dpe = dims
+    tma = config.tma and prob.dtype in (torch.float16, torch.bfloat16) and chip_has_tma(q_extend.device)
     tma_ext = tma and describable_rows(k_extend, prob.head_dim)
     tma_pre = tma and contig and describable_rows(k_pre, prob.head_dim)
     dummy = qo_indptr
     ext_descs = _key_descriptors(k_extend, d, dpe, config.block_n) if tma_ext else (dummy, dummy)
     pre_descs = _key_descriptors(k_pre, d, dpe, config.block_n) if tma_pre else (dummy, dummy)
-    scale = resolve_sm_scale(sm_scale, prob.head_dim)
-    scale_pre = scale * float(k_scale)
-    mid_o, mid_l = get_workspace(q_extend.device, splits, prob.total_extend, prob.num_q_heads, d)
     row_blocks = triton.cdiv(prob.total_extend * prob.group, config.block_m) + prob.batch
     _mla_fwd_kernel[(row_blocks, prob.num_kv_heads, splits)](
         q_extend, k_extend, k_pre, o_extend, qo_indptr, kv_indptr, kv_indices,
         sinks if sinks is not None else dummy, mid_o, mid_l, *ext_descs, *pre_descs,
-        scale * LOG2E, scale_pre * LOG2E, scale, scale_pre, float(v_scale), prob.batch, 1,
+        scale * LOG2E, scale_pre * LOG2E, scale, scale_pre, v_scale, prob.batch, 1,
         q_extend.stride(0), q_extend.stride(1), k_extend.stride(0), k_extend.stride(1), k_pre.stride(0),
         k_pre.stride(1), o_extend.stride(0), o_extend.stride(1), mid_o.stride(0), mid_o.stride(1), mid_o.stride(2),
         mid_l.stride(0), mid_l.stride(1),
         D=d, DPE=dpe, GROUP=prob.group, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
-        BLOCK_B=triton.next_power_of_2(prob.batch + 1), NUM_SPLITS=splits, LOGIT_CAP=float(logit_cap or 0.0),
-        IS_CAUSAL=bool(is_causal), HAS_SINK=sinks is not None, HEAVY_FIRST=config.heavy_first and bool(is_causal),
-        SCALE_V=float(v_scale) != 1.0, SPLIT_QK=config.num_warps > 4, PREFIX_CONTIG=contig, TMA_EXT=tma_ext,
-        TMA_PREFIX=tma_pre, num_warps=config.num_warps, num_stages=config.num_stages,
+        BLOCK_B=triton.next_power_of_2(prob.batch + 1), NUM_SPLITS=splits, LOGIT_CAP=cap, IS_CAUSAL=is_causal,
+        HAS_SINK=sinks is not None, HEAVY_FIRST=config.heavy_first and is_causal, SCALE_V=v_scale != 1.0,
+        SPLIT_QK=split_qk, PREFIX_CONTIG=contig, TMA_EXT=tma_ext, TMA_PREFIX=tma_pre,
+        num_warps=config.num_warps, num_stages=config.num_stages,
     )
-    if splits > 1:
-        _merge_kernel[merge_grid(prob.total_extend, prob.num_q_heads)](
-            mid_o, mid_l, o_extend, sinks if sinks is not None else dummy, prob.num_q_heads,
-            mid_o.stride(0), mid_o.stride(1), mid_o.stride(2), mid_l.stride(0), mid_l.stride(1),
-            o_extend.stride(0), o_extend.stride(1), LV=d, BLOCK_DV=d, NUM_SPLITS=splits,
-            BLOCK_S=max(2, triton.next_power_of_2(splits)), HAS_SINK=sinks is not None, num_warps=8,
-        )
-    return o_extend

@@ -25,10 +25,11 @@ LIMITS = ChipLimits(num_compute_units=132, smem_per_block_kb=227.0, warp_size=32
 SMALL = FamilyConfig(block_m=16, block_n=16, num_warps=4, num_stages=2, mla="triton")
 
 
-def mla_case(case_id: str, extend, prefix, heads=4, kv_heads=1, dims=(192, 128), **extra) -> Case:
+def mla_case(case_id: str, extend, prefix, heads=4, kv_heads=1, dims=(192, 128), dtype="float16", **extra) -> Case:
+    """An MLA-shaped case: V a view of K's first dims[1] columns, `heads` q heads on `kv_heads` KV heads."""
     params = full_params(dict(extend_lens=list(extend), prefix_lens=list(prefix), num_q_heads=heads,
                               num_kv_heads=kv_heads, head_dim=dims[0], head_dim_v=dims[1], mla=True,
-                              dtype="float16", **extra))
+                              dtype=dtype, **extra))
     return Case(case_id, params, 1000 + sum(map(ord, case_id)), "mla")
 
 
@@ -44,6 +45,7 @@ CASES = [
     mla_case("sinks", [6, 1], [10, 0], sinks=True),
     mla_case("group-7", [10, 3], [4, 31], heads=7),
     mla_case("two-kv-heads", [6, 17], [23, 5], heads=8, kv_heads=2),
+    mla_case("32-heads-half-token-blocks", [3, 2], [9, 17], heads=32),
     mla_case("deepseek-576-512", [5, 3], [19, 8], dims=(576, 512)),
     mla_case("deepseek-576-512-16-heads", [2, 1], [21, 40], heads=16, dims=(576, 512)),
 ]
@@ -52,6 +54,7 @@ CONFIGS = {
     "pregather-tma": FamilyConfig(16, 16, 4, 2, pregather=True, tma=True, mla="triton"),
     "split3-gather": FamilyConfig(32, 16, 4, 2, num_splits=3, mla="triton"),
     "split2-pregather-tma-m16n32": FamilyConfig(16, 32, 4, 3, num_splits=2, pregather=True, tma=True, mla="triton"),
+    "gluon-request": FamilyConfig(16, 16, 4, 2, mla="gluon"),  # off Hopper: the Triton kernel
 }
 
 
