@@ -78,6 +78,18 @@ suite_optimize() {  # chiplore optimize runs (scripts/optimize_gpu.py; e.g. SUIT
   tar czf "$OUT/optimize.tgz" -C "$OUT" optimize && rm -rf "$OUT/optimize"
 }
 
+suite_splitk_bench() {  # split-K GEMM: baseline, tuned, cuBLAS on the 18 bench cases (bf16; needs .whl for the profile)
+  python3 benchmarks/bench_splitk_gemm.py --chip h200 --out "$OUT/splitk-bench.json" "$@"
+}
+
+suite_splitk_sweep() {  # split-K GEMM: the bench plus ~12 variants of the tuned configuration per case
+  python3 benchmarks/bench_splitk_gemm.py --chip h200 --sweep --out "$OUT/splitk-sweep.json" "$@"
+}
+
+suite_splitk_tests() {  # split-K GEMM GPU tests alone (bench shapes in bf16, every reduction mode, stream-K)
+  python3 -m pytest -q -m gpu tests/kernels/splitk_gemm -p no:cacheprovider -n 8 "$@"
+}
+
 # --------------------------------------------------------------------------------------------------------------------
 
 list_suites() { declare -F | awk '{print $3}' | sed -n 's/^suite_//p' | tr '_' '-'; }
