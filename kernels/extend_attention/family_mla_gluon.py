@@ -131,6 +131,41 @@ def _softmax_step(s, m_i, l_i, t, n_pre, lo, hi, ext_len, tok, offs_n, qk_scale,
 
 
 @gluon.jit
+def _tile_step(acc, m_i, l_i, t, buf, nxt, n_tiles, n_pre, lo, hi, ext_len, tok, offs_n, pre_row0, ext_row0, q_n, q_r,
+               k_n, k_r, p_smem, bars, kn_pre_desc, kr_pre_desc, kn_ext_desc, kr_ext_desc, qk_scale, qk_scale_pre,
+               cap_scale, cap_scale_pre, v_scale, D: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+               LOGIT_CAP: gl.constexpr,
+               IS_CAUSAL: gl.constexpr, SCALE_V: gl.constexpr, LAZY_RESCALE: gl.constexpr, o_layout: gl.constexpr):
+    """Key tile t (in buffer `buf`): start tile t + 1's copy into buffer `nxt`, wait for tile t, scores, online
+    softmax, P into shared memory, P . V; returns (acc, m, l). Both warpgroups leave it with the buffer and P free."""
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 2],
+                                                       instr_shape=[16, BLOCK_N // 2, 16])
+    _issue_tile(t + 1, n_pre, pre_row0, ext_row0, kn_pre_desc, kr_pre_desc, kn_ext_desc, kr_ext_desc,
+                bars.index(nxt), k_n.index(nxt), k_r.index(nxt), t + 1 < n_tiles, D, BLOCK_N)
+    mbarrier.wait(bars.index(buf), (t // 2) & 1)
+    kn = k_n.index(buf)
+    s = warpgroup_mma(q_n, kn.permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
+                      use_acc=False, is_async=True)
+    s = warpgroup_mma(q_r, k_r.index(buf).permute((1, 0)), s, is_async=True)
+    s = warpgroup_mma_wait(0, deps=[s])
+    p, alpha, m_i, l_i, rescale = _softmax_step(s, m_i, l_i, t, n_pre, lo, hi, ext_len, tok, offs_n, qk_scale,
+                                                qk_scale_pre, cap_scale, cap_scale_pre, LOGIT_CAP, IS_CAUSAL,
+                                                BLOCK_N, LAZY_RESCALE)
+    if SCALE_V:
+        if t < n_pre:
+            p = p * v_scale
+    p_smem.store(p.to(p_smem.dtype))
+    fence_async_shared()
+    _cta_barrier()  # both warpgroups' halves of P are in shared memory
+    if rescale:
+        acc = acc * gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, o_layout)), 1)
+    acc = warpgroup_mma(p_smem, kn, acc, is_async=True)
+    acc = warpgroup_mma_wait(0, deps=[acc])
+    _cta_barrier()  # the buffer and P are free before the next tile's copy and P store
+    return acc, m_i, l_i
+
+
+@gluon.jit
 def _store_result(acc, l_i, m_i, O, Mid_O, Mid_L, sinks_ptr, ext_start, ext_len, block, split, stride_ot, stride_oh,
                   stride_ms, stride_mt, stride_mh, stride_ls, stride_lt, GROUP: gl.constexpr, BLOCK_M: gl.constexpr,
                   D: gl.constexpr, NUM_SPLITS: gl.constexpr, HAS_SINK: gl.constexpr, o_layout: gl.constexpr):
@@ -229,30 +264,11 @@ def _mla_gluon_kernel(
     l_i = gl.zeros([BLOCK_M], gl.float32, gl.SliceLayout(1, s_layout))
     mbarrier.wait(bars.index(2), 0)
     for t in range(n_tiles):
-        buf = t % 2
-        nxt = (t + 1) % 2
-        _issue_tile(t + 1, n_pre, pre_row0, ext_row0, kn_pre_desc, kr_pre_desc, kn_ext_desc, kr_ext_desc,
-                    bars.index(nxt), k_n.index(nxt), k_r.index(nxt), t + 1 < n_tiles, D, BLOCK_N)
-        mbarrier.wait(bars.index(buf), (t // 2) & 1)
-        kn = k_n.index(buf)
-        s = warpgroup_mma(q_n, kn.permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
-                          use_acc=False, is_async=True)
-        s = warpgroup_mma(q_r, k_r.index(buf).permute((1, 0)), s, is_async=True)
-        s = warpgroup_mma_wait(0, deps=[s])
-        p, alpha, m_i, l_i, rescale = _softmax_step(s, m_i, l_i, t, n_pre, lo, hi, ext_len, tok, offs_n, qk_scale,
-                                                    qk_scale_pre, cap_scale, cap_scale_pre, LOGIT_CAP, IS_CAUSAL,
-                                                    BLOCK_N, LAZY_RESCALE)
-        if SCALE_V:
-            if t < n_pre:
-                p = p * v_scale
-        p_smem.store(p.to(dtype))
-        fence_async_shared()
-        _cta_barrier()  # both warpgroups' halves of P are in shared memory
-        if rescale:
-            acc = acc * gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, o_layout)), 1)
-        acc = warpgroup_mma(p_smem, kn, acc, is_async=True)
-        acc = warpgroup_mma_wait(0, deps=[acc])
-        _cta_barrier()  # the buffer and P are free before the next tile's copy and P store
+        acc, m_i, l_i = _tile_step(acc, m_i, l_i, t, t % 2, (t + 1) % 2, n_tiles, n_pre, lo, hi, ext_len, tok, offs_n,
+                                   pre_row0, ext_row0, q_n, q_r, k_n, k_r, p_smem, bars, kn_pre_desc, kr_pre_desc,
+                                   kn_ext_desc, kr_ext_desc, qk_scale, qk_scale_pre, cap_scale, cap_scale_pre,
+                                   v_scale, D, BLOCK_M, BLOCK_N, LOGIT_CAP, IS_CAUSAL, SCALE_V, LAZY_RESCALE,
+                                   o_layout)
     for i in gl.static_range(3):
         mbarrier.invalidate(bars.index(i))
 
