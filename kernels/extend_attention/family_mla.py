@@ -7,9 +7,9 @@ heads of the one KV head of MLA) x one split of the prefix:
   576 to 1024), and the same nope piece is V in P . V (V is a view of K's first 512 columns in the cache);
 - key tiles of contiguous rows (the extend keys, the pre-gathered prefix) are loaded through host-side tensor
   descriptors (TMA_EXT / TMA_PREFIX: Hopper TMA boxes) or through pointers; the prefix can also be gathered in
-  place through kv_indices; a partial last prefix tile is always a masked pointer load, so no row past a
-  sequence's prefix (a pre-gathered copy of an undefined kv_indices entry, NaN in a serving engine's buffers)
-  is ever multiplied in (0 x NaN = NaN);
+  place through kv_indices. No row that is not a key of the sequence is ever multiplied in with NaN (0 x NaN =
+  NaN): a box past a sequence's keys reads the next sequence's keys, or zeros (the pre-gather writes zeros past
+  kv_indptr[B], and TMA past the tensor), which the key mask hides; pointer loads of a partial tile are masked;
 - split-KV over the prefix (NUM_SPLITS programs per row block, the last one also does the extend keys); partials
   (o / l, log2-sum-exp) merged by `family_kernels._merge_kernel`; an empty partial is (0, -inf);
 - online softmax in base 2, fp32 statistics and accumulator; prefix logits scaled by sm_scale * k_scale and
@@ -195,7 +195,7 @@ def _mla_fwd_kernel(
         acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kp_head, stride_pt,
                                      Kn_pre_desc, Kr_pre_desc, desc_col, offs_n, valid, one, qk_scale_pre,
                                      sm_scale_pre, v_scale, D, DPE, LOGIT_CAP, SCALE_V, SPLIT_QK, True,
-                                     PREFIX_CONTIG, False)
+                                     PREFIX_CONTIG, TMA_PREFIX)
 
     # ---- extend keys (contiguous rows of k_extend); the last split does them
     if split == NUM_SPLITS - 1:
