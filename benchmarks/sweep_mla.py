@@ -46,7 +46,7 @@ def _mla(**knobs) -> FamilyConfig:
 #: kernel, which poisons the CUDA context for the rest of the process, costs only the rows after it.
 TRITON_CANDIDATES = [
     ("triton-n32-s3", _mla(block_n=32, num_stages=3, mla="triton"), {}),
-    ("triton-n64-s2", _mla(block_n=64, num_stages=2, mla="triton"), {}),
+    ("triton-n32-s2", _mla(block_n=32, num_stages=2, mla="triton"), {}),
     ("triton-n32-s3-chainedqk", _mla(block_n=32, num_stages=3, mla="triton"), {"split_qk": False}),
 ]
 GLUON_CANDIDATES = [
