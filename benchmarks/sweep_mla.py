@@ -149,7 +149,7 @@ def main() -> None:
     parser.add_argument("--out", default="mla-sweep.json")
     parser.add_argument("--chip", default="h200")
     parser.add_argument("--reps", type=int, default=15)
-    parser.add_argument("--budget-s", type=float, default=150.0)
+    parser.add_argument("--budget-s", type=float, default=130.0)
     parser.add_argument("--only", nargs="*", help="provider names to run (default: all)")
     args = parser.parse_args()
     start = time.time()
