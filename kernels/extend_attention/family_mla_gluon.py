@@ -54,7 +54,7 @@ def _add(a, b):
 def _locate(qo_indptr, batch, lin, GROUP: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_B: gl.constexpr,
             HEAVY_FIRST: gl.constexpr):
     """(sequence, row block within it, total row blocks) of flat program index `lin`, from qo_indptr on the device
-    (as `family_kernels._block_counts` / `_locate_block`)."""
+    (as `family_kernels._block_counts` / `_locate_block`; BLOCK_B >= batch + 1 lanes, 32 x num_warps or more)."""
     layout: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
     offs_b = gl.arange(0, BLOCK_B, layout=layout)
     in_batch = offs_b < batch

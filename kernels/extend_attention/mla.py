@@ -233,7 +233,7 @@ def _launch_triton(config: FamilyConfig, prob: Problem, dims: tuple[int, int], s
         k_pre.stride(1), o_extend.stride(0), o_extend.stride(1), mid_o.stride(0), mid_o.stride(1), mid_o.stride(2),
         mid_l.stride(0), mid_l.stride(1),
         D=d, DPE=dpe, GROUP=prob.group, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
-        BLOCK_B=triton.next_power_of_2(prob.batch + 1), NUM_SPLITS=splits, LOGIT_CAP=cap, IS_CAUSAL=is_causal,
+        BLOCK_B=max(32, triton.next_power_of_2(prob.batch + 1)), NUM_SPLITS=splits, LOGIT_CAP=cap, IS_CAUSAL=is_causal,
         HAS_SINK=sinks is not None, HEAVY_FIRST=config.heavy_first and is_causal, SCALE_V=v_scale != 1.0,
         SPLIT_QK=split_qk, PREFIX_CONTIG=contig, TMA_EXT=tma_ext, TMA_PREFIX=tma_pre,
         num_warps=config.num_warps, num_stages=config.num_stages,

@@ -91,7 +91,8 @@ def launch_gluon(config: FamilyConfig, prob: Problem, dims: tuple[int, int], spl
         o_extend.stride(0), o_extend.stride(1), mid_o.stride(0), mid_o.stride(1), mid_o.stride(2), mid_l.stride(0),
         mid_l.stride(1),
         D=d, DPE=dpe, GROUP=prob.group, BLOCK_M=GLUON_BLOCK_M, BLOCK_N=block_n,
-        BLOCK_B=max(32, triton.next_power_of_2(prob.batch + 1)), NUM_SPLITS=splits, LOGIT_CAP=float(logit_cap),
+        BLOCK_B=max(32 * GLUON_WARPS, triton.next_power_of_2(prob.batch + 1)), NUM_SPLITS=splits,
+        LOGIT_CAP=float(logit_cap),
         IS_CAUSAL=is_causal, HAS_SINK=sinks is not None, HEAVY_FIRST=config.heavy_first and is_causal,
         SCALE_V=v_scale != 1.0, LAZY_RESCALE=lazy_rescale, num_warps=GLUON_WARPS,
     )

@@ -61,7 +61,7 @@ def compile_family(dtype: str = "bf16", capability: int = 90, num_warps: int = 8
 #: Constexprs of the MLA bench call (`mla.run_mla`): bf16 576/512, 16 q heads on one KV head, causal, pre-gathered
 #: prefix and extend keys through TMA, one split (the union of both MLA kernels' constexprs; each takes its own).
 MLA_CONSTS: dict[str, Any] = dict(
-    D=512, DPE=64, GROUP=16, BLOCK_M=64, BLOCK_N=64, BLOCK_B=8, NUM_SPLITS=1, LOGIT_CAP=0.0, IS_CAUSAL=True,
+    D=512, DPE=64, GROUP=16, BLOCK_M=64, BLOCK_N=64, BLOCK_B=256, NUM_SPLITS=1, LOGIT_CAP=0.0, IS_CAUSAL=True,
     HAS_SINK=False, HEAVY_FIRST=True, SCALE_V=False, SPLIT_QK=True, LAZY_RESCALE=True, PREFIX_CONTIG=True,
     TMA_EXT=True, TMA_PREFIX=True,
 )
