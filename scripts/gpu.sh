@@ -50,6 +50,14 @@ suite_bench() {  # extend attention: baseline, tuned, real SGLang, flex, FlashIn
   python3 benchmarks/bench_extend_attention.py --chip h200 --out "$OUT/bench.json" "$@"
 }
 
+suite_mla_sweep() {  # MLA path candidates vs today's rule, the tuned entry point and FlashInfer on the mla case (< 3 min)
+  python3 benchmarks/sweep_mla.py --out "$OUT/mla-sweep.json" "$@"
+}
+
+suite_mla_tests() {  # the MLA path's GPU tests (bf16 edge cases, full bench size, Gluon and Triton kernels)
+  python3 -m pytest -q -m gpu tests/kernels/test_mla_gpu.py -p no:cacheprovider "$@"
+}
+
 suite_kernel_tests() {  # the kernels' GPU tests (pytest-xdist is preinstalled there), then the timing test alone
   python3 -m pytest -q -m gpu tests/kernels -p no:cacheprovider -n 8 --ignore=tests/kernels/test_timing_gpu.py "$@"
   python3 -m pytest -q -m gpu tests/kernels/test_timing_gpu.py -p no:cacheprovider
