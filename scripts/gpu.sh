@@ -51,6 +51,14 @@ suite_bench() {  # extend attention: baseline, tuned, SGLang 0.5.23 (.cache/sgla
   python3 benchmarks/bench_extend_attention.py --chip h200 --out "$OUT/bench.json" "$@"
 }
 
+suite_mla_sweep() {  # MLA path candidates vs today's rule, the tuned entry point and FlashInfer on the mla case (< 3 min)
+  python3 benchmarks/sweep_mla.py --out "$OUT/mla-sweep.json" "$@"
+}
+
+suite_mla_tests() {  # the MLA path's GPU tests (bf16 edge cases, full bench size, Gluon and Triton kernels)
+  python3 -m pytest -q -m gpu tests/kernels/test_mla_gpu.py -p no:cacheprovider "$@"
+}
+
 suite_kernel_tests() {  # the kernels' GPU tests (pytest-xdist is preinstalled there), then the timing test alone
   python3 -m pytest -q -m gpu tests/kernels -p no:cacheprovider -n 8 --ignore=tests/kernels/test_timing_gpu.py \
     --ignore=tests/kernels/test_sglang_gpu.py "$@"
@@ -77,6 +85,10 @@ suite_corpus() {  # every cheat of the corpus must be rejected, every honest ker
 suite_optimize() {  # chiplore optimize runs (scripts/optimize_gpu.py; e.g. SUITE_ARGS_optimize="--part runs --minutes 8")
   python3 scripts/optimize_gpu.py --out "$OUT/optimize" "$@"
   tar czf "$OUT/optimize.tgz" -C "$OUT" optimize && rm -rf "$OUT/optimize"
+}
+
+suite_mcp() {  # chiplore mcp over stdio with timed tools (profile_kernel, a run with a timed baseline); needs mcp wheels
+  CHIPLORE_GPU_OUT="$OUT" python3 -m pytest -q -m gpu tests/agent/mcp -p no:cacheprovider "$@"
 }
 
 suite_splitk_bench() {  # split-K GEMM: baseline, tuned, cuBLAS on the 18 bench cases (bf16; needs .whl for the profile)

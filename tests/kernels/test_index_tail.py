@@ -2,9 +2,11 @@
 does: no entry point may let those slots reach the output (issue 16: the tuned kernel wrote NaN for the whole last
 sequence on the H200, bf16, while the baseline was right).
 
-The cause was the prefix pre-gather: it copied every kv_indices entry, tail included, and the tensor-descriptor box
-of the last sequence's last prefix tile read the copied NaN rows past ΣP; their probability is 0, and 0 x NaN is NaN
-in P @ V. Under the interpreter the forced pre-gather + TMA configuration below fails without the fix.
+The cause was the prefix pre-gather of the generic family: it copied every kv_indices entry, tail included, and the
+tensor-descriptor box of the last sequence's last prefix tile read the copied NaN rows past ΣP; their probability is
+0, and 0 x NaN is NaN in P @ V. The fix bounds the gather by kv_indptr[B] (`prefix_gather.gather_prefix(bound=)`:
+entries past it are not read, their rows are zeros). Under the interpreter the forced pre-gather + TMA configuration
+below fails without it (the 6 rows of the last sequence are NaN).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import torch
 
 from kernels.extend_attention import baseline, extend_attention_fwd
 from kernels.extend_attention.family import FamilyConfig, run_family, tma_plan
-from kernels.extend_attention.prefix_gather import TAIL_ROWS, gather_prefix
+from kernels.extend_attention.prefix_gather import gather_prefix
 from kernels.extend_attention.reference import reference_extend_attention
 from tests.kernels.helpers import assert_close_to_reference, serving_engine_inputs
 
@@ -63,14 +65,14 @@ def test_a_nan_tail_never_reaches_the_output(impl, device):
     assert_close_to_reference(args["o_extend"], _expected(args), "float16", impl)
 
 
-def test_the_gather_never_reads_indices_past_the_prefix_and_zeroes_the_rows_a_box_can_reach(device):
+def test_the_gather_never_reads_indices_past_the_prefix_and_zeroes_the_rows_after_it(device):
     src = torch.randn(40, 2, 16, device=device)
     kv_indptr = torch.tensor([0, 7, 12], dtype=torch.int32, device=device)
     idx = torch.randperm(40, device=device)[:12]
-    tail = torch.full((TAIL_ROWS + 20,), 10**12, dtype=torch.int64, device=device)  # no such slot
-    k_got, v_got = gather_prefix(src, src, torch.cat([idx, tail]), kv_indptr=kv_indptr)
+    tail = torch.full((70,), 10**12, dtype=torch.int64, device=device)  # no such slot
+    k_got, v_got = gather_prefix(src, src, torch.cat([idx, tail]), bound=kv_indptr[-1:])
     assert torch.equal(k_got[:12], src[idx]) and torch.equal(v_got[:12], src[idx])
-    assert bool((k_got[12:12 + TAIL_ROWS] == 0).all()) and bool((v_got[12:12 + TAIL_ROWS] == 0).all())
+    assert bool((k_got[12:] == 0).all()) and bool((v_got[12:] == 0).all())
 
 
 @pytest.mark.gpu
