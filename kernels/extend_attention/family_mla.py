@@ -212,9 +212,9 @@ def _mla_fwd_kernel(
                                          Kr_ext_desc, row0, desc_col, tok, offs_n, valid, one, qk_scale, sm_scale,
                                          D, DPE, LOGIT_CAP, SPLIT_QK, IS_CAUSAL, True, TMA_EXT)
 
-    _write_result(acc, l_i, m_i, O, Mid_O, Mid_L, sinks_ptr, ext_start, tok, q_head, valid, split, offs_d,
-                  offs_d < D, stride_ot, stride_oh, stride_ms, stride_mt, stride_mh, stride_ls, stride_lt,
-                  NUM_SPLITS, HAS_SINK)
+    _write_result(acc, l_i, m_i, O, Mid_O, Mid_L, O, sinks_ptr, ext_start, tok, q_head, valid, split, offs_d,
+                  offs_d < D, stride_ot, stride_oh, stride_ms, stride_mt, stride_mh, stride_ls, stride_lt, 0, 0,
+                  NUM_SPLITS, HAS_SINK, False)  # no LSE output (O stands in for its pointer)
 
 
 __all__ = ["LOG2E", "_mla_fwd_kernel", "triton"]

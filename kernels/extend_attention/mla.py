@@ -205,10 +205,11 @@ def run_mla(config: FamilyConfig, q_extend, k_extend, v_extend, o_extend, k_buff
                        split_qk)
     if splits > 1:
         _merge_kernel[merge_grid(prob.total_extend, prob.num_q_heads)](
-            mid_o, mid_l, o_extend, sinks if sinks is not None else qo_indptr, prob.num_q_heads,
+            mid_o, mid_l, o_extend, mid_l, sinks if sinks is not None else qo_indptr, prob.num_q_heads,
             mid_o.stride(0), mid_o.stride(1), mid_o.stride(2), mid_l.stride(0), mid_l.stride(1),
-            o_extend.stride(0), o_extend.stride(1), LV=dims[0], BLOCK_DV=dims[0], NUM_SPLITS=splits,
-            BLOCK_S=max(2, triton.next_power_of_2(splits)), HAS_SINK=sinks is not None, num_warps=8,
+            o_extend.stride(0), o_extend.stride(1), 0, 0, LV=dims[0], BLOCK_DV=dims[0], NUM_SPLITS=splits,
+            BLOCK_S=max(2, triton.next_power_of_2(splits)), HAS_SINK=sinks is not None, STORE_LSE=False,
+            num_warps=8,
         )
     return o_extend
 
