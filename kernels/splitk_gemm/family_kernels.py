@@ -6,14 +6,22 @@ Reductions of the K splits of one output tile (`REDUCE`):
 - FUSED: as WORKSPACE, then each program counts its arrival on the tile's counter; the last to arrive sums the
   S partials in the order s = 0 .. S-1 and writes C (one launch, deterministic: the order never depends on which
   program is last).
-- ATOMIC: each split adds its partial into a zeroed float32 accumulator with atomics; the last to arrive converts
-  the tile to C's dtype and zeroes the accumulator again (one launch; float32 sums in arrival order, so the low
-  bits vary between runs).
+- ATOMIC: each split adds its partial into a zeroed float32 accumulator with atomics; the last to arrive takes the
+  tile's sums and zeroes the accumulator in one atomic exchange per element, then writes C (one launch; float32
+  sums in arrival order, so the low bits vary between runs).
 Arrival: a CTA barrier, then one increment at GPU scope with acquire-release order, so every thread's partial is
 visible before the counter moves and the last program reads the others' partials after it (the semaphore of
 CUTLASS's serial split-K: __syncthreads, then a fenced atomic by one thread). The last program reads partials at
 L2 (``.cg``) and resets the counter, so the zeroed workspaces stay zero between calls (`workspace.py`). No program
 waits for another: nothing can deadlock, also under the interpreter, which runs programs one after another.
+
+Within one program, Triton lays out every pointer tensor on its own (which thread holds which element), so two
+operations on the same addresses through different pointer values may run in different threads, unordered
+without a CTA barrier. Hence: a barrier between a program's partial writes and its arrival (the last program
+reads partials its own other threads wrote), and the atomic accumulator read and reset by one exchange per
+element. `offline_compile.unordered_accesses` checks the compiled kernels for such pairs. Stream-K writes slots
+across loop iterations: a program's fix-up reads its own slot 2p + 1 only for the tile of its last segment, after
+which it writes no slot, so no write of a later iteration meets a read of an earlier one.
 """
 
 from __future__ import annotations
@@ -41,6 +49,17 @@ def _arrive(counter):
     """Count this program's arrival on `counter` after all of its threads' writes; returns the previous count."""
     tl.debug_barrier()
     return tl.atomic_add(counter, 1, sem="acq_rel", scope="gpu")
+
+
+@triton.jit
+def _take_and_zero(ptrs, mask, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The float32 values at `ptrs` [BLOCK_M, BLOCK_N] (0 where not `mask`), leaving zeros there: one atomic
+    exchange per element, so each element is read and reset by the same thread (a load and a separate store of
+    zeros get layouts of their own: another thread could zero an element before this one has read it). Exchanged
+    as int32 bit patterns (float32 zero is all zero bits; Triton's interpreter exchanges integers only)."""
+    bits = tl.atomic_xchg(ptrs.to(tl.pointer_type(tl.int32)), tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32),
+                          mask=mask, sem="relaxed", scope="gpu")
+    return tl.where(mask, bits.to(tl.float32, bitcast=True), 0.0)
 
 
 @triton.jit
@@ -74,8 +93,7 @@ def _splitk_kernel(
         if REDUCE != _WORKSPACE:
             if _arrive(counters + tile) == SPLIT_K - 1:
                 if REDUCE == _ATOMIC:
-                    total = tl.load(ws_ptr + offs, mask=inside, other=0.0, cache_modifier=".cg")
-                    tl.store(ws_ptr + offs, tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32), mask=inside)
+                    total = _take_and_zero(ws_ptr + offs, inside, BLOCK_M, BLOCK_N)
                 else:
                     total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
                     for s in range(SPLIT_K):
