@@ -104,8 +104,11 @@ def require_limit(limits: Any, name: str) -> float:
     return value
 
 
-def limits_key(limits: Any) -> tuple:
-    """Hashable form of a limits object (its `LIMIT_NAMES` values, None where unknown)."""
+def limits_key(limits: Any) -> Any:
+    """Hashable form of a limits object: a `ChipLimits` itself (frozen: its values never change), else the tuple
+    of its `LIMIT_NAMES` values (None where unknown); () for no limits."""
+    if type(limits) is ChipLimits:
+        return limits
     return tuple(getattr(limits, name, None) for name in LIMIT_NAMES) if limits is not None else ()
 
 

@@ -112,7 +112,7 @@ def unordered_accesses(ttgir: str, buffer: str) -> list[tuple[Access, Access]]:
         result, op, rest = match.groups()
         operands = _OPERAND.findall(rest.split(" : ")[0])
         if op in _POINTER_OPS and result and operands and operands[0] in derived:
-            derived.add(result)
+            derived |= {result}
         elif op in _MEMORY_OPS:
             pointer = next((o for o in operands if o in derived), None)
             if pointer is None:

@@ -123,3 +123,36 @@ def test_warm_calls_neither_allocate_nor_synchronize(knobs):
             torch.cuda.set_sync_debug_mode("default")
         torch.cuda.synchronize()
         assert torch.cuda.memory_stats()["allocation.all.allocated"] == before
+
+
+@pytest.mark.parametrize("case_id", ["m16-n4096-k4096", "m128-n28672-k8192", "m1-n1408-k2048"])
+def test_warm_calls_launch_the_kept_compiled_kernels(case_id, monkeypatch):
+    """After the first call of a signature, the tuned entry point launches through the compiled kernels it kept
+    (`DirectLaunch.launch_compiled`, which the verifier's guards count and disable), never `JITFunction.run`;
+    the outputs stay right. A call of another signature (a transposed view of a) goes through Triton once."""
+    from triton.runtime.jit import JITFunction
+
+    from kernels.launch import DirectLaunch
+
+    case = TASK.case(case_id)
+    check_impl(tuned, case, "cuda")
+    counts = {"jit": 0, "direct": 0}
+    jit_run, direct = JITFunction.run, DirectLaunch.launch_compiled
+
+    def counting_jit(self, *args, **kwargs):
+        counts["jit"] += 1
+        return jit_run(self, *args, **kwargs)
+
+    def counting_direct(self, *args, **kwargs):
+        counts["direct"] += 1
+        return direct(self, *args, **kwargs)
+
+    monkeypatch.setattr(JITFunction, "run", counting_jit)
+    monkeypatch.setattr(DirectLaunch, "launch_compiled", counting_direct)
+    for seed in range(3):
+        check_impl(tuned, case, "cuda", seed=seed)
+    assert counts["jit"] == 0 and counts["direct"] >= 3, counts
+    args = make_inputs(case, 5, "cuda")
+    a_t = args["a"].T.contiguous().T
+    tuned(a_t, args["b"], args["c"])
+    assert counts["jit"] >= 1
