@@ -22,7 +22,7 @@ from triton.compiler import ASTSource
 from kernels.splitk_gemm.common import Problem, input_precision
 from kernels.splitk_gemm.config import FamilyConfig
 from kernels.splitk_gemm.family import REDUCE_KERNEL_MODES, plan_launch
-from kernels.splitk_gemm.family_kernels import _splitk_kernel, _streamk_kernel
+from kernels.splitk_gemm.family_kernels import REDUCE_UNROLL, _splitk_kernel, _streamk_kernel
 
 _TYPES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
 _UNIT = {"stride_ak": 1, "stride_bk": 1, "stride_cn": 1}
@@ -42,7 +42,7 @@ def compile_config(config: FamilyConfig, m: int, n: int, k: int, dtype: torch.dt
     consts: dict[str, Any] = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
                                   GROUP_M=cfg.group_m, PRECISION=input_precision(dtype), **_UNIT)
     if not plan.stream_k:
-        consts.update(SPLIT_K=plan.splits, REDUCE=REDUCE_KERNEL_MODES[cfg.reduce_mode])
+        consts.update(SPLIT_K=plan.splits, REDUCE=REDUCE_KERNEL_MODES[cfg.reduce_mode], UNROLL=REDUCE_UNROLL)
     if m == 1:
         consts["M"] = 1
     elem = _TYPES[dtype]

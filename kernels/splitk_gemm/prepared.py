@@ -18,6 +18,7 @@ from kernels.splitk_gemm import workspace
 from kernels.splitk_gemm.common import Problem, input_precision
 from kernels.splitk_gemm.family_kernels import (
     ATOMIC,
+    REDUCE_UNROLL,
     WORKSPACE,
     _reduce_kernel,
     _splitk_kernel,
@@ -59,7 +60,7 @@ class PreparedCall:
             self.ints = (prob.m, prob.n, prob.k, *strides, plan.programs)
             self.buffers = (("partials", 2 * plan.programs * config.block_m * config.block_n), ("counters", tiles))
         else:
-            meta.update(SPLIT_K=plan.splits, REDUCE=plan.mode)
+            meta.update(SPLIT_K=plan.splits, REDUCE=plan.mode, UNROLL=REDUCE_UNROLL)
             self.main = DirectLaunch(_splitk_kernel, (tiles, plan.splits), meta, _MAIN_POSITIONAL)
             self.ints = (prob.m, prob.n, prob.k, *strides, plan.per_split)
             self.buffers = ()
@@ -67,8 +68,8 @@ class PreparedCall:
                 ws = ("accumulator", mn) if plan.mode == ATOMIC else ("partials", plan.splits * mn)
                 self.buffers = (ws, ("counters", tiles))
             if plan.splits > 1 and plan.mode == WORKSPACE:
-                self.reduce = DirectLaunch(_reduce_kernel, reduce_grid(prob.m, prob.n, REDUCE_BLOCK),
-                                           dict(SPLIT_K=plan.splits, BLOCK=REDUCE_BLOCK, num_warps=4),
+                meta = dict(SPLIT_K=plan.splits, BLOCK=REDUCE_BLOCK, UNROLL=REDUCE_UNROLL, num_warps=4)
+                self.reduce = DirectLaunch(_reduce_kernel, reduce_grid(prob.m, prob.n, REDUCE_BLOCK), meta,
                                            _REDUCE_POSITIONAL)
                 self.reduce_ints = (prob.m, prob.n, strides[4], strides[5])
         self._held: tuple = (None, -1, None, None)  # (stream, workspace.GENERATION, ws, counters)
@@ -76,10 +77,15 @@ class PreparedCall:
     def __call__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
         """Launch on tensors of this call's signature (asynchronous; c is written in place)."""
         device, stream = current_device_and_stream(self.device.type)
-        ws, counters = self._workspace(stream) if self.buffers else (c, c)
-        self.main.launch(device, stream, (a, b, c, ws, counters, *self.ints))
+        args = self.main_arguments(a, b, c, stream)
+        self.main.launch(device, stream, args)
         if self.reduce is not None:
-            self.reduce.launch(device, stream, (ws, c, *self.reduce_ints))
+            self.reduce.launch(device, stream, (args[3], c, *self.reduce_ints))
+
+    def main_arguments(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stream: int) -> tuple:
+        """Positional arguments of the main kernel on `stream`: a, b, c, the workspace and counters, the integers."""
+        ws, counters = self._workspace(stream) if self.buffers else (c, c)
+        return (a, b, c, ws, counters, *self.ints)
 
     def _workspace(self, stream: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(ws, counters) of `stream`, fetched from the pool again when the stream or the pool moved."""

@@ -181,7 +181,7 @@ DIRECT = textwrap.dedent('''
         def run(self, *args):
             ran.append(len(args))
 
-    launch = DirectLaunch(_reduce_kernel, (1,), dict(SPLIT_K=1, BLOCK=16), 6)
+    launch = DirectLaunch(_reduce_kernel, (1,), dict(SPLIT_K=1, BLOCK=16, UNROLL=8), 6)
     launch._compiled[None] = Compiled()
     out = {{}}
     for disabled in (False, True):
