@@ -9,8 +9,10 @@ tile, mostly from L2), divided by the fraction of `IN_FLIGHT_BYTES` its pipeline
 (`pipeline_stages` picks the stages that keep all of it). Splits add a
 float32 partial write per program and the reduction of the partials (`reduce_bytes`).
 The constants were fitted to the H200 sweep of 18 bench cases x ~10 variants each (benchmarks/bench_splitk_gemm.py
---sweep; BENCHMARKS.md, split-K GEMM): among the measured deterministic variants the model's pick is within 1 % of
-the fastest in geometric mean (6 % at worst), against 5 % (15 % at worst) for the per-iteration model it replaces.
+--sweep; BENCHMARKS.md, split-K GEMM): among the measured deterministic variants of each case the model's pick is
+1.4 % slower than the fastest in geometric mean (15 % at worst: M = 64, N = K = 4096, whose fastest, 64-column
+tiles at 4 stages, the model charges for too few bytes in flight; the rule gives that tile 5 stages), against 5.1 %
+(18 % at worst) for the rule it replaces.
 Being per unit, they carry over to chips with other unit counts of a similar memory system (a partition of a GPU).
 """
 
