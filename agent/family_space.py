@@ -275,7 +275,7 @@ class FamilySpace:
         names = list(bare.parameters)
         full = self.full_table(table)
         configs = [(k, ", ".join(f"{n}={full[k][n]!r}" for n in self.knobs)) for k in sorted(full)]
-        limits = ", ".join(f"{k}={v!r}" for k, v in self.limits.to_dict().items())
+        limits = _wrap([f"{k}={v!r}" for k, v in self.limits.to_dict().items()], indent=4)
         return render("extend_attention_candidate.py.j2", header=dict(header), configs=configs,
                       family_module=f"{self.task.optimized_module}.family", limits=limits,
                       ridge=None if self.ridge is None else round(self.ridge, 3),
