@@ -66,7 +66,7 @@ DEFAULT_CASES = "decode,chunked-prefill,small-heads"
 _SMID = """
 import json, sys
 import torch, triton, triton.language as tl
-from kernels.virtual_device import enter_green_context
+from hardware_profiles.green_context import enter_green_context
 
 @triton.jit
 def smid_kernel(out, steps):

@@ -4,7 +4,7 @@ A virtual chip's profile holds a `Partition`: the host chip (a profile name, e.g
 driver for a CUDA green context, and optionally a per-program shared-memory cap. Its facts come from its own
 documents and from ``chiplore profile probe`` run inside the partition, never from the host's profile. Everything
 timed for the chip runs inside the partition: every process that times (the verifier's sandbox children, the
-benchmarks, the probe) calls `enter_chip` before it touches the GPU; `kernels.virtual_device` realises it.
+benchmarks, the probe) calls `enter_chip` before it touches the GPU; `hardware_profiles.green_context` realises it.
 
 A partition larger than its host, a host of another chip, or a host without green contexts (a CUDA driver older
 than 12.8, ROCm, a torch built without them) fails with one `VirtualChipError` line.
@@ -62,7 +62,7 @@ def make_partition(chip: str, host: HardwareProfile, compute_units: int, smem_ca
 def host_problem(profile: HardwareProfile, device_index: int = 0) -> str | None:
     """Why `profile`'s partition cannot be realised on device `device_index` of this machine, or None."""
     from hardware_profiles.device_query import chip_name_from_device
-    from kernels.virtual_device import green_context_problem, host_sm_count
+    from hardware_profiles.green_context import green_context_problem, host_sm_count
 
     part = profile.partition
     if part is None:
@@ -97,15 +97,15 @@ def partition_request(profile: HardwareProfile | None) -> dict | None:
 
 def enter_partition(request: dict | None, device_index: int = 0):
     """Realise a `partition_request` in this process: the green context of its SMs made current and its
-    shared-memory cap installed (`kernels.virtual_device`). Returns the `EnteredContext`, or None for None.
+    shared-memory cap installed (`hardware_profiles.green_context`). Returns the `EnteredContext`, or None for None.
     Call it before this process allocates device memory or launches a kernel.
 
     Raises:
-        kernels.virtual_device.GreenContextUnavailable: the host cannot make the green context.
+        hardware_profiles.green_context.GreenContextUnavailable: the host cannot make the green context.
     """
     if not request:
         return None
-    from kernels.virtual_device import enter_green_context, install_shared_memory_cap
+    from hardware_profiles.green_context import enter_green_context, install_shared_memory_cap
 
     entered = enter_green_context(int(request["compute_units"]), device_index)
     cap = request.get("smem_per_block_cap_kb")

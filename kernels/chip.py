@@ -23,8 +23,6 @@ reports the whole GPU's multiprocessors).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -141,14 +139,18 @@ def set_chip_limits(limits: ChipLimits | None) -> ChipLimits | None:
     return previous
 
 
-@contextmanager
-def chip_limits(limits: ChipLimits) -> Iterator[ChipLimits]:
+class chip_limits:  # noqa: N801 - used like a function: ``with chip_limits(limits): ...``
     """Run a block with `limits` as the process's chip limits (the previous ones restored after)."""
-    previous = set_chip_limits(limits)
-    try:
-        yield limits
-    finally:
-        set_chip_limits(previous)
+
+    def __init__(self, limits: ChipLimits) -> None:
+        self.limits, self._previous = limits, None
+
+    def __enter__(self) -> ChipLimits:
+        self._previous = set_chip_limits(self.limits)
+        return self.limits
+
+    def __exit__(self, *exc: object) -> None:
+        set_chip_limits(self._previous)
 
 
 def current_chip_limits() -> ChipLimits:

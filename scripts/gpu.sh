@@ -78,7 +78,7 @@ suite_probe() {  # chiplore profile probe on the full H200 and in a 40-SM partit
 
 suite_virtual_chips_tests() {  # GPU tests of virtual chips (green contexts, shared-memory cap, verifier), the probe
   python3 -m pytest -q -m gpu tests/hardware_profiles -p no:cacheprovider "$@"
-  python3 -m pytest -q tests/kernels/test_probe_kernels.py tests/kernels/test_chip.py -p no:cacheprovider
+  python3 -m pytest -q tests/hardware_profiles/test_probe_kernels.py tests/kernels/test_chip.py -p no:cacheprovider
 }
 
 suite_transfer() {  # issue 19's experiment, resumable: SUITE_ARGS_transfer="--chips s --arms setup,c,d --deadline-s 500";

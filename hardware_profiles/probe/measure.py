@@ -2,7 +2,8 @@
 
 Each `measure_*` returns a `Reading` (value, unit, method, repeats, spread, details) or None with the reason in
 `ProbeReport.notes`; `run_probe` runs them all in this process, which must already be inside the chip's partition
-for a virtual chip (`hardware_profiles.virtual.enter_chip`). Timing is `kernels.timing` (CUDA events, a GPU-side
+for a virtual chip (`hardware_profiles.virtual.enter_chip`). The kernels are `hardware_profiles.probe.kernels`
+(imported as ``probe``). Timing is `kernels.timing` (CUDA events, a GPU-side
 delay that hides host launch work, median of fixed repetitions). Sizes are chosen so that a launch runs well past
 its overhead and the copy's data is many times the L2 (METHOD.md of the GPU notes: a few gigabytes, not all).
 """
@@ -62,7 +63,7 @@ def _timed(fn, reps: int, warmup: int = 2, cover_us: float = 200.0, flush: bool 
 
 
 def measure_compute_units(hint: int, repeats: int = 3, reps: int = 3, target_us: float = 60.0) -> Reading:
-    """Compute units from the staircase of `kernels.probe.spin` (32 warps a program) timed at 1 .. 2.5 x `hint`
+    """Compute units from the staircase of the probe's `spin` (32 warps a program) timed at 1 .. 2.5 x `hint`
     programs (`hint`: the device's reported count, an upper bound of a partition); `repeats` sweeps, each fitted
     on its own (`fit_staircase`), the median count reported.
 
@@ -71,7 +72,7 @@ def measure_compute_units(hint: int, repeats: int = 3, reps: int = 3, target_us:
     """
     import torch
 
-    from kernels import probe
+    from hardware_profiles.probe import kernels as probe
 
     out = torch.empty(int(2.5 * hint + 8) * 8192, dtype=torch.float32, device="cuda")
     steps = 256
@@ -99,7 +100,7 @@ def _ladder_rung(block: int, block_k: int, stages: int) -> tuple[int, bool, int 
     import torch
     from triton.runtime.errors import OutOfResources
 
-    from kernels import probe
+    from hardware_profiles.probe import kernels as probe
 
     try:
         kernel, c, a, b = probe.staged_dot(block, block_k, stages)
@@ -116,7 +117,7 @@ SMEM_RUNGS = ((32, 32, 1), (64, 64, 1), *((128, 64, s) for s in range(1, 9)))
 
 
 def measure_smem_per_block() -> Reading | None:
-    """Shared memory a program may use: the `SMEM_RUNGS` of `kernels.probe.staged_dot` compiled and launched until
+    """Shared memory a program may use: the `SMEM_RUNGS` of the probe's `staged_dot` compiled and launched until
     Triton refuses one; the limit the refusal names, checked against the rungs that ran (`ladder_limit`)."""
     rungs, seen = [], []
     for block, block_k, stages in SMEM_RUNGS:
@@ -138,7 +139,7 @@ def measure_threads_per_block(warp_size: int) -> Reading | None:
     """Threads a program may have: one program of 1, 2, 4 ... 64 warps launched until one is refused."""
     import torch
 
-    from kernels import probe
+    from hardware_profiles.probe import kernels as probe
 
     rungs = []
     for warps in (1, 2, 4, 8, 16, 32, 64):
@@ -159,11 +160,11 @@ def measure_threads_per_block(warp_size: int) -> Reading | None:
 
 
 def measure_bandwidth(l2_bytes: int, repeats: int = 5, reps: int = 10) -> tuple[Reading, float]:
-    """Achievable device-memory bandwidth (GB/s, bytes read + written) of `kernels.probe.copy` over a buffer of
+    """Achievable device-memory bandwidth (GB/s, bytes read + written) of the probe's `copy` over a buffer of
     16 x L2 (at least 1 GiB), the best of four block/warp variants; and a torch copy of the same buffer."""
     import torch
 
-    from kernels import probe
+    from hardware_profiles.probe import kernels as probe
 
     nbytes = max(1 << 30, 16 * l2_bytes)
     src = torch.randn(nbytes // 4, device="cuda")
@@ -195,12 +196,12 @@ DOT_CONFIGS = ((128, 256, 64, 8, 3), (128, 128, 64, 8, 4), (128, 128, 64, 4, 3),
 
 
 def measure_dot(dtype_name: str, size: int = 8192, repeats: int = 5, reps: int = 10) -> tuple[Reading | None, float]:
-    """Achievable dense tl.dot throughput (TFLOP/s) of `kernels.probe.matmul` on random [size]^3 inputs, the best
+    """Achievable dense tl.dot throughput (TFLOP/s) of the probe's `matmul` on random [size]^3 inputs, the best
     of `DOT_CONFIGS` that the chip runs; and torch.matmul (cuBLAS / hipBLASLt) of the same inputs."""
     import torch
     from triton.runtime.errors import OutOfResources
 
-    from kernels import probe
+    from hardware_profiles.probe import kernels as probe
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
     a = torch.randn(size, size, device="cuda").to(dtype)
@@ -236,11 +237,11 @@ def measure_dot(dtype_name: str, size: int = 8192, repeats: int = 5, reps: int =
 
 
 def measure_launch_overhead(repeats: int = 5, launches: int = 200) -> Reading:
-    """Host-side cost of one launch (us): wall time of `launches` back-to-back launches of `kernels.probe.empty`
+    """Host-side cost of one launch (us): wall time of `launches` back-to-back launches of the probe's `empty`
     divided by their number (the GPU runs nothing, so the host's launch path sets the pace)."""
     import torch
 
-    from kernels import probe
+    from hardware_profiles.probe import kernels as probe
 
     x = torch.zeros(1, device="cuda")
     for _ in range(20):

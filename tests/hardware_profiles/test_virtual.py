@@ -15,6 +15,7 @@ import torch
 
 import hardware_profiles as hp
 from core.errors import BadInputError
+from hardware_profiles.green_context import GreenContextUnavailable, enter_green_context, over_cap
 from hardware_profiles.schema import HardwareProfile, Partition
 from hardware_profiles.virtual import (
     VirtualChipError,
@@ -24,7 +25,6 @@ from hardware_profiles.virtual import (
     make_partition,
     partition_request,
 )
-from kernels.virtual_device import GreenContextUnavailable, enter_green_context, over_cap
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -81,7 +81,7 @@ _CAP_SCRIPT = """
 import json
 from triton.runtime.errors import OutOfResources
 from kernels.extend_attention.offline_compile import compile_family
-from kernels.virtual_device import install_shared_memory_cap, shared_memory_cap
+from hardware_profiles.green_context import install_shared_memory_cap, shared_memory_cap
 
 big = compile_family("bf16", 90, 8, 3, BLOCK_M=128, BLOCK_N=128)
 small = compile_family("fp16", 90, 4, 1, LQ=32, LV=32, BLOCK_D=32, BLOCK_DV=32, BLOCK_M=16, BLOCK_N=16, PACK=1,

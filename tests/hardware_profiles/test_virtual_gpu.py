@@ -28,7 +28,7 @@ HOST_SMS = 132
 _SMID = """
 import json, sys
 import torch, triton, triton.language as tl
-from kernels.virtual_device import enter_green_context
+from hardware_profiles.green_context import enter_green_context
 
 @triton.jit
 def smid_kernel(out, steps):
@@ -50,7 +50,7 @@ print(json.dumps({"distinct": len(set(out.tolist())), "driver_sms": entered.driv
 
 _KNEE = """
 import json, sys
-from kernels.virtual_device import enter_green_context
+from hardware_profiles.green_context import enter_green_context
 from hardware_profiles.probe.measure import measure_compute_units
 n = int(sys.argv[1])
 if n:
@@ -65,7 +65,7 @@ import torch
 from kernels.chip import ChipLimits
 from kernels.extend_attention.family import FamilyConfig, run_family, _KNOWN_FITS
 from kernels.extend_attention.spec import TASK, make_inputs, reference
-from kernels.virtual_device import install_shared_memory_cap
+from hardware_profiles.green_context import install_shared_memory_cap
 install_shared_memory_cap(48 * 1024, "virtual chip vm48: at most 48 KiB per program")
 inputs = make_inputs(TASK.case("prefill"), seed=1, device="cuda")
 wrong = ChipLimits(132, 227.0, 32, 1024)  # limits that do not know the cap: only the refusal can shrink the tiles

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernels import probe
+from hardware_profiles.probe import kernels as probe
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
 """Realising a virtual chip in this process: an SM partition (CUDA green context) and a shared-memory cap.
 
-Task-neutral and torch/triton/stdlib only, like the rest of ``kernels/``; the profile side (which chip is virtual,
-checks against its host) is `hardware_profiles.virtual`.
+Torch, Triton and the standard library only; the profile side (which chip is virtual, checks against its host) is
+`hardware_profiles.virtual`. This code is not part of any kernel the verifier trusts: it runs in the processes that
+time for a virtual chip (the verifier's sandbox children, the benchmarks, the probe) before any candidate code.
 
 - `enter_green_context(num_sms, device_index)`: ``torch.cuda.green_contexts.GreenContext.create(num_sms, index)``
   then ``.set_context()`` (torch 2.10/2.11; later torch builds name it ``make_current``): the green context becomes
