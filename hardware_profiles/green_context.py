@@ -67,6 +67,16 @@ def host_sm_count(device_index: int = 0) -> int:
     return int(triton.runtime.driver.active.utils.get_device_properties(device_index)["multiprocessor_count"])
 
 
+def _green_contexts():
+    """``torch.cuda.green_contexts``, or None when this torch has no such module."""
+    import importlib
+
+    try:
+        return importlib.import_module("torch.cuda.green_contexts")
+    except ImportError:
+        return None
+
+
 def green_context_problem(device_index: int = 0) -> str | None:
     """Why this host cannot make green contexts (one line), or None when it can."""
     import torch
@@ -79,7 +89,7 @@ def green_context_problem(device_index: int = 0) -> str | None:
     if driver is None or driver < GREEN_CONTEXT_MIN_DRIVER:
         shown = "unknown" if driver is None else f"{driver // 1000}.{driver % 1000 // 10}"
         return f"the CUDA driver ({shown}) is older than 12.8, the first with green contexts"
-    module = getattr(torch.cuda, "green_contexts", None)
+    module = _green_contexts()
     if module is None or not getattr(module, "GreenContext", None) or getattr(module, "SUPPORTED", True) is False:
         return f"torch {torch.__version__} was built without CUDA green contexts"
     if not 0 <= device_index < torch.cuda.device_count():
@@ -135,7 +145,7 @@ def enter_green_context(num_sms: int, device_index: int = 0) -> EnteredContext:
         raise GreenContextUnavailable(f"a partition of {num_sms} SMs does not fit device {device_index}, which has "
                                       f"{host}")
     torch.cuda.set_device(device_index)
-    context = torch.cuda.green_contexts.GreenContext.create(num_sms, device_index)
+    context = _green_contexts().GreenContext.create(num_sms, device_index)
     enter = getattr(context, "set_context", None) or context.make_current
     enter()
     entered = EnteredContext(device_index, num_sms, driver_sm_count(num_sms, device_index), host)

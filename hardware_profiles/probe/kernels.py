@@ -70,7 +70,8 @@ def copy(src: torch.Tensor, dst: torch.Tensor, block: int = 4096, num_warps: int
 
 @triton.jit
 def _matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                   EVEN: tl.constexpr):
     pid = tl.program_id(0)
     grid_m, grid_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
     per_group = GROUP_M * grid_n  # grouped order: GROUP_M row blocks share each B column block in L2
@@ -86,9 +87,12 @@ def _matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk
     b = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, K, BLOCK_K):
-        mask_k = offs_k < K - k
-        acc += tl.dot(tl.load(a, mask=(offs_m[:, None] < M) & mask_k[None, :], other=0.0),
-                      tl.load(b, mask=mask_k[:, None] & (offs_n[None, :] < N), other=0.0))
+        if EVEN:  # every tile whole: no masks
+            acc += tl.dot(tl.load(a), tl.load(b))
+        else:
+            mask_k = offs_k < K - k
+            acc += tl.dot(tl.load(a, mask=(offs_m[:, None] < M) & mask_k[None, :], other=0.0),
+                          tl.load(b, mask=mask_k[:, None] & (offs_n[None, :] < N), other=0.0))
         a += BLOCK_K * stride_ak
         b += BLOCK_K * stride_bk
     c = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
@@ -107,9 +111,10 @@ def matmul(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, block_m: int = 128
     if k != k2 or tuple(c.shape) != (m, n):
         raise ValueError(f"matmul: shapes {tuple(a.shape)} @ {tuple(b.shape)} -> {tuple(c.shape)} do not chain")
     grid = (triton.cdiv(m, block_m) * triton.cdiv(n, block_n),)
+    even = m % block_m == 0 and n % block_n == 0 and k % block_k == 0
     return _matmul_kernel[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
                                 c.stride(1), BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=group_m,
-                                num_warps=num_warps, num_stages=num_stages)
+                                EVEN=even, num_warps=num_warps, num_stages=num_stages)
 
 
 def staged_dot(block: int, block_k: int, num_stages: int, num_warps: int = 4, device: str | torch.device = "cuda"):

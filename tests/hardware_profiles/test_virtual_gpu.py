@@ -32,11 +32,12 @@ from hardware_profiles.green_context import enter_green_context
 
 @triton.jit
 def smid_kernel(out, steps):
-    sm = tl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
-    x = tl.program_id(0).to(tl.float32)
+    pid = tl.program_id(0)
+    sm = tl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r,r", [pid], dtype=tl.int32, is_pure=False, pack=1)
+    x = pid.to(tl.float32)
     for _ in range(steps):  # keep each program busy, so the grid spreads over every SM it may use
         x = x * 0.999 + 0.001
-    tl.store(out + tl.program_id(0), sm + (x * 0).to(tl.int32))
+    tl.store(out + pid, sm + (x * 0).to(tl.int32))
 
 n = int(sys.argv[1])
 entered = enter_green_context(n, 0) if n else None
