@@ -26,12 +26,15 @@ def use_chip(chip: str):
     from hardware_profiles import load_profile
     from hardware_profiles.limits import chip_limits_of
     from hardware_profiles.virtual import enter_chip
-    from kernels.chip import set_chip_limits
+    from kernels.chip import ChipLimits, device_conflicts, set_chip_limits
 
     profile = load_profile(chip)
-    set_chip_limits(chip_limits_of(profile))
+    limits = chip_limits_of(profile)
+    set_chip_limits(limits)
     if torch.cuda.is_available():
         enter_chip(profile)
+        for line in device_conflicts(limits, ChipLimits.from_device("cuda")):
+            print(f"chip {chip}: the device reports other limits than the profile (the profile's are used): {line}")
     return profile
 
 

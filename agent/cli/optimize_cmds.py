@@ -120,6 +120,10 @@ def optimize_cmd(
         os.environ["TRITON_INTERPRET"] = "1"
     select_cases(load_task_checked(config.task), config.cases)
     profile = load_chip_profile(config.chip)
+    if gpu and profile.is_virtual:  # before the run folder exists: a partition this machine cannot realise
+        from hardware_profiles.virtual import check_host
+
+        check_host(profile)
     knowledge, notes = None, []
     if config.retrieval:
         knowledge = StoreKnowledge(profile)

@@ -32,6 +32,7 @@ from core.errors import BadInputError
 from hardware_profiles.limits import chip_limits_or_none
 from hardware_profiles.schema import HardwareProfile
 from hardware_profiles.virtual import check_host, describe_partition, partition_request
+from kernels.chip import ChipLimits, device_conflicts
 from kernels.task import TaskSpec, load_task
 from kernels.timing import L2_FLUSH_BYTES
 
@@ -56,6 +57,7 @@ class Verifier:
         # the chip's limits reach every kernel of the children (kernels.chip); None with the reason when unknown
         self.limits, self.limits_unknown = chip_limits_or_none(profile)
         self._host_checked = False
+        self._conflicts: list[str] | None = None
 
     def __enter__(self) -> Verifier:
         return self
@@ -152,6 +154,15 @@ class Verifier:
             self._host_checked = True
         return partition_request(self.profile)
 
+    def _device_conflicts(self, device: str) -> list[str]:
+        """Where the chip's limits and the device's own report disagree (GPU; read once): a cross-check only, the
+        children run with the profile's limits."""
+        if self.limits is None or device != "cuda":
+            return []
+        if self._conflicts is None:
+            self._conflicts = device_conflicts(self.limits, ChipLimits.from_device("cuda"))
+        return self._conflicts
+
     def _dynamic(self, path: Path, base: dict[str, Any], progress: Callable[[str], None] | None = None) -> Verdict:
         device = self.device()
         partition = self._partition(device)
@@ -202,12 +213,17 @@ class Verifier:
                   "chip_limits": self.limits.to_dict() if self.limits else None, "partition": partition,
                   "phase_seconds": outcome.phase_seconds,
                   "trial_seconds": outcome.trial_seconds, "fs_isolation": outcome.fs_isolation,
-                  "children": len(parts), "exit_statuses": outcome.exit_statuses}
+                  "children": len(parts), "exit_statuses": outcome.exit_statuses,
+                  "device_conflicts": self._device_conflicts(device)}
         device_name = _device_name(device) + (f" ({describe_partition(self.profile)})" if partition else "")
         verdict = Verdict(stage="pass", device=device_name, versions=_versions(), config=config,
                           errors=outcome.errors, **base)
         if self.limits is None:
             verdict.flags.append(f"chip limits unknown, none set for the kernels: {self.limits_unknown}")
+        conflicts = config["device_conflicts"]
+        if conflicts and not partition:  # a virtual chip differs from its host's report by design
+            verdict.flags.append("the device reports other limits than the profile (the profile's were used): "
+                                 + "; ".join(conflicts))
         if outcome.stage:
             verdict.stage = outcome.stage  # type: ignore[assignment]
             verdict.reasons = [_own_name(r, path.name) for r in outcome.reasons]

@@ -172,4 +172,6 @@ def test_the_verifier_times_inside_the_partition(tmp_path):
         if profile.is_virtual:
             assert "virtual chip vm40" in verdict.device and verdict.config["partition"]["compute_units"] == 40
             assert verdict.config["chip_limits"]["num_compute_units"] == 40
+            assert any(c.startswith("num_compute_units: profile 40, device 132") for c in
+                       verdict.config["device_conflicts"])
     assert times["vm40"] > 2.0 * times["h200"], times
