@@ -13,7 +13,10 @@ H200_LIMITS = ChipLimits(num_compute_units=132, smem_per_block_kb=227.0, warp_si
 
 
 @pytest.fixture(autouse=True)
-def _chip_limits():
+def _chip_limits(request):
+    if "splitk_gemm" in request.node.path.parts:  # that task's tests give its limits themselves
+        yield None
+        return
     limits = ChipLimits.from_device("cuda") if torch.cuda.is_available() else H200_LIMITS
     with chip_limits(limits):
         yield limits
