@@ -317,6 +317,7 @@ def run(args: argparse.Namespace) -> None:
     deadline = time.monotonic() + args.deadline_s
     findings = Path(args.h200_findings)
     table = h200_best_table(findings)
+    (out / "h200_table.json").write_text(json.dumps({"source": str(findings), "table": table}, indent=1))
     try:
         for key in args.chips.split(","):
             chip = CHIPS[key]
@@ -341,7 +342,8 @@ def report(args: argparse.Namespace) -> None:
     from benchmarks.transfer_report import chip_results, markdown, summary_checks
 
     out = Path(args.out)
-    table = h200_best_table(H200_EXPORT) if H200_EXPORT.is_file() else {}
+    saved = out / "h200_table.json"  # the table the run carried over (from its --h200-findings)
+    table = json.loads(saved.read_text())["table"] if saved.is_file() else h200_best_table(H200_EXPORT)
     results = [chip_results(out / c.name, c.name, table) for c in CHIPS.values() if (out / c.name).is_dir()]
     (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
     text = markdown(results)
