@@ -98,6 +98,10 @@ suite_transfer() {  # issue 19's experiment, resumable: SUITE_ARGS_transfer="--c
   rm -rf "$OUT/transfer"
 }
 
+suite_mcp() {  # chiplore mcp over stdio with timed tools (profile_kernel, a run with a timed baseline); needs mcp wheels
+  CHIPLORE_GPU_OUT="$OUT" python3 -m pytest -q -m gpu tests/agent/mcp -p no:cacheprovider "$@"
+}
+
 suite_splitk_bench() {  # split-K GEMM: baseline, tuned, cuBLAS on the 18 bench cases (bf16; needs .whl for the profile)
   python3 benchmarks/bench_splitk_gemm.py --chip h200 --out "$OUT/splitk-bench.json" "$@"
 }
