@@ -7,7 +7,7 @@
 # the tree has no usable .git), SUITE_ARGS_<suite> (extra arguments for one suite, e.g. SUITE_ARGS_bench="--cases decode").
 #
 # What travels (device tool `carry`): `.whl` (python3.12 wheels from scripts/prepare_device_bundle.py, plus the
-# FlashInfer wheels of the development setup's shared/tools/flashinfer, copied into `.whl/flashinfer/`), `.model`
+# FlashInfer wheels of the development setup's shared/tools/flashinfer, copied into `.fi/`; carried only by calls that benchmark against it), `.model`
 # (the fp16 embedding model), `.cache/sglang` (SGLang 0.5.23's kernel files, benchmarks/sglang_kernel.py --fetch).
 # Wheels go into the interpreter's own site-packages: the verifier's sandbox starts `python -I`, which ignores
 # PYTHONPATH (docs/GPU_RUNBOOK.md). Suites run one after another; a suite that times out or fails does not stop
@@ -26,9 +26,9 @@ install_wheels() {  # idempotent: chromadb & co. into site-packages, FlashInfer 
     env -u PYTHONPATH python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/*.whl \
       > "$OUT/pip.log" 2>&1 || echo "wheel install failed (see pip.log)"
   fi
-  if [ -d .whl/flashinfer ] && [ ! -d /tmp/fi/flashinfer ]; then
+  if [ -d .fi ] && [ ! -d /tmp/fi/flashinfer ]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/fi \
-      .whl/flashinfer/*.whl >> "$OUT/pip.log" 2>&1 || echo "flashinfer install failed (see pip.log)"
+      .fi/*.whl >> "$OUT/pip.log" 2>&1 || echo "flashinfer install failed (see pip.log)"
   fi
   if [ -d /tmp/fi/flashinfer ]; then
     export CHIPLORE_FLASHINFER_PATH=/tmp/fi FLASHINFER_CUDA_ARCH_LIST=9.0a FLASHINFER_WORKSPACE_BASE=/tmp/fiws \
