@@ -41,6 +41,7 @@ from kernels.extend_attention.family import (
     pack_factor,
     smem_footprint_kb,
 )
+from kernels.extend_attention.mla import mla_applies
 from kernels.extend_attention.spec import DTYPES
 from kernels.task import Case, TaskSpec
 
@@ -170,12 +171,20 @@ class FamilySpace:
 
     def feasible(self, config: Mapping[str, Any], key: str) -> bool:
         """Fits the profile's shared memory per block and thread limit as given, without the family shrinking
-        it (unknown limits do not exclude)."""
+        it (unknown limits do not exclude), and is not a duplicate: the dedicated MLA path (``mla`` other than
+        "off") only where some case of the class is MLA-shaped (`mla.mla_applies`; elsewhere the knob changes
+        nothing)."""
+        if config.get("mla", "off") != "off" and not any(self._mla_shaped(c) for c in self.classes.get(key, [])):
+            return False
         smem_kb = self.profile.get("smem_per_block_kb")
         if smem_kb and self.smem_kb(config, key) > smem_kb:
             return False
         threads, warp = self.profile.get("max_threads_per_block"), self.profile.get("warp_size")
         return not (threads and warp and int(config.get("num_warps", 1)) * warp > threads)
+
+    def _mla_shaped(self, case_id: str) -> bool:
+        shape = self.shapes[case_id]
+        return mla_applies(_problem(shape), shape.v_is_k, None, None)
 
     def all_configs(self, key: str) -> list[Config]:
         """Every feasible configuration of class `key`, in knob-product order."""
