@@ -32,12 +32,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from benchmarks._util import environment, input_sets, max_error, reference_output, roofline, write_json  # noqa: E402
+from benchmarks._util import (  # noqa: E402
+    environment,
+    input_sets,
+    max_error,
+    reference_output,
+    roofline,
+    use_chip,
+    write_json,
+)
+from kernels.chip import current_chip_limits  # noqa: E402
 from kernels.extend_attention import extend_attention_fwd  # noqa: E402
 from kernels.extend_attention.family import FamilyConfig, run_family  # noqa: E402
 from kernels.extend_attention.mla import run_mla  # noqa: E402
 from kernels.extend_attention.spec import TASK  # noqa: E402
-from kernels.extend_attention.tuned import device_limits  # noqa: E402
 from kernels.timing import bench  # noqa: E402
 
 #: The generic family's MLA rule before the dedicated path (tuned.choose_config, `big_d > 512`).
@@ -70,9 +78,9 @@ _MLA_KEYS = ("q_extend", "k_extend", "v_extend", "o_extend", "k_buffer", "v_buff
 
 
 def mla_provider(config: FamilyConfig, overrides: dict):
-    """`run_mla` at `config` with `overrides` (measurement switches), on the call's device limits."""
+    """`run_mla` at `config` with `overrides` (measurement switches), with the chip's limits (`use_chip`)."""
     def call(**args):
-        limits = device_limits(args["q_extend"].device)
+        limits = current_chip_limits()
         return run_mla(config, *(args[k] for k in _MLA_KEYS), 1.0, 1.0, limits, **overrides)
     return call
 
@@ -253,6 +261,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="provider names to run (default: those run by default)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    use_chip(args.chip)  # the chip's limits for every kernel (and a virtual chip's partition)
     if args.child:
         _child_rows(args.child.split(","), args)
         return

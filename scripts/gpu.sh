@@ -78,6 +78,30 @@ suite_optimize() {  # chiplore optimize runs (scripts/optimize_gpu.py; e.g. SUIT
   tar czf "$OUT/optimize.tgz" -C "$OUT" optimize && rm -rf "$OUT/optimize"
 }
 
+suite_probe() {  # chiplore profile probe on the full H200 and in a 40-SM partition (issue 19): PASS/FAIL lines
+  python3 scripts/check_probe.py --out "$OUT/probe" "$@"
+  cp "$OUT/probe/check.json" "$OUT/probe.json" 2>/dev/null
+  tar czf "$OUT/probe.tgz" -C "$OUT" probe && rm -rf "$OUT/probe"
+}
+
+suite_virtual_chips_tests() {  # GPU tests of virtual chips (green contexts, shared-memory cap, verifier), the probe
+  python3 -m pytest -q -m gpu tests/hardware_profiles -p no:cacheprovider "$@"
+  python3 -m pytest -q tests/hardware_profiles/test_probe_kernels.py tests/kernels/test_chip.py -p no:cacheprovider
+}
+
+suite_transfer() {  # issue 19's experiment, resumable: SUITE_ARGS_transfer="--chips s --arms setup,c,d --deadline-s 500";
+  # the previous call's $OUT/transfer_state.tgz travels back in as .cache/transfer/state.tgz (carry .cache/transfer)
+  python3 benchmarks/transfer_virtual_chips.py run --out "$OUT/transfer" --state-in .cache/transfer/state.tgz \
+    --state-out "$OUT/transfer_state.tgz" "$@"
+  cp "$OUT/transfer/results.md" "$OUT/transfer.md" 2>/dev/null
+  cp "$OUT/transfer/results.json" "$OUT/transfer.json" 2>/dev/null
+  rm -rf "$OUT/transfer"
+}
+
+suite_mcp() {  # chiplore mcp over stdio with timed tools (profile_kernel, a run with a timed baseline); needs mcp wheels
+  CHIPLORE_GPU_OUT="$OUT" python3 -m pytest -q -m gpu tests/agent/mcp -p no:cacheprovider "$@"
+}
+
 suite_splitk_bench() {  # split-K GEMM: baseline, tuned, cuBLAS on the 18 bench cases (bf16; needs .whl for the profile)
   python3 benchmarks/bench_splitk_gemm.py --chip h200 --out "$OUT/splitk-bench.json" "$@"
 }

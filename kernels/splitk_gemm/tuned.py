@@ -13,6 +13,7 @@ from typing import Any
 import torch
 import triton
 
+from kernels.chip import chip_limits_if_set
 from kernels.splitk_gemm.common import Problem, check_inputs, limits_key, require_limit
 from kernels.splitk_gemm.config import FamilyConfig, fit_to_limits
 from kernels.splitk_gemm.family import run_family
@@ -88,7 +89,8 @@ def splitk_gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, limits: Any =
 
     Shapes: a [M, K], b [N, K] (``torch.nn.Linear`` weight layout), c [M, N]; one dtype (float16, bfloat16, or
     float32 with IEEE float32 dots); float32 accumulation, one rounding to c's dtype. Deterministic: two calls on the
-    same inputs give bitwise equal outputs. `limits` (default: those of `set_chip_limits`) are the chip's limits.
+    same inputs give bitwise equal outputs. `limits` (default: those of `set_chip_limits`, else the process's
+    `kernels.chip` limits) are the chip's limits.
 
     Raises:
         ValueError: wrong rank, shape, dtype or device; no chip limits, or one the rules need is unknown.
@@ -96,7 +98,8 @@ def splitk_gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, limits: Any =
     prob = check_inputs(a, b, c)
     if prob.m == 0 or prob.n == 0:
         return c
-    limits = limits if limits is not None else _CHIP_LIMITS[0]
+    if limits is None:  # set here, else the process's chip limits (kernels.chip: what the verifier's children set)
+        limits = _CHIP_LIMITS[0] if _CHIP_LIMITS[0] is not None else chip_limits_if_set()
     key = (limits_key(limits), prob)
     config = _CHOSEN.get(key)
     if config is None:

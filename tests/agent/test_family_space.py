@@ -166,3 +166,62 @@ def test_rendered_candidate_with_pregather_and_tma_is_correct(space, tmp_path, c
     tol = TASK.tolerances[str(case.params["dtype"])]
     torch.testing.assert_close(inputs["o_extend"].float(), reference(inputs)["o_extend"], atol=tol.atol,
                                rtol=tol.rtol)
+
+
+def _with(profile, **values):
+    """`profile` with scalar fields replaced (None = unknown)."""
+    fields = {k: profile.num_compute_units.model_copy(update={"value": v, "unit": getattr(profile, k).unit})
+              for k, v in values.items()}
+    return profile.model_copy(update=fields)
+
+
+def test_the_profile_units_set_the_split_factor_the_candidate_runs_with(tmp_path, monkeypatch):
+    """Same table, profiles of 36 and 132 compute units: the rendered candidates carry those limits and split-KV
+    (num_splits=0: `auto_splits`) follows them. One sequence, 8 heads, 16 rows (one 64-row block): 8 programs;
+    4 waves want ceil(4 x 36 / 8) = 18 splits on 36 units, ceil(4 x 132 / 8) = 66 on 132, capped at
+    8192 / 256 = 32 (256 keys per split at least). No chip limits are set in this process: the candidate's own."""
+    from kernels.chip import chip_limits_if_set
+    from kernels.extend_attention import family
+    from kernels.task import Case
+
+    assert chip_limits_if_set() is None
+    seen: list[int] = []
+    real = family.get_workspace
+
+    def recording(device, splits, *rest):  # records the split count run_family launched with, then the real call
+        seen.append(splits)
+        return real(device, splits, *rest)
+
+    monkeypatch.setattr(family, "get_workspace", recording)
+    table = {"memory-d64": {"block_m": 64, "block_n": 128, "num_warps": 4, "num_stages": 2, "num_splits": 0,
+                            "pack_gqa": True}}
+    case = Case("one-long-prefix", {"extend_lens": [16], "prefix_lens": [8192], "num_q_heads": 8,
+                                    "num_kv_heads": 8, "head_dim": 16, "dtype": "float16"})
+    splits = {}
+    for units in (36, 132):
+        space = FamilySpace(TASK, _with(h200_profile(), num_compute_units=units), list(TASK.bench_cases))
+        assert space.class_of(case) == "memory-d64"
+        path = tmp_path / f"kernel_{units}.py"
+        path.write_text(space.render(table, SIG, {**HEADER, "chip": f"chip{units}"}))
+        module = _load_candidate(path)
+        assert module.CHIP_LIMITS.num_compute_units == units and module.CHIP_LIMITS.smem_per_block_kb == 227
+        inputs = make_inputs(case, seed=2)
+        seen.clear()
+        module.extend_attention_fwd(**inputs)
+        splits[units] = seen[-1]
+        tol = TASK.tolerances["float16"]
+        torch.testing.assert_close(inputs["o_extend"].float(), reference(inputs)["o_extend"], atol=tol.atol,
+                                   rtol=tol.rtol)
+    assert splits == {36: 18, 132: 32}
+
+
+@pytest.mark.parametrize("field", ["num_compute_units", "smem_per_block_kb", "warp_size", "max_threads_per_block"])
+def test_an_unknown_limit_is_an_error_naming_the_field(field):
+    from core.errors import BadInputError
+
+    profile = _with(h200_profile(), **{field: None})
+    with pytest.raises(BadInputError) as info:
+        FamilySpace(TASK, profile, list(TASK.bench_cases))
+    message = str(info.value)
+    assert f"{field} (" in message and "unknown" in message
+    assert "chiplore profile probe h200" in message and f"chiplore profile set h200 {field}" in message

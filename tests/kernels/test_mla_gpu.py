@@ -6,13 +6,14 @@ from __future__ import annotations
 import pytest
 import torch
 
+from kernels.chip import current_chip_limits
 from kernels.extend_attention import extend_attention_fwd
 from kernels.extend_attention.common import check_inputs
 from kernels.extend_attention.family import FamilyConfig
 from kernels.extend_attention.mla import run_mla
 from kernels.extend_attention.mla_gluon import gluon_applies
 from kernels.extend_attention.spec import TASK, make_inputs, reference
-from kernels.extend_attention.tuned import choose_config, device_limits
+from kernels.extend_attention.tuned import choose_config
 from tests.kernels.helpers import poison_prefix_workspace
 from tests.kernels.test_mla import _check, _run, mla_case, reference_extend_attention
 
@@ -41,7 +42,7 @@ EDGE = [
 
 
 def _limits():
-    return device_limits(torch.device("cuda"))
+    return current_chip_limits()  # the device's, set for every kernels test (tests/kernels/conftest.py)
 
 
 @pytest.mark.parametrize("config", sorted(CONFIGS))
