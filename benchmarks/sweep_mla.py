@@ -234,6 +234,18 @@ def _isolated_rows(names: list[str], args, emit) -> None:
                 print(f"  [child] {line.rstrip()}", flush=True)
 
 
+def _advice(name: str) -> str:
+    """The edit that makes the tuned entry point run candidate `name`."""
+    entry = next((c for c in CANDIDATES if c[0] == name), None)
+    if entry is None:
+        return "not a dedicated-kernel candidate"
+    _, config, overrides, _, _ = entry
+    switches = ", ".join(f"{k}={v}" for k, v in overrides.items()) or "none"
+    return (f"in kernels/extend_attention/tuned.py choose_config (MLA branch) set mla={config.mla!r}, block_n="
+            f"{config.block_n}, num_stages={config.num_stages}; in kernels/extend_attention/mla.py run_mla's defaults "
+            f"of the measurement switches: {switches}")
+
+
 def _verdict(rows: list[dict]) -> None:
     """Print the fastest passing provider and how the tuned entry point compares with it."""
     timed = {r["provider"]: r["time_us"] for r in rows if r.get("ok") and "time_us" in r}
@@ -246,6 +258,8 @@ def _verdict(rows: list[dict]) -> None:
             print(f"TUNED {timed['tuned']:.0f} us: {'within 3 % of' if ok else 'SLOWER than'} {best}; it runs "
                   "gluon-ws-early-preg (tuned.choose_config mla='gluon_ws', run_mla's early_qk/p_regs defaults)",
                   flush=True)
+            if not ok:
+                print(f"TO RUN {best} FROM THE TUNED ENTRY POINT: {_advice(best)}", flush=True)
     if "flashinfer" in timed and ours:
         best = min(ours, key=ours.get)
         print(f"FLASHINFER {timed['flashinfer']:.0f} us; time ratio flashinfer / {best} = "
