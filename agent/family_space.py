@@ -42,6 +42,7 @@ from kernels.extend_attention.family import (
     pack_factor,
     smem_footprint_kb,
 )
+from kernels.extend_attention.mla import mla_applies
 from kernels.extend_attention.spec import DTYPES
 from kernels.task import Case, TaskSpec
 
@@ -173,10 +174,18 @@ class FamilySpace:
                    for c in ids)
 
     def feasible(self, config: Mapping[str, Any], key: str) -> bool:
-        """Fits the chip's shared memory per block and thread limit as given, without the family shrinking it."""
+        """Fits the chip's shared memory per block and thread limit as given, without the family shrinking it, and
+        is not a duplicate: the dedicated MLA path (``mla`` other than "off") only where some case of the class is
+        MLA-shaped (`mla.mla_applies`; elsewhere the knob changes nothing)."""
+        if config.get("mla", "off") != "off" and not any(self._mla_shaped(c) for c in self.classes.get(key, [])):
+            return False
         if self.smem_kb(config, key) > self.limits.smem_per_block_kb:
             return False
         return int(config.get("num_warps", 1)) * self.limits.warp_size <= self.limits.max_threads_per_block
+
+    def _mla_shaped(self, case_id: str) -> bool:
+        shape = self.shapes[case_id]
+        return mla_applies(_problem(shape), shape.v_is_k, None, None)
 
     def all_configs(self, key: str) -> list[Config]:
         """Every feasible configuration of class `key`, in knob-product order."""

@@ -50,11 +50,11 @@ suite_bench() {  # extend attention: baseline, tuned, real SGLang, flex, FlashIn
   python3 benchmarks/bench_extend_attention.py --chip h200 --out "$OUT/bench.json" "$@"
 }
 
-suite_mla_sweep() {  # MLA path candidates vs today's rule, the tuned entry point and FlashInfer on the mla case (< 3 min)
+suite_mla_sweep() {  # MLA kernels (Gluon, warp-specialized variants isolated in child processes), the tuned entry point and FlashInfer on the mla case (< 3 min)
   python3 benchmarks/sweep_mla.py --out "$OUT/mla-sweep.json" "$@"
 }
 
-suite_mla_tests() {  # the MLA path's GPU tests (bf16 edge cases, full bench size, Gluon and Triton kernels)
+suite_mla_tests() {  # the MLA path's GPU tests (bf16 edge cases, full bench size, warp-specialized and Gluon and Triton kernels)
   python3 -m pytest -q -m gpu tests/kernels/test_mla_gpu.py -p no:cacheprovider "$@"
 }
 

@@ -9,8 +9,9 @@ K/V rows into contiguous order first, `prefix_gather.py`, so the attention loop 
 and tma (contiguous K/V tiles loaded through Hopper tensor descriptors, see `FamilyConfig`), and gather_ahead /
 ahead_heads / ahead_sync (with pregather: only the first `ahead_heads` KV heads' prefix is copied before attention;
 the programs of KV head h copy head h + ahead_heads's, `gather_ahead` rows per key tile; `family_ahead.py`), and mla
-("triton": absorbed-MLA calls, 576/512 with V a view of K, run the dedicated kernel of `mla.py` with the same tile,
-stage, split, pregather and tma knobs; "off": the generic kernel below).
+(absorbed-MLA calls, 576/512 with V a view of K, run a dedicated kernel of `mla.py`: "triton" with the same tile,
+stage, split, pregather and tma knobs, "gluon" / "gluon_ws" the Hopper Gluon kernels (the Triton one elsewhere);
+"off": the generic kernel below).
 Every launch is free of host synchronization: sizes come from tensor metadata
 (ΣE = q_extend.shape[0], ΣP = kv_indices.shape[0], B = qo_indptr.shape[0] - 1) and the split-KV partials live in a
 preallocated workspace reused across calls of the same size class.

@@ -62,8 +62,11 @@ def test_feasibility_uses_family_footprint(space):
     assert space.feasible(big, "compute-d128") is False  # 2*(4*128*256 + 128*128)/1024 = 288 KiB
     small = {**big, "num_stages": 2}  # 2*(2*128*256 + 128*128)/1024 = 160 KiB
     assert space.feasible(small, "compute-d128")
-    assert all(space.feasible(c, "compute-wide") for c in space.all_configs("compute-wide"))
-    assert 0 < len(space.all_configs("compute-wide")) < len(space.all_configs("compute-d128"))
+    wide, d128 = space.all_configs("compute-wide"), space.all_configs("compute-d128")
+    assert all(space.feasible(c, "compute-wide") for c in wide)
+    generic = [c for c in wide if c["mla"] == "off"]
+    assert 0 < len(generic) < len(d128) and len(wide) == 2 * len(generic)  # the MLA class: either path
+    assert all(c["mla"] == "off" for c in d128)  # no MLA-shaped case: the knob would change nothing
 
 
 def test_programs_follow_kernel_grids(space):
@@ -78,11 +81,23 @@ def test_snap_neighbors_and_structure(space):
     assert space.snap("pack_gqa", True) is True and space.snap("block_m", "x") is None
     base = space.structure_config("compute-d128")
     assert base == {"block_m": 128, "block_n": 64, "num_warps": 8, "num_stages": 1, "num_splits": 1,
-                    "pack_gqa": False, "pregather": False, "tma": False}
+                    "pack_gqa": False, "pregather": False, "tma": False, "mla": "off"}
     moves = space.neighbors(base, "compute-d128")
     assert ("block_m", -1, {**base, "block_m": 64}) in moves
     assert all(knob != "block_m" or direction == -1 for knob, direction, _ in moves)
     assert table_hash({"a": base}) == table_hash({"a": dict(reversed(list(base.items())))})
+
+
+def test_the_mla_path_is_a_knob_of_exact_values(space):
+    # the dedicated MLA kernel (the tuned entry point's choice for 576/512) is reachable: "off" (the generic kernel,
+    # the baseline's structure) and "gluon_ws" are its values; a string knob snaps only to its own values
+    assert space.knobs["mla"][0] == "off" and "gluon_ws" in space.knobs["mla"]
+    assert space.snap("mla", "gluon_ws") == "gluon_ws" and space.snap("mla", "gluon") is None
+    assert space.snap("mla", 1) is None and space.snap("mla", True) is None
+    base = space.structure_config("compute-wide")
+    assert base["mla"] == "off"
+    moves = {(knob, d): c for knob, d, c in space.neighbors(base, "compute-wide")}
+    assert moves[("mla", 1)] == {**base, "mla": "gluon_ws"}
 
 
 def test_switch_knobs_pregather_and_tma(space):
@@ -98,8 +113,9 @@ def test_switch_knobs_pregather_and_tma(space):
     flipped = {**base, "tma": True}
     back = [(d, c) for knob, d, c in space.neighbors(flipped, "compute-d128") if knob == "tma"]
     assert back == [(-1, base)]
-    # 4 block_m x 3 block_n x 2 warps x 4 stages x 6 splits x 2 x 2 x 2 switches = 4608 before feasibility;
-    # the switches change no shared memory, so exactly a quarter of the feasible set has both off
+    # 4 block_m x 3 block_n x 2 warps x 4 stages x 6 splits x 2 x 2 x 2 switches = 4608 before feasibility (and
+    # mla "off": the class has no MLA-shaped case); the switches change no shared memory, so exactly a quarter of the
+    # feasible set has both off
     configs = space.all_configs("compute-d128")
     plain = [c for c in configs if not c["pregather"] and not c["tma"]]
     assert len(configs) == 4 * len(plain) and 0 < len(configs) <= 4 * 3 * 2 * 4 * 6 * 2 * 2 * 2
@@ -135,7 +151,7 @@ def test_rendered_candidate_with_pregather_and_tma_is_correct(space, tmp_path, c
               "pregather": True, "tma": True}
     source = space.render({"memory-d64": config}, SIG, HEADER)
     assert ("FamilyConfig(block_m=16, block_n=32, num_warps=4, num_stages=2, num_splits=2, pack_gqa=False, "
-            "pregather=True, tma=True)") in source
+            "pregather=True, tma=True, mla='off')") in source
     path = tmp_path / "kernel_v2.py"
     path.write_text(source)
     module = _load_candidate(path)

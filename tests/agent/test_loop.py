@@ -57,7 +57,7 @@ def test_offline_run_improves_and_keeps_every_promise(tmp_path):
     # the switches no scripted pattern sets keep the baseline structure
     assert first.parameters["table"]["memory-d128"] == {"block_m": 16, "block_n": 64, "num_warps": 8,
                                                         "num_stages": 1, "num_splits": 8, "pack_gqa": True,
-                                                        "pregather": False, "tma": False}
+                                                        "pregather": False, "tma": False, "mla": "off"}
     # retrieval logged with citations every iteration
     log = run.read_retrieval(5)
     assert log["enabled"] and log["documents"][0]["cite"] == "h200-note.md > Memory"
