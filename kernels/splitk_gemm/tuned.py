@@ -14,6 +14,7 @@ from typing import Any
 import torch
 import triton
 
+from kernels.chip import chip_limits_if_set
 from kernels.splitk_gemm.common import Problem, check_inputs, limits_key, require_limit
 from kernels.splitk_gemm.config import FamilyConfig, fit_to_limits
 from kernels.splitk_gemm.family import prepare_and_launch
@@ -95,13 +96,14 @@ def splitk_gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, limits: Any =
 
     Shapes: a [M, K], b [N, K] (``torch.nn.Linear`` weight layout), c [M, N]; one dtype (float16, bfloat16, or
     float32 with IEEE float32 dots); float32 accumulation, one rounding to c's dtype. Deterministic: two calls on the
-    same inputs give bitwise equal outputs. `limits` (default: those of `set_chip_limits`) are the chip's limits.
-    The first call of a signature (`prepared.call_key`) checks, chooses and plans; later ones replay its launches.
+    same inputs give bitwise equal outputs. `limits` (default: those of `set_chip_limits`, else the process's
+    `kernels.chip` limits) are the chip's limits. The first call of a signature (`prepared.call_key`) checks,
+    chooses and plans; later ones replay its launches.
 
     Raises:
         ValueError: wrong rank, shape, dtype or device; no chip limits, or one the rules need is unknown.
     """
-    limits = limits if limits is not None else _CHIP_LIMITS[0]
+    limits = _default_limits(limits)
     key = None
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and isinstance(c, torch.Tensor):
         key = (limits_key(limits), call_key(a, b, c))
@@ -119,8 +121,15 @@ def splitk_gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, limits: Any =
     return c
 
 
+def _default_limits(limits: Any) -> Any:
+    """`limits`, else those of `set_chip_limits`, else the process's chip limits (`kernels.chip`: what the
+    verifier's children set); None when none is set."""
+    if limits is not None:
+        return limits
+    return _CHIP_LIMITS[0] if _CHIP_LIMITS[0] is not None else chip_limits_if_set()
+
+
 def prepared_call(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, limits: Any = None) -> PreparedCall | None:
     """The `PreparedCall` the tuned entry point replays for a call of this signature, if one was made (for
     benchmarks that time its parts)."""
-    limits = limits if limits is not None else _CHIP_LIMITS[0]
-    return _PREPARED.get((limits_key(limits), call_key(a, b, c)))
+    return _PREPARED.get((limits_key(_default_limits(limits)), call_key(a, b, c)))
