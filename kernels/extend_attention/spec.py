@@ -183,7 +183,7 @@ KNOBS: dict[str, tuple[Any, ...]] = {
     "tma": (False, True),  # K/V tiles through tensor descriptors where family.tma_plan allows, else pointers
     # absorbed-MLA calls (576/512, V a view of K) on the dedicated kernel (mla.py: the warp-specialized Gluon kernel
     # on Hopper, the Triton one elsewhere); other calls ignore it
-    "mla": ("off", "gluon_ws"),
+    "mla": ("off", "gluon"),
 }
 
 TASK = TaskSpec(

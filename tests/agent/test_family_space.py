@@ -90,14 +90,14 @@ def test_snap_neighbors_and_structure(space):
 
 def test_the_mla_path_is_a_knob_of_exact_values(space):
     # the dedicated MLA kernel (the tuned entry point's choice for 576/512) is reachable: "off" (the generic kernel,
-    # the baseline's structure) and "gluon_ws" are its values; a string knob snaps only to its own values
-    assert space.knobs["mla"][0] == "off" and "gluon_ws" in space.knobs["mla"]
-    assert space.snap("mla", "gluon_ws") == "gluon_ws" and space.snap("mla", "gluon") is None
+    # the baseline's structure) and "gluon" are its values; a string knob snaps only to its own values
+    assert space.knobs["mla"][0] == "off" and "gluon" in space.knobs["mla"]
+    assert space.snap("mla", "gluon") == "gluon" and space.snap("mla", "gluon_ws") is None
     assert space.snap("mla", 1) is None and space.snap("mla", True) is None
     base = space.structure_config("compute-wide")
     assert base["mla"] == "off"
     moves = {(knob, d): c for knob, d, c in space.neighbors(base, "compute-wide")}
-    assert moves[("mla", 1)] == {**base, "mla": "gluon_ws"}
+    assert moves[("mla", 1)] == {**base, "mla": "gluon"}
 
 
 def test_switch_knobs_pregather_and_tma(space):
