@@ -33,7 +33,15 @@ if "--check" in sys.argv and not __import__("torch").cuda.is_available():
 
 import torch  # noqa: E402
 
-from benchmarks._util import environment, input_sets, max_error, reference_output, roofline, write_json  # noqa: E402
+from benchmarks._util import (  # noqa: E402
+    environment,
+    input_sets,
+    max_error,
+    reference_output,
+    roofline,
+    use_chip,
+    write_json,
+)
 from benchmarks.extend_providers import PROVIDERS, Provider, Unavailable, flex_provider  # noqa: E402
 from kernels.extend_attention.cases import full_params  # noqa: E402
 from kernels.extend_attention.spec import TASK, make_inputs, reference  # noqa: E402
@@ -195,16 +203,14 @@ def main() -> int:
     unknown = set(names) - set(PROVIDERS)
     if unknown:
         ap.error(f"unknown provider(s) {sorted(unknown)}; known: {', '.join(PROVIDERS)}")
+    profile = use_chip(args.chip)  # the chip's limits for the kernels; a virtual chip's partition
     if args.check:
         return run_check(args.out, names)
-    from hardware_profiles import load_profile
-
-    profile = load_profile(args.chip)
     peaks = (profile.peak_flops("bf16") / 1e12, profile.peak_bytes_per_s() / 1e9)
     cases = [c for c in TASK.bench_cases if not args.cases or c.id in args.cases.split(",")]
     t0, warm = time.time(), []
     if "flex_attention" in names:
-        with mp.get_context("spawn").Pool(min(len(cases), 9)) as pool:
+        with mp.get_context("spawn").Pool(min(len(cases), 9), initializer=use_chip, initargs=(args.chip,)) as pool:
             warm = pool.map(_warm_flex, [c.id for c in cases])
         print(f"flex_attention compiled in {time.time() - t0:.0f}s: {warm}", flush=True)
     providers, skipped = make_providers(names, compiled_flex=True)

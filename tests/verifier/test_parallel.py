@@ -22,6 +22,7 @@ from agent.verifier import Verifier, VerifyOptions
 from agent.verifier.dynamic import DynamicRun
 from agent.verifier.parallel import STOPPED_BECAUSE, ParallelRun
 from agent.verifier.plan import Plan, PlanSettings, Trial, build_plan, split_plan
+from hardware_profiles import load_profile
 from kernels.task import load_task
 from tests.verifier.corpus import CHEATS, HONEST
 
@@ -36,8 +37,8 @@ BOTH = PlanSettings(include_test_cases=True, include_bench_cases=True, random_ca
 #: one a float16 shortcut fails (in the first child, which holds the test cases on the CPU).
 FEW = ("gqa-4", "sinks", "fp32-inputs")
 SIG = ("def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, "
-       "kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale, sm_scale=None, logit_cap=0.0, "
-       "skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None, window_kv_offsets=None, "
+       "kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale, sm_scale=None, "
+       "logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None, window_kv_offsets=None, "
        "xai_temperature_len=-1):\n")
 
 
@@ -170,7 +171,7 @@ def test_the_zygote_runs_two_children_at_once_and_reports_exits_in_any_order(tmp
 # -- verdicts ----------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def verifier():
-    with Verifier(TASK, options=VerifyOptions(device="cpu", timeout_s=300)) as v:
+    with Verifier(TASK, load_profile("h200"), VerifyOptions(device="cpu", timeout_s=300)) as v:
         yield v
 
 
