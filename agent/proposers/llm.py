@@ -52,11 +52,15 @@ def extract_code(reply: str, entry_point: str) -> str:
 
 
 def check_signature(source: str, entry_point: str, expected: inspect.Signature) -> None:
-    """The module defines `entry_point` at top level with exactly `expected`'s names, kinds order and defaults.
+    """The module defines `entry_point` at top level with a signature the verifier's calls bind to (the rules of
+    `agent.verifier.signature`, with `expected`'s required parameters; whether every parameter the verifier sets is
+    declared is the verifier's own static rule, which knows the task's cases).
 
     Raises:
         CandidateFailed: stage ``syntax_error`` or ``bad_signature`` with what differs.
     """
+    from agent.verifier.signature import EMPTY, signature_problems
+
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
@@ -65,27 +69,11 @@ def check_signature(source: str, entry_point: str, expected: inspect.Signature) 
     if not defs:
         raise CandidateFailed("bad_signature", f"no top-level function {entry_point!r} in the code")
     args = defs[-1].args
-    positional = args.posonlyargs + args.args
-    names = [a.arg for a in positional] + [a.arg for a in args.kwonlyargs]
-    want = list(expected.parameters)
-    if names != want or args.vararg or args.kwarg:
-        raise CandidateFailed("bad_signature",
-                              f"{entry_point} takes ({', '.join(names)}), expected ({', '.join(want)})")
-    defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
-    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
-    for name, param in expected.parameters.items():
-        has_default = param.default is not inspect.Parameter.empty
-        if has_default != (name in defaults):
-            raise CandidateFailed("bad_signature", f"parameter {name!r}: default "
-                                  f"{'missing' if has_default else 'not expected'}")
-        if has_default:
-            try:
-                value = ast.literal_eval(defaults[name])
-            except ValueError:
-                value = object()
-            if value != param.default or type(value) is not type(param.default):
-                raise CandidateFailed("bad_signature", f"parameter {name!r}: default {ast.unparse(defaults[name])}, "
-                                      f"expected {param.default!r}")
+    pairs = tuple((name, param.default) for name, param in expected.parameters.items())
+    problems = signature_problems(args, pairs, frozenset(name for name, default in pairs if default is EMPTY))
+    if problems:
+        names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+        raise CandidateFailed("bad_signature", f"{entry_point} takes ({', '.join(names)}): {problems[0]}")
 
 
 def parse_header(reply: str) -> tuple[list[str], list[str]]:
