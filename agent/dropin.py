@@ -1,9 +1,9 @@
-"""The best kernel as a self-contained package to drop into SGLang (or any code base).
+"""The best kernel as a self-contained package to drop into the host code base (SGLang for extend attention).
 
-A candidate imports the task's kernel modules (`kernels.extend_attention.family`, `.baseline`, ...). `write_dropin`
-copies the candidate and every ``kernels.*`` module it needs, transitively, into one package folder and rewrites
-those imports as relative ones, so the package needs only torch and triton. `kernels/` imports nothing else of
-chiplore (DESIGN.md layering), which is what makes this possible.
+A candidate imports its task's kernel modules (the family module and what it imports). `write_dropin` copies the
+candidate and every ``kernels.*`` module it needs, transitively, into one package folder named by the task's
+`kernels.task.DropIn` and rewrites those imports as relative ones, so the package needs only torch and triton.
+`kernels/` imports nothing else of chiplore (DESIGN.md layering), which is what makes this possible.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 
 from core.atomic_io import atomic_write_text
 from core.errors import ChiploreError
+from kernels.task import DropIn
 
-PACKAGE = "chiplore_extend_attention"
 _FROM = re.compile(r"^(\s*)from\s+(kernels(?:\.\w+)+)\s+import\s", re.MULTILINE)
 
 
@@ -40,12 +40,12 @@ def _module_file(name: str) -> Path:
     return Path(spec.origin)
 
 
-def write_dropin(candidate: Path, out: Path, package: str = PACKAGE, entry_point: str = "extend_attention_fwd"
-                 ) -> Path:
-    """Write ``out/<package>/`` holding ``kernel.py`` (the candidate) and its ``kernels.*`` dependencies.
+def write_dropin(candidate: Path, out: Path, dropin: DropIn, entry_point: str) -> Path:
+    """Write ``out/<dropin.package>/`` holding ``kernel.py`` (the candidate), its ``kernels.*`` dependencies and an
+    ``__init__.py`` exporting `entry_point`.
 
     Returns:
-        the package folder. Import with ``from <package> import extend_attention_fwd``.
+        the package folder. Import with ``from <package> import <entry_point>``.
 
     Raises:
         ChiploreError: a dependency has no source file, or two dependencies share a file name.
@@ -63,14 +63,14 @@ def write_dropin(candidate: Path, out: Path, package: str = PACKAGE, entry_point
         names[module] = short
         sources[short] = _module_file(module).read_text(encoding="utf-8")
         pending.extend(_kernel_imports(sources[short]))
-    target = out / package
+    target = out / dropin.package
     target.mkdir(parents=True, exist_ok=True)
     def relative(match: re.Match) -> str:
         return f"{match.group(1)}from .{names[match.group(2)]} import "
 
     for short, text in sources.items():
         atomic_write_text(target / f"{short}.py", _FROM.sub(relative, text))
-    init = (f'"""Extend attention tuned by chiplore; needs torch and triton only."""\n\n'
+    init = (f'"""{dropin.summary}"""\n\n'
             f'from .kernel import {entry_point}\n\n__all__ = ["{entry_point}"]\n')
     atomic_write_text(target / "__init__.py", init)
     return target

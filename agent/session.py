@@ -90,7 +90,7 @@ def prepare(config: OptimizeConfig, profile: HardwareProfile, verifier: Verifier
     """
     task = load_task_checked(config.task)
     cases = select_cases(task, config.cases)
-    space = FamilySpace(task, profile, cases) if task.knobs else None
+    space = FamilySpace(task, profile, cases) if task.knobs and task.family is not None else None
     return LoopParts(task=task, profile=profile, cases=cases, verifier=verifier,
                      proposer=proposer or make_proposer(config, space, check),
                      knowledge=knowledge if config.retrieval else None, space=space)

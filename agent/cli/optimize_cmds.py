@@ -213,7 +213,12 @@ def demo_cmd(
     max_evals: int = typer.Option(None, "--max-evals", min=1, help="evaluations (default: 3 on CPU, 20 on GPU)"),
 ) -> None:
     """Onboard the shipped chip notes, ask a question, list patterns, then optimize extend attention."""
+    from typer.main import get_command
+
     from agent.demo import run_demo
 
-    run_demo(_console, max_evals or (20 if has_gpu() else 3), gpu=has_gpu())
+    def command(args: list[str]) -> None:
+        get_command(app).main(args=args, prog_name="chiplore", standalone_mode=False)
+
+    run_demo(_console, command, max_evals or (20 if has_gpu() else 3), gpu=has_gpu())
 

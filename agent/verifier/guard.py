@@ -38,6 +38,7 @@ from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatc
 
 from agent.verifier import policy, refusals
 from agent.verifier.judge import STATE, FrameJudge, SandboxState, SandboxViolation, in_import_machinery, where
+from kernels.task import TASK_MODULES
 
 __all__ = ["STATE", "DispatchGuard", "FrameJudge", "Guards", "SandboxState", "SandboxViolation",
            "poison_free_memory", "where"]
@@ -318,7 +319,9 @@ class Guards:
         "triton.runtime.interpreter.InterpretedFunction.run", "sys.audit", "sys.settrace", "sys.setprofile",
         "torch.cuda.set_stream", "torch.cuda._set_stream_by_id",
     )
-    _HARNESS_MODULES = ("agent.verifier", "kernels.task", "kernels.timing", "kernels.extend_attention.spec")
+    #: Modules whose globals a candidate must not change: the verifier, the task contract, the timing helper and
+    #: every registered task's spec (its inputs, reference and tolerances).
+    _HARNESS_MODULES = ("agent.verifier", "kernels.task", "kernels.timing", *TASK_MODULES.values())
 
     def _snapshot(self) -> dict[str, object]:
         import importlib

@@ -20,6 +20,9 @@ from typing import Any
 
 from kernels.task import Case
 
+#: Cache pool size of `spec.make_inputs` relative to the slots actually used (unused slots hold NaN).
+POOL_FACTOR = 1.25
+
 _DEFAULTS: dict[str, Any] = {
     "num_q_heads": 32, "num_kv_heads": 8, "head_dim": 128, "head_dim_v": None, "mla": False,
     "is_causal": True, "custom_mask": False, "skip_prefix_custom_mask": True, "sliding_window": -1,

@@ -11,6 +11,8 @@ import triton
 import triton.language as tl
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+#: Input dtype names of the task's cases (``Case.params["dtype"]``) and their torch dtypes.
+DTYPES: dict[str, torch.dtype] = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,10 @@ from kernels.extend_attention.common import (
     reject_unsupported,
     resolve_sm_scale,
 )
+from kernels.extend_attention.dispatch import call_class  # noqa: F401 - family candidates import it from here
 from kernels.extend_attention.family_kernels import LOG2E, _family_fwd_kernel, _merge_kernel, merge_grid
 from kernels.extend_attention.prefix_gather import gather_prefix
+from kernels.extend_attention.splits import split_factor
 from kernels.extend_attention.workspace import get_workspace, pooled
 
 
@@ -179,21 +181,17 @@ def pack_factor(config: FamilyConfig, prob: Problem) -> int:
     return prob.group if config.pack_gqa and prob.group > 1 else 1
 
 
-def auto_splits(config: FamilyConfig, prob: Problem, limits: ChipLimits, waves: float = 4.0,
-                min_chunk: int = 256) -> int:
-    """Split-KV factor so that programs fill `waves` x compute units, each split keeping >= `min_chunk` keys.
-
-    Uses only metadata: average prefix per sequence ΣP / B; row blocks ≈ B * cdiv(ΣE * pack / B, BLOCK_M).
-    """
+def auto_splits(config: FamilyConfig, prob: Problem, limits: ChipLimits) -> int:
+    """Split-KV factor of ``num_splits=0``: `splits.split_factor` for the launch's programs (row blocks
+    ≈ B * cdiv(ΣE * pack / B, BLOCK_M), times the heads of the grid) on the chip's compute units. Metadata only."""
     if prob.total_prefix == 0 or prob.batch == 0:
         return 1
     pack = pack_factor(config, prob)
     heads = prob.num_kv_heads if pack > 1 else prob.num_q_heads
     rows_per_seq = max(1, prob.total_extend * pack // prob.batch)
     programs = prob.batch * math.ceil(rows_per_seq / config.block_m) * heads
-    want = math.ceil(waves * limits.num_compute_units / max(1, programs))
-    by_length = max(1, (prob.total_prefix // prob.batch) // min_chunk)
-    return int(max(1, min(want, by_length, 32)))
+    return split_factor(programs, limits.num_compute_units, prob.total_prefix // prob.batch,
+                        max(1, prob.total_extend // prob.batch) * prob.group)
 
 
 def ahead_applies(config: FamilyConfig, prob: Problem, contig: bool, v_is_k: bool, prefix_masked: bool) -> bool:

@@ -66,8 +66,8 @@ def test_dropin_runs_without_the_repository(tmp_path):
     candidate.write_text(space.render(table, inspect.signature(baseline.extend_attention_fwd),
                                       {"id": "v3", "parent_id": "v0", "generation": 1, "patterns": [],
                                        "rationale": "", "run_id": "r", "chip": "h200"}))
-    package = write_dropin(candidate, tmp_path / "sglang")
-    assert "from .family import FamilyConfig, run_family" in (package / "kernel.py").read_text()
+    package = write_dropin(candidate, tmp_path / "dropin", TASK.dropin, TASK.entry_point)
+    assert "from .family import FamilyConfig, call_class, run_family" in (package / "kernel.py").read_text()
     assert not any("from kernels" in p.read_text() for p in package.glob("*.py"))
     results = {}
     for case_id in ("gqa-4", "mla-576-512"):  # a tuned class and the default configuration
@@ -87,7 +87,7 @@ def test_dropin_runs_without_the_repository(tmp_path):
         "    extend_attention_fwd(**a)\n"
         "    torch.save(a['o_extend'], name + '.out.pt')\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.update(PYTHONPATH=str(tmp_path / "sglang"), TRITON_INTERPRET="1")
+    env.update(PYTHONPATH=str(tmp_path / "dropin"), TRITON_INTERPRET="1")
     done = subprocess.run([sys.executable, "-c", script, *results], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
