@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from kernels.extend_attention import extend_attention_fwd as tuned  # noqa: E402
 from kernels.extend_attention.baseline import extend_attention_fwd as baseline  # noqa: E402
+from kernels.extend_attention.cases import adversarial_case, long_prefix_case  # noqa: E402
 from kernels.extend_attention.family import FamilyConfig, run_family  # noqa: E402
-from kernels.extend_attention.hidden import adversarial_case, long_prefix_case  # noqa: E402
 from kernels.extend_attention.spec import TASK, make_inputs, reference  # noqa: E402
 from kernels.task import Case  # noqa: E402
 

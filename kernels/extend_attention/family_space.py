@@ -1,4 +1,6 @@
-"""The extend-attention family as the agent searches it: the task's `kernels.task.KernelFamily`.
+"""The extend-attention family as the agent searches it: the task's `kernels.task.KernelFamily` (a case is a
+`kernels.task.Case`, a chip a `kernels.task.ChipFacts`; this module imports neither, as trusted kernel code may not
+import the contract's data modules).
 
 Features of a case (`CaseShape`) are what a kernel reads from tensor metadata; the dispatch class is
 `dispatch.dispatch_class` (the candidate computes the same from tensors with `dispatch.call_class`); shared memory,
@@ -24,7 +26,6 @@ from kernels.extend_attention.family import (
     pack_factor,
     smem_footprint_kb,
 )
-from kernels.task import Case, ChipFacts
 
 #: Knobs of the family that the agent searches (`family.FamilyConfig` fields) and their allowed values. The first
 #: value of a switch is the baseline kernel's structure (`ExtendAttentionFamily.structure_config`). heavy_first,
@@ -79,7 +80,7 @@ class CaseShape:
                        self.head_dim, self.head_dim_v, DTYPES[self.dtype])
 
 
-def case_shape(case: Case) -> CaseShape:
+def case_shape(case: Any) -> CaseShape:
     """`CaseShape` of an extend-attention case (params as in `kernels.extend_attention.cases`)."""
     p = case.params
     ext = tuple(int(e) for e in p["extend_lens"])
@@ -95,7 +96,7 @@ class ExtendAttentionFamily:
     module = "kernels.extend_attention.family"
     value_labels: Mapping[str, Mapping[Any, str]] = {"num_splits": {0: "auto"}}
 
-    def features(self, case: Case) -> CaseShape:
+    def features(self, case: Any) -> CaseShape:
         return case_shape(case)
 
     def dispatch_class(self, features: CaseShape, ridge_flop_per_byte: float | None) -> str:
@@ -105,7 +106,7 @@ class ExtendAttentionFamily:
         """`family.smem_footprint_kb` of `config` (missing knobs at their defaults)."""
         return smem_footprint_kb(FamilyConfig(**dict(config)), features.problem(), features.v_is_k)
 
-    def fits(self, config: Mapping[str, Any], features: CaseShape, chip: ChipFacts) -> bool:
+    def fits(self, config: Mapping[str, Any], features: CaseShape, chip: Any) -> bool:
         """Within ``smem_per_block_kb`` and ``num_warps * warp_size <= max_threads_per_block`` (unknown: fits)."""
         smem_kb = chip.get("smem_per_block_kb")
         if smem_kb and self.smem_kb(config, features) > smem_kb:
@@ -113,7 +114,7 @@ class ExtendAttentionFamily:
         threads, warp = chip.get("max_threads_per_block"), chip.get("warp_size")
         return not (threads and warp and int(config.get("num_warps", 1)) * warp > threads)
 
-    def programs(self, config: Mapping[str, Any] | None, features: CaseShape, chip: ChipFacts) -> int:
+    def programs(self, config: Mapping[str, Any] | None, features: CaseShape, chip: Any) -> int:
         """Heads x row blocks x splits, by the kernels' grid rules. None is the baseline (one q head per program,
         `baseline_tiles` rows); a family configuration is first fitted to the chip as `run_family` does, and
         ``num_splits=0`` resolved with `family.auto_splits`."""
@@ -129,7 +130,7 @@ class ExtendAttentionFamily:
         heads = s.num_kv_heads if pack > 1 else s.num_q_heads
         return heads * splits * sum(math.ceil(e * pack / fitted.block_m) for e in s.extend_lens)
 
-    def structure_config(self, features: Sequence[CaseShape], chip: ChipFacts) -> dict[str, Any]:
+    def structure_config(self, features: Sequence[CaseShape], chip: Any) -> dict[str, Any]:
         """The baseline's tiles and warps for the widest head dim of `features` (`baseline_tiles`, fitted to the
         chip's shared memory), one q head per program, no split, one stage, the switches off; BLOCK_M halved
         while the family's footprint of some case exceeds the chip's shared memory per block."""

@@ -12,13 +12,20 @@ from typing import Any
 
 import torch
 
-from kernels.extend_attention.cases import BENCH_CASES, POOL_FACTOR, TEST_CASES, full_params, random_case
+from kernels.extend_attention import variables
+from kernels.extend_attention.cases import (
+    BENCH_CASES,
+    POOL_FACTOR,
+    TEST_CASES,
+    dtype_case,
+    full_params,
+    hidden_cases,
+    random_case,
+)
 from kernels.extend_attention.common import DTYPES
 from kernels.extend_attention.family_space import FAMILY, KNOBS
-from kernels.extend_attention.hidden import dtype_case, hidden_cases
 from kernels.extend_attention.reference import reference_extend_attention
-from kernels.extend_attention.variables import VARIABLES_OF_TASK
-from kernels.task import Case, DropIn, TaskFiles, TaskSpec, Tolerance
+from kernels.task import Case, DropIn, FormulaVariables, TaskFiles, TaskSpec, Tolerance
 
 _HERE = Path(__file__).resolve().parent
 
@@ -197,7 +204,8 @@ TASK = TaskSpec(
     hidden_cases=hidden_cases,
     dtype_case=dtype_case,
     family=FAMILY,
-    variables=VARIABLES_OF_TASK,
+    variables=FormulaVariables(variables=variables.VARIABLES, functions=variables.FUNCTIONS,
+                               values=variables.case_values, bind=variables.bind_functions),
     files=TaskFiles(candidate_template=_HERE / "candidate.py.j2", catalog=_HERE / "catalog.yaml"),
     dropin=DROPIN,
 )

@@ -1,4 +1,5 @@
-"""Case variables and helper functions of extend attention for pattern formulas (`kernels.task.FormulaVariables`).
+"""Case variables and helper functions of extend attention for pattern formulas (the spec's
+`kernels.task.FormulaVariables`; `case` is a `kernels.task.Case`).
 
 The catalog's formulas (kernels/extend_attention/catalog.yaml) read these next to the chip profile's and the
 diagnosis' variables and the compulsory ``flops``, ``bytes`` and ``intensity`` every task has (knowledge.variables).
@@ -11,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kernels.extend_attention.cases import POOL_FACTOR, full_params
 from kernels.extend_attention.common import head_dim_blocks
+from kernels.extend_attention.params import POOL_FACTOR, full_params
 from kernels.extend_attention.splits import split_factor
-from kernels.task import Case, FormulaVariables
 
 #: Elements' bytes per input dtype name.
 ELEMENT_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
@@ -48,13 +48,13 @@ FUNCTIONS: dict[str, str] = {
 }
 
 
-def case_values(case: Case) -> dict[str, Any]:
+def case_values(case: Any) -> dict[str, Any]:
     """Values of `VARIABLES` for `case`.
 
     ``prefix_kv_bytes = P_total * kv_token * elem`` with ``kv_token = H_kv * (D_qk + D_v)`` elements, or ``D_qk``
     for MLA (V is a view of K, and `prefix_gather.gather_prefix` copies K alone): the prefix part of the task
     spec's compulsory bytes (`spec.bytes_moved`), without the kv_indices. ``max_offset_elems`` counts the KV pool
-    of `spec.make_inputs` (`cases.POOL_FACTOR` times the prefix slots).
+    of `spec.make_inputs` (`params.POOL_FACTOR` times the prefix slots).
 
     Raises:
         ValueError: the case parameters are invalid (from `full_params`).
@@ -78,7 +78,7 @@ def case_values(case: Case) -> dict[str, Any]:
     }
 
 
-def bind_functions(case: Case) -> dict[str, Callable[..., Any]]:
+def bind_functions(case: Any) -> dict[str, Callable[..., Any]]:
     """`FUNCTIONS` bound to `case`.
 
     Raises:
@@ -97,7 +97,3 @@ def bind_functions(case: Case) -> dict[str, Callable[..., Any]]:
         return split_factor(int(programs), int(units), sum(pre) // len(pre), rows_per_sequence)
 
     return {"seq_tiles": seq_tiles, "split_factor": splits}
-
-
-VARIABLES_OF_TASK = FormulaVariables(variables=VARIABLES, functions=FUNCTIONS, values=case_values,
-                                     bind=bind_functions)

@@ -14,7 +14,7 @@ import pytest
 
 from agent.verifier import Verifier, VerifyOptions
 from agent.verifier.plan import PlanSettings, build_plan
-from kernels.extend_attention.hidden import LONG_EXTEND_TOKENS, long_extend_case
+from kernels.extend_attention.cases import LONG_EXTEND_TOKENS, long_extend_case
 from kernels.extend_attention.spec import TASK
 
 BASELINE = Path(__file__).resolve().parents[2] / "kernels" / "extend_attention" / "baseline.py"

@@ -16,7 +16,7 @@ from agent.verifier.plan import (
     perturb_inputs,
     tensor_digest,
 )
-from kernels.extend_attention.hidden import (
+from kernels.extend_attention.cases import (
     ADVERSARIAL_Q_SCALE,
     GPU_DTYPE_HEAD_DIM,
     LONG_PREFIX_KEYS,
