@@ -65,6 +65,14 @@ suite_corpus() {  # every cheat of the corpus must be rejected, every honest ker
     --out "$OUT/corpus.json" "$@")
 }
 
+suite_sweep() {  # extend-attention family sweep (e.g. SUITE_ARGS_sweep="--quick" or "--tma --cases mixed-batch")
+  python3 benchmarks/sweep_extend_attention.py --out "$OUT/sweep.json" "$@"
+}
+
+suite_verify_time() {  # where a verification's seconds go, per phase and child (needs .whl)
+  python3 benchmarks/diagnose_verify_time.py --chip h200 "$@"
+}
+
 suite_optimize() {  # chiplore optimize runs (scripts/optimize_gpu.py; e.g. SUITE_ARGS_optimize="--part runs --minutes 8")
   python3 scripts/optimize_gpu.py --out "$OUT/optimize" "$@"
   tar czf "$OUT/optimize.tgz" -C "$OUT" optimize && rm -rf "$OUT/optimize"
