@@ -200,7 +200,7 @@ def ahead_applies(config: FamilyConfig, prob: Problem, contig: bool, v_is_k: boo
     G = 1), more KV heads than ``ahead_heads``, no rope part, V not a view of K and no mask on prefix keys. Then
     the first ``ahead_heads`` KV heads' prefix is copied before attention and each program of KV head h copies a
     1/count slice of its sequence's prefix of head h + ahead_heads, under its tensor-core work instead of before
-    it (mixed batch: a 135 us copy at the bandwidth ceiling, BENCHMARKS.md session 5)."""
+    it (mixed batch: a 135 us copy at the bandwidth ceiling; BENCHMARKS.md, 'Kernel sweeps')."""
     _, block_dpe, _ = head_dim_blocks(prob.head_dim, prob.head_dim_v)
     one_per_kv_head = pack_factor(config, prob) > 1 or prob.group == 1
     return (config.gather_ahead > 0 and contig and config.num_splits == 1 and config.gather_stages == 0
