@@ -1,6 +1,7 @@
 """The loop on the real knowledge base (chromadb store, hybrid retrieval, ranking on the pattern graph, findings)
 with the scripted verifier: what one run records is what the next run retrieves and starts from."""
 
+import pytest
 
 from agent.adapters import StoreKnowledge, load_chip_profile
 from agent.config import OptimizeConfig, StopRules
@@ -9,6 +10,7 @@ from agent.session import run_optimization, start_run
 from tests.agent.helpers import ScriptedVerifier
 
 
+@pytest.mark.slow  # ~66 s on 2 cores
 def test_findings_of_one_run_seed_the_next(chiplore_home):
     from ingest.onboard import onboard
     from knowledge.findings import query_findings

@@ -61,6 +61,7 @@ def test_descriptor_loads_compile_to_tma_copies_for_sm90():
         assert report[name]["tma_copies"] > 0, report
 
 
+@pytest.mark.slow  # ~24 s on 2 cores
 @pytest.mark.skipif(torch.cuda.is_available(), reason="GPU machines launch the real kernel instead")
 def test_ordered_gather_ahead_compiles_for_hopper_with_its_fence_and_for_ampere_without():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}

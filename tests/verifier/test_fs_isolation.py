@@ -214,6 +214,7 @@ def test_a_file_write_the_torch_guards_would_not_see_is_refused_by_the_kernel(tm
         assert verdict.config["fs_isolation"] == "off" and target.exists()
 
 
+@pytest.mark.slow  # ~17 s on 2 cores
 def test_honest_baseline_passes_with_isolation_on_the_cpu_by_default():
     with Verifier("extend_attention", options=VerifyOptions(device="cpu", case_ids=("gqa-4",), random_cases=1,
                                                             timeout_s=300)) as verifier:

@@ -39,6 +39,7 @@ def test_every_plan_has_a_long_extend_trial():
     assert labels.count("long extend") == 1
 
 
+@pytest.mark.slow  # ~34 s on 2 cores
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="CPU (interpreter) check")
 def test_a_causal_off_by_one_at_block_edges_is_rejected(tmp_path):
     source = BASELINE.read_text()

@@ -30,6 +30,7 @@ def test_static_cheat_exits_2_with_a_json_verdict():
     assert any("no-torch-compute" in r for r in verdict["reasons"])
 
 
+@pytest.mark.slow  # ~37 s on 2 cores
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CPU behaviour")
 def test_honest_candidate_passes_and_says_nothing_was_timed():
     result = runner.invoke(app, ["verify", "extend_attention", str(HONEST), "--cases", "gqa-4,sinks"])
