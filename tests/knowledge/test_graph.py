@@ -166,6 +166,7 @@ def test_sigkill_while_saving_keeps_the_previous_graph(tmp_path, mode):
     assert not list(tmp_path.glob(".graph.json.*.tmp")), "stale temp file removed on load"
 
 
+@pytest.mark.slow  # ~16 s on a busy 2-core machine
 def test_sigkill_at_random_times_leaves_a_loadable_graph(tmp_path):
     """Kill a writer that saves a growing graph in a loop at different moments: the file always loads and holds
     the last save the writer reported (or the one after it, if the rename landed before the report)."""

@@ -183,6 +183,7 @@ def test_writes_outside_the_allowed_folders_are_refused_for_every_api(tmp_path):
     assert (allowed / "a.txt").exists() and not any(other.iterdir())
 
 
+@pytest.mark.slow  # ~15 s on a busy 2-core machine
 @needs_landlock
 def test_a_file_write_the_torch_guards_would_not_see_is_refused_by_the_kernel(tmp_path):
     """With the torch-side refusals switched off (`compute_guard=False`) a file-backed storage opens any file; with

@@ -130,6 +130,7 @@ def test_huge_junk_text_is_refused_before_anything_is_stored(chiplore_home, embe
     assert [c["chip"] for c in json.loads(out)["chips"]] == ["z9"]
 
 
+@pytest.mark.slow  # ~11 s on a busy 2-core machine
 def test_truncated_pdf_prints_only_the_error_line(chiplore_home, tmp_path):
     """pypdf logs 'EOF marker not found' on stderr for a truncated file; only chiplore's own line may appear."""
     whole = make_pdf(tmp_path / "whole.pdf", [["TITLE", "The Z9 has 96 vector cores.", "1"], ["TITLE", "More.", "2"]])
