@@ -20,12 +20,22 @@ from kernels.task import DropIn
 _FROM = re.compile(r"^(\s*)from\s+(kernels(?:\.\w+)+)\s+import\s", re.MULTILINE)
 
 
+def _is_package(name: str) -> bool:
+    spec = importlib.util.find_spec(name)
+    return spec is not None and spec.submodule_search_locations is not None
+
+
 def _kernel_imports(source: str) -> set[str]:
-    """Names of ``kernels.*`` modules imported by `source` (``from kernels.x.y import ...``)."""
+    """Names of ``kernels.*`` modules imported by `source`: ``from kernels.x.y import ...`` names ``kernels.x.y``;
+    ``from kernels.x import y`` with ``x`` a package names its submodule ``kernels.x.y`` (not the package's
+    ``__init__``, which imports the task's entry points and would pull every kernel module in)."""
     out = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("kernels.") and not node.level:
-            out.add(node.module)
+            if _is_package(node.module):
+                out |= {f"{node.module}.{alias.name}" for alias in node.names}
+            else:
+                out.add(node.module)
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.startswith("kernels."):
@@ -66,7 +76,8 @@ def write_dropin(candidate: Path, out: Path, dropin: DropIn, entry_point: str) -
     target = out / dropin.package
     target.mkdir(parents=True, exist_ok=True)
     def relative(match: re.Match) -> str:
-        return f"{match.group(1)}from .{names[match.group(2)]} import "
+        module, indent = match.group(2), match.group(1)
+        return f"{indent}from .{names[module]} import " if module in names else f"{indent}from . import "
 
     for short, text in sources.items():
         atomic_write_text(target / f"{short}.py", _FROM.sub(relative, text))

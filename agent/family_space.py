@@ -183,7 +183,7 @@ class FamilySpace:
         configs = [(k, ", ".join(f"{n}={full[k][n]!r}" for n in self.knobs)) for k in sorted(full)]
         return render_file(self.task.files.candidate_template, header=dict(header), configs=configs,
                            family_module=self.family.module,
-                           ridge=self.ridge,
+                           ridge=self.ridge, limits=self.family.candidate_limits(self.profile),
                            signature=_wrap(str(bare)[1:-1].split(", "), indent=4),
                            call_args=_wrap([f"{n}={n}" for n in names], indent=8),
                            entry_point=self.task.entry_point)

@@ -137,6 +137,12 @@ class KernelFamily(Protocol):
         """The family's default value of every knob (what ``FamilyConfig()`` runs with)."""
         ...
 
+    def candidate_limits(self, chip: ChipFacts) -> dict[str, Any] | None:
+        """The chip limits a candidate file carries, ``{name: value}`` (the template's ``limits``, e.g. rendered as
+        ``ChipLimits(**limits)`` for a family that never queries the device), or None: the family reads its limits
+        itself, or the chip lacks one it needs."""
+        ...
+
 
 @dataclass(frozen=True)
 class FormulaVariables:
@@ -162,8 +168,8 @@ class TaskFiles:
     Attributes:
         candidate_template: Jinja2 template of a family candidate. Context: ``header`` (id, parent_id, generation,
             patterns, rationale, run_id, chip), ``configs`` (list of ``(class key, "knob=value, ...")``),
-            ``family_module``, ``ridge`` (FLOP/byte or None), ``signature`` and ``call_args`` (the entry point's
-            parameters, wrapped), ``entry_point``.
+            ``family_module``, ``ridge`` (FLOP/byte or None), ``limits`` (`KernelFamily.candidate_limits`),
+            ``signature`` and ``call_args`` (the entry point's parameters, wrapped), ``entry_point``.
         catalog: YAML with the task's part of the pattern catalog (``knowledge.catalog`` documents the format).
     """
 

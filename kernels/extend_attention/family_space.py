@@ -148,5 +148,9 @@ class ExtendAttentionFamily:
     def defaults(self) -> dict[str, Any]:
         return FamilyConfig().to_dict()
 
+    def candidate_limits(self, chip: Any) -> dict[str, Any] | None:
+        """None: `run_family` reads the chip's limits from the device it runs on (`ChipLimits.from_device`)."""
+        return None
+
 
 FAMILY = ExtendAttentionFamily()

@@ -94,3 +94,22 @@ def test_dropin_runs_without_the_repository(tmp_path):
     for case_id, expected in results.items():
         got = torch.load(tmp_path / f"{case_id}.out.pt")
         torch.testing.assert_close(got.float(), expected, atol=4e-3, rtol=4e-3)
+
+
+def test_dropin_copies_submodules_imported_from_a_package(tmp_path):
+    """``from kernels.<task> import <module>`` copies that module, not the package's ``__init__`` (which imports
+    the task's entry points and, flattened into one package, would import the candidate's own imports in a cycle)."""
+    candidate = tmp_path / "kernel_v4.py"
+    candidate.write_text("from kernels.extend_attention import workspace\n"
+                         "from kernels.extend_attention.family import FamilyConfig, run_family\n\n\n"
+                         "def extend_attention_fwd(*args, **kwargs):\n"
+                         "    return run_family(FamilyConfig(), *args, **kwargs) if workspace else None\n")
+    package = write_dropin(candidate, tmp_path / "dropin", TASK.dropin, TASK.entry_point)
+    kernel = (package / "kernel.py").read_text()
+    assert "from . import workspace" in kernel and "from .family import FamilyConfig" in kernel
+    assert (package / "workspace.py").is_file() and not (package / "extend_attention.py").exists()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(PYTHONPATH=str(tmp_path / "dropin"), TRITON_INTERPRET="1")
+    done = subprocess.run([sys.executable, "-c", f"import {TASK.dropin.package} as p; print(p.{TASK.entry_point})"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -80,6 +80,8 @@ def test_family_follows_the_protocol(task):
     family, profile = task.family, h200_profile()
     defaults = family.defaults()
     assert set(task.knobs) <= set(defaults)
+    limits = family.candidate_limits(profile)
+    assert limits is None or (isinstance(limits, dict) and all(isinstance(k, str) for k in limits))
     cases = list(task.bench_cases) + _small_cases(task)
     for case in cases:
         features = family.features(case)
