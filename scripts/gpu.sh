@@ -86,6 +86,10 @@ suite_optimize() {  # chiplore optimize runs (scripts/optimize_gpu.py; e.g. SUIT
   tar czf "$OUT/optimize.tgz" -C "$OUT" optimize && rm -rf "$OUT/optimize"
 }
 
+suite_mcp() {  # chiplore mcp over stdio with timed tools (profile_kernel, a run with a timed baseline); needs mcp wheels
+  CHIPLORE_GPU_OUT="$OUT" python3 -m pytest -q -m gpu tests/agent/mcp -p no:cacheprovider "$@"
+}
+
 suite_splitk_bench() {  # split-K GEMM: baseline, tuned, cuBLAS on the 18 bench cases (bf16; needs .whl for the profile)
   python3 benchmarks/bench_splitk_gemm.py --chip h200 --out "$OUT/splitk-bench.json" "$@"
 }

@@ -7,7 +7,9 @@
   its own folder, never another task's.
 - every other package imports only from packages before it, and of `kernels` only the contract: everything
   task-specific is read through `TaskSpec` (docs/ARCHITECTURE.md, "Adding a task").
-- no cycle between the modules and subpackages of `agent` (`agent.demo`, `agent.cli`, `agent.verifier`, ...).
+- no import-time cycle (module-scope imports) between the modules and subpackages of `agent` (`agent.loop`,
+  `agent.verifier`, `agent.proposers`, ...), and nothing below the CLI imports `agent.cli`, lazily or not (the CLI
+  is the top: `agent.demo` runs commands through the runner the CLI hands it).
 - no importlib indirection between our own packages (``importlib.import_module("knowledge...")``); the task
   registry (`kernels.task.TASK_MODULES`) is the one place that names modules by string.
 """
@@ -39,10 +41,12 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
-def _imports(path: Path) -> set[str]:
-    """Dotted names a module imports (``from a.b import c`` gives ``a.b.c`` when that is a module, else ``a.b``)."""
+def _imports(path: Path, module_scope: bool = False) -> set[str]:
+    """Dotted names a module imports (``from a.b import c`` gives ``a.b.c`` when that is a module, else ``a.b``);
+    with `module_scope`, only the imports that run when the module is imported (its top-level statements)."""
     out = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in (tree.body if module_scope else ast.walk(tree)):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -55,6 +59,7 @@ def _imports(path: Path) -> set[str]:
 
 
 IMPORTS = {name: _imports(path) for name, path in MODULES.items()}
+MODULE_SCOPE_IMPORTS = {name: _imports(path, module_scope=True) for name, path in MODULES.items()}
 
 
 def _ours(name: str) -> bool:
@@ -102,9 +107,9 @@ def _unit(module: str) -> str:
     return ".".join(parts[:2]) if parts[0] == "agent" else parts[0]
 
 
-def test_no_cycle_between_agent_modules_and_subpackages():
+def test_no_import_time_cycle_between_agent_modules_and_subpackages():
     graph: dict[str, set[str]] = defaultdict(set)
-    for module, targets in IMPORTS.items():
+    for module, targets in MODULE_SCOPE_IMPORTS.items():
         for t in targets:
             if _ours(t) and _unit(t) != _unit(module):
                 graph[_unit(module)].add(_unit(t))
@@ -131,4 +136,10 @@ def test_no_importlib_indirection_between_our_packages():
                 arg = node.args[0]
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and _ours(arg.value):
                     bad.append((module, arg.value))
+    assert not bad, bad
+
+
+def test_nothing_below_the_cli_imports_it():
+    bad = sorted((m, t) for m, targets in IMPORTS.items() if not m.startswith("agent.cli")
+                 for t in targets if t == "agent.cli" or t.startswith("agent.cli."))
     assert not bad, bad
