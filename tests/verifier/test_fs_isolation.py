@@ -225,6 +225,7 @@ def test_honest_baseline_passes_with_isolation_on_the_cpu_by_default():
     assert verdict.config["fs_isolation"].startswith(expected)
 
 
+@pytest.mark.slow  # ~8 s on a busy 2-core machine
 def test_triton_cache_writers_refuse_a_candidate_that_calls_them_without_isolation():
     """Triton's own opens pass the audit hook (it writes compiled kernels); its cache writers refuse when the
     candidate calls them itself -- the layer that stands where Landlock is off (on a GPU by default)."""

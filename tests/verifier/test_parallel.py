@@ -324,6 +324,7 @@ def test_a_child_hanging_after_the_failure_is_killed_at_once(verifier, tmp_path,
     _nothing_left(runs)
 
 
+@pytest.mark.slow  # ~8 s on a busy 2-core machine
 @CPU_ONLY
 def test_a_child_hanging_before_the_failure_decides_the_verdict_as_with_one_child(verifier, tmp_path, runs):
     # child a fails at its test-case trial, child b hangs at trial 0: the verdict is trial 0's timeout (as with one)

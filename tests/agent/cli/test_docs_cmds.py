@@ -239,6 +239,7 @@ def records_count() -> int:
     return len(KnowledgeStore.open().records())
 
 
+@pytest.mark.slow  # ~8 s on a busy 2-core machine
 @pytest.mark.parametrize("model, line", [
     ("/nonexistent", "error: embedding model '/nonexistent' (CHIPLORE_EMBED_MODEL): no such folder; point it at a "
                      "folder saved by sentence-transformers, or unset CHIPLORE_EMBED_MODEL to use the packaged "
@@ -253,6 +254,7 @@ def test_ask_on_an_empty_store_reports_a_missing_embedding_model(chiplore_home, 
     assert err.startswith(line) and err.count("\n") == 1
 
 
+@pytest.mark.slow  # ~8 s on a busy 2-core machine
 def test_ask_for_a_chip_with_a_profile_but_no_documents_says_what_it_needs(chiplore_home, embedder, docs, capsys,
                                                                           monkeypatch):
     run_cli(capsys, monkeypatch, "onboard", "z9", docs, "--json")
