@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from agent.config import LLMOptions, OptimizeConfig, StopRules, ToolBounds
 from agent.mcp.toolbox import Toolbox
 from agent.proposers.llm_tools import ToolCallingProposer
