@@ -13,6 +13,8 @@ imports nothing but the family module and keeps no mutable module state (the ver
 
 Everything task-specific (features, classes, shared memory, fit, programs, the structure) comes from the task's
 `KernelFamily`; this module only enumerates, snaps and steps knob values and renders.
+The candidate carries the chip's limits (`KernelFamily.candidate_limits`, from the profile) as data where the family
+needs them; a profile with an unknown limit cannot render one.
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent.templates import render_file
+from core.errors import BadInputError
 from hardware_profiles.peaks import ridge_flop_per_byte
 from hardware_profiles.schema import HardwareProfile
+from kernels.chip import UnknownChipLimit
 from kernels.task import Case, KernelFamily, TaskSpec
 
 Config = dict[str, Any]
@@ -56,11 +60,13 @@ class FamilySpace:
 
     Args:
         task: the task (its `knobs` define the space, its `family` the rest).
-        profile: chip profile (ridge point, shared memory per block, thread limits).
+        profile: chip profile (ridge point and the chip limits: compute units, shared memory per block, warp
+            width, threads per block).
         cases: the bench cases being optimized (they decide which classes matter).
 
     Raises:
         ValueError: the task defines no knobs, family or candidate template (not a family task).
+        BadInputError: a chip limit is unknown in the profile (the message names the field and how to get it).
     """
 
     def __init__(self, task: TaskSpec, profile: HardwareProfile, cases: list[Case]) -> None:
@@ -69,6 +75,10 @@ class FamilySpace:
         self.task = task
         self.family: KernelFamily = task.family
         self.profile = profile
+        try:
+            self.limits = self.family.candidate_limits(profile)
+        except UnknownChipLimit as exc:
+            raise BadInputError(str(exc)) from None
         self.knobs: dict[str, tuple[Any, ...]] = {k: tuple(v) for k, v in task.knobs.items()}
         ridge = ridge_flop_per_byte(profile, task.dtype_of(cases[0])) if cases else None
         self.ridge = None if ridge is None else round(ridge, 3)  # as written into the candidate file
@@ -183,7 +193,7 @@ class FamilySpace:
         configs = [(k, ", ".join(f"{n}={full[k][n]!r}" for n in self.knobs)) for k in sorted(full)]
         return render_file(self.task.files.candidate_template, header=dict(header), configs=configs,
                            family_module=self.family.module,
-                           ridge=self.ridge, limits=self.family.candidate_limits(self.profile),
+                           ridge=self.ridge, limits=self.limits,
                            signature=_wrap(str(bare)[1:-1].split(", "), indent=4),
                            call_args=_wrap([f"{n}={n}" for n in names], indent=8),
                            entry_point=self.task.entry_point)

@@ -3,8 +3,8 @@
     kernels -> core -> hardware_profiles -> knowledge -> ingest -> agent
 
 - `kernels` imports only torch, triton and the standard library (a kernel folder stays usable on its own; the
-  report's drop-in copies it); a task folder imports only the contract (`kernels.task`, `kernels.timing`) and
-  its own folder, never another task's.
+  report's drop-in copies it); a task folder imports only the shared kernels modules (`kernels.task`,
+  `kernels.chip`, `kernels.launch`, `kernels.timing`) and its own folder, never another task's.
 - every other package imports only from packages before it, and of `kernels` only the contract: everything
   task-specific is read through `TaskSpec` (docs/ARCHITECTURE.md, "Adding a task").
 - no import-time cycle (module-scope imports) between the modules and subpackages of `agent` (`agent.loop`,
@@ -25,7 +25,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("kernels", "core", "hardware_profiles", "knowledge", "ingest", "agent")
-CONTRACT = {"kernels", "kernels.task", "kernels.timing"}
+#: What every task shares and the rest of chiplore may import: the contract, the chip limits a kernel runs with,
+#: the direct launcher and the timing helper.
+CONTRACT = {"kernels", "kernels.task", "kernels.chip", "kernels.launch", "kernels.timing"}
 KERNEL_DEPENDENCIES = {"torch", "triton"}
 
 

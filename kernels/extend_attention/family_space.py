@@ -15,17 +15,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kernels.chip import ChipLimits
 from kernels.extend_attention.baseline import baseline_tiles
 from kernels.extend_attention.common import DTYPES, Problem
 from kernels.extend_attention.dispatch import dispatch_class
-from kernels.extend_attention.family import (
-    ChipLimits,
-    FamilyConfig,
-    auto_splits,
-    fit_to_chip,
-    pack_factor,
-    smem_footprint_kb,
-)
+from kernels.extend_attention.family import FamilyConfig, auto_splits, fit_to_chip, pack_factor, smem_footprint_kb
+from kernels.extend_attention.mla import mla_applies
 
 #: Knobs of the family that the agent searches (`family.FamilyConfig` fields) and their allowed values. The first
 #: value of a switch is the baseline kernel's structure (`ExtendAttentionFamily.structure_config`). heavy_first,
@@ -39,6 +34,9 @@ KNOBS: dict[str, tuple[Any, ...]] = {
     "pack_gqa": (False, True),
     "pregather": (False, True),  # copy the prefix K/V rows into contiguous order first (prefix_gather.py)
     "tma": (False, True),  # K/V tiles through tensor descriptors where family.tma_plan allows, else pointers
+    # absorbed-MLA calls (576/512, V a view of K) on the dedicated kernel (mla.py: the two-warpgroup Gluon kernel
+    # on Hopper, the Triton one elsewhere); other calls ignore it (`ExtendAttentionFamily.fits` keeps it "off" there)
+    "mla": ("off", "gluon"),
 }
 
 
@@ -107,22 +105,28 @@ class ExtendAttentionFamily:
         return smem_footprint_kb(FamilyConfig(**dict(config)), features.problem(), features.v_is_k)
 
     def fits(self, config: Mapping[str, Any], features: CaseShape, chip: Any) -> bool:
-        """Within ``smem_per_block_kb`` and ``num_warps * warp_size <= max_threads_per_block`` (unknown: fits)."""
-        smem_kb = chip.get("smem_per_block_kb")
-        if smem_kb and self.smem_kb(config, features) > smem_kb:
+        """Within the chip's ``smem_per_block_kb`` and ``num_warps * warp_size <= max_threads_per_block``, and not a
+        duplicate: the dedicated MLA path (``mla`` other than "off") only for an MLA-shaped case
+        (`mla.mla_applies`; elsewhere the knob changes nothing).
+
+        Raises:
+            kernels.chip.UnknownChipLimit: a limit is unknown in `chip` (the family needs every one).
+        """
+        if config.get("mla", "off") != "off" and not mla_applies(features.problem(), features.v_is_k, None, None):
             return False
-        threads, warp = chip.get("max_threads_per_block"), chip.get("warp_size")
-        return not (threads and warp and int(config.get("num_warps", 1)) * warp > threads)
+        limits = ChipLimits.from_profile(chip)
+        if self.smem_kb(config, features) > limits.smem_per_block_kb:
+            return False
+        return int(config.get("num_warps", 1)) * limits.warp_size <= limits.max_threads_per_block
 
     def programs(self, config: Mapping[str, Any] | None, features: CaseShape, chip: Any) -> int:
         """Heads x row blocks x splits, by the kernels' grid rules. None is the baseline (one q head per program,
         `baseline_tiles` rows); a family configuration is first fitted to the chip as `run_family` does, and
         ``num_splits=0`` resolved with `family.auto_splits`."""
-        s = features
+        s, limits = features, ChipLimits.from_profile(chip)
         if config is None:
-            block_m, _, _ = baseline_tiles(s.head_dim, DTYPES[s.dtype].itemsize, chip.get("smem_per_block_kb"))
+            block_m, _, _ = baseline_tiles(s.head_dim, DTYPES[s.dtype].itemsize, limits.smem_per_block_kb)
             return s.num_q_heads * sum(math.ceil(e / block_m) for e in s.extend_lens)
-        limits = ChipLimits.from_profile(chip)
         prob = s.problem()
         fitted = fit_to_chip(FamilyConfig(**dict(config)), prob, limits, s.v_is_k)
         splits = fitted.num_splits or auto_splits(fitted, prob, limits)
@@ -136,7 +140,7 @@ class ExtendAttentionFamily:
         while the family's footprint of some case exceeds the chip's shared memory per block."""
         widest = max(features, key=lambda s: s.head_dim)
         block_m, block_n, warps = baseline_tiles(widest.head_dim, DTYPES[widest.dtype].itemsize,
-                                                 chip.get("smem_per_block_kb"))
+                                                 ChipLimits.from_profile(chip).smem_per_block_kb)
         config = {k: v[0] for k, v in KNOBS.items()}
         config.update(block_m=block_m, block_n=block_n, num_warps=warps, num_stages=1, num_splits=1,
                       pack_gqa=False)
@@ -149,8 +153,13 @@ class ExtendAttentionFamily:
         return FamilyConfig().to_dict()
 
     def candidate_limits(self, chip: Any) -> dict[str, Any] | None:
-        """None: `run_family` reads the chip's limits from the device it runs on (`ChipLimits.from_device`)."""
-        return None
+        """The chip's `kernels.chip.ChipLimits` from its profile: a candidate passes them to every `run_family`
+        call (the kernel never queries the device for them).
+
+        Raises:
+            kernels.chip.UnknownChipLimit: a limit is unknown in `chip`, naming the field.
+        """
+        return {k: v for k, v in ChipLimits.from_profile(chip).to_dict().items() if k != "chip"}
 
 
 FAMILY = ExtendAttentionFamily()

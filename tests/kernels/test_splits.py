@@ -15,8 +15,8 @@ from kernels.extend_attention.splits import split_factor
 from kernels.extend_attention.tuned import choose_config
 from kernels.extend_attention.variables import bind_functions
 
-H200 = ChipLimits(num_compute_units=132, smem_per_block_kb=227)
-M890 = ChipLimits(num_compute_units=36, smem_per_block_kb=48)
+H200 = ChipLimits(num_compute_units=132, smem_per_block_kb=227, warp_size=32, max_threads_per_block=1024)
+M890 = ChipLimits(num_compute_units=36, smem_per_block_kb=48, warp_size=32, max_threads_per_block=1024)
 
 
 def _problem(case) -> Problem:
