@@ -169,6 +169,7 @@ def _with(profile, **values):
     return profile.model_copy(update=fields)
 
 
+@pytest.mark.slow  # ~10 s on a busy 2-core machine
 def test_the_profile_units_set_the_split_factor_the_candidate_runs_with(tmp_path, monkeypatch):
     """Same table, profiles of 36 and 132 compute units: the rendered candidates carry those limits and split-KV
     (num_splits=0: `auto_splits`) follows them. One sequence, 8 heads, 16 rows (one 64-row block): 8 programs;

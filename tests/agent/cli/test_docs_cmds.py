@@ -199,7 +199,8 @@ FRESH = ("(damaged store); chiplore will not write over it; keep it for inspecti
          "folder and onboard the documents again")
 
 
-@pytest.mark.parametrize("damage", ["sqlite-empty", "sqlite-missing", "index-empty"])
+@pytest.mark.parametrize("damage", ["sqlite-empty", pytest.param("sqlite-missing", marks=pytest.mark.slow),
+                                    pytest.param("index-empty", marks=pytest.mark.slow)])  # ~7 s each
 def test_damaged_store_is_reported_and_never_rebuilt_over(chiplore_home, embedder, docs, capsys, monkeypatch, damage):
     code, _, _ = run_cli(capsys, monkeypatch, "onboard", "z9", docs, "--json")
     assert code == 0
