@@ -125,7 +125,7 @@ suite_splitk_bench() {  # split-K GEMM: baseline, tuned, cuBLAS on the 18 bench 
   python3 benchmarks/bench_splitk_gemm.py --chip h200 --out "$OUT/splitk-bench.json" "$@"
 }
 
-suite_splitk_sweep() {  # split-K GEMM: the bench plus ~12 variants of the tuned configuration per case
+suite_splitk_sweep() {  # split-K GEMM: the bench plus ~13 variants of the tuned configuration per case (previous rule too)
   python3 benchmarks/bench_splitk_gemm.py --chip h200 --sweep --out "$OUT/splitk-sweep.json" "$@"
 }
 
