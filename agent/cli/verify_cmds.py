@@ -16,6 +16,7 @@ import math
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from pydantic import ValidationError
@@ -24,8 +25,11 @@ from rich.status import Status
 from rich.table import Column, Table
 
 from agent.cli.app import app
-from agent.verifier import Verdict, Verifier, VerifyOptions
+from agent.cli.console import CliConsole
 from core.errors import BadInputError
+
+if TYPE_CHECKING:  # the verifier imports torch: loaded when `verify` runs, not for every chiplore command
+    from agent.verifier import Verdict, Verifier, VerifyOptions
 
 
 def _profile(chip: str | None):
@@ -54,6 +58,8 @@ def _options(device: str, reps: int, timeout: float, case_ids: tuple[str, ...]) 
     Raises:
         BadInputError: e.g. ``--reps 0: must be >= 3`` or ``--timeout -5: must be > 0 seconds``.
     """
+    from agent.verifier import VerifyOptions
+
     if not math.isfinite(timeout):
         raise BadInputError(f"--timeout {timeout:g}: must be a finite number of seconds")
     try:
@@ -159,12 +165,14 @@ def verify_command(
 
     Exit code 0 = pass, 2 = rejected (stage and reasons printed), 1 = bad input.
     """
+    from agent.verifier import Verifier
+
     _check_file(file)
     if device not in ("auto", "cpu", "cuda"):
         raise BadInputError(f"--device {device!r}: expected auto, cpu or cuda")
     options = _options(device, reps, timeout, tuple(c.strip() for c in cases.split(",") if c.strip()))
     profile = _profile(chip)
-    console = Console(stderr=as_json, soft_wrap=True)
+    console = CliConsole(stderr=as_json)
     with Verifier(task, profile, options) as verifier:
         _check_cases(verifier, options.case_ids)
         if with_baseline and verifier.device() == "cuda":
