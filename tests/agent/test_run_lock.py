@@ -38,14 +38,14 @@ def test_resume_of_a_live_run_is_refused_and_a_dead_runs_lock_is_taken_over(tmp_
     state_file = tmp_path / "runs" / "run" / "state.json"
     try:
         before = state_file.read_bytes()
+        with pytest.raises(RunBusyError, match=f"run 'run' is running in pid {proc.pid}"):
+            resume_run("run", root=tmp_path / "runs")
         env = {**os.environ, "PYTHONPATH": str(REPO), "CHIPLORE_HOME": str(tmp_path)}
         cli = subprocess.run([sys.executable, "-m", "agent.cli", "optimize", "--resume", "run"], cwd=REPO, env=env,
                              capture_output=True, text=True, timeout=300)
         lines = cli.stderr.strip().splitlines()
         assert cli.returncode == 1 and len(lines) == 1, cli.stderr
         assert lines[0].startswith(f"error: run 'run' is running in pid {proc.pid} (since "), lines[0]
-        with pytest.raises(RunBusyError, match=f"run 'run' is running in pid {proc.pid}"):
-            resume_run("run", root=tmp_path / "runs")
         assert state_file.read_bytes() == before  # nothing was written by the refused resumes
     finally:
         os.kill(proc.pid, signal.SIGKILL)
