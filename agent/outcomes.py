@@ -79,11 +79,13 @@ def evaluation_record(n: int, lineage: Lineage, verdict: Mapping[str, Any], deci
         content_hash=lineage.content_hash, wall_s=wall_s)
 
 
-def failed_proposal_record(n: int, parent_id: str, proposer: str, stage: str, reason: str) -> EvalRecord:
-    """Record of a proposal that never became a candidate file (no code, wrong signature, duplicate)."""
+def failed_proposal_record(n: int, parent_id: str, proposer: str, stage: str, reason: str,
+                           parameters: Mapping[str, Any] | None = None) -> EvalRecord:
+    """Record of a proposal that never became a candidate file (no code, wrong signature, duplicate);
+    `parameters` are what the proposer spent on it (e.g. the tokens of a tool-calling model's turn)."""
     return EvalRecord(n=n, candidate_id=f"v{n}", parent_id=parent_id, proposer=proposer, stage=stage,
                       passed=False, timed=False, accepted=False, decision=f"failed candidate ({stage}): {reason}",
-                      reasons=[reason])
+                      reasons=[reason], parameters=dict(parameters or {}))
 
 
 def findings_for(state: RunState, record: EvalRecord, case_classes: Mapping[str, str],

@@ -206,10 +206,23 @@ def write_report(run: RunDir) -> ReportFiles:
         evals_95=evals_to_fraction_of(state, 0.95 * best.geomean_speedup) if best and best.geomean_speedup else None,
         chain=lineage_chain(run, state), evaluations=state.evaluations, retrieval=_retrieval_summary(run, state),
         counts=_counts(state.evaluations), best_kernel=best_kernel.name, dropin=dropin is not None,
-        findings=len(state.findings_recorded))
+        findings=len(state.findings_recorded), model_usage=model_usage(state))
     markdown = out / "report.md"
     atomic_write_text(markdown, text)
     return ReportFiles(markdown, speedup_png, roofline_png, best_kernel, dropin)
+
+
+def model_usage(state: RunState) -> dict[str, Any] | None:
+    """Tokens, requests and tool calls of a tool-calling model over the run (summed from each evaluation's
+    ``usage``, which counts the responses' ``usage``), with the run's bounds; None for other proposers."""
+    if state.config.proposer != "llm-tools":
+        return None
+    totals: dict[str, int] = {}
+    for e in state.evaluations:
+        for key, value in (e.parameters.get("usage") or {}).items():
+            totals[key] = totals.get(key, 0) + int(value)
+    return {"totals": totals, "bounds": state.config.tool_bounds.model_dump(),
+            "budget_min": state.config.stop.budget_min, "model": state.config.llm.resolved_model()}
 
 
 def best_geomean(state: RunState) -> float:

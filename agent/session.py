@@ -46,7 +46,9 @@ def select_cases(task: TaskSpec, ids: list[str] | None) -> list[Case]:
 
 
 def make_proposer(config: OptimizeConfig, space: FamilySpace | None, check: bool = False) -> Proposer:
-    """``llm`` -> `LLMProposer`; retrieval off or ``uniform`` -> `UniformProposer`; else pattern-guided.
+    """``llm`` -> `LLMProposer`; ``llm-tools`` -> `ToolCallingProposer`; ``external`` -> `ExternalProposer`
+    (candidates submitted through `agent.run_api`); retrieval off or ``uniform`` -> `UniformProposer`; else
+    pattern-guided.
     With `check`, a proposer that talks to a service is checked now (`LLMProposer.check`).
 
     Raises:
@@ -54,13 +56,23 @@ def make_proposer(config: OptimizeConfig, space: FamilySpace | None, check: bool
         ProposerConfigError: the LLM proposer has no model, or (with `check`) its endpoint is unreachable or
             refuses the API key.
     """
-    if config.proposer == "llm":
-        from agent.proposers.llm import LLMProposer
+    if config.proposer in ("llm", "llm-tools"):
+        if config.proposer == "llm":
+            from agent.proposers.llm import LLMProposer
 
-        proposer = LLMProposer(config.llm)
+            proposer = LLMProposer(config.llm)
+        else:
+            from agent.proposers.llm_tools import ToolCallingProposer
+
+            proposer = ToolCallingProposer(config.llm, config.tool_bounds, config.verify_options,
+                                           retrieval=config.retrieval)
         if check:
             proposer.check()
         return proposer
+    if config.proposer == "external":
+        from agent.run_api import ExternalProposer
+
+        return ExternalProposer()
     if space is None:
         raise BadInputError(f"task {config.task!r} has no kernel family; use --proposer llm")
     if config.proposer == "uniform" or not config.retrieval:

@@ -11,6 +11,9 @@ visible before any GPU time is spent.
 
 A configuration is BLOCK_M x BLOCK_N, w num_warps, s num_stages, optional a AHEAD_ROWS (gather-ahead rows per
 key tile, two heads ahead; 0 or absent: off) and a final y for AHEAD_SYNC (one launch, ticket and copy counters).
+The MLA kernels (bf16 576/512, 16 heads, causal, TMA; `kernels/extend_attention/mla.py`): ``mla-BMxBNwWsS`` for the
+Triton kernel (``c`` at the end: the score dots chained to P . V, without the SPLIT_QK branch) and ``mla-gluon-nBN``
+for the Gluon kernel (``e`` at the end: eager rescale); their rows add the warpgroup MMA shapes in the PTX.
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ import tempfile
 
 import triton
 
-from kernels.extend_attention.offline_compile import compile_family
+from kernels.extend_attention.offline_compile import compile_family, compile_mla, compile_mla_gluon
 
 PATTERN = re.compile(r"(\d+)x(\d+)w(\d+)s(\d+)(?:a(\d+))?(y?)$")
+MLA_TRITON = re.compile(r"mla-(\d+)x(\d+)w(\d+)s(\d+)(c?)$")
+MLA_GLUON = re.compile(r"mla-gluon-n(\d+)(e?)$")
 
 
 def compile_one(bm: int, bn: int, warps: int, stages: int, ahead: int, sync: bool) -> dict:
@@ -34,6 +39,24 @@ def compile_one(bm: int, bn: int, warps: int, stages: int, ahead: int, sync: boo
     compiled = compile_family(num_warps=warps, num_stages=stages, BLOCK_M=bm, BLOCK_N=bn, AHEAD_ROWS=ahead,
                               AHEAD_HEADS=2, AHEAD_SYNC=sync, PROXY_FENCE=sync)
     return {**ptxas_usage(compiled.asm["ptx"]), "smem_kb": round(compiled.metadata.shared / 1024, 1)}
+
+
+def compile_mla_one(arg: str) -> dict | None:
+    """Registers, spills, shared memory and warpgroup MMA shapes of an MLA configuration, or None if `arg` is not
+    one."""
+    triton_match, gluon_match = MLA_TRITON.match(arg), MLA_GLUON.match(arg)
+    if triton_match:
+        bm, bn, warps, stages = (int(g) for g in triton_match.groups()[:4])
+        compiled = compile_mla(num_warps=warps, num_stages=stages, BLOCK_M=bm, BLOCK_N=bn,
+                               SPLIT_QK=not triton_match.group(5))
+    elif gluon_match:
+        compiled = compile_mla_gluon(BLOCK_N=int(gluon_match.group(1)), LAZY_RESCALE=not gluon_match.group(2))
+    else:
+        return None
+    ptx = compiled.asm["ptx"]
+    shapes = re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)", ptx)
+    return {**ptxas_usage(ptx), "smem_kb": round(compiled.metadata.shared / 1024, 1),
+            "wgmma": {shape: shapes.count(shape) for shape in sorted(set(shapes))}}
 
 
 def ptxas_usage(ptx: str) -> dict:
@@ -54,6 +77,13 @@ def ptxas_usage(ptx: str) -> dict:
 
 def main() -> None:
     for arg in sys.argv[1:] or ["128x128w8s3", "128x128w8s3a16"]:
+        if arg.startswith("mla-"):
+            try:
+                print(arg, compile_mla_one(arg) or "not an MLA configuration (mla-64x32w8s3[c], mla-gluon-n64[e])",
+                      flush=True)
+            except Exception as exc:  # a refusal is a result here
+                print(arg, f"does not compile: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}", flush=True)
+            continue
         match = PATTERN.match(arg)
         if not match:
             raise SystemExit(f"{arg}: expected BMxBNwWARPSsSTAGES[aROWS], e.g. 128x128w8s3a16")

@@ -50,6 +50,14 @@ suite_bench() {  # extend attention: baseline, tuned, real SGLang, flex, FlashIn
   python3 benchmarks/bench_extend_attention.py --chip h200 --out "$OUT/bench.json" "$@"
 }
 
+suite_mla_sweep() {  # MLA path candidates vs today's rule, the tuned entry point and FlashInfer on the mla case (< 3 min)
+  python3 benchmarks/sweep_mla.py --out "$OUT/mla-sweep.json" "$@"
+}
+
+suite_mla_tests() {  # the MLA path's GPU tests (bf16 edge cases, full bench size, Gluon and Triton kernels)
+  python3 -m pytest -q -m gpu tests/kernels/test_mla_gpu.py -p no:cacheprovider "$@"
+}
+
 suite_kernel_tests() {  # the kernels' GPU tests (pytest-xdist is preinstalled there), then the timing test alone
   python3 -m pytest -q -m gpu tests/kernels -p no:cacheprovider -n 8 --ignore=tests/kernels/test_timing_gpu.py "$@"
   python3 -m pytest -q -m gpu tests/kernels/test_timing_gpu.py -p no:cacheprovider
@@ -68,6 +76,22 @@ suite_corpus() {  # every cheat of the corpus must be rejected, every honest ker
 suite_optimize() {  # chiplore optimize runs (scripts/optimize_gpu.py; e.g. SUITE_ARGS_optimize="--part runs --minutes 8")
   python3 scripts/optimize_gpu.py --out "$OUT/optimize" "$@"
   tar czf "$OUT/optimize.tgz" -C "$OUT" optimize && rm -rf "$OUT/optimize"
+}
+
+suite_mcp() {  # chiplore mcp over stdio with timed tools (profile_kernel, a run with a timed baseline); needs mcp wheels
+  CHIPLORE_GPU_OUT="$OUT" python3 -m pytest -q -m gpu tests/agent/mcp -p no:cacheprovider "$@"
+}
+
+suite_splitk_bench() {  # split-K GEMM: baseline, tuned, cuBLAS on the 18 bench cases (bf16; needs .whl for the profile)
+  python3 benchmarks/bench_splitk_gemm.py --chip h200 --out "$OUT/splitk-bench.json" "$@"
+}
+
+suite_splitk_sweep() {  # split-K GEMM: the bench plus ~12 variants of the tuned configuration per case
+  python3 benchmarks/bench_splitk_gemm.py --chip h200 --sweep --out "$OUT/splitk-sweep.json" "$@"
+}
+
+suite_splitk_tests() {  # split-K GEMM GPU tests alone (bench shapes in bf16, every reduction mode, stream-K)
+  python3 -m pytest -q -m gpu tests/kernels/splitk_gemm -p no:cacheprovider -n 8 "$@"
 }
 
 # --------------------------------------------------------------------------------------------------------------------

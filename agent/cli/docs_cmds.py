@@ -85,24 +85,57 @@ def onboard_cmd(
 
 @app.command("ask")
 def ask_cmd(
-    question: str = typer.Argument(..., help="The question, in quotes."),
+    questions: list[str] = typer.Argument(None, help="One or more questions, each in quotes; '-' reads one question "
+                                                     "per line from standard input."),
     chip: str = typer.Option(None, "--chip", "-c", help="Only this chip's documents and findings."),
     k: int = typer.Option(5, "-k", "--top-k", help="Number of passages (1 to 100)."),
     as_json: bool = typer.Option(False, "--json", help="Print hits as JSON (docs/cli-json.md)."),
 ) -> None:
-    """Hybrid (dense + BM25) search over documents and findings; prints passages with citations."""
+    """Hybrid (dense + BM25) search over documents and findings; prints passages with citations.
+
+    Several questions in one call share one load of the embedding model (the slow part of a cold start).
+    """
+    from core.errors import BadInputError
     from knowledge.retrieval import default_store, search
 
+    asked = _questions(questions or [])
+    if not asked:
+        raise BadInputError("ask: no question given; pass QUESTION (several are allowed) or '-' to read them "
+                            "from standard input, one per line")
     for entry in default_store().interrupted("chunks"):
         _err.print(_line(("warning:", "yellow"), f" {entry.source} (chip {entry.chip}) is not completely stored: its "
                          f"onboarding was interrupted; onboard it again (chiplore onboard {entry.chip} PATH)"))
-    hits = search(question, chip=chip, k=k)
-    if not hits:
-        _refuse_an_empty_store()
+    results = []
+    for question in asked:
+        hits = search(question, chip=chip, k=k)
+        if not hits:
+            _refuse_an_empty_store()
+        results.append((question, hits))
     if as_json:
-        _print_json({"schema": JSON_SCHEMA, "question": question, "chip": chip.lower() if chip else None, "k": k,
-                     "hits": [dict(rank=i, **h.to_json()) for i, h in enumerate(hits, start=1)]})
+        docs = [{"question": q, "chip": chip.lower() if chip else None, "k": k,
+                 "hits": [dict(rank=i, **h.to_json()) for i, h in enumerate(hits, start=1)]} for q, hits in results]
+        _print_json({"schema": JSON_SCHEMA, **docs[0]} if len(docs) == 1 else {"schema": JSON_SCHEMA, "results": docs})
         return
+    for number, (question, hits) in enumerate(results):
+        if len(results) > 1:
+            _out.print(("\n" if number else "") + f"[bold]Q{number + 1}: {escape(question)}[/bold]")
+        _print_hits(hits)
+
+
+def _questions(given: list[str]) -> list[str]:
+    """The questions of the command line, with ``-`` replaced by the non-empty lines of standard input."""
+    import sys
+
+    out: list[str] = []
+    for item in given:
+        if item == "-":
+            out.extend(line.strip() for line in sys.stdin.read().splitlines() if line.strip())
+        else:
+            out.append(item)
+    return out
+
+
+def _print_hits(hits: list) -> None:
     if not hits:
         _out.print("no matching passages")
         return

@@ -1,8 +1,9 @@
 """``chiplore optimize``, ``chiplore report``, ``chiplore bench`` and ``chiplore demo``.
 
 Exit codes of ``optimize``: 0 = the run finished (a stop rule ended it: evaluations, patience, budget, roofline,
-search space exhausted); 1 = error, one ``error: ...`` line (bad input, unknown chip or task, unreachable LLM
-endpoint, unreadable store or run state; when it happens before the run starts, no run folder is created);
+search space exhausted, a tool-calling model that stopped proposing, its token budget); 1 = error, one
+``error: ...`` line (bad input, unknown chip or task, unreachable LLM endpoint, unreadable store or run state; when
+it happens before the run starts, no run folder is created);
 3 = the run stopped on an error it can be resumed from (LLM endpoint down during the run, the same verifier
 failure over and over): the state is saved and ``error: run RUN stopped ...`` names the reason and the
 ``--resume`` command. ``report``: 0 = written, 1 = error line (unknown run, corrupt state, missing kernel file).
@@ -16,14 +17,17 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
 
 from agent.cli.app import app
 from agent.cli.console import CliConsole
-from agent.config import LLMOptions, OptimizeConfig, StopRules
 from core.errors import BadInputError
+
+if TYPE_CHECKING:  # pydantic models: imported by the commands that use them (`chiplore --help` stays fast)
+    from agent.config import LLMOptions
 
 _console = CliConsole()  # paths and progress lines are never broken mid-name when piped
 
@@ -52,6 +56,8 @@ def _split(value: str | None) -> list[str] | None:
 
 
 def _llm_options(extra: str | None) -> LLMOptions:
+    from agent.config import LLMOptions
+
     if not extra:
         return LLMOptions()
     try:
@@ -73,12 +79,21 @@ def optimize_cmd(
                                           "candidate (the baseline and a verification in progress always finish)"),
     no_retrieval: bool = typer.Option(False, "--no-retrieval", help="ablation: uniform choice, no knowledge"),
     resume: str = typer.Option(None, "--resume", help="continue run RUN (id or folder)"),
-    proposer: str = typer.Option("offline", "--proposer", help="offline | llm | uniform"),
+    proposer: str = typer.Option("offline", "--proposer", help="offline | llm | llm-tools | uniform"),
     cases: str = typer.Option(None, "--cases", help="comma-separated bench case ids (default: all)"),
     seed: int = typer.Option(0, "--seed", help="seed of the proposer's random choices"),
     patience: int = typer.Option(20, "--patience", min=1, help="stop after this many evaluations without gain"),
     run_id: str = typer.Option(None, "--run-id", help="name of the new run (default: task-chip-time)"),
     llm_extra: str = typer.Option(None, "--llm-extra", help="JSON passed through to the LLM request body"),
+    max_tool_calls: int = typer.Option(None, "--max-tool-calls", min=1,
+                                       help="llm-tools: tool calls per candidate (default 16)"),
+    max_turn_tokens: int = typer.Option(None, "--max-turn-tokens", min=1000,
+                                        help="llm-tools: tokens per candidate (default 200000)"),
+    max_run_tokens: int = typer.Option(None, "--max-run-tokens", min=1000,
+                                       help="llm-tools: tokens over the run (default 5000000)"),
+    verify_options: str = typer.Option(None, "--verify-options",
+                                       help="JSON of verifier options for every verification, e.g. "
+                                            "'{\"random_cases\": 1}'"),
     record_findings: bool = typer.Option(None, "--record-findings/--no-record-findings",
                                          help="write findings to the knowledge base (default: on when timed on a "
                                               "GPU; on the CPU, passes are recorded as 'untimed')"),
@@ -108,16 +123,26 @@ def optimize_cmd(
                                 f"not {task or config.task} on {chip or config.chip}")
         if config.timing == "gpu" and not gpu:
             raise BadInputError(f"--resume {resume}: that run is timed on a GPU and this machine has none")
+        if config.proposer == "external":
+            raise BadInputError(f"--resume {resume}: that run takes its candidates from an MCP client "
+                                "(submit_candidate of `chiplore mcp`); continue it there")
     else:
         if not task or not chip:
             raise BadInputError("optimize needs TASK and --chip (or --resume RUN)")
-        if proposer not in ("offline", "llm", "uniform"):
-            raise BadInputError(f"--proposer {proposer!r}: expected offline, llm or uniform")
+        if proposer not in ("offline", "llm", "llm-tools", "uniform"):
+            raise BadInputError(f"--proposer {proposer!r}: expected offline, llm, llm-tools or uniform")
+        from agent.cli.mcp_cmds import parse_verify_options
+        from agent.config import OptimizeConfig, StopRules, ToolBounds
+
+        bounds = {k: v for k, v in (("tool_calls_per_iteration", max_tool_calls),
+                                    ("tokens_per_iteration", max_turn_tokens), ("tokens_per_run", max_run_tokens))
+                  if v is not None}
         config = OptimizeConfig(
             task=task, chip=chip, proposer=proposer, retrieval=not no_retrieval,
             timing="gpu" if gpu else "interpreter", cases=_split(cases), seed=seed,
             stop=StopRules(max_evals=max_evals or 40, patience=patience, budget_min=budget_min),
-            llm=_llm_options(llm_extra), record_findings=gpu if record_findings is None else record_findings)
+            llm=_llm_options(llm_extra), record_findings=gpu if record_findings is None else record_findings,
+            tool_bounds=ToolBounds(**bounds), verify_options=parse_verify_options(verify_options))
     if not gpu:
         os.environ["TRITON_INTERPRET"] = "1"
     select_cases(load_task_checked(config.task), config.cases)
@@ -126,7 +151,7 @@ def optimize_cmd(
     if config.retrieval:
         knowledge = StoreKnowledge(profile)
         notes = knowledge.check()
-    verifier = RealVerifier()
+    verifier, parts = RealVerifier(), None
     try:
         parts = prepare(config, profile, verifier, knowledge, check=True)
         if not gpu:
@@ -146,6 +171,8 @@ def optimize_cmd(
             state = run_prepared(run, state, parts, events=printer)
     finally:
         verifier.close()
+        if parts is not None and hasattr(parts.proposer, "close"):
+            parts.proposer.close()  # the tool-calling proposer's own verifier sandboxes
     for note in getattr(knowledge, "warnings", []):
         console.print(f"[yellow]{escape(note)}[/yellow]")
     console.print(summary_table(state))

@@ -167,15 +167,24 @@ class LLMProposer:
 
     def complete(self, messages: list[dict[str, str]]) -> str:
         """One chat completion with retries; returns the reply text ('' if the model sent none)."""
+        response = self.request(messages)
+        if not response.choices:
+            return ""
+        return response.choices[0].message.content or ""
+
+    def request(self, messages: list[dict[str, Any]], **extra: Any) -> Any:
+        """One ``chat.completions.create`` call (`extra`: e.g. ``tools``) with retries and exponential backoff on
+        network errors; returns the response object.
+
+        Raises:
+            ProposerUnavailable: the endpoint failed after the retries, or refused the request.
+        """
         delay = self.options.backoff_s
         for attempt in range(self.options.retries + 1):
             try:
-                response = self.client.chat.completions.create(
+                return self.client.chat.completions.create(
                     model=self.model, messages=messages, temperature=self.options.temperature,
-                    max_tokens=self.options.max_tokens, extra_body=self.options.extra_body or None)
-                if not response.choices:
-                    return ""
-                return response.choices[0].message.content or ""
+                    max_tokens=self.options.max_tokens, extra_body=self.options.extra_body or None, **extra)
             except _RETRYABLE as exc:
                 if attempt == self.options.retries:
                     raise ProposerUnavailable(f"LLM endpoint {self._where()} failed {attempt + 1} time(s): "
@@ -187,6 +196,10 @@ class LLMProposer:
                                           f"(HTTP {exc.status_code}): {exc.message}") from None
         raise AssertionError("unreachable")
 
+    def where(self) -> str:
+        """The endpoint's base URL, for messages."""
+        return self._where()
+
     def _where(self) -> str:
         return str(getattr(self.client, "base_url", self.options.resolved_base_url()))
 
@@ -194,13 +207,14 @@ class LLMProposer:
 def build_messages(ctx: ProposalContext) -> list[dict[str, str]]:
     """System and user messages for candidate `ctx.n` from the two prompt templates."""
     system = render("llm_system.md.j2", entry_point=ctx.task.entry_point, task=ctx.task.name, chip=ctx.chip,
-                    regression_pct=round(100 * ctx.regression_limit), signature=_bare_signature(ctx.signature),
+                    regression_pct=round(100 * ctx.regression_limit), signature=bare_signature(ctx.signature),
                     family_module=f"{ctx.task.optimized_module}.family")
-    user = render("llm_user.md.j2", **_user_variables(ctx))
+    user = render("llm_user.md.j2", **user_variables(ctx))
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def _bare_signature(signature: inspect.Signature) -> str:
+def bare_signature(signature: inspect.Signature) -> str:
+    """The entry point's parameters as source text without annotations (``q_extend, ..., sm_scale=None``)."""
     bare = signature.replace(
         parameters=[p.replace(annotation=inspect.Parameter.empty) for p in signature.parameters.values()],
         return_annotation=inspect.Signature.empty)
@@ -211,7 +225,9 @@ def _fmt(value: float | None, pattern: str = "{:.1f}") -> str:
     return "-" if value is None else pattern.format(value)
 
 
-def _user_variables(ctx: ProposalContext) -> dict[str, Any]:
+def user_variables(ctx: ProposalContext) -> dict[str, Any]:
+    """Variables of the per-candidate prompt: profile lines, diagnosis rows, retrieved context, the kernel family,
+    recent evaluations, the best source and the last verdict verbatim (cut at `VERDICT_CHARS`)."""
     rows = []
     for case in ctx.cases:
         d = ctx.diagnoses.get(case.id)

@@ -88,6 +88,33 @@ def check_inputs(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_
     return Problem(qo_indptr.shape[0] - 1, total_e, kv_indices.shape[0], hq, hkv, d, dv, q_extend.dtype)
 
 
+def v_is_view_of_k(k: torch.Tensor, v: torch.Tensor) -> bool:
+    """Whether `v` ([rows, H, D_v]) is a view of `k`'s ([rows, H, D_qk]) first D_v columns (MLA's latent cache:
+    ``v_buffer = k_buffer[..., :D_v]``): same storage start and strides, D_v <= D_qk."""
+    return v.data_ptr() == k.data_ptr() and v.stride() == k.stride() and v.shape[2] <= k.shape[2]
+
+
+def chip_has_tma(device: torch.device) -> bool:
+    """Whether descriptor loads can run on `device`: the interpreter (CPU tensors), or an NVIDIA GPU of compute
+    capability >= 9.0. The query is Triton's own target query (the call Triton makes itself on each kernel's first
+    launch on a device, the target it compiles for); it is only reached when ``tma`` is requested."""
+    if device.type != "cuda":
+        return True
+    if torch.version.hip is not None:
+        return False
+    target = triton.runtime.driver.active.get_current_target()
+    return target.backend == "cuda" and target.arch >= 90
+
+
+def describable_rows(t: torch.Tensor, width: int) -> bool:
+    """Whether [rows, H, width] tensor `t` is a valid 2-D TMA view [rows, H * width] with strides [stride(0), 1]:
+    heads contiguous, unit last stride, 16-byte aligned base and row stride, rows not overlapping."""
+    elem = t.dtype.itemsize
+    heads = t.shape[1]
+    return (t.shape[0] > 0 and t.stride(2) == 1 and (heads == 1 or t.stride(1) == width)
+            and t.stride(0) >= heads * width and t.stride(0) * elem % 16 == 0 and t.data_ptr() % 16 == 0)
+
+
 def reject_unsupported(**kwargs) -> None:
     """Raise NotImplementedError naming the first argument set to a value this kernel does not support."""
     defaults = {"window_kv_offsets": None, "xai_temperature_len": -1}

@@ -8,7 +8,9 @@ row blocks in decreasing work order), fold_scale (softmax scale folded into the 
 K/V rows into contiguous order first, `prefix_gather.py`, so the attention loop reads them like the extend keys)
 and tma (contiguous K/V tiles loaded through Hopper tensor descriptors, see `FamilyConfig`), and gather_ahead /
 ahead_heads / ahead_sync (with pregather: only the first `ahead_heads` KV heads' prefix is copied before attention;
-the programs of KV head h copy head h + ahead_heads's, `gather_ahead` rows per key tile; `family_ahead.py`).
+the programs of KV head h copy head h + ahead_heads's, `gather_ahead` rows per key tile; `family_ahead.py`), and mla
+("triton": absorbed-MLA calls, 576/512 with V a view of K, run the dedicated kernel of `mla.py` with the same tile,
+stage, split, pregather and tma knobs; "off": the generic kernel below).
 Every launch is free of host synchronization: sizes come from tensor metadata
 (ΣE = q_extend.shape[0], ΣP = kv_indices.shape[0], B = qo_indptr.shape[0] - 1) and the split-KV partials live in a
 preallocated workspace reused across calls of the same size class.
@@ -33,7 +35,17 @@ from kernels.extend_attention.common import (
     reject_unsupported,
     resolve_sm_scale,
 )
+from kernels.extend_attention.common import (
+    chip_has_tma as _chip_has_tma,
+)
+from kernels.extend_attention.common import (
+    describable_rows as _describable,
+)
+from kernels.extend_attention.common import (
+    v_is_view_of_k as _v_is_view_of_k,
+)
 from kernels.extend_attention.family_kernels import LOG2E, _family_fwd_kernel, _merge_kernel, merge_grid
+from kernels.extend_attention.mla import MLA_IMPLS, mla_applies, run_mla
 from kernels.extend_attention.prefix_gather import gather_prefix
 from kernels.extend_attention.workspace import get_workspace, pooled
 
@@ -72,6 +84,7 @@ class FamilyConfig:
     gather_ahead: int = 0
     ahead_heads: int = 1
     ahead_sync: bool = False
+    mla: str = "off"
 
     def __post_init__(self) -> None:
         for name in ("block_m", "block_n"):
@@ -82,7 +95,7 @@ class FamilyConfig:
                 or not 0 <= self.gather_stages <= 6
                 or not (self.gather_ahead == 0 or 0 < self.gather_ahead <= 256
                         and not self.gather_ahead & (self.gather_ahead - 1))
-                or not 1 <= self.ahead_heads <= 64):
+                or not 1 <= self.ahead_heads <= 64 or self.mla not in MLA_IMPLS):
             raise ValueError(f"FamilyConfig out of range: {self}")
 
     def to_dict(self) -> dict[str, Any]:
@@ -221,32 +234,6 @@ def ahead_launches(config: FamilyConfig, heads: int, ahead: bool) -> list[tuple[
     return [(h, min(step, heads - h), config.gather_ahead) for h in range(0, heads, step)]
 
 
-def _v_is_view_of_k(k_buffer: torch.Tensor, v_buffer: torch.Tensor) -> bool:
-    return (v_buffer.data_ptr() == k_buffer.data_ptr() and v_buffer.stride() == k_buffer.stride()
-            and v_buffer.shape[2] <= k_buffer.shape[2])
-
-
-def _chip_has_tma(device: torch.device) -> bool:
-    """Whether descriptor loads can run on `device`: the interpreter (CPU tensors), or an NVIDIA GPU of compute
-    capability >= 9.0. The query is Triton's own target query (the call Triton makes itself on each kernel's first
-    launch on a device, the target it compiles for); it is only reached when ``tma`` is requested."""
-    if device.type != "cuda":
-        return True
-    if torch.version.hip is not None:
-        return False
-    target = triton.runtime.driver.active.get_current_target()
-    return target.backend == "cuda" and target.arch >= 90
-
-
-def _describable(t: torch.Tensor, width: int) -> bool:
-    """Whether [rows, H, width] tensor `t` is a valid 2-D TMA view [rows, H * width] with strides [stride(0), 1]:
-    heads contiguous, unit last stride, 16-byte aligned base and row stride, rows not overlapping."""
-    elem = t.dtype.itemsize
-    heads = t.shape[1]
-    return (t.shape[0] > 0 and t.stride(2) == 1 and (heads == 1 or t.stride(1) == width)
-            and t.stride(0) >= heads * width and t.stride(0) * elem % 16 == 0 and t.data_ptr() % 16 == 0)
-
-
 def _row_descriptor(t: torch.Tensor, width: int, block_n: int) -> TensorDescriptor:
     """2-D descriptor [rows, H * width] over `t` ([rows, H, width], `_describable`), block [block_n, width]."""
     return TensorDescriptor(t, [t.shape[0], t.shape[1] * width], [t.stride(0), 1], [block_n, width])
@@ -310,6 +297,9 @@ def run_family(
     block_d, block_dpe, block_dv = head_dim_blocks(prob.head_dim, prob.head_dim_v)
     v_is_k = (_v_is_view_of_k(k_buffer, v_buffer) and _v_is_view_of_k(k_extend, v_extend)
               and block_dv == block_d == prob.head_dim_v)
+    if config.mla != "off" and mla_applies(prob, v_is_k, custom_mask, sliding_window_size):
+        return run_mla(config, q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
+                       kv_indices, is_causal, sm_scale, logit_cap, sinks, 1.0, 1.0, limits)
     contig = _pregathers(config, prob.total_prefix, k_buffer, v_buffer)
     window = int(sliding_window_size) if sliding_window_size and sliding_window_size > 0 else -1
     prefix_masked = window > 0 or (custom_mask is not None and not skip_prefix_custom_mask)

@@ -36,7 +36,9 @@ def choose_config(prob: Problem, limits: ChipLimits, max_len_extend: int | None 
       mean extend length; used only as a hint, never for correctness) and D <= 64: 64x64 tiles, 4 warps, two
       programs per SM (113 KB of shared memory, <= 255 registers x 128 threads), so one program's softmax runs
       while the other's dots do, and a short sequence pads at most 63 rows; D > 128: 64x64, 4 warps.
-    - MLA-like 576/512 (V read from the K tile): 64x32 tiles, gather pipelined by the loop, no descriptors.
+    - MLA-like 576/512, many rows: the dedicated MLA kernel (`mla.py`: Gluon on Hopper, the Triton one elsewhere;
+      64 x 64 tiles, pre-gathered prefix through TMA) where V is a view of K, else 64-row tiles with the gather
+      pipelined by the loop.
     One sequence or a uniform batch of several KV heads with a wave of programs per head: gather-ahead
     (`gather_ahead_knobs`): only KV head 0's prefix is copied first, the rest by the attention programs.
     `run_family` fits any of these to the chip's shared memory and uses descriptors only where `tma_plan` allows.
@@ -52,9 +54,9 @@ def choose_config(prob: Problem, limits: ChipLimits, max_len_extend: int | None 
         block_m = max(16, min(64, 1 << (rows_per_seq - 1).bit_length()))
         return FamilyConfig(block_m=block_m, block_n=128 if big_d <= 256 else 32, num_warps=4,
                             num_stages=2, num_splits=0, pack_gqa=True)
-    if big_d > 512:  # MLA-like 576/512: V read from the K tile, gather pipelined by the loop
-        return FamilyConfig(block_m=64, block_n=32, num_warps=8, num_stages=2, num_splits=1, pack_gqa=True,
-                            gather_stages=3, pregather=True)
+    if big_d > 512:  # MLA-like 576/512: the dedicated kernel where V is a view of K (run_family checks)
+        return FamilyConfig(block_m=64, block_n=64, num_warps=8, num_stages=2, num_splits=0, pack_gqa=True,
+                            gather_stages=3, pregather=True, tma=True, mla="gluon")
     if big_d > 256:  # 256/256, 192/128
         return FamilyConfig(block_m=64, block_n=64, num_warps=4, num_stages=3, num_splits=1, pack_gqa=False,
                             pregather=True, tma=True)

@@ -18,7 +18,7 @@ def _config(**kw):
 
 
 def _run(tmp_path, config, verifier=None, knowledge=None):
-    run, state = start_run(config, root=tmp_path)
+    run, state = start_run(config, run_id="loop-test", root=tmp_path)  # fixed id: the scripted noise depends on it
     knowledge = knowledge if knowledge is not None else ScriptedKnowledge()
     verifier = verifier or ScriptedVerifier()
     return run, run_optimization(run, state, h200_profile(), verifier, knowledge), verifier, knowledge

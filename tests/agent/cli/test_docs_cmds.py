@@ -61,6 +61,26 @@ def test_onboard_ask_chips(chiplore_home, embedder, docs, capsys, monkeypatch):
     assert json.loads(out)["chips"] == chips["chips"]
 
 
+def test_ask_several_questions_and_stdin(chiplore_home, embedder, docs, capsys, monkeypatch):
+    import io
+
+    run_cli(capsys, monkeypatch, "onboard", "z9", docs, "--json")
+    questions = ["How many vector cores does the Z9 have?", "memory bandwidth of the Z9"]
+    code, out, _ = run_cli(capsys, monkeypatch, "ask", *questions, "--chip", "z9", "-k", "2", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["schema"] == 1 and [r["question"] for r in doc["results"]] == questions
+    single = [json.loads(run_cli(capsys, monkeypatch, "ask", q, "--chip", "z9", "-k", "2", "--json")[1])
+              for q in questions]
+    assert [r["hits"] for r in doc["results"]] == [s["hits"] for s in single]  # the same as one call per question
+    monkeypatch.setattr(sys, "stdin", io.StringIO(questions[0] + "\n\n" + questions[1] + "\n"))
+    code, out, _ = run_cli(capsys, monkeypatch, "ask", "-", "--chip", "z9", "-k", "1")
+    assert code == 0 and "Q1: How many vector cores" in out and "Q2: memory bandwidth of the Z9" in out
+    assert "brief.pdf p.2" in out.split("Q2:")[1]
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n"))
+    code, out, err = run_cli(capsys, monkeypatch, "ask", "-")
+    assert code == 1 and err.strip().startswith("error: ask: no question given")
+
+
 def test_ask_unknown_chip(chiplore_home, embedder, docs, capsys, monkeypatch):
     run_cli(capsys, monkeypatch, "onboard", "z9", docs, "--json")
     before = records()
