@@ -149,6 +149,10 @@ class FileLock:
             os.close(self._fd)
             self._fd = None
 
+    def __del__(self) -> None:  # a lock object dropped without `release` does not keep the lock
+        with contextlib.suppress(Exception):
+            self.release()
+
 
 def _acquire(path: Path, what: str, wait: bool, on_wait: Callable[[Holder | None], None] | None,
              timeout_s: float | None) -> int:

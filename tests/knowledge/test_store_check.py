@@ -18,6 +18,7 @@ import pytest
 from tests.knowledge.bulk_docs import write_chunk_doc
 from tests.knowledge.raw_probe import run_probe
 
+pytestmark = pytest.mark.slow  # each command a cold process, and a 1200-chunk store built first (about 2 minutes)
 REPO = Path(__file__).resolve().parents[2]
 BIG = 1200  # above chromadb's sync threshold (1000): the index files are written
 

@@ -31,18 +31,32 @@ def _onboard(env: dict, chip: str, folder: Path, *extra: str) -> subprocess.Pope
                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def _read_while(env: dict, writers: list[subprocess.Popen]) -> int:
+    """Run `chiplore chips` again and again (a reader that opens the store each time, as readers do) while any of
+    `writers` runs; returns how many reads succeeded (each must)."""
+    reads = 0
+    while any(w.poll() is None for w in writers):
+        proc = subprocess.run([sys.executable, "-m", "agent.cli", "chips", "--json"], cwd=REPO, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        reads += 1
+    return reads
+
+
 @pytest.mark.slow
 def test_three_concurrent_onboards_leave_every_chip_complete(tmp_path):
     """Five rounds of three concurrent onboards of 1500 chunks each into one store (round 1 into a brand-new store,
-    the later rounds into a store that already holds the earlier chips). After each round a fresh process reads the
-    store with chromadb alone: every chip has its 1500 records and every record its vector."""
+    the later rounds into a store that already holds the earlier chips), with a reader (`chiplore chips`, a fresh
+    process each time) beside them. After each round a fresh process reads the store with chromadb alone: every
+    chip has its 1500 records and every record its vector."""
     home = tmp_path / "home"
     env = _env(home)
     folders = {w: write_chunk_doc(tmp_path / "docs" / w / f"{w}.txt", CHUNKS, seed=ord(w)).parent for w in WRITERS}
-    waited = 0
+    waited = reads = 0
     for round_ in range(REPEATS):
         chips = {w: f"{w}{round_}" for w in WRITERS}
         procs = {w: _onboard(env, chips[w], folders[w]) for w in WRITERS}
+        reads += _read_while(env, list(procs.values()))
         for w, proc in procs.items():
             out, err = proc.communicate(timeout=900)
             assert proc.returncode == 0, (round_, w, err[-2000:])
@@ -54,6 +68,8 @@ def test_three_concurrent_onboards_leave_every_chip_complete(tmp_path):
                     ((w, f"{w}{r}") for w in WRITERS)}
         assert found == expected, round_
     assert waited > 0  # the writers did meet, and the later ones said whom they waited for
+    assert reads >= REPEATS  # and a reader went on beside them
+    print(f"{REPEATS} rounds of {len(WRITERS)} concurrent onboards: {waited} writers waited, {reads} reads beside them")
     ask = subprocess.run([sys.executable, "-m", "agent.cli", "ask", "v kib", "--chip", "q2", "-k", "3", "--json"],
                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert ask.returncode == 0, ask.stderr
