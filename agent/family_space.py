@@ -14,7 +14,8 @@ Every class of the run's cases has an entry (a run starts from `structure_config
 inside the family), so a candidate changes one class without touching the others; a class no bench case has
 (e.g. a shape drawn at verification time) uses the family's default configuration. The candidate imports nothing
 but the family module and keeps no mutable module state (the verifier's static rules). `FamilySpace.class_of`
-mirrors the candidate's ``_case_class`` (tested).
+mirrors the candidate's ``_case_class`` (tested). The candidate carries the chip's limits (`ChipLimits` from the
+profile) as data and passes them to every call; a profile with an unknown limit cannot render one.
 """
 
 from __future__ import annotations
@@ -30,17 +31,18 @@ from typing import Any
 
 from agent.roofline import peak_flops
 from agent.templates import render
+from hardware_profiles.limits import chip_limits_of
 from hardware_profiles.schema import HardwareProfile
 from kernels.extend_attention.baseline import baseline_tiles
 from kernels.extend_attention.common import Problem
 from kernels.extend_attention.family import (
-    ChipLimits,
     FamilyConfig,
     auto_splits,
     fit_to_chip,
     pack_factor,
     smem_footprint_kb,
 )
+from kernels.extend_attention.mla import mla_applies
 from kernels.extend_attention.spec import DTYPES
 from kernels.task import Case, TaskSpec
 
@@ -128,11 +130,13 @@ class FamilySpace:
 
     Args:
         task: the task (its `knobs` define the space).
-        profile: chip profile (ridge point, shared memory per block, thread limits).
+        profile: chip profile (ridge point and the chip limits: compute units, shared memory per block, warp
+            width, threads per block).
         cases: the bench cases being optimized (they decide which classes matter and their head dims).
 
     Raises:
         ValueError: the task defines no knobs (not a family task).
+        BadInputError: a chip limit is unknown in the profile (the message names the field and how to get it).
     """
 
     def __init__(self, task: TaskSpec, profile: HardwareProfile, cases: list[Case]) -> None:
@@ -140,6 +144,7 @@ class FamilySpace:
             raise ValueError(f"task {task.name!r} has no family knobs")
         self.task = task
         self.profile = profile
+        self.limits = chip_limits_of(profile)
         self.knobs: dict[str, tuple[Any, ...]] = {k: tuple(v) for k, v in task.knobs.items()}
         self.ridge = ridge_flop_per_byte(profile, case_dtype(cases[0])) if cases else None
         self.shapes = {c.id: case_shape(c) for c in cases}
@@ -169,13 +174,18 @@ class FamilySpace:
                    for c in ids)
 
     def feasible(self, config: Mapping[str, Any], key: str) -> bool:
-        """Fits the profile's shared memory per block and thread limit as given, without the family shrinking
-        it (unknown limits do not exclude)."""
-        smem_kb = self.profile.get("smem_per_block_kb")
-        if smem_kb and self.smem_kb(config, key) > smem_kb:
+        """Fits the chip's shared memory per block and thread limit as given, without the family shrinking it, and
+        is not a duplicate: the dedicated MLA path (``mla`` other than "off") only where some case of the class is
+        MLA-shaped (`mla.mla_applies`; elsewhere the knob changes nothing)."""
+        if config.get("mla", "off") != "off" and not any(self._mla_shaped(c) for c in self.classes.get(key, [])):
             return False
-        threads, warp = self.profile.get("max_threads_per_block"), self.profile.get("warp_size")
-        return not (threads and warp and int(config.get("num_warps", 1)) * warp > threads)
+        if self.smem_kb(config, key) > self.limits.smem_per_block_kb:
+            return False
+        return int(config.get("num_warps", 1)) * self.limits.warp_size <= self.limits.max_threads_per_block
+
+    def _mla_shaped(self, case_id: str) -> bool:
+        shape = self.shapes[case_id]
+        return mla_applies(_problem(shape), shape.v_is_k, None, None)
 
     def all_configs(self, key: str) -> list[Config]:
         """Every feasible configuration of class `key`, in knob-product order."""
@@ -223,7 +233,7 @@ class FamilySpace:
         head dim (`baseline_tiles`, fitted to the chip), one q head per program, no split, one stage."""
         shape = max((self.shapes[c] for c in self.classes.get(key) or self.shapes), key=lambda s: s.head_dim)
         block_m, block_n, warps = baseline_tiles(shape.head_dim, DTYPES[shape.dtype].itemsize,
-                                                 self.profile.get("smem_per_block_kb"))
+                                                 self.limits.smem_per_block_kb)
         config = {k: v[0] for k, v in self.knobs.items()}
         config.update(block_m=self.snap("block_m", block_m), block_n=self.snap("block_n", block_n),
                       num_warps=self.snap("num_warps", warps), num_stages=self.snap("num_stages", 1),
@@ -240,9 +250,9 @@ class FamilySpace:
         s = self.shapes.get(case.id) or case_shape(case)
         ext = list(case.params["extend_lens"])
         if config is None:
-            block_m, _, _ = baseline_tiles(s.head_dim, DTYPES[s.dtype].itemsize, self.profile.get("smem_per_block_kb"))
+            block_m, _, _ = baseline_tiles(s.head_dim, DTYPES[s.dtype].itemsize, self.limits.smem_per_block_kb)
             return s.num_q_heads * sum(math.ceil(e / block_m) for e in ext)
-        limits = ChipLimits.from_profile(self.profile)
+        limits = self.limits
         prob = _problem(s)
         fitted = fit_to_chip(FamilyConfig(**dict(config)), prob, limits, s.v_is_k)
         splits = fitted.num_splits or auto_splits(fitted, prob, limits)
@@ -274,8 +284,9 @@ class FamilySpace:
         names = list(bare.parameters)
         full = self.full_table(table)
         configs = [(k, ", ".join(f"{n}={full[k][n]!r}" for n in self.knobs)) for k in sorted(full)]
+        limits = _wrap([f"{k}={v!r}" for k, v in self.limits.to_dict().items()], indent=4)
         return render("extend_attention_candidate.py.j2", header=dict(header), configs=configs,
-                      family_module=f"{self.task.optimized_module}.family",
+                      family_module=f"{self.task.optimized_module}.family", limits=limits,
                       ridge=None if self.ridge is None else round(self.ridge, 3),
                       signature=_wrap(str(bare)[1:-1].split(", "), indent=4),
                       call_args=_wrap([f"{n}={n}" for n in names], indent=8),

@@ -21,8 +21,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from benchmarks._util import environment, input_sets, max_error, reference_output, roofline, write_json  # noqa: E402
-from hardware_profiles import load_profile  # noqa: E402
+from benchmarks._util import (  # noqa: E402
+    environment,
+    input_sets,
+    max_error,
+    reference_output,
+    roofline,
+    use_chip,
+    write_json,
+)
 from kernels.extend_attention import baseline, extend_attention_fwd  # noqa: E402
 from kernels.extend_attention.spec import TASK  # noqa: E402
 from kernels.task import Case  # noqa: E402
@@ -153,13 +160,13 @@ def main() -> None:
     ap.add_argument("--no-flex", action="store_true")
     ap.add_argument("--cases", default="")
     args = ap.parse_args()
-    profile = load_profile(args.chip)
+    profile = use_chip(args.chip)  # the chip's limits for the kernels; a virtual chip's partition
     peaks = (profile.peak_flops("bf16") / 1e12, profile.peak_bytes_per_s() / 1e9)
     cases = [c for c in TASK.bench_cases if not args.cases or c.id in args.cases.split(",")]
     t0 = time.time()
     warm = []
     if not args.no_flex:
-        with mp.get_context("spawn").Pool(min(len(cases), 9)) as pool:
+        with mp.get_context("spawn").Pool(min(len(cases), 9), initializer=use_chip, initargs=(args.chip,)) as pool:
             warm = pool.map(_warm_flex, [c.id for c in cases])
         print(f"flex_attention compiled in {time.time() - t0:.0f}s: {warm}", flush=True)
     rows = []

@@ -3,7 +3,8 @@
 ``C[M, N] = A[M, K] @ B[N, K]^T`` in bfloat16. Every provider runs on the same input sets, its output checked
 against the float64 reference first; then medians of timed calls with cold L2 and rotated inputs
 (`kernels.timing.bench`), each beside its fraction of the roofline floor max(flops / peak, bytes / bandwidth) from
-the chip profile, and the host time per call (wall time of back-to-back calls without synchronization). cuBLAS is
+the chip profile, and the host time per call (wall time of back-to-back calls without synchronization; for tuned
+also that of Triton's launcher alone, the floor under it). cuBLAS is
 ``torch.matmul(a, b.T, out=c)`` (cuBLASLt on the same [N, K] weights, writing into the same preallocated c).
 ``--sweep`` also times variants of the tuned configuration per case (reduce modes, stream-K, split counts, tiles)
 and reports the fastest, to check and retune the rules of `kernels/splitk_gemm/tuned.py`. Writes JSON and prints a
@@ -31,8 +32,10 @@ import torch  # noqa: E402
 
 from benchmarks._util import environment, write_json  # noqa: E402
 from hardware_profiles import load_profile  # noqa: E402
-from kernels.splitk_gemm import baseline, splitk_gemm  # noqa: E402
+from kernels.launch import current_device_and_stream  # noqa: E402
+from kernels.splitk_gemm import baseline, splitk_gemm, tuned  # noqa: E402
 from kernels.splitk_gemm.common import ChipLimits  # noqa: E402
+from kernels.splitk_gemm.config import FamilyConfig  # noqa: E402
 from kernels.splitk_gemm.family import run_family  # noqa: E402
 from kernels.splitk_gemm.spec import TASK, bytes_moved, flops, make_inputs, reference  # noqa: E402
 from kernels.splitk_gemm.tuned import choose_config  # noqa: E402
@@ -55,21 +58,42 @@ def providers(limits: ChipLimits) -> dict:
             "cublas": cublas}
 
 
+def previous_rule(limits: ChipLimits, m: int, n: int, k: int) -> FamilyConfig:
+    """The tuned rule measured before the byte-share model (commit 2a95320): 128 x 128 weight tiles, 4 stages
+    (BLOCK_K 64 and 8 warps at BLOCK_M = 128), BLOCK_K halved to 32 while the tiles cannot fill the units, the
+    fused reduction; kept to compare the rules on the same run. Its split count is today's auto split."""
+    block_m = min(128, max(16, 1 << max(0, (max(m, 1) - 1).bit_length())))
+    cfg = FamilyConfig(block_m=block_m, block_n=128, block_k=128 if block_m <= 64 else 64,
+                       num_warps=4 if block_m <= 64 else 8, num_stages=4, fused_reduce=True, split_k=0)
+    tiles = -(-m // block_m) * -(-n // 128)
+    while cfg.block_k > 32 and tiles * min(64, -(-k // cfg.block_k) // 4) < limits.num_compute_units:
+        cfg = replace(cfg, block_k=cfg.block_k // 2)
+    return cfg
+
+
 def sweep_variants(case: Case, limits: ChipLimits) -> dict:
-    """Variants of the tuned configuration of `case` (name -> FamilyConfig), duplicates dropped."""
+    """Variants of the tuned configuration of `case` (name -> FamilyConfig), duplicates dropped: the previous
+    rule, the other reduction modes, stream-K on or off, split counts, tile sizes and stage counts around it."""
     p = case.params
     t = choose_config(limits, p["m"], p["n"], p["k"], TASK_DTYPE)
     auto = dict(split_k=0, stream_k=False)
     variants = {
-        "tuned": t, "reduce=workspace": replace(t, fused_reduce=False, atomic=False),
-        "reduce=atomic": replace(t, atomic=True),
-        "stream_k": replace(t, stream_k=True), "split_k=1": replace(t, split_k=1, stream_k=False),
+        "tuned": t, "previous rule": previous_rule(limits, p["m"], p["n"], p["k"]),
+        "reduce=workspace": replace(t, fused_reduce=False, atomic=False, stream_k=False),
+        "reduce=fused": replace(t, fused_reduce=True, atomic=False, stream_k=False),
+        "reduce=atomic": replace(t, atomic=True, stream_k=False),
+        "stream_k": replace(t, stream_k=not t.stream_k),
+        "split_k=1": replace(t, split_k=1, stream_k=False),
         "split_k=2x": replace(t, split_k=min(64, 2 * max(1, t.split_k)), stream_k=False),
-        "block_n=64": replace(t, block_n=64, **auto),
+        "split_k/2": replace(t, split_k=max(1, t.split_k // 2), stream_k=False),
+        "block_n=64" if t.block_n != 64 else "block_n=128": replace(t, block_n=128 if t.block_n == 64 else 64, **auto),
         "block_k/2": replace(t, block_k=max(16, t.block_k // 2), **auto),
         "block_k*2": replace(t, block_k=min(256, t.block_k * 2), **auto),
-        "stages+1": replace(t, num_stages=t.num_stages + 1),
+        "stages-1": replace(t, num_stages=max(2, t.num_stages - 1)),
+        "stages+1": replace(t, num_stages=min(8, t.num_stages + 1)),
     }
+    if t.block_m > 64:
+        variants["block_m=64"] = replace(t, block_m=64, num_warps=4, **auto)
     seen, out = set(), {}
     for name, cfg in variants.items():
         if cfg not in seen:
@@ -98,6 +122,24 @@ def host_time_us(fn, args: dict, calls: int = HOST_CALLS) -> float:
     start = time.perf_counter()
     for _ in range(calls):
         fn(**args)
+    elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return elapsed / calls * 1e6
+
+
+def launcher_host_us(args: dict, limits: ChipLimits, calls: int = HOST_CALLS) -> float:
+    """Host time per call of Triton's launcher alone (`CompiledKernel.run` of the tuned call's main kernel, with the
+    arguments built once): the floor under the tuned entry point's host time; NaN when no compiled kernel is kept."""
+    prepared = tuned.prepared_call(args["a"], args["b"], args["c"], limits)
+    device, stream = current_device_and_stream("cuda")
+    compiled = prepared.main.compiled_for(device) if prepared is not None else None
+    if compiled is None:
+        return math.nan
+    full = prepared.main_arguments(args["a"], args["b"], args["c"], stream)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        prepared.main.launch_compiled(compiled, stream, full)
     elapsed = time.perf_counter() - start
     torch.cuda.synchronize()
     return elapsed / calls * 1e6
@@ -133,6 +175,7 @@ def bench_case(case: Case, limits: ChipLimits, peaks, reps: int, sweep: bool) ->
     expected = reference(sets[0])["c"]
     rows = [time_provider(name, fn, sets, case, expected, peaks, reps) for name, fn in providers(limits).items()]
     rows[1]["config"] = choose_config(limits, *(case.params[x] for x in "mnk"), TASK_DTYPE).to_dict()
+    rows[1]["host_launcher_us"] = launcher_host_us(sets[0], limits)
     if sweep:
         for name, cfg in sweep_variants(case, limits).items():
             fn = (lambda a, b, c, _cfg=cfg: run_family(_cfg, a, b, c, limits=limits))
@@ -159,7 +202,7 @@ def markdown(rows: list[dict], cases: list[Case]) -> str:
     then geomeans, and with a sweep the fastest variant per case."""
     by = {(r["case"], r["provider"]): r for r in rows}
     lines = ["| case | floor us | baseline us (% floor) | tuned us (% floor) | cuBLAS us (% floor) | tuned vs baseline "
-             "| tuned vs cuBLAS | host us baseline / tuned / cuBLAS |", "|---|---|---|---|---|---|---|---|"]
+             "| tuned vs cuBLAS | host us baseline / tuned (launcher) / cuBLAS |", "|---|---|---|---|---|---|---|---|"]
     over_base, over_cublas = [], []
     for case in cases:
         b, t, c = (by.get((case.id, p), {}) for p in ("baseline", "tuned", "cublas"))
@@ -167,7 +210,11 @@ def markdown(rows: list[dict], cases: list[Case]) -> str:
         sc = c.get("time_us", math.nan) / t.get("time_us", math.nan)
         over_base.append(sb)
         over_cublas.append(sc)
-        host = " / ".join(f"{r['host_us']:.0f}" if "host_us" in r else "-" for r in (b, t, c))
+        cells = [f"{r['host_us']:.0f}" if "host_us" in r else "-" for r in (b, t, c)]
+        launcher = t.get("host_launcher_us", math.nan)
+        if launcher == launcher:
+            cells[1] += f" ({launcher:.0f})"
+        host = " / ".join(cells)
         floor = t.get("floor_us", b.get("floor_us", math.nan))
         lines.append(f"| {case.id} | {_num(floor, '.1f')} | {_cell(b)} | {_cell(t)} | {_cell(c)} "
                      f"| {_num(sb, '.2f', 'x')} | {_num(sc, '.2f', 'x')} | {host} |")
@@ -178,6 +225,11 @@ def markdown(rows: list[dict], cases: list[Case]) -> str:
             geo = math.exp(sum(math.log(v) for v in timed) / len(timed))
             lines.append(f"Geomean speedup of tuned over {label}: {geo:.3f}x ({len(timed)} cases)")
     variants = [r for r in rows if r["provider"].startswith("variant:") and "time_us" in r and r.get("ok")]
+    pairs = [(by.get((c.id, "variant:previous rule"), {}), by.get((c.id, "tuned"), {})) for c in cases]
+    previous = [old["time_us"] / new["time_us"] for old, new in pairs if "time_us" in old and "time_us" in new]
+    if previous:
+        geo = math.exp(sum(math.log(v) for v in previous) / len(previous))
+        lines.append(f"Geomean speedup of tuned over the previous rule: {geo:.3f}x ({len(previous)} cases)")
     if variants:
         lines += ["", "| case | fastest variant | us | vs tuned |", "|---|---|---|---|"]
         for case in cases:

@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agent.verifier.plan import adversarial_case, long_prefix_case  # noqa: E402
+from benchmarks._util import use_chip  # noqa: E402
 from kernels.extend_attention import extend_attention_fwd as tuned  # noqa: E402
 from kernels.extend_attention.baseline import extend_attention_fwd as baseline  # noqa: E402
 from kernels.extend_attention.family import FamilyConfig, run_family  # noqa: E402
@@ -83,7 +84,9 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated implementation names (default: all)")
     parser.add_argument("--no-trials", action="store_true", help="skip the large-logits and long-prefix trials")
     parser.add_argument("--no-test-cases", action="store_true", help="skip the test cases cast to float32")
+    parser.add_argument("--chip", default="h200", help="chip profile whose limits the kernels run with")
     args = parser.parse_args()
+    use_chip(args.chip)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     small = device == "cpu"
     rng = random.Random(20261130)

@@ -5,8 +5,6 @@ The default model is the copy of ``sentence-transformers/all-MiniLM-L6-v2`` ship
 a local folder saved by sentence-transformers, or a model name already in the local Hugging Face cache. Nothing is
 downloaded: the Hugging Face hub is switched to offline mode while the model loads. chromadb's default embedding
 function (which downloads an ONNX model at run time) is never used; the store always passes these vectors.
-A BERT folder on the CPU (the default model) is run by `knowledge.bert_encoder` with the same vectors and without
-importing transformers (``CHIPLORE_EMBED_BACKEND=sentence-transformers`` uses the library for every model).
 """
 
 from __future__ import annotations
@@ -25,9 +23,6 @@ ENV_MODEL = "CHIPLORE_EMBED_MODEL"
 #: Device of the embedding model: "cpu" (default) or e.g. "cuda". The CPU by default because `chiplore optimize`
 #: shares the GPU with the kernels it verifies and times: the embedder must take none of its memory or time.
 ENV_DEVICE = "CHIPLORE_EMBED_DEVICE"
-#: ``auto`` (default): a BERT folder on the CPU runs through `knowledge.bert_encoder` (same vectors, no
-#: transformers import: a cold `chiplore ask` starts seconds sooner); ``sentence-transformers``: always the library.
-ENV_BACKEND = "CHIPLORE_EMBED_BACKEND"
 DEFAULT_MODEL_LABEL = "all-MiniLM-L6-v2"
 _OFFLINE_VARS = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
 _LOCK = threading.Lock()
@@ -116,23 +111,7 @@ def _is_packaged(spec: str) -> bool:
 
 
 def _load_model(spec: str):
-    """Load `spec` offline: with `knowledge.bert_encoder` when it reproduces the folder exactly on the CPU (see
-    `ENV_BACKEND`), else with sentence-transformers (fp16 weights upcast to fp32 on the CPU)."""
-    backend = os.environ.get(ENV_BACKEND, "auto").strip() or "auto"
-    if backend not in ("auto", "sentence-transformers"):
-        raise StoreError(f"{ENV_BACKEND}={backend!r}: expected auto or sentence-transformers")
-    device = os.environ.get(ENV_DEVICE, "cpu").strip() or "cpu"
-    folder = Path(spec).expanduser()
-    if backend == "auto" and device == "cpu" and folder.is_dir():
-        from knowledge.bert_encoder import BertEncoder, supports
-
-        if supports(folder):
-            try:
-                return BertEncoder(folder)
-            except Exception as exc:  # unreadable weights or tokenizer: one line, as for the library's loader
-                detail = " ".join(str(exc).split())[:300]
-                raise StoreError(f"embedding model {spec!r}: cannot load folder: {type(exc).__name__}: {detail}"
-                                 ) from exc
+    """Load `spec` with sentence-transformers, offline; fp16 weights are upcast to fp32 on the CPU."""
     import torch
 
     is_path = Path(spec).expanduser().exists()

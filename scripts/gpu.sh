@@ -7,7 +7,7 @@
 # the tree has no usable .git), SUITE_ARGS_<suite> (extra arguments for one suite, e.g. SUITE_ARGS_bench="--cases decode").
 #
 # What travels (device tool `carry`): `.whl` (python3.12 wheels from scripts/prepare_device_bundle.py, plus the
-# FlashInfer wheels of the development setup's shared/tools/flashinfer, copied into `.whl/flashinfer/`), `.model`
+# FlashInfer wheels of the development setup's shared/tools/flashinfer, copied into `.fi/`; carried only by calls that benchmark against it), `.model`
 # (the fp16 embedding model), `.cache/sglang` (SGLang 0.5.23's kernel files, benchmarks/sglang_kernel.py --fetch).
 # Wheels go into the interpreter's own site-packages: the verifier's sandbox starts `python -I`, which ignores
 # PYTHONPATH (docs/GPU_RUNBOOK.md). Suites run one after another; a suite that times out or fails does not stop
@@ -26,9 +26,9 @@ install_wheels() {  # idempotent: chromadb & co. into site-packages, FlashInfer 
     env -u PYTHONPATH python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/*.whl \
       > "$OUT/pip.log" 2>&1 || echo "wheel install failed (see pip.log)"
   fi
-  if [ -d .whl/flashinfer ] && [ ! -d /tmp/fi/flashinfer ]; then
+  if [ -d .fi ] && [ ! -d /tmp/fi/flashinfer ]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/fi \
-      .whl/flashinfer/*.whl >> "$OUT/pip.log" 2>&1 || echo "flashinfer install failed (see pip.log)"
+      .fi/*.whl >> "$OUT/pip.log" 2>&1 || echo "flashinfer install failed (see pip.log)"
   fi
   if [ -d /tmp/fi/flashinfer ]; then
     export CHIPLORE_FLASHINFER_PATH=/tmp/fi FLASHINFER_CUDA_ARCH_LIST=9.0a FLASHINFER_WORKSPACE_BASE=/tmp/fiws \
@@ -50,11 +50,11 @@ suite_bench() {  # extend attention: baseline, tuned, real SGLang, flex, FlashIn
   python3 benchmarks/bench_extend_attention.py --chip h200 --out "$OUT/bench.json" "$@"
 }
 
-suite_mla_sweep() {  # MLA path candidates vs today's rule, the tuned entry point and FlashInfer on the mla case (< 3 min)
+suite_mla_sweep() {  # MLA kernels (Gluon, warp-specialized variants isolated in child processes), the tuned entry point and FlashInfer on the mla case (< 3 min)
   python3 benchmarks/sweep_mla.py --out "$OUT/mla-sweep.json" "$@"
 }
 
-suite_mla_tests() {  # the MLA path's GPU tests (bf16 edge cases, full bench size, Gluon and Triton kernels)
+suite_mla_tests() {  # the MLA path's GPU tests (bf16 edge cases, full bench size, warp-specialized and Gluon and Triton kernels)
   python3 -m pytest -q -m gpu tests/kernels/test_mla_gpu.py -p no:cacheprovider "$@"
 }
 
@@ -78,6 +78,26 @@ suite_optimize() {  # chiplore optimize runs (scripts/optimize_gpu.py; e.g. SUIT
   tar czf "$OUT/optimize.tgz" -C "$OUT" optimize && rm -rf "$OUT/optimize"
 }
 
+suite_probe() {  # chiplore profile probe on the full H200 and in a 40-SM partition (issue 19): PASS/FAIL lines
+  python3 scripts/check_probe.py --out "$OUT/probe" "$@"
+  cp "$OUT/probe/check.json" "$OUT/probe.json" 2>/dev/null
+  tar czf "$OUT/probe.tgz" -C "$OUT" probe && rm -rf "$OUT/probe"
+}
+
+suite_virtual_chips_tests() {  # GPU tests of virtual chips (green contexts, shared-memory cap, verifier), the probe
+  python3 -m pytest -q -m gpu tests/hardware_profiles -p no:cacheprovider "$@"
+  python3 -m pytest -q tests/hardware_profiles/test_probe_kernels.py tests/kernels/test_chip.py -p no:cacheprovider
+}
+
+suite_transfer() {  # issue 19's experiment, resumable: SUITE_ARGS_transfer="--chips s --arms setup,c,d --deadline-s 500";
+  # the previous call's $OUT/transfer_state.tgz travels back in as .cache/transfer/state.tgz (carry .cache/transfer)
+  python3 benchmarks/transfer_virtual_chips.py run --out "$OUT/transfer" --state-in .cache/transfer/state.tgz \
+    --state-out "$OUT/transfer_state.tgz" "$@"
+  cp "$OUT/transfer/results.md" "$OUT/transfer.md" 2>/dev/null
+  cp "$OUT/transfer/results.json" "$OUT/transfer.json" 2>/dev/null
+  rm -rf "$OUT/transfer"
+}
+
 suite_mcp() {  # chiplore mcp over stdio with timed tools (profile_kernel, a run with a timed baseline); needs mcp wheels
   CHIPLORE_GPU_OUT="$OUT" python3 -m pytest -q -m gpu tests/agent/mcp -p no:cacheprovider "$@"
 }
@@ -86,7 +106,7 @@ suite_splitk_bench() {  # split-K GEMM: baseline, tuned, cuBLAS on the 18 bench 
   python3 benchmarks/bench_splitk_gemm.py --chip h200 --out "$OUT/splitk-bench.json" "$@"
 }
 
-suite_splitk_sweep() {  # split-K GEMM: the bench plus ~12 variants of the tuned configuration per case
+suite_splitk_sweep() {  # split-K GEMM: the bench plus ~13 variants of the tuned configuration per case (previous rule too)
   python3 benchmarks/bench_splitk_gemm.py --chip h200 --sweep --out "$OUT/splitk-sweep.json" "$@"
 }
 

@@ -147,6 +147,10 @@ def optimize_cmd(
         os.environ["TRITON_INTERPRET"] = "1"
     select_cases(load_task_checked(config.task), config.cases)
     profile = load_chip_profile(config.chip)
+    if gpu and profile.is_virtual:  # before the run folder exists: a partition this machine cannot realise
+        from hardware_profiles.virtual import check_host
+
+        check_host(profile)
     knowledge, notes = None, []
     if config.retrieval:
         knowledge = StoreKnowledge(profile)
@@ -220,7 +224,7 @@ def report_cmd(
 @app.command("bench")
 def bench_cmd(
     task: str = typer.Argument(..., help="kernel task, e.g. extend_attention"),
-    chip: str = typer.Option(None, "--chip", help="chip profile for roofline fractions (default: none)"),
+    chip: str = typer.Option(..., "--chip", help="chip profile: the kernels' limits, roofline floors, partition"),
     cases: str = typer.Option(None, "--cases", help="comma-separated bench case ids (default: all)"),
     reps: int = typer.Option(20, "--reps", min=1, help="timed calls per case"),
     as_json: bool = typer.Option(False, "--json", help="print rows as JSON"),

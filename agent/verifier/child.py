@@ -29,6 +29,8 @@ from agent.verifier.fs_isolation import gpu_device_paths, restrict_writes
 from agent.verifier.guard import STATE, FrameJudge, Guards, SandboxViolation, poison_free_memory
 from agent.verifier.plan import Plan, TimedCase, Trial, fresh_queries, input_digest, make_trial_inputs, perturb_inputs
 from agent.verifier.timing import exposed_reps, gpu_timer, timed_reps, wall_timer
+from hardware_profiles.virtual import enter_partition
+from kernels.chip import ChipLimits, set_chip_limits
 from kernels.task import load_task
 
 _COMPILE_ERRORS = frozenset({"CompilationError", "CompileTimeAssertionFailure", "OutOfResources", "PTXASError",
@@ -109,6 +111,10 @@ class Child:
         if self.device.type == "cuda":
             torch.cuda.set_device(0)
             torch.cuda.init()
+            # a virtual chip's partition before anything touches the GPU: every kernel of this child runs in it
+            enter_partition(request.get("partition"))
+        if request.get("chip_limits"):  # the limits of the chip being verified, for every kernel the candidate calls
+            set_chip_limits(ChipLimits.from_dict(request["chip_limits"]))
         package = policy.kernel_package(self.task.optimized_module)
         self.guards = Guards(FrameJudge(Path(request["root"])), package, self.device, request["compute_guard"])
 

@@ -9,11 +9,15 @@ interpreter or keeps state across calls is refused (shared/reference/verifier_th
 
 from __future__ import annotations
 
-#: Modules a candidate may import (exact names); the task's kernel package is added per task.
-ALLOWED_IMPORTS: frozenset[str] = frozenset({"torch", "triton", "triton.language", "math", "typing", "__future__"})
+#: Modules a candidate may import (exact names); the task's kernel package is added per task. ``kernels.chip`` holds
+#: the chip limits every task's kernels run with (numbers from the chip's profile; nothing of any answer);
+#: ``kernels.launch`` is the project's launch helper (a compiled Triton kernel launched without Triton's per-call
+#: binding), whose launches the guards count and disable like `JITFunction.run`'s.
+ALLOWED_IMPORTS: frozenset[str] = frozenset({"torch", "triton", "triton.language", "math", "typing", "__future__",
+                                             "kernels.chip", "kernels.launch"})
 
 #: Package prefixes a candidate's own import statements may name besides `ALLOWED_IMPORTS`.
-ALLOWED_IMPORT_PREFIXES: tuple[str, ...] = ("triton.language.",)
+ALLOWED_IMPORT_PREFIXES: tuple[str, ...] = ("triton.language.", "kernels.chip.", "kernels.launch.")
 
 #: Modules of a task's kernel package that compute or describe the answer (the rest -- the kernel family, its
 #: shared helpers, the baseline -- is kernel code a candidate may build on).

@@ -18,6 +18,8 @@ import triton.language as tl
 from kernels.extend_attention.common import (
     FLOAT32_TILE_CAP,
     check_inputs,
+    chip_limits_if_set,
+    current_chip_limits,
     dot,
     head_dim_blocks,
     reject_unsupported,
@@ -181,13 +183,18 @@ def baseline_tiles(head_dim: int, elem_bytes: int, smem_per_block_kb: float | No
     return block_m, block_n, 4 if head_dim <= 64 else 8
 
 
-def _device_smem_kb(device: torch.device) -> float | None:
-    """Opt-in shared memory per block (KiB) from Triton's driver utilities (cuDeviceGetAttribute), or None on the
-    CPU. Triton's query is used rather than torch's, which may load NVML when CUDA_VISIBLE_DEVICES is set."""
+def _chip_smem_kb(device: torch.device) -> float | None:
+    """Shared memory per block (KiB) of the chip the kernel runs on: the process's chip limits
+    (`kernels.chip.current_chip_limits`, set by the caller from the chip's profile). Under the Triton interpreter
+    (CPU tensors) with none set: None (no chip, the Hopper table).
+
+    Raises:
+        kernels.chip.ChipLimitsUnset: a GPU call with no chip limits set.
+    """
     if device.type != "cuda":
-        return None
-    props = triton.runtime.driver.active.utils.get_device_properties(device.index or 0)
-    return props["max_shared_mem"] / 1024
+        limits = chip_limits_if_set()
+        return None if limits is None else limits.smem_per_block_kb
+    return current_chip_limits().smem_per_block_kb
 
 
 def extend_attention_fwd(
@@ -217,6 +224,7 @@ def extend_attention_fwd(
     Raises:
         ValueError: inconsistent shapes, dtypes or devices (named in the message).
         NotImplementedError: window_kv_offsets or xai_temperature_len set.
+        kernels.chip.ChipLimitsUnset: a GPU call with no chip limits set (`kernels.chip.set_chip_limits`).
     """
     reject_unsupported(window_kv_offsets=window_kv_offsets, xai_temperature_len=xai_temperature_len)
     prob = check_inputs(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
@@ -225,7 +233,7 @@ def extend_attention_fwd(
         return o_extend
     block_d, block_dpe, block_dv = head_dim_blocks(prob.head_dim, prob.head_dim_v)
     block_m, block_n, num_warps = baseline_tiles(prob.head_dim, q_extend.element_size(),
-                                                 _device_smem_kb(q_extend.device))
+                                                 _chip_smem_kb(q_extend.device))
     grid = (prob.batch, prob.num_q_heads, triton.cdiv(int(max_len_extend), block_m))
     use_mask = custom_mask is not None
     _baseline_kernel[grid](

@@ -1,5 +1,5 @@
 """Pieces shared by the baseline and the optimized family: argument checks, head-dim tiling, stable tanh, the
-float32-exact matrix product."""
+float32-exact matrix product, and the chip limits (`kernels.chip`, re-exported for the task's kernel files)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import torch
 import triton
 import triton.language as tl
+
+from kernels.chip import ChipLimits, chip_limits_if_set, current_chip_limits  # noqa: F401 - re-exported
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 

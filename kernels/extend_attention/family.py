@@ -9,8 +9,9 @@ K/V rows into contiguous order first, `prefix_gather.py`, so the attention loop 
 and tma (contiguous K/V tiles loaded through Hopper tensor descriptors, see `FamilyConfig`), and gather_ahead /
 ahead_heads / ahead_sync (with pregather: only the first `ahead_heads` KV heads' prefix is copied before attention;
 the programs of KV head h copy head h + ahead_heads's, `gather_ahead` rows per key tile; `family_ahead.py`), and mla
-("triton": absorbed-MLA calls, 576/512 with V a view of K, run the dedicated kernel of `mla.py` with the same tile,
-stage, split, pregather and tma knobs; "off": the generic kernel below).
+(absorbed-MLA calls, 576/512 with V a view of K, run a dedicated kernel of `mla.py`: "triton" with the same tile,
+stage, split, pregather and tma knobs, "gluon" / "gluon_ws" the Hopper Gluon kernels (the Triton one elsewhere);
+"off": the generic kernel below).
 Every launch is free of host synchronization: sizes come from tensor metadata
 (ΣE = q_extend.shape[0], ΣP = kv_indices.shape[0], B = qo_indptr.shape[0] - 1) and the split-KV partials live in a
 preallocated workspace reused across calls of the same size class.
@@ -27,6 +28,7 @@ import triton
 from triton.runtime.errors import OutOfResources
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from kernels.chip import ChipLimits, limits_or_current
 from kernels.extend_attention.common import (
     FLOAT32_TILE_CAP,
     Problem,
@@ -52,7 +54,8 @@ from kernels.extend_attention.workspace import get_workspace, pooled
 
 @dataclass(frozen=True)
 class FamilyConfig:
-    """Knob values of the family. ``num_splits=0`` derives the split count from `ChipLimits` and the call.
+    """Knob values of the family. ``num_splits=0`` derives the split count from the chip's `ChipLimits` and the
+    call.
 
     ``tma`` is a request, like num_stages: the extend K/V tiles (and, with ``pregather``, the prefix K/V tiles)
     are loaded through host-side tensor descriptors (`triton.tools.tensor_descriptor.TensorDescriptor`, one 2-D
@@ -109,39 +112,6 @@ class FamilyConfig:
         if unknown:
             raise ValueError(f"unknown FamilyConfig knob(s): {sorted(unknown)}")
         return FamilyConfig(**data)
-
-
-@dataclass(frozen=True)
-class ChipLimits:
-    """The chip numbers the family needs (a subset of a HardwareProfile), with safe defaults when unknown."""
-
-    num_compute_units: int = 132
-    smem_per_block_kb: float = 227.0
-    warp_size: int = 32
-    max_threads_per_block: int = 1024
-
-    @staticmethod
-    def from_profile(profile: Any) -> ChipLimits:
-        """From any object with `get(name)` (a HardwareProfile); unknown fields keep the defaults."""
-        values = {}
-        for name in ("num_compute_units", "smem_per_block_kb", "warp_size", "max_threads_per_block"):
-            value = profile.get(name)
-            if value is not None:
-                values[name] = type(getattr(ChipLimits(), name))(value)
-        return ChipLimits(**values)
-
-    @staticmethod
-    def from_device(device: torch.device) -> ChipLimits:
-        """Read from the CUDA/ROCm device properties; the CPU (interpreter) gets the defaults."""
-        if device.type != "cuda":
-            return ChipLimits()
-        # Triton's driver query (cuDeviceGetAttribute); torch's may load NVML when CUDA_VISIBLE_DEVICES is set
-        props = triton.runtime.driver.active.utils.get_device_properties(device.index or 0)
-        return ChipLimits(
-            num_compute_units=props["multiprocessor_count"],
-            smem_per_block_kb=props["max_shared_mem"] / 1024,
-            warp_size=props.get("warpSize", 32) or 32,
-        )
 
 
 def smem_footprint_kb(config: FamilyConfig, prob: Problem, v_is_k: bool) -> float:
@@ -281,19 +251,21 @@ def run_family(
 
     Arguments and shapes as `kernels.extend_attention.baseline.extend_attention_fwd`; `max_len_extend` is
     accepted for compatibility but not trusted (row blocks are located from qo_indptr on the device).
-    `limits` (default: read from the device) bounds tiles by shared memory and sizes split-KV. A configuration
+    `limits` (`kernels.chip.ChipLimits`; default: the process's chip limits, `kernels.chip.current_chip_limits`,
+    never the device's) bounds tiles by shared memory and sizes split-KV. A configuration
     that Triton refuses for shared memory (`OutOfResources` at compile time, when the footprint model fell short)
     is shrunk by `shrink_once` and launched again; the first that compiles is remembered.
 
     Raises:
         ValueError: inconsistent shapes, dtypes or devices. NotImplementedError: unsupported argument set.
+        kernels.chip.ChipLimitsUnset: no `limits` given and none set for the process.
     """
     reject_unsupported(window_kv_offsets=window_kv_offsets, xai_temperature_len=xai_temperature_len)
     prob = check_inputs(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
                         kv_indices, custom_mask, mask_indptr, sinks)
     if prob.batch == 0 or prob.total_extend == 0:
         return o_extend
-    limits = limits or ChipLimits.from_device(q_extend.device)
+    limits = limits_or_current(limits)
     block_d, block_dpe, block_dv = head_dim_blocks(prob.head_dim, prob.head_dim_v)
     v_is_k = (_v_is_view_of_k(k_buffer, v_buffer) and _v_is_view_of_k(k_extend, v_extend)
               and block_dv == block_d == prob.head_dim_v)

@@ -106,10 +106,6 @@ def _softmax_step(s, m_i, l_i, t, n_pre, lo, hi, ext_len, tok, offs_n, qk_scale,
         limit = ext_len
         scale = qk_scale
         cap_s = cap_scale
-    keys = key0 + offs_n
-    visible = gl.expand_dims(keys < limit, 0) & gl.expand_dims(tok >= 0, 1)
-    if IS_CAUSAL:
-        visible &= (gl.expand_dims(keys, 0) <= gl.expand_dims(tok, 1)) | is_pre
     if LOGIT_CAP > 0:
         x = s * (cap_s / LOGIT_CAP)
         e = gl.exp2(-2.8853900817779268 * gl.abs(x))  # stable tanh: sign(x) (1 - e^-2|x|) / (1 + e^-2|x|)
@@ -117,7 +113,12 @@ def _softmax_step(s, m_i, l_i, t, n_pre, lo, hi, ext_len, tok, offs_n, qk_scale,
         s = (LOGIT_CAP * 1.4426950408889634) * gl.where(x < 0, -th, th)
     else:
         s = s * scale
-    s = gl.where(visible, s, float("-inf"))
+    if (t >= n_pre) | (key0 + BLOCK_N > limit):  # interior prefix tiles are fully visible: no mask
+        keys = key0 + offs_n
+        visible = gl.expand_dims(keys < limit, 0) & gl.expand_dims(tok >= 0, 1)
+        if IS_CAUSAL:
+            visible &= (gl.expand_dims(keys, 0) <= gl.expand_dims(tok, 1)) | is_pre
+        s = gl.where(visible, s, float("-inf"))
     m_tile = gl.max(s, 1)
     if LAZY_RESCALE:
         rescale = gl.max(m_tile - m_i, 0) > RESCALE_LOG2
@@ -168,19 +169,20 @@ def _tile_step(acc, m_i, l_i, t, buf, nxt, n_tiles, n_pre, lo, hi, ext_len, tok,
 @gluon.jit
 def _store_result(acc, l_i, m_i, O, Mid_O, Mid_L, sinks_ptr, ext_start, ext_len, block, split, stride_ot, stride_oh,
                   stride_ms, stride_mt, stride_mh, stride_ls, stride_lt, GROUP: gl.constexpr, BLOCK_M: gl.constexpr,
-                  D: gl.constexpr, NUM_SPLITS: gl.constexpr, HAS_SINK: gl.constexpr, o_layout: gl.constexpr):
-    """One split: o = acc / (l + sink) into O. Several: the partial (acc / l, m + log2 l) into Mid_O / Mid_L (an empty
-    one is (0, -inf))."""
+                  COL0: gl.constexpr, DO: gl.constexpr, NUM_SPLITS: gl.constexpr, HAS_SINK: gl.constexpr,
+                  STORE_LSE: gl.constexpr, o_layout: gl.constexpr):
+    """acc holds output columns [COL0, COL0 + DO). One split: o = acc / (l + sink) into O. Several: the partial
+    (acc / l, m + log2 l) into Mid_O and, if STORE_LSE, Mid_L (an empty one is (0, -inf))."""
     row_layout: gl.constexpr = gl.SliceLayout(1, o_layout)
     rows = block * BLOCK_M + gl.arange(0, BLOCK_M, layout=row_layout)
     tok = rows // GROUP
     head = rows % GROUP
     valid = tok < ext_len
-    cols = gl.arange(0, D, layout=gl.SliceLayout(0, o_layout))
+    cols = COL0 + gl.arange(0, DO, layout=gl.SliceLayout(0, o_layout))
     l_o = gl.convert_layout(l_i, row_layout)
     m_o = gl.convert_layout(m_i, row_layout)
     token = ext_start + tok.to(gl.int64)
-    mask = gl.expand_dims(valid, 1) & gl.expand_dims(cols < D, 0)
+    mask = gl.expand_dims(valid, 1) & gl.expand_dims(cols < COL0 + DO, 0)
     if NUM_SPLITS == 1:
         denom = l_o
         if HAS_SINK:
@@ -194,7 +196,8 @@ def _store_result(acc, l_i, m_i, O, Mid_O, Mid_L, sinks_ptr, ext_start, ext_len,
         lse = gl.where(l_o == 0.0, float("-inf"), m_o + gl.log2(l_o))
         base = split.to(gl.int64) * stride_ms + token * stride_mt + head.to(gl.int64) * stride_mh
         gl.store(Mid_O + gl.expand_dims(base, 1) + gl.expand_dims(cols, 0), out, mask=mask)
-        gl.store(Mid_L + split.to(gl.int64) * stride_ls + token * stride_lt + head, lse, mask=valid)
+        if STORE_LSE:
+            gl.store(Mid_L + split.to(gl.int64) * stride_ls + token * stride_lt + head, lse, mask=valid)
 
 
 @gluon.jit
@@ -273,8 +276,8 @@ def _mla_gluon_kernel(
         mbarrier.invalidate(bars.index(i))
 
     _store_result(acc, l_i, m_i, O, Mid_O, Mid_L, sinks_ptr, ext_start.to(gl.int64), ext_len, block, split,
-                  stride_ot, stride_oh, stride_ms, stride_mt, stride_mh, stride_ls, stride_lt, GROUP, BLOCK_M, D,
-                  NUM_SPLITS, HAS_SINK, o_layout)
+                  stride_ot, stride_oh, stride_ms, stride_mt, stride_mh, stride_ls, stride_lt, GROUP, BLOCK_M, 0, D,
+                  NUM_SPLITS, HAS_SINK, True, o_layout)
 
 
 __all__ = ["_mla_gluon_kernel", "gluon"]

@@ -1,12 +1,14 @@
 """Dedicated path for absorbed MLA (DeepSeek-style): D_qk = 576 = 512 latent + 64 rope, D_v = 512 with V a view
 of K's first 512 columns (``v_buffer = k_buffer[..., :512]``), one KV head shared by every q head.
 
-`run_mla` runs `family_mla._mla_fwd_kernel` (`FamilyConfig.mla = "triton"`) or, on Hopper, the Gluon kernel
-`family_mla_gluon._mla_gluon_kernel` (`"gluon"`; `gluon_applies`, else the Triton one): all G = H_q / H_kv q heads
-of a token block in one program (BLOCK_M = 64 rows = 4 tokens x 16 heads fills the tensor cores' M), each key tile
-loaded once for the scores (latent and rope parts, two dots) and for P . V (its latent part), through TMA
-descriptors for the extend keys and the pre-gathered prefix, split-KV over the prefix when the row blocks underfill
-the chip.
+`run_mla` runs `family_mla._mla_fwd_kernel` (`FamilyConfig.mla = "triton"`) or, on Hopper, one of the Gluon kernels
+(`gluon_applies`, else the Triton one): `family_mla_ws._mla_ws_kernel` (``"gluon_ws"``, warp-specialized: a softmax
+warpgroup with the whole 64 x 64 score tile and an output + copy warpgroup, mbarriers only) or
+`family_mla_gluon._mla_gluon_kernel` (``"gluon"``: both warpgroups on halves of every step). All of them: all
+G = H_q / H_kv q heads of a token block in one program (BLOCK_M = 64 rows = 4 tokens x 16 heads fills the tensor
+cores' M), each key tile loaded once for the scores (latent and rope parts) and for P . V (its latent part), through
+TMA descriptors for the extend keys and the pre-gathered prefix, split-KV over the prefix when the row blocks
+underfill the chip.
 
 Arithmetic of the bench case (kernels/extend_attention/cases.py ``mla``: E = 512, P = 8192, B = 4, H_q/H_kv = 16/1,
 bf16; formulas of shared/reference/extend_attention.md, "Roofline floor"; H200 peaks 989 TFLOP/s, 4.8 TB/s):
@@ -15,23 +17,24 @@ bf16; formulas of shared/reference/extend_attention.md, "Roofline floor"; H200 p
 - floor = max(609 us compute, 23 us memory) = 609 us; intensity 5.4e3 FLOP/byte (G E = 8192 for the prefix
   part), 26x the ridge point (206): compute-bound. 50 % of the floor is 1218 us, 495 TFLOP/s sustained.
 Resource budget of one program (BLOCK_M = 64):
-- the fp32 accumulator 64 x 512 is 128 KiB, half of a Hopper SM's register file: 8 warps (128 registers per
-  thread for it), one program per SM (`MIN_WARPS_PER_16_ROWS`);
+- the fp32 accumulator 64 x 512 is 128 KiB, half of a Hopper SM's register file: two warpgroups of 128 registers
+  per thread for it, one program per SM;
 - shared memory: Q 64 x 576 bf16 = 72 KiB, loaded once; a key tile is BLOCK_N x 1152 bytes (64 keys: 72 KiB,
   32 keys: 36 KiB) per pipeline stage, so Q + 2 x 72 KiB = 216 KiB or Q + 3 x 36 KiB = 180 KiB, within the
-  H200's 227 KiB per block (`mla_smem_kb`, `fit_mla`);
-- per 64-key tile: 8.9 MFLOP = 2176 cycles at the SM's 4096 FLOP/cycle; operand reads of the dots from shared
-  memory (scores split over the two warpgroups: each reads Q and half of K; P . V: each reads half of V) plus the
-  tile's own write are ~360 KiB, 2900 cycles at 128 B/cycle: ~75 % of the tensor peak (BLOCK_N = 32: ~55 %);
+  H200's 227 KiB per block (`mla_smem_kb`, `fit_mla`, `mla_gluon.gluon_smem_kb`);
+- per 64-key tile: 8.9 MFLOP = 2176 cycles at the SM's 4096 FLOP/cycle. A warpgroup MMA step m64nNk16 with both
+  operands in shared memory reads (2 + N / 32) KiB for 64 N 16 MACs: at N = 64 that is the 128 B/cycle shared memory
+  delivers while the tensor cores compute, at N = 32 (scores split over two warpgroups) 1.5x more than it delivers;
+  FlashInfer's and FlashMLA's Hopper MLA kernels give each score tile [64, 64] to one warpgroup;
 - L2 -> SM traffic: ΣE / 4 programs x 8448 keys x 1152 B = 5.0 GB, 4.1 TB/s at 1218 us (the cache of the four
-  sequences, 38 MB, stays in the 60 MB L2).
-Why 50 % is in reach: no duplicated tensor work (`family_mla` SPLIT_QK), each key tile read once for both dots,
-512 programs = 3.9 waves of 132 SMs, the causal diagonal < 1 % of the pairs, the pre-gather ~20 us (2 x 38 MB).
-What limits the Triton kernel: Triton 3.6's pipeliner issues a tile's loads after the previous tile's dots, so a
-load overlaps compute only with 3+ buffers (64-key tiles would need 72 + 3 x 72 KiB): 64-key tiles wait on their
-loads, 32-key tiles are bound by shared memory. The Gluon kernel issues the next tile's copy before the current
-tile's dots into a ring of two 64-key buffers (Q + 2 x 72 KiB + P 8 KiB = 225 KiB, sm_90 compile: 229,912 B).
+  sequences, 38 MB, stays in the 60 MB L2); 512 programs = 3.9 waves of 132 SMs, so split-KV does not shorten the
+  schedule (`mla_splits` keeps 1); the causal diagonal is < 1 % of the pairs, the pre-gather ~20 us (2 x 38 MB).
+Measured on the H200 (BENCHMARKS.md "MLA path (issue 20)"): the Triton kernel reaches 25 % of the floor (Triton
+3.6's pipeliner issues a tile's loads after the previous tile's dots, so loads overlap compute only with 3+
+buffers, which 64-key tiles do not fit), the side-by-side Gluon kernel 41 % (its sm_90 SASS has 13 CTA-wide
+barriers per key tile: the cross-warpgroup row max and sum, and one around every TMA issue), FlashInfer 63 %.
 """
+
 
 from __future__ import annotations
 
@@ -54,16 +57,16 @@ from kernels.extend_attention.common import (
 )
 from kernels.extend_attention.family_kernels import _merge_kernel, merge_grid
 from kernels.extend_attention.family_mla import LOG2E, _mla_fwd_kernel
-from kernels.extend_attention.mla_gluon import GLUON_BLOCK_M, GLUON_WARPS, gluon_applies, launch_gluon
+from kernels.extend_attention.mla_gluon import GLUON_BLOCK_M, GLUON_IMPLS, GLUON_WARPS, gluon_applies, launch_gluon
 from kernels.extend_attention.prefix_gather import gather_prefix
 from kernels.extend_attention.workspace import get_workspace
 
 if TYPE_CHECKING:
     from kernels.extend_attention.family import ChipLimits, FamilyConfig
 
-#: Implementations `FamilyConfig.mla` selects: the generic family, the dedicated Triton kernel, or the dedicated
-#: Gluon kernel for Hopper (which falls back to the Triton one where `gluon_applies` says no).
-MLA_IMPLS = ("off", "triton", "gluon")
+#: Implementations `FamilyConfig.mla` selects: the generic family, the dedicated Triton kernel, or one of the dedicated
+#: Gluon kernels for Hopper (`mla_gluon.GLUON_IMPLS`; they fall back to the Triton one where `gluon_applies` says no).
+MLA_IMPLS = ("off", "triton", *GLUON_IMPLS)
 
 #: Registers per thread the fp32 accumulator may take (half of the 255 a thread can address): BLOCK_M x D_v fp32
 #: over num_warps x warp_size threads; so 8 warps for 64 x 512.
@@ -159,20 +162,24 @@ def _key_descriptors(t: torch.Tensor, d: int, dpe: int, block_n: int) -> tuple[T
 
 def run_mla(config: FamilyConfig, q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
             kv_indices, is_causal, sm_scale, logit_cap, sinks, k_scale, v_scale, limits: ChipLimits, *,
-            split_qk: bool = True, lazy_rescale: bool = True):
+            split_qk: bool = True, lazy_rescale: bool = False, early_qk: bool = True, p_regs: bool = True):
     """MLA extend attention with a dedicated kernel at `config`; writes ``o_extend`` in place and returns it.
 
     Shapes: q_extend [ΣE, H_q, 576], k_extend [ΣE, H_kv, 576] with v_extend = k_extend[..., :512], o_extend
     [ΣE, H_q, 512], k_buffer [slots, H_kv, 576] with v_buffer = k_buffer[..., :512], qo_indptr/kv_indptr [B + 1],
     kv_indices [>= ΣP] (entries past kv_indptr[B] are never read). fp16/bf16 (tensor cores) or fp32 (IEEE dots).
     Prefix logits are scaled by sm_scale * k_scale (sm_scale None: 1/sqrt(576)), prefix P . V by v_scale.
-    ``config.mla == "gluon"`` runs the Gluon kernel where `mla_gluon.gluon_applies` (64 x BLOCK_N tiles, 8 warps, two
-    buffers, prefix always pre-gathered), else the Triton kernel with the knobs block_m, block_n, num_warps,
-    num_stages (fitted by `fit_mla`), pregather (prefix copied to contiguous rows first, `prefix_gather`) and tma
-    (descriptor loads of contiguous key tiles where the chip has TMA, `common.chip_has_tma`). Both use num_splits
-    (0: `mla_splits`) and heavy_first. `limits` is required: the split count and the tile fit come from it.
-    `split_qk` (Triton kernel: scores dots kept out of P . V's def-use chain, `family_mla`) and `lazy_rescale` (Gluon
-    kernel: conditional accumulator rescale, `family_mla_gluon`) are measurement switches, on by default.
+    ``config.mla`` "gluon_ws" (warp-specialized, 64 x 64 tiles) or "gluon" (64 x BLOCK_N tiles, 8 warps) runs that
+    Gluon kernel where `mla_gluon.gluon_applies` (two key buffers, prefix always pre-gathered), else the Triton
+    kernel with the knobs block_m, block_n, num_warps, num_stages (fitted by `fit_mla`), pregather (prefix copied to
+    contiguous rows first, `prefix_gather`) and tma (descriptor loads of contiguous key tiles where the chip has TMA,
+    `common.chip_has_tma`). All use num_splits (0: `mla_splits`) and heavy_first. `limits` is required: the split
+    count and the tile fit come from it. Measurement switches: `split_qk` (Triton kernel: scores dots kept out of
+    P . V's def-use chain, `family_mla`), `lazy_rescale` ("gluon": conditional accumulator rescale,
+    `family_mla_gluon`; off by default: slower in the H200 sweep of BENCHMARKS.md "MLA path (issue 20)"), and for
+    "gluon_ws" `early_qk` (the next tile's scores issued before this tile's P . V completes) and `p_regs` (the
+    softmax warpgroup's P . V takes P from registers), `family_mla_ws`; the defaults are what the tuned entry
+    point runs.
 
     Raises:
         ValueError: the call is not MLA-shaped (`mla_dims`, V a view of K), or no tile fits the chip.
@@ -184,7 +191,7 @@ def run_mla(config: FamilyConfig, q_extend, k_extend, v_extend, o_extend, k_buff
         raise ValueError(f"run_mla: head dims {prob.head_dim}/{prob.head_dim_v} with V a view of K are required")
     if prob.batch == 0 or prob.total_extend == 0:
         return o_extend
-    use_gluon = config.mla == "gluon" and gluon_applies(config, prob, q_extend, k_extend, limits)
+    use_gluon = config.mla in GLUON_IMPLS and gluon_applies(config, prob, q_extend, k_extend, limits)
     config = replace(config, block_m=GLUON_BLOCK_M, num_warps=GLUON_WARPS) if use_gluon else fit_mla(
         config, prob, limits)
     splits = config.num_splits or mla_splits(prob, config.block_m, limits)
@@ -198,7 +205,7 @@ def run_mla(config: FamilyConfig, q_extend, k_extend, v_extend, o_extend, k_buff
     if use_gluon:
         launch_gluon(config, prob, dims, splits, q_extend, k_extend, k_pre if contig else None, o_extend, qo_indptr,
                      kv_indptr, sinks, mid_o, mid_l, scale, scale_pre, v_scale, cap, bool(is_causal), LOG2E,
-                     lazy_rescale)
+                     lazy_rescale, early_qk, p_regs)
     else:
         _launch_triton(config, prob, dims, splits, contig, q_extend, k_extend, k_pre, o_extend, qo_indptr,
                        kv_indptr, kv_indices, sinks, mid_o, mid_l, scale, scale_pre, v_scale, cap, bool(is_causal),

@@ -62,8 +62,8 @@ def compile_family(dtype: str = "bf16", capability: int = 90, num_warps: int = 8
 #: prefix and extend keys through TMA, one split (the union of both MLA kernels' constexprs; each takes its own).
 MLA_CONSTS: dict[str, Any] = dict(
     D=512, DPE=64, GROUP=16, BLOCK_M=64, BLOCK_N=64, BLOCK_B=256, NUM_SPLITS=1, LOGIT_CAP=0.0, IS_CAUSAL=True,
-    HAS_SINK=False, HEAVY_FIRST=True, SCALE_V=False, SPLIT_QK=True, LAZY_RESCALE=True, PREFIX_CONTIG=True,
-    TMA_EXT=True, TMA_PREFIX=True,
+    HAS_SINK=False, HEAVY_FIRST=True, SCALE_V=False, SPLIT_QK=True, LAZY_RESCALE=False, PREFIX_CONTIG=True,
+    TMA_EXT=True, TMA_PREFIX=True, EARLY_QK=True, P_REGS=True,
 )
 _MLA_SCALARS = {"qk_scale": "fp32", "qk_scale_pre": "fp32", "sm_scale": "fp32", "sm_scale_pre": "fp32",
                 "v_scale": "fp32", "batch": "i32", "one": "i32"}
@@ -101,10 +101,11 @@ def compile_mla(dtype: str = "bf16", capability: int = 90, num_warps: int = 8, n
                           options=dict(num_warps=num_warps, num_stages=num_stages))
 
 
-def compile_mla_gluon(dtype: str = "bf16", capability: int = 90, **consts: Any):
-    """`triton.compile` of the Gluon kernel `family_mla_gluon._mla_gluon_kernel` for cuda:`capability` (8 warps)
-    with `MLA_CONSTS` (those the kernel has) updated by `consts`; descriptors get the NVMMA shared layouts that
-    `mla.gluon_descriptors` gives them (blocks [BLOCK_M or BLOCK_N, D] and [.., DPE]).
+def compile_mla_gluon(dtype: str = "bf16", capability: int = 90, ws: bool = False, **consts: Any):
+    """`triton.compile` of a Gluon MLA kernel for cuda:`capability`: `family_mla_gluon._mla_gluon_kernel` (8 warps)
+    or, with `ws`, the warp-specialized `family_mla_ws._mla_ws_kernel` (4 warps + a 4-warp worker partition), with
+    `MLA_CONSTS` (those the kernel has) updated by `consts`; descriptors get the NVMMA shared layouts that
+    `mla_gluon._descriptors` gives them (blocks [BLOCK_M or BLOCK_N, D] and [.., DPE]).
 
     Raises:
         Whatever Triton's compiler or ptxas raises for the configuration.
@@ -112,9 +113,14 @@ def compile_mla_gluon(dtype: str = "bf16", capability: int = 90, **consts: Any):
     from triton.experimental.gluon._runtime import GluonASTSource
     from triton.experimental.gluon.language import NVMMASharedLayout
 
-    from kernels.extend_attention.family_mla_gluon import _mla_gluon_kernel
+    if ws:
+        from kernels.extend_attention.family_mla_ws import OUTPUT_REGS
+        from kernels.extend_attention.family_mla_ws import _mla_ws_kernel as kernel
+        consts = {"OUTPUT_NUM_REGS": OUTPUT_REGS, "BLOCK_B": 128, **consts}
+    else:
+        from kernels.extend_attention.family_mla_gluon import _mla_gluon_kernel as kernel
 
-    names = _mla_gluon_kernel.arg_names
+    names = kernel.arg_names
     values = {k: v for k, v in {**MLA_CONSTS, **consts}.items() if k in names}
     widths = {"n": values["D"], "r": values["DPE"]}
     sig = {}
@@ -130,5 +136,5 @@ def compile_mla_gluon(dtype: str = "bf16", capability: int = 90, **consts: Any):
                          or ("i32" if name.startswith("stride") else f"*{dtype}"))
     attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(names)
              if sig[name].startswith("*") or name.startswith("stride")}
-    source = GluonASTSource(_mla_gluon_kernel, sig, constexprs=values, attrs=attrs)
-    return triton.compile(source, target=GPUTarget("cuda", capability, 32), options=dict(num_warps=8))
+    source = GluonASTSource(kernel, sig, constexprs=values, attrs=attrs)
+    return triton.compile(source, target=GPUTarget("cuda", capability, 32), options=dict(num_warps=4 if ws else 8))

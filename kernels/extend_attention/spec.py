@@ -181,6 +181,9 @@ KNOBS: dict[str, tuple[Any, ...]] = {
     "pack_gqa": (False, True),
     "pregather": (False, True),  # copy the prefix K/V rows into contiguous order first (prefix_gather.py)
     "tma": (False, True),  # K/V tiles through tensor descriptors where family.tma_plan allows, else pointers
+    # absorbed-MLA calls (576/512, V a view of K) on the dedicated kernel (mla.py: the warp-specialized Gluon kernel
+    # on Hopper, the Triton one elsewhere); other calls ignore it
+    "mla": ("off", "gluon"),
 }
 
 TASK = TaskSpec(

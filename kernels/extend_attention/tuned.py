@@ -3,24 +3,17 @@
 The rules are written over quantities of the call (rows per sequence after GQA packing, head dims) and of the
 chip (compute units, shared memory per block), never over benchmark case names; the numbers in them come from
 the H200 sweep recorded in BENCHMARKS.md (benchmarks/sweep_extend_attention.py).
+
+The chip limits are the process's (`kernels.chip.set_chip_limits` / `kernels.chip.chip_limits`), set by the
+caller from the chip's profile: the verifier, ``chiplore bench`` and the benchmarks do; a code base that uses this
+entry point as a drop-in sets them once before the first call. The signature stays SGLang's.
 """
 
 from __future__ import annotations
 
-import torch
-
+from kernels.chip import ChipLimits, current_chip_limits
 from kernels.extend_attention.common import Problem, check_inputs
-from kernels.extend_attention.family import ChipLimits, FamilyConfig, run_family
-
-_LIMITS: dict[tuple[str, int | None], ChipLimits] = {}
-
-
-def device_limits(device: torch.device) -> ChipLimits:
-    """`ChipLimits.from_device`, read once per device."""
-    key = (device.type, device.index)
-    if key not in _LIMITS:
-        _LIMITS[key] = ChipLimits.from_device(device)
-    return _LIMITS[key]
+from kernels.extend_attention.family import FamilyConfig, run_family
 
 
 def choose_config(prob: Problem, limits: ChipLimits, max_len_extend: int | None = None) -> FamilyConfig:
@@ -36,9 +29,11 @@ def choose_config(prob: Problem, limits: ChipLimits, max_len_extend: int | None 
       mean extend length; used only as a hint, never for correctness) and D <= 64: 64x64 tiles, 4 warps, two
       programs per SM (113 KB of shared memory, <= 255 registers x 128 threads), so one program's softmax runs
       while the other's dots do, and a short sequence pads at most 63 rows; D > 128: 64x64, 4 warps.
-    - MLA-like 576/512, many rows: the dedicated MLA kernel (`mla.py`: Gluon on Hopper, the Triton one elsewhere;
-      64 x 64 tiles, pre-gathered prefix through TMA) where V is a view of K, else 64-row tiles with the gather
-      pipelined by the loop.
+    - MLA-like 576/512, many rows: the dedicated MLA kernel where V is a view of K (`mla.py`: on Hopper the
+      Gluon kernel ``mla="gluon"`` with eager rescale, elsewhere the Triton one; 64 x 64 tiles, pre-gathered
+      prefix through TMA; the warp-specialized ``"gluon_ws"`` faults on the H200 and is not used), else 64-row tiles with the gather pipelined by the loop. Source: the H200 MLA sweep
+      (BENCHMARKS.md "MLA path (issue 20)": the Gluon kernel 1494 us against 2436 us for the best Triton tiles and
+      2782 us for the generic family; benchmarks/sweep_mla.py compares the warp-specialized variants with it).
     One sequence or a uniform batch of several KV heads with a wave of programs per head: gather-ahead
     (`gather_ahead_knobs`): only KV head 0's prefix is copied first, the rest by the attention programs.
     `run_family` fits any of these to the chip's shared memory and uses descriptors only where `tma_plan` allows.
@@ -129,12 +124,15 @@ def extend_attention_fwd(
     Shapes: q_extend [ΣE, H_q, D_qk], k_extend/v_extend [ΣE, H_kv, D_qk/D_v], o_extend [ΣE, H_q, D_v],
     k_buffer/v_buffer [slots, H_kv, D_qk/D_v], qo_indptr/kv_indptr [B + 1], kv_indices [ΣP].
 
+    The chip's limits are the process's (`kernels.chip.current_chip_limits`, see the module docstring).
+
     Raises:
         ValueError: inconsistent shapes, dtypes or devices. NotImplementedError: unsupported argument set.
+        kernels.chip.ChipLimitsUnset: no chip limits set for the process.
     """
     prob = check_inputs(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
                         kv_indices, custom_mask, mask_indptr, sinks)
-    limits = device_limits(q_extend.device)
+    limits = current_chip_limits()
     bound = int(max_len_extend) if max_len_extend is not None else None  # a host int (a hint; rows come from qo_indptr)
     return run_family(
         choose_config(prob, limits, bound), q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr,

@@ -13,6 +13,8 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.chip import ChipLimits as SharedChipLimits
+
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 #: Input dtype names of cases -> torch dtypes.
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
@@ -104,8 +106,11 @@ def require_limit(limits: Any, name: str) -> float:
     return value
 
 
-def limits_key(limits: Any) -> tuple:
-    """Hashable form of a limits object (its `LIMIT_NAMES` values, None where unknown)."""
+def limits_key(limits: Any) -> Any:
+    """Hashable form of a limits object: a `ChipLimits` (this module's or `kernels.chip`'s) itself (frozen: its
+    values never change), else the tuple of its `LIMIT_NAMES` values (None where unknown); () for no limits."""
+    if type(limits) in (ChipLimits, SharedChipLimits):
+        return limits
     return tuple(getattr(limits, name, None) for name in LIMIT_NAMES) if limits is not None else ()
 
 

@@ -18,23 +18,14 @@ from typing import Any
 import torch
 from triton.runtime.errors import OutOfResources
 
-from kernels.splitk_gemm import workspace
-from kernels.splitk_gemm.common import ChipLimits, Problem, check_inputs, input_precision, limits_key
+from kernels.splitk_gemm.common import ChipLimits, Problem, check_inputs, limits_key
 from kernels.splitk_gemm.config import FamilyConfig, cap_float32, fit_to_limits, shrink_once, smem_footprint_kb
 from kernels.splitk_gemm.dispatch import call_class
-from kernels.splitk_gemm.family_kernels import (
-    ATOMIC,
-    FUSED,
-    WORKSPACE,
-    _reduce_kernel,
-    _splitk_kernel,
-    _streamk_kernel,
-    reduce_grid,
-)
+from kernels.splitk_gemm.family_kernels import ATOMIC, FUSED, WORKSPACE
+from kernels.splitk_gemm.prepared import PreparedCall, call_key
 from kernels.splitk_gemm.schedule import auto_split_k, effective_splits, k_iterations, program_count, tile_count
 
 REDUCE_KERNEL_MODES = {"workspace": WORKSPACE, "fused": FUSED, "atomic": ATOMIC}
-REDUCE_BLOCK = 1024
 
 
 @dataclass(frozen=True)
@@ -66,9 +57,9 @@ def plan_launch(config: FamilyConfig, prob: Problem, limits: Any) -> LaunchPlan:
     return LaunchPlan(config, programs, splits, max(per_split, 1), REDUCE_KERNEL_MODES[config.reduce_mode], False)
 
 
-#: Plan per (requested config, call sizes, chip limits, device), after shrinking on an OutOfResources refusal
-#: (raised while compiling, before anything runs), so planning and any refusal are paid once.
-_PLANS: dict[tuple, LaunchPlan] = {}
+#: PreparedCall per (requested config, chip limits, call signature), after shrinking on an OutOfResources refusal
+#: (raised while compiling, before anything runs), so planning, checks and any refusal are paid once.
+_PREPARED: dict[tuple, PreparedCall] = {}
 
 
 def run_family(config: FamilyConfig, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor,
@@ -82,56 +73,49 @@ def run_family(config: FamilyConfig, a: torch.Tensor, b: torch.Tensor, c: torch.
             fitted to them (`fit_to_limits`); without, `config` runs as given (float32 tiles capped). split_k=0
             and stream-K need num_compute_units. A configuration Triton refuses for resources (`OutOfResources`
             at compile time) is shrunk by `shrink_once` and launched again; the first that compiles is remembered.
+    The first call of a signature (`prepared.call_key`: shapes, strides, dtypes, devices, alignment) checks and
+    plans; later calls of that signature replay its `PreparedCall`.
 
     Raises:
         ValueError: wrong rank, shape, dtype or device; a needed chip limit is unknown.
         triton.runtime.errors.OutOfResources: not even the smallest tiles compile.
     """
+    key = None
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and isinstance(c, torch.Tensor):
+        key = (config, limits_key(limits), call_key(a, b, c))
+        prepared = _PREPARED.get(key)
+        if prepared is not None:
+            prepared(a, b, c)
+            return c
+    prepared = prepare_and_launch(config, a, b, c, limits)
+    if prepared is not None and key is not None:
+        _PREPARED[key] = prepared
+    return c
+
+
+def prepare_and_launch(config: FamilyConfig, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor,
+                       limits: Any) -> PreparedCall | None:
+    """Check the call, plan `config` for it, launch, and return the `PreparedCall` that launched (None when M or N
+    is 0: nothing to launch). Shrinks the configuration on OutOfResources (`run_family`).
+
+    Raises:
+        As `run_family`.
+    """
     prob = check_inputs(a, b, c)
     if prob.m == 0 or prob.n == 0:
-        return c
-    key = (config, prob, limits_key(limits), a.device)
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = plan_launch(config, prob, limits)
+        return None
+    strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+    plan = plan_launch(config, prob, limits)
     while True:
+        prepared = PreparedCall(plan, prob, strides, a.device)
         try:
-            _launch(plan, prob, a, b, c)
-            break
+            prepared(a, b, c)
+            return prepared
         except OutOfResources:
             smaller = shrink_once(plan.config)
             if smaller is None:
                 raise
             plan = plan_launch(smaller, prob, limits)
-    _PLANS[key] = plan
-    return c
-
-
-def _launch(plan: LaunchPlan, prob: Problem, a, b, c) -> None:
-    """Launch the main kernel (and the reduce kernel of the "workspace" reduce mode) of `plan`."""
-    config = plan.config
-    meta = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
-                PRECISION=input_precision(prob.dtype), num_warps=config.num_warps, num_stages=config.num_stages)
-    strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
-    tiles = tile_count(config, prob)
-    if plan.stream_k:
-        ws = workspace.partials(a.device, 2 * plan.programs * config.block_m * config.block_n)
-        counters = workspace.tile_counters(a.device, tiles)
-        _streamk_kernel[(plan.programs,)](a, b, c, ws, counters, prob.m, prob.n, prob.k, *strides, plan.programs,
-                                          **meta)
-        return
-    ws = counters = c
-    if plan.splits > 1:
-        mn = prob.m * prob.n
-        ws = (workspace.accumulator(a.device, mn) if plan.mode == ATOMIC
-              else workspace.partials(a.device, plan.splits * mn))
-        counters = workspace.tile_counters(a.device, tiles)
-    _splitk_kernel[(tiles, plan.splits)](a, b, c, ws, counters, prob.m, prob.n, prob.k, *strides, plan.per_split,
-                                         SPLIT_K=plan.splits, REDUCE=plan.mode, **meta)
-    if plan.splits > 1 and plan.mode == WORKSPACE:
-        _reduce_kernel[reduce_grid(prob.m, prob.n, REDUCE_BLOCK)](ws, c, prob.m, prob.n, c.stride(0), c.stride(1),
-                                                                   SPLIT_K=plan.splits, BLOCK=REDUCE_BLOCK,
-                                                                   num_warps=4)
 
 
 __all__ = ["ChipLimits", "FamilyConfig", "LaunchPlan", "auto_split_k", "call_class", "fit_to_limits", "plan_launch",

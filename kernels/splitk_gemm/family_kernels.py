@@ -6,14 +6,22 @@ Reductions of the K splits of one output tile (`REDUCE`):
 - FUSED: as WORKSPACE, then each program counts its arrival on the tile's counter; the last to arrive sums the
   S partials in the order s = 0 .. S-1 and writes C (one launch, deterministic: the order never depends on which
   program is last).
-- ATOMIC: each split adds its partial into a zeroed float32 accumulator with atomics; the last to arrive converts
-  the tile to C's dtype and zeroes the accumulator again (one launch; float32 sums in arrival order, so the low
-  bits vary between runs).
+- ATOMIC: each split adds its partial into a zeroed float32 accumulator with atomics; the last to arrive takes the
+  tile's sums and zeroes the accumulator in one atomic exchange per element, then writes C (one launch; float32
+  sums in arrival order, so the low bits vary between runs).
 Arrival: a CTA barrier, then one increment at GPU scope with acquire-release order, so every thread's partial is
 visible before the counter moves and the last program reads the others' partials after it (the semaphore of
 CUTLASS's serial split-K: __syncthreads, then a fenced atomic by one thread). The last program reads partials at
 L2 (``.cg``) and resets the counter, so the zeroed workspaces stay zero between calls (`workspace.py`). No program
 waits for another: nothing can deadlock, also under the interpreter, which runs programs one after another.
+
+Within one program, Triton lays out every pointer tensor on its own (which thread holds which element), so two
+operations on the same addresses through different pointer values may run in different threads, unordered
+without a CTA barrier. Hence: a barrier between a program's partial writes and its arrival (the last program
+reads partials its own other threads wrote), and the atomic accumulator read and reset by one exchange per
+element. `offline_compile.unordered_accesses` checks the compiled kernels for such pairs. Stream-K writes slots
+across loop iterations: a program's fix-up reads its own slot 2p + 1 only for the tile of its last segment, after
+which it writes no slot, so no write of a later iteration meets a read of an earlier one.
 """
 
 from __future__ import annotations
@@ -25,6 +33,9 @@ from kernels.splitk_gemm.common import mac_tile, store_tile, tile_of
 
 WORKSPACE, FUSED, ATOMIC = 0, 1, 2  # values of REDUCE on the host
 _WORKSPACE, _ATOMIC = tl.constexpr(WORKSPACE), tl.constexpr(ATOMIC)  # the same, readable inside the kernels
+#: Partial tiles a reduction loads together per dependent round trip (the UNROLL constexpr of the kernels that
+#: reduce, `_sum_partials`; schedule.REDUCE_UNROLL models it).
+REDUCE_UNROLL = 8
 
 
 @triton.jit
@@ -44,11 +55,49 @@ def _arrive(counter):
 
 
 @triton.jit
+def _load_partial(ws_ptr, s, plane, offs, inside, AT_L2: tl.constexpr):
+    """ws[s * plane + offs] (float32, 0 where not `inside`); `AT_L2`: read at L2 (``.cg``: other programs' writes)."""
+    ptrs = ws_ptr + tl.cast(s, tl.int64) * plane + offs
+    if AT_L2:
+        return tl.load(ptrs, mask=inside, other=0.0, cache_modifier=".cg")
+    return tl.load(ptrs, mask=inside, other=0.0)
+
+
+@triton.jit
+def _sum_partials(ws_ptr, offs, inside, plane, SPLIT_K: tl.constexpr, UNROLL: tl.constexpr,
+                  AT_L2: tl.constexpr):
+    """Sum over s = 0 .. SPLIT_K-1, in that order, of ws[s * plane + offs] (float32, 0 where not `inside`).
+
+    Unrolled in groups of UNROLL (and the SPLIT_K % UNROLL rest): a group's loads are independent
+    straight-line code, issued together, so the group waits for one round trip, not one per load as a rolled
+    loop does. The additions keep the order s = 0, 1, ... (deterministic whichever program sums).
+    """
+    total = tl.zeros(offs.shape, dtype=tl.float32)
+    for first in range(0, SPLIT_K - SPLIT_K % UNROLL, UNROLL):
+        for j in tl.static_range(UNROLL):
+            total += _load_partial(ws_ptr, first + j, plane, offs, inside, AT_L2)
+    for j in tl.static_range(SPLIT_K % UNROLL):
+        total += _load_partial(ws_ptr, SPLIT_K - SPLIT_K % UNROLL + j, plane, offs, inside, AT_L2)
+    return total
+
+
+@triton.jit
+def _take_and_zero(ptrs, mask, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The float32 values at `ptrs` [BLOCK_M, BLOCK_N] (0 where not `mask`), leaving zeros there: one atomic
+    exchange per element, so each element is read and reset by the same thread (a load and a separate store of
+    zeros get layouts of their own: another thread could zero an element before this one has read it). Exchanged
+    as int32 bit patterns (float32 zero is all zero bits; Triton's interpreter exchanges integers only)."""
+    bits = tl.atomic_xchg(ptrs.to(tl.pointer_type(tl.int32)), tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32),
+                          mask=mask, sem="relaxed", scope="gpu")
+    return tl.where(mask, bits.to(tl.float32, bitcast=True), 0.0)
+
+
+@triton.jit
 def _splitk_kernel(
     a_ptr, b_ptr, c_ptr, ws_ptr, counters, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, stride_cm,
     stride_cn, iters_per_split,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    SPLIT_K: tl.constexpr, REDUCE: tl.constexpr, PRECISION: tl.constexpr,
+    SPLIT_K: tl.constexpr, REDUCE: tl.constexpr, PRECISION: tl.constexpr, UNROLL: tl.constexpr,
 ):
     """Program (tile, s) of grid (tiles, SPLIT_K): K-iterations [s * iters_per_split, +iters_per_split) of one tile.
 
@@ -74,24 +123,20 @@ def _splitk_kernel(
         if REDUCE != _WORKSPACE:
             if _arrive(counters + tile) == SPLIT_K - 1:
                 if REDUCE == _ATOMIC:
-                    total = tl.load(ws_ptr + offs, mask=inside, other=0.0, cache_modifier=".cg")
-                    tl.store(ws_ptr + offs, tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32), mask=inside)
+                    total = _take_and_zero(ws_ptr + offs, inside, BLOCK_M, BLOCK_N)
                 else:
-                    total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-                    for s in range(SPLIT_K):
-                        total += tl.load(ws_ptr + s * M * N + offs, mask=inside, other=0.0, cache_modifier=".cg")
+                    total = _sum_partials(ws_ptr, offs, inside, M * N, SPLIT_K, UNROLL, True)
                 store_tile(c_ptr, total, M, N, stride_cm, stride_cn, pid_m, pid_n, BLOCK_M, BLOCK_N)
                 tl.store(counters + tile, 0)
 
 
 @triton.jit
-def _reduce_kernel(ws_ptr, c_ptr, M, N, stride_cm, stride_cn, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
+def _reduce_kernel(ws_ptr, c_ptr, M, N, stride_cm, stride_cn, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr,
+                   UNROLL: tl.constexpr):
     """C[m, n] = sum over s = 0 .. SPLIT_K-1, in that order, of ws[s, m, n] (float32), in C's dtype."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     inside = offs < M * N
-    total = tl.zeros((BLOCK,), dtype=tl.float32)
-    for s in range(SPLIT_K):
-        total += tl.load(ws_ptr + s * M * N + offs, mask=inside, other=0.0)
+    total = _sum_partials(ws_ptr, offs, inside, M * N, SPLIT_K, UNROLL, False)
     row = offs // N
     col = offs % N
     tl.store(c_ptr + row * stride_cm + col * stride_cn, total.to(c_ptr.dtype.element_ty), mask=inside)

@@ -36,9 +36,9 @@ FUNCTIONS: dict[str, str] = {
     "tuned_stream_k": f"tuned_stream_k({_LIMITS}): 1 if the tuned entry point runs stream-K, else 0",
     "gemm_tiles": "gemm_tiles(block_m, block_n): output tiles cdiv(M, block_m) x cdiv(N, block_n)",
     "gemm_split_time": "gemm_split_time(units, block_m, block_n, block_k, splits): modeled time of the tile grid "
-                       "at `splits` splits, in K-iterations of one program (schedule.tiles_time)",
+                       "at `splits` splits, in bytes of one unit's bandwidth share (schedule.tiles_time)",
     "gemm_stream_k_time": "gemm_stream_k_time(units, block_m, block_n, block_k): modeled time of stream-K, in "
-                          "K-iterations (schedule.stream_k_time)",
+                          "bytes of one unit's bandwidth share (schedule.stream_k_time)",
 }
 
 

@@ -67,7 +67,7 @@ def test_dropin_runs_without_the_repository(tmp_path):
                                       {"id": "v3", "parent_id": "v0", "generation": 1, "patterns": [],
                                        "rationale": "", "run_id": "r", "chip": "h200"}))
     package = write_dropin(candidate, tmp_path / "sglang")
-    assert "from .family import FamilyConfig, run_family" in (package / "kernel.py").read_text()
+    assert "from .family import ChipLimits, FamilyConfig, run_family" in (package / "kernel.py").read_text()
     assert not any("from kernels" in p.read_text() for p in package.glob("*.py"))
     results = {}
     for case_id in ("gqa-4", "mla-576-512"):  # a tuned class and the default configuration

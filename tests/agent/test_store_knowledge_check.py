@@ -43,6 +43,15 @@ def test_unknown_chip_fails_before_a_run_folder(chiplore_home):
     assert not (chiplore_home / "runs").exists()
 
 
+def test_a_chip_with_an_unknown_limit_fails_before_a_run_folder(chiplore_home):
+    """m890's profile knows 36 units and 48 KB, not its warp width: no kernel may run on a borrowed number."""
+    result = CliRunner().invoke(app, ["optimize", "extend_attention", "--chip", "m890", "--max-evals", "1"])
+    assert isinstance(result.exception, BadInputError), result.output
+    assert str(result.exception).startswith("chip 'm890': warp_size (warp width (threads)) is unknown")
+    assert "chiplore profile probe m890" in str(result.exception)
+    assert not (chiplore_home / "runs").exists()
+
+
 @pytest.mark.slow
 def test_optimize_on_a_chip_without_documents(chiplore_home):
     """The real loop (real verifier under the interpreter) on a packaged-profile chip nobody onboarded."""
@@ -53,10 +62,11 @@ def test_optimize_on_a_chip_without_documents(chiplore_home):
 
     if torch.cuda.is_available():
         pytest.skip("the CPU path is what this test covers")
-    result = CliRunner().invoke(app, ["optimize", "extend_attention", "--chip", "m890", "--max-evals", "1",
+    result = CliRunner().invoke(app, ["optimize", "extend_attention", "--chip", "a100", "--max-evals", "1",
                                       "--run-id", "m", "--no-report"])
     assert result.exit_code == 0, (result.output, result.exception)
     text = " ".join(result.output.split())
-    assert NOTE in text and text.index(NOTE) < text.index("run m:")  # before the run starts
+    note = NOTE.replace("m890", "a100")
+    assert note in text and text.index(note) < text.index("run m:")  # before the run starts
     assert "no documents retrieved" not in text and text.count("no documents onboarded") == 1
     assert "1 of 1 candidates passed the verifier" in text

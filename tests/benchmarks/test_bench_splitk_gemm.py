@@ -46,3 +46,23 @@ def test_table_marks_a_mismatch():
     case = TASK.bench_cases[0]
     rows = [_row(case.id, "baseline", 40.0), _row(case.id, "tuned", 10.0, ok=False), _row(case.id, "cublas", 20.0)]
     assert "MISMATCH" in markdown(rows, [case])
+
+
+def test_table_shows_the_launcher_and_the_previous_rule():
+    a = TASK.bench_cases[0]
+    rows = [_row(a.id, "baseline", 40.0), _row(a.id, "tuned", 10.0, host_launcher_us=4.0), _row(a.id, "cublas", 20.0),
+            _row(a.id, "variant:previous rule", 12.5)]
+    table = markdown(rows, [a])
+    assert "| 12 / 12 (4) / 12 |" in table
+    assert "tuned over the previous rule: 1.250x (1 cases)" in table
+
+
+def test_host_overhead_script_times_every_bench_case(tmp_path):
+    """The CPU host-time measurement runs (launchers replaced, nothing computed) and times each bench case."""
+    out = tmp_path / "host.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "host_overhead_splitk.py"), "--calls", "20",
+                           "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["case"] for r in rows] == [c.id for c in TASK.bench_cases]
+    assert all(r[name] > 0 for r in rows for name in ("tuned_us", "run_family_us", "call_key_us"))

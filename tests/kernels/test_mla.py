@@ -55,6 +55,7 @@ CONFIGS = {
     "split3-gather": FamilyConfig(32, 16, 4, 2, num_splits=3, mla="triton"),
     "split2-pregather-tma-m16n32": FamilyConfig(16, 32, 4, 3, num_splits=2, pregather=True, tma=True, mla="triton"),
     "gluon-request": FamilyConfig(16, 16, 4, 2, mla="gluon"),  # off Hopper: the Triton kernel
+    "gluon-ws-request": FamilyConfig(16, 16, 4, 2, mla="gluon_ws"),  # off Hopper: the Triton kernel
 }
 
 

@@ -6,19 +6,23 @@ from __future__ import annotations
 import pytest
 import torch
 
+from kernels.chip import current_chip_limits
 from kernels.extend_attention import extend_attention_fwd
 from kernels.extend_attention.common import check_inputs
 from kernels.extend_attention.family import FamilyConfig
 from kernels.extend_attention.mla import run_mla
 from kernels.extend_attention.mla_gluon import gluon_applies
 from kernels.extend_attention.spec import TASK, make_inputs, reference
-from kernels.extend_attention.tuned import choose_config, device_limits
+from kernels.extend_attention.tuned import choose_config
 from tests.kernels.helpers import poison_prefix_workspace
 from tests.kernels.test_mla import _check, _run, mla_case, reference_extend_attention
 
 pytestmark = pytest.mark.gpu
 
+WS = FamilyConfig(64, 64, 8, 2, pregather=True, tma=True, mla="gluon_ws")
 CONFIGS = {
+    "gluon-ws": WS,  # the tuned variant (run_mla's defaults: early scores, P from registers)
+    "gluon-ws-split3": FamilyConfig(64, 64, 8, 2, num_splits=3, pregather=True, tma=True, mla="gluon_ws"),
     "gluon-n64": FamilyConfig(64, 64, 8, 2, pregather=True, tma=True, mla="gluon"),
     "gluon-n32-split3": FamilyConfig(64, 32, 8, 2, num_splits=3, pregather=True, tma=True, mla="gluon"),
     "triton-n32-s3": FamilyConfig(64, 32, 8, 3, pregather=True, tma=True, mla="triton"),
@@ -37,11 +41,20 @@ EDGE = [
 ]
 
 
+#: The warp-specialized Gluon kernel faults (illegal memory access) on the H200 (BENCHMARKS.md, "MLA path"); its
+#: tests are kept, not run: a fault poisons the CUDA context of every later test in the process.
+WS_FAULTS = pytest.mark.xfail(run=False, reason="gluon_ws faults on the H200 (illegal memory access)")
+
+
+def _params(names):
+    return [pytest.param(n, marks=WS_FAULTS) if n.startswith("gluon-ws") else n for n in names]
+
+
 def _limits():
-    return device_limits(torch.device("cuda"))
+    return current_chip_limits()  # the device's, set for every kernels test (tests/kernels/conftest.py)
 
 
-@pytest.mark.parametrize("config", sorted(CONFIGS))
+@pytest.mark.parametrize("config", _params(sorted(CONFIGS)))
 @pytest.mark.parametrize("case", EDGE, ids=[c.id for c in EDGE])
 def test_deepseek_shaped_edge_cases_bf16(case, config):
     args = make_inputs(case, None, "cuda", "bfloat16")
@@ -49,7 +62,7 @@ def test_deepseek_shaped_edge_cases_bf16(case, config):
     _check(_run(CONFIGS[config], args, limits=_limits()), expected, "bfloat16", f"{case.id}/{config}")
 
 
-@pytest.mark.parametrize("impl", ["tuned", "gluon-n64", "triton-n32-s3"])
+@pytest.mark.parametrize("impl", _params(["tuned", "gluon-ws", "gluon-n64", "triton-n32-s3"]))
 def test_bench_shape_full_size(impl):
     case = TASK.case("mla")
     args = make_inputs(case, 77, "cuda")
@@ -70,10 +83,25 @@ def test_the_gluon_kernel_applies_on_hopper_at_the_bench_shape():
                                             "qo_indptr", "kv_indptr", "kv_indices", "custom_mask", "mask_indptr",
                                             "sinks")))
     assert gluon_applies(CONFIGS["gluon-n64"], prob, args["q_extend"], args["k_extend"], _limits())
-    assert choose_config(prob, _limits()).mla != "off"
+    assert gluon_applies(CONFIGS["gluon-ws"], prob, args["q_extend"], args["k_extend"], _limits())
+    assert choose_config(prob, _limits()).mla == "gluon"
 
 
-@pytest.mark.parametrize("config", ["gluon-n64", "triton-n32-s3"])
+@pytest.mark.parametrize("switches", [dict(early_qk=e, p_regs=p) for e in (False, True) for p in (False, True)],
+                         ids=lambda s: f"early{int(s['early_qk'])}-preg{int(s['p_regs'])}")
+@pytest.mark.parametrize("case", [EDGE[0], EDGE[1], EDGE[6]], ids=lambda c: c.id)
+@WS_FAULTS
+def test_every_warp_specialized_variant_bf16(case, switches):
+    """The sweep's variants of the warp-specialized kernel (benchmarks/sweep_mla.py), odd tile counts included."""
+    args = make_inputs(case, None, "cuda", "bfloat16")
+    expected = reference(args)["o_extend"]
+    keys = ("q_extend", "k_extend", "v_extend", "o_extend", "k_buffer", "v_buffer", "qo_indptr", "kv_indptr",
+            "kv_indices", "is_causal", "sm_scale", "logit_cap", "sinks")
+    got = run_mla(WS, *(args[k] for k in keys), 1.0, 1.0, _limits(), **switches)
+    _check(got, expected, "bfloat16", f"{case.id}/ws-{switches}")
+
+
+@pytest.mark.parametrize("config", _params(["gluon-ws", "gluon-n64", "triton-n32-s3"]))
 def test_preallocated_kv_indices_with_a_nan_tail_are_never_read(config):
     case = EDGE[2]
     args = make_inputs(case, None, "cuda", "bfloat16")
@@ -86,7 +114,7 @@ def test_preallocated_kv_indices_with_a_nan_tail_are_never_read(config):
     _check(_run(CONFIGS[config], args, limits=_limits()), expected, "bfloat16", f"garbage-tail/{config}")
 
 
-@pytest.mark.parametrize("config", ["gluon-n64", "triton-gather-n32"])
+@pytest.mark.parametrize("config", _params(["gluon-ws", "gluon-n64", "triton-gather-n32"]))
 def test_k_scale_and_v_scale_bf16(config):
     case = EDGE[0]
     args = make_inputs(case, None, "cuda", "bfloat16")

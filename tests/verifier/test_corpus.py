@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from agent.verifier import Verifier, VerifyOptions
+from hardware_profiles import load_profile
 from tests.verifier.corpus import CHEATS, CHEATS_DIR, HONEST, THREAT_KINDS, Cheat, accepts, stages_label
 
 pytestmark = pytest.mark.skipif(
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def verifier(tmp_path_factory):
-    with Verifier("extend_attention", options=VerifyOptions(device="cpu", timeout_s=300)) as v:
+    with Verifier("extend_attention", load_profile("h200"), VerifyOptions(device="cpu", timeout_s=300)) as v:
         yield v
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from agent.verifier import Verifier, VerifyOptions
 from agent.verifier.plan import LONG_EXTEND_TOKENS, PlanSettings, build_plan, long_extend_case
+from hardware_profiles import load_profile
 from kernels.extend_attention.spec import TASK
 
 BASELINE = Path(__file__).resolve().parents[2] / "kernels" / "extend_attention" / "baseline.py"
@@ -44,7 +45,7 @@ def test_a_causal_off_by_one_at_block_edges_is_rejected(tmp_path):
     assert source.count(RIGHT) == 1
     candidate = tmp_path / "baseline_off_by_one.py"
     candidate.write_text(source.replace(RIGHT, OFF_BY_ONE))
-    with Verifier("extend_attention", options=VerifyOptions(device="cpu", timeout_s=300)) as verifier:
+    with Verifier("extend_attention", load_profile("h200"), VerifyOptions(device="cpu", timeout_s=300)) as verifier:
         for _ in range(3):  # every plan draws new secret seeds and features: rejected on each draw, not by luck
             verdict = verifier.verify(candidate)
             assert verdict.stage == "mismatch", verdict.summary()

@@ -22,6 +22,7 @@ from agent.verifier import Verifier, VerifyOptions
 from agent.verifier.dynamic import DynamicRun
 from agent.verifier.parallel import STOPPED_BECAUSE, ParallelRun
 from agent.verifier.plan import Plan, PlanSettings, Trial, build_plan, split_plan
+from hardware_profiles import load_profile
 from kernels.task import load_task
 from tests.verifier.corpus import CHEATS, HONEST
 
@@ -170,7 +171,7 @@ def test_the_zygote_runs_two_children_at_once_and_reports_exits_in_any_order(tmp
 # -- verdicts ----------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def verifier():
-    with Verifier(TASK, options=VerifyOptions(device="cpu", timeout_s=300)) as v:
+    with Verifier(TASK, load_profile("h200"), VerifyOptions(device="cpu", timeout_s=300)) as v:
         yield v
 
 

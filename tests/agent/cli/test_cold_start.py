@@ -1,6 +1,6 @@
 """What each command imports when it starts (the speed targets themselves are measured by
-benchmarks/bench_cold_start.py): `--help` and `chips` load neither torch nor the embedding model, `ask` loads torch
-for the embedder but not transformers, sentence-transformers or scikit-learn."""
+benchmarks/bench_cold_start.py): `--help` and `chips` load neither torch nor the embedding model, `ask` loads the
+embedder (sentence-transformers) and the store, but not the verifier."""
 
 import json
 import os
@@ -43,8 +43,10 @@ def test_chips_opens_the_store_only(tmp_path):
     assert imported(["chips"], tmp_path) == {"chromadb"}
 
 
-def test_ask_loads_torch_but_not_the_transformers_stack(chiplore_home, docs):
+def test_ask_loads_the_embedder_and_store_but_not_the_verifier(chiplore_home, docs):
     from ingest.onboard import onboard
 
     onboard("z9", [docs], progress=False)
-    assert imported(["ask", "vector cores", "--chip", "z9"], chiplore_home) == {"torch", "chromadb"}
+    loaded = imported(["ask", "vector cores", "--chip", "z9"], chiplore_home)
+    assert {"torch", "chromadb", "sentence_transformers"} <= loaded
+    assert "agent.verifier" not in loaded

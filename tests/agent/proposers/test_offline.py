@@ -64,8 +64,8 @@ def test_findings_recorded_before_the_switches_still_seed_plans():
         "parameters": {**old, "dispatch_class": "memory-d128"}})
     ctx = SimpleNamespace(retrieval=SimpleNamespace(findings=[finding]), chip="h200")
     plans = PatternGuidedProposer(space)._finding_plans("memory-d128", ctx)  # type: ignore[arg-type]
-    # the candidate that made this finding rendered no pregather/tma: it ran at FamilyConfig's defaults (off)
-    assert [p.config for p in plans] == [{**old, "pregather": False, "tma": False}]
+    # the candidate that made this finding rendered no pregather/tma/mla: it ran at FamilyConfig's defaults (off)
+    assert [p.config for p in plans] == [{**old, "pregather": False, "tma": False, "mla": "off"}]
     assert plans[0].note.startswith("verified x9.50 on h200")
 
 

@@ -14,15 +14,26 @@ from kernels.splitk_gemm.common import ChipLimits, Problem
 from kernels.splitk_gemm.config import FamilyConfig, fit_to_limits, shrink_once, smem_footprint_kb
 from kernels.splitk_gemm.family import plan_launch, run_family
 from kernels.splitk_gemm.schedule import (
+    IN_FLIGHT_BYTES,
     SPLIT_MARGIN,
     auto_split_k,
+    pipeline_stages,
     program_count,
     split_candidates,
+    stream_k_time,
     tile_count,
     tiles_time,
+    weighted_stage_bytes,
 )
 from kernels.splitk_gemm.spec import TASK, make_inputs
-from kernels.splitk_gemm.tuned import choose_config, set_chip_limits, splitk_gemm
+from kernels.splitk_gemm.tuned import (
+    CHOICE_MARGIN,
+    STREAM_K_BELOW,
+    TILE_CANDIDATES,
+    choose_config,
+    set_chip_limits,
+    splitk_gemm,
+)
 from tests.kernels.splitk_gemm.helpers import SMALL_CHIP, check_impl
 
 H200 = ChipLimits.from_profile(load_profile("h200"))
@@ -113,6 +124,48 @@ def test_split_rule_takes_the_fewest_splits_near_its_model_minimum(case_id):
     assert all(times[s] > (1 + SPLIT_MARGIN) * min(times.values()) for s in times if s < chosen)
 
 
+def test_stages_keep_the_in_flight_bytes_by_hand():
+    """bf16 on H200: a 16 x 128 x 128 stage weighs 128*128*2 + 0.5*16*128*2 = 34816 B, so 3 stages in flight
+    (98304 B = IN_FLIGHT_BYTES) need 4; a 128 x 128 x 64 stage weighs 16384 + 8192 = 24576 B: 4 in flight, 5."""
+    assert IN_FLIGHT_BYTES == 98304
+    skinny = FamilyConfig(block_m=16, block_n=128, block_k=128)
+    assert weighted_stage_bytes(skinny, BENCH["m16-n4096-k4096"]) == 34816
+    assert pipeline_stages(skinny, BENCH["m16-n4096-k4096"], 227.0) == 4
+    wide = FamilyConfig(block_m=128, block_n=128, block_k=64)
+    assert pipeline_stages(wide, BENCH["m128-n4096-k4096"], 227.0) == 5
+    # 48 KiB holds one 16 x 128 x 128 bf16 stage (36 KiB): the rule still asks for 2 (fit_to_limits shrinks tiles)
+    assert pipeline_stages(skinny, BENCH["m16-n4096-k4096"], 48.0) == 2
+    assert pipeline_stages(skinny, BENCH["m16-n4096-k4096"], 100.0) == 2
+
+
+@pytest.mark.parametrize("chip", CHIPS, ids=list(CHIPS))
+@pytest.mark.parametrize("case_id", list(BENCH))
+def test_tuned_rule_is_deterministic_and_the_modeled_minimum(case_id, chip):
+    """Never the atomic mode (the default is deterministic), and no candidate schedule of the rule models
+    faster than the chosen one by more than CHOICE_MARGIN (each candidate recomputed here from the model)."""
+    limits, prob = CHIPS[chip], BENCH[case_id]
+    units = limits.num_compute_units
+    chosen = choose_config(limits, prob.m, prob.n, prob.k, prob.dtype)
+    assert not chosen.atomic
+
+    def modeled(cfg: FamilyConfig) -> float:
+        if cfg.stream_k:
+            return stream_k_time(cfg, prob, units) / STREAM_K_BELOW
+        return tiles_time(cfg, prob, cfg.split_k, units)
+
+    block_m = chosen.block_m
+    others = []
+    for block_n, block_k in TILE_CANDIDATES:
+        tiles = FamilyConfig(block_m=block_m, block_n=block_n, block_k=block_k, num_warps=chosen.num_warps)
+        tiles = fit_to_limits(FamilyConfig(**{**tiles.to_dict(), "num_stages": pipeline_stages(
+            tiles, prob, limits.smem_per_block_kb)}), prob, limits)
+        for fused in (True, False):
+            cfg = FamilyConfig(**{**tiles.to_dict(), "fused_reduce": fused})
+            others.append(FamilyConfig(**{**cfg.to_dict(), "split_k": auto_split_k(cfg, prob, limits)}))
+        others.append(FamilyConfig(**{**tiles.to_dict(), "stream_k": True}))
+    assert modeled(chosen) <= min(modeled(c) for c in others) / (1 - CHOICE_MARGIN) + 1e-6
+
+
 def test_program_counts():
     prob = Problem(1, 4096, 4096, torch.bfloat16)
     tiles = FamilyConfig(block_m=16, block_n=128, block_k=128, split_k=3)
@@ -190,9 +243,11 @@ def _zeroed_buffers(device: torch.device) -> list[torch.Tensor]:
 @pytest.mark.parametrize("knobs", [dict(split_k=3, fused_reduce=True), dict(split_k=3, atomic=True),
                                    dict(stream_k=True)], ids=["fused", "atomic", "stream-k"])
 def test_zeroed_workspaces_are_left_at_zero(knobs, device):
-    case = TASK.case("long-k-33x96x300")
-    check_impl(functools.partial(run_family, FamilyConfig(block_m=16, block_n=16, block_k=16, **knobs),
-                                 limits=SMALL_CHIP), case, device)
+    """After calls of several shapes, the arrival counters and the atomic accumulator are all zero again (the next
+    call relies on it; a reset that misses an element, or one a late partial lands after, leaves it non-zero)."""
+    run = functools.partial(run_family, FamilyConfig(block_m=16, block_n=16, block_k=16, **knobs), limits=SMALL_CHIP)
+    for case_id in ("long-k-33x96x300", "m-over-block-17x123x37", "decode-1x80x257"):
+        check_impl(run, TASK.case(case_id), device)
     buffers = _zeroed_buffers(torch.device(device))
     assert buffers and all(int(torch.count_nonzero(buf)) == 0 for buf in buffers)
 
@@ -215,7 +270,7 @@ def test_workspace_is_reused_across_calls(device):
     first = workspace.partials(dev, 3000)
     second = workspace.partials(dev, 2500)
     assert first.untyped_storage().data_ptr() == second.untyped_storage().data_ptr()
-    assert workspace.partials(dev, 3 * 4096).numel() == 3 * 4096
+    assert workspace.partials(dev, 3 * 4096).numel() == workspace.size_class(3 * 4096)
 
 
 def test_plan_of_an_auto_split():
