@@ -19,13 +19,13 @@ import math
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from agent.cli.app import app
+from agent.cli.console import CliConsole
 from core.errors import BadInputError
 
-_console = Console(soft_wrap=True)  # paths and progress lines are never broken mid-name when piped
+_console = CliConsole()  # paths and progress lines are never broken mid-name when piped
 
 
 def _profile(chip: str) -> Any:
