@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from core.errors import BadInputError, StoreError
+from core.errors import BadInputError
 from hardware_profiles import load_profile
 from hardware_profiles.schema import HardwareProfile
 from knowledge.catalog import Catalog, load_catalog
@@ -108,22 +108,19 @@ def record_finding(finding: Any, profile: HardwareProfile | None = None, *, stor
     _check_patterns(finding, catalog)
     record = finding.record(chip_features(profile or _profile_for(finding.chip)))
     store = open_store(store)
-    store.upsert_chunks([_chunk(finding, record)], collection=FINDINGS_COLLECTION)
-    graph = PatternGraph.load(graph_file, catalog)
-    for missing in _missing_records(store, graph.finding_ids() | {finding.id}):
-        graph.add_finding(missing)
-    graph.add_finding(record)
-    graph.save(graph_file)
+    with store.writing(f"recording finding {finding.id}"):  # the record and the graph, one writer at a time
+        store.upsert_chunks([_chunk(finding, record)], collection=FINDINGS_COLLECTION)
+        graph = PatternGraph.load(graph_file, catalog)
+        for missing in _missing_records(store, graph.finding_ids() | {finding.id}):
+            graph.add_finding(missing)
+        graph.add_finding(record)
+        graph.save(graph_file)
     return finding.id
 
 
 def _missing_records(store: Any, known: set[str]) -> list[dict[str, Any]]:
     """Finding records in the store whose ids are not in `known` (ids are listed first; only those are read)."""
-    col = store.collection(FINDINGS_COLLECTION)
-    try:
-        ids = col.get(include=[])["ids"]
-    except Exception as exc:
-        raise StoreError(f"findings collection: cannot list ids: {' '.join(str(exc).split())[:200]}") from None
+    ids = store.ids(FINDINGS_COLLECTION)
     missing = [i for i in ids if i.removeprefix("finding-") not in known]
     if not missing:
         return []
@@ -136,11 +133,14 @@ def load_graph(store: Any = None, graph_file: str | Path | None = None, sync: bo
     the two writes) are added and the graph is saved."""
     graph = PatternGraph.load(graph_file, load_catalog())
     if sync:
-        missing = _missing_records(open_store(store), graph.finding_ids())
-        for record in missing:
-            graph.add_finding(record)
+        store = open_store(store)
+        missing = _missing_records(store, graph.finding_ids())
         if missing:
-            graph.save(graph_file)
+            with store.writing("updating the pattern graph"):
+                graph = PatternGraph.load(graph_file, load_catalog())  # as another writer may have left it
+                for record in _missing_records(store, graph.finding_ids()):
+                    graph.add_finding(record)
+                graph.save(graph_file)
     return graph
 
 

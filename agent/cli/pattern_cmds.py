@@ -19,14 +19,14 @@ import math
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from agent.cli.app import app
+from agent.cli.console import CliConsole
 from core.errors import BadInputError
 from kernels.task import DEFAULT_TASK
 
-_console = Console(soft_wrap=True)  # paths and progress lines are never broken mid-name when piped
+_console = CliConsole()  # paths and progress lines are never broken mid-name when piped
 
 
 def _profile(chip: str) -> Any:

@@ -186,7 +186,9 @@ def test_partial_failure_exits_2_and_stores_the_good_files(chiplore_home, embedd
 
 
 def _store_files(store_dir: Path) -> dict[str, bytes]:
-    return {p.relative_to(store_dir).as_posix(): p.read_bytes() for p in sorted(store_dir.rglob("*")) if p.is_file()}
+    """Every file of the store but chiplore's lock files (which name their last holder)."""
+    return {p.relative_to(store_dir).as_posix(): p.read_bytes() for p in sorted(store_dir.rglob("*"))
+            if p.is_file() and p.suffix != ".lock"}
 
 
 def _cold(*args: str) -> subprocess.CompletedProcess:
@@ -216,7 +218,9 @@ def test_damaged_store_is_reported_and_never_rebuilt_over(chiplore_home, embedde
                 f"{FRESH}")
     else:
         index.write_bytes(b"")
-        line = f"error: knowledge store {store_dir}: vector index file {index} is empty {FRESH}"
+        line = (f"error: knowledge store {store_dir}: vector index file {index} is empty (damaged store); chiplore "
+                "will not write over it; run `chiplore store repair` (or keep it for inspection and point "
+                "CHIPLORE_HOME at a fresh folder)")
     damaged = _store_files(store_dir)
     commands = {"sqlite-empty": [["chips"], ["onboard", "z9", str(docs)]], "sqlite-missing": [["chips"]],
                 "index-empty": [["ask", "How many vector cores does the Z9 have?", "--chip", "z9"]]}[damage]
