@@ -113,3 +113,11 @@ class ProposerConfigError(BadInputError):
 
 class DependencyMissingError(ChiploreError):
     """A component the command needs (verifier, kernel family, knowledge store) is not installed."""
+
+
+class RunBusyError(BadInputError):
+    """The run is live: another process (or another part of this one) holds its lock; the message names the pid."""
+
+
+class RunConflictError(ChiploreError):
+    """``state.json`` on disk was saved after the state this process holds (by another process): not overwritten."""

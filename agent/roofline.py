@@ -15,14 +15,9 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from core.errors import ChiploreError
+from hardware_profiles.peaks import PEAK_KEYS, dtype_peak_flops
 from hardware_profiles.schema import HardwareProfile
 from kernels.task import Case, TaskSpec
-
-#: Profile peak keys to try for an input dtype, fastest first. float32 inputs may run on TF32 tensor cores
-#: (the task's float32 tolerance allows it), so the floor uses the larger of the two peaks.
-PEAK_KEYS: dict[str, tuple[str, ...]] = {
-    "bfloat16": ("bf16",), "float16": ("fp16",), "float32": ("tf32", "fp32"), "float64": ("fp64",),
-}
 
 #: Launch latency of one kernel, microseconds: "a few microseconds" per launch (NVIDIA CUDA C++ Best Practices
 #: Guide, "Kernel launch overhead"); used only to name a launch-bound case, never as a floor.
@@ -57,18 +52,11 @@ class RooflinePoint:
         return "memory" if self.memory_floor_us >= self.compute_floor_us else "compute"
 
 
-def _dtype_name(case: Case, dtype: str | None) -> str:
-    name = str(dtype or case.params.get("dtype") or "float32").replace("torch.", "")
+def _dtype_name(task: TaskSpec, case: Case, dtype: str | None) -> str:
+    name = str(dtype or task.dtype_of(case)).replace("torch.", "")
     if name not in PEAK_KEYS:
         raise ValueError(f"dtype {name!r} has no peak mapping; expected one of {sorted(PEAK_KEYS)}")
     return name
-
-
-def peak_flops(profile: HardwareProfile, dtype: str) -> float | None:
-    """Largest dense FLOP/s peak the profile gives for input dtype `dtype` (``'bfloat16'``...), or None."""
-    values = [profile.peak_flops(k) for k in PEAK_KEYS[dtype]]
-    known = [v for v in values if v]
-    return max(known) if known else None
 
 
 def roofline_point(task: TaskSpec, case: Case, profile: HardwareProfile, dtype: str | None = None) -> RooflinePoint:
@@ -78,20 +66,20 @@ def roofline_point(task: TaskSpec, case: Case, profile: HardwareProfile, dtype: 
         RooflineUnknown: the profile knows neither peak (an unknown peak contributes a floor of 0).
         ValueError: unsupported dtype.
     """
-    name = _dtype_name(case, dtype)
-    if not peak_flops(profile, name) and not profile.peak_bytes_per_s():
+    name = _dtype_name(task, case, dtype)
+    if not dtype_peak_flops(profile, name) and not profile.peak_bytes_per_s():
         raise RooflineUnknown(f"profile {profile.chip!r} has no {name} FLOP/s peak and no memory bandwidth")
-    return _point(task, case, dtype, lambda n: (peak_flops(profile, n), profile.peak_bytes_per_s()))
+    return _point(task, case, dtype, lambda n: (dtype_peak_flops(profile, n), profile.peak_bytes_per_s()))
 
 
 def _point(task: TaskSpec, case: Case, dtype: str | None, rates) -> RooflinePoint:
-    name = _dtype_name(case, dtype)
+    name = _dtype_name(task, case, dtype)
     sized = case if case.params.get("dtype") == name else replace(case, params={**dict(case.params), "dtype": name})
     flops, nbytes = float(task.flops(sized)), float(task.bytes(sized))
     pf, bw = rates(name)
     compute_us = flops / pf * 1e6 if pf else 0.0
     memory_us = nbytes / bw * 1e6 if bw else 0.0
-    ridge = pf / bw if pf and bw else 0.0
+    ridge = pf / bw if pf and bw else 0.0  # spec rates: = hardware_profiles.peaks.ridge_flop_per_byte
     return RooflinePoint(flops, nbytes, flops / nbytes if nbytes else 0.0, ridge, compute_us, memory_us)
 
 
@@ -107,7 +95,7 @@ def measured_roofline_point(task: TaskSpec, case: Case, profile: HardwareProfile
         known = [v for v in (profile.achievable_flops(k) for k in PEAK_KEYS[name]) if v]
         return (max(known) if known else None), profile.achievable_bytes_per_s()
 
-    name = _dtype_name(case, dtype)
+    name = _dtype_name(task, case, dtype)
     pf, bw = rates(name)
     if not pf and not bw:
         raise RooflineUnknown(f"profile {profile.chip!r} has no measured {name} dot throughput and no measured "

@@ -111,9 +111,12 @@ class ManagedRun:
         """Open an existing run to continue it with submitted candidates (a pending candidate is evaluated first).
 
         Raises:
-            RunNotFoundError, RunCorruptError: see `agent.session.open_run`.
+            RunNotFoundError, RunCorruptError: see `agent.session.open_run`. RunBusyError: the run is live in
+                another process (its lock names the pid).
         """
-        run, state = open_run(run_id, root)
+        run, _ = open_run(run_id, root)
+        run.lock("resuming")  # held by this managed run until `finish` (or the end of the process)
+        state = run.load_state()
         parts = prepare(state.config, profile, verifier, knowledge, proposer=ExternalProposer())
         managed = cls(run, state, parts)
         if state.status == "running" or state.status == "stopped":
@@ -155,6 +158,7 @@ class ManagedRun:
 
         if self.state.status == "running":
             self.loop.end(FinishedByCaller(reason))
+        self.run.unlock()  # the run is no longer live
         return write_report(self.run)
 
     def _check_open(self) -> None:

@@ -86,6 +86,7 @@ def start_run(config: OptimizeConfig, device: str = "", run_id: str | None = Non
     leaves no folder behind."""
     load_task_checked(config.task)
     run = RunDir.create(run_id or new_run_id(config.task, config.chip), root)
+    run.lock()
     state = RunState(run_id=run.run_id, config=config, device=device)
     run.save_state(state)
     return run, state
@@ -102,7 +103,7 @@ def prepare(config: OptimizeConfig, profile: HardwareProfile, verifier: Verifier
     """
     task = load_task_checked(config.task)
     cases = select_cases(task, config.cases)
-    space = FamilySpace(task, profile, cases) if task.knobs else None
+    space = FamilySpace(task, profile, cases) if task.knobs and task.family is not None else None
     return LoopParts(task=task, profile=profile, cases=cases, verifier=verifier,
                      proposer=proposer or make_proposer(config, space, check),
                      knowledge=knowledge if config.retrieval else None, space=space)
@@ -112,7 +113,11 @@ def run_prepared(run: RunDir, state: RunState, parts: LoopParts, events: Events 
     """Run (or resume) `state` with `parts` (from `prepare`) to its end; returns the final state (also saved)."""
     if events is not None:
         parts.events = events
-    return OptimizationLoop(run, state, parts).run_loop()
+    run.lock()  # held already when the run came from `start_run` / `resume_run`
+    try:
+        return OptimizationLoop(run, state, parts).run_loop()
+    finally:
+        run.unlock()
 
 
 def run_optimization(run: RunDir, state: RunState, profile: HardwareProfile, verifier: Verifier,
@@ -141,9 +146,12 @@ def resume_run(run: str | Path, root: Path | None = None, max_evals: int | None 
     """Open a run to continue it; `max_evals` / `budget_min` replace the saved stop rules when given.
 
     Raises:
-        RunNotFoundError, RunCorruptError: see `open_run`.
+        RunNotFoundError, RunCorruptError: see `open_run`. RunBusyError: the run is live in another process (its
+            lock names the pid); nothing is written then.
     """
     folder, state = open_run(run, root)
+    folder.lock("resuming")
+    state = folder.load_state()  # as the last holder left it
     updates = {k: v for k, v in (("max_evals", max_evals), ("budget_min", budget_min)) if v is not None}
     if updates:
         state.config = state.config.model_copy(update={"stop": state.config.stop.model_copy(update=updates)})

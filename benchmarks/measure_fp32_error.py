@@ -28,10 +28,10 @@ if not torch.cuda.is_available():
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agent.verifier.plan import adversarial_case, long_prefix_case  # noqa: E402
 from benchmarks._util import use_chip  # noqa: E402
 from kernels.extend_attention import extend_attention_fwd as tuned  # noqa: E402
 from kernels.extend_attention.baseline import extend_attention_fwd as baseline  # noqa: E402
+from kernels.extend_attention.cases import adversarial_case, long_prefix_case  # noqa: E402
 from kernels.extend_attention.family import FamilyConfig, run_family  # noqa: E402
 from kernels.extend_attention.spec import TASK, make_inputs, reference  # noqa: E402
 from kernels.task import Case  # noqa: E402
@@ -95,9 +95,9 @@ def main() -> int:
     if not args.no_test_cases:
         groups.append(("test cases as float32", [(as_float32(c), 7) for c in TASK.test_cases]))
     if not args.no_trials:
-        groups.append(("large logits (float32)", [(as_float32(adversarial_case(TASK, rng, small)), 11 + i)
+        groups.append(("large logits (float32)", [(as_float32(adversarial_case(rng, small)), 11 + i)
                                                   for i in range(3)]))
-        groups.append(("long prefix (float32)", [(as_float32(long_prefix_case(TASK, rng, small)), 21 + i)
+        groups.append(("long prefix (float32)", [(as_float32(long_prefix_case(rng, small)), 21 + i)
                                                  for i in range(2)]))
     only = {n for n in args.only.split(",") if n}
     print(f"device {torch.cuda.get_device_name() if device == 'cuda' else 'cpu (Triton interpreter)'}; "

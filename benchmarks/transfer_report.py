@@ -163,6 +163,28 @@ def summary_checks(results: list[dict[str, Any]], small_chip: str) -> list[str]:
     return out
 
 
+def arm_checks(results: list[dict[str, Any]], asked: list[str]) -> list[str]:
+    """One PASS/FAIL line per chip and asked arm: (a)-(c) PASS once their run finished (a stop rule ended it),
+    (d) once the carried configuration passed verification; FAIL with what happened otherwise."""
+    out = []
+    for chip in results:
+        rows = {r["arm"]: r for r in chip["arms"]}
+        for arm in asked:
+            row = rows.get(arm, {"missing": True})
+            name = f"{chip['chip']} arm {ARM_NAMES[arm]}"
+            if row.get("missing"):
+                out.append(f"FAIL {name}: not run")
+                continue
+            geo = "-" if row.get("geomean") is None else f"x{row['geomean']:.2f}"
+            if arm == "d":
+                ok, what = row.get("stage") == "pass", f"verdict {row.get('stage')}, geomean {geo}"
+            else:
+                ok = row.get("status") == "finished"
+                what = f"{row.get('status')} after {row['evaluations']} evaluations ({row.get('stop')}), geomean {geo}"
+            out.append(f"{'PASS' if ok else 'FAIL'} {name}: {what}")
+    return out
+
+
 def safe_geomean(values: list[float]) -> float | None:
     """Geometric mean of positive values (None when empty)."""
     values = [v for v in values if v and v > 0]

@@ -3,14 +3,17 @@
 Chips (`CHIPS`): ``tessera-s``, the public run's setting (36 compute units asked of the driver, 48 KiB of shared
 memory per program), and ``tessera-m``, a mid-size chip (66 units) with a generous 160 KiB cap. For each:
 
-1. ``setup``: the partition is asked of the driver and the SMs it really gives are counted (%smid of a large
-   grid, and cuDevSmResourceSplitByCount); a datasheet in another vocabulary (tiles, scratchpad, work-groups,
-   wavefronts; `benchmarks/data/tessera_datasheet.md.j2`) is written for the array the driver gave, with the
-   H200's published figures scaled to the share of its SMs where that is honest (matrix peaks) and marked as the
-   parent's where it is not (memory bandwidth); two fresh CHIPLORE_HOMEs get only that datasheet
-   (``chiplore onboard``) and the probe run inside the partition (``chiplore profile probe``); one of them also
-   gets the H200's findings (``--h200-findings``: a findings export, ``chiplore findings --chip h200 --json``, or
-   an H200 optimize run folder).
+1. ``setup``: the partition is asked of the driver and the SMs it really gives are counted inside it
+   (`hardware_profiles.smid`: the distinct %smid of a large grid, and the driver's split for the request); a
+   partition that is not the chip asked for (not applied, smaller than asked, a whole SM group larger, the two
+   counts disagreeing) stops the call with a FAIL line before anything else runs. A datasheet in another
+   vocabulary (tiles, scratchpad, work-groups, wavefronts; `benchmarks/data/tessera_datasheet.md.j2`) is written
+   for the array the driver gave, with the H200's published figures scaled to the share of its SMs where that is
+   honest (matrix peaks) and marked as the parent's where it is not (memory bandwidth); two fresh CHIPLORE_HOMEs
+   get only that datasheet (``chiplore onboard``) and the probe run inside the partition (``chiplore profile
+   probe``), which must find the counted size and honour the cap, and the profile must give kernels those limits
+   (else FAIL, no arm runs); one home also gets the H200's findings (``--h200-findings``: a findings export,
+   ``chiplore findings --chip h200 --json``, or an H200 optimize run folder).
 2. arms, each ``chiplore optimize extend_attention --chip CHIP`` with the baseline timed on the same partition:
    (a) retrieval with the H200 findings, (b) retrieval with no findings, (c) ``--no-retrieval``; and (d) the
    H200's best configuration carried over unchanged (its dispatch table rendered for the chip, verified and timed
@@ -21,9 +24,12 @@ Resumable over several GPU calls: everything lives under ``--out``; ``--state-in
 ``--state-out`` tarball first; runs already finished are skipped and interrupted ones resumed; no arm starts
 when less than a minute of ``--deadline-s`` is left.
 
-    python benchmarks/transfer_virtual_chips.py run --chips s --arms setup,c,d --out $OUT/transfer \\
-        --state-out $OUT/transfer_state.tgz --deadline-s 480
+    python benchmarks/transfer_virtual_chips.py run --chips s --arms setup,a,d,c --out $OUT/transfer \\
+        --state-out $OUT/transfer_state.tgz --max-evals 6 --budget-min 2.5 --deadline-s 520
     python benchmarks/transfer_virtual_chips.py report --out DIR
+
+Data: `benchmarks/data/h200_findings.json` is the findings export of the H200 optimize run ``retrieval`` (commit
+a9cf28b, 2026-11-30, BENCHMARKS.md "Agent loop: `chiplore optimize` on the H200"; 69 findings, 3 accepted).
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 DATA = ROOT / "benchmarks" / "data"
-H200_EXPORT = ROOT / "docs" / "gpu_runs" / "session6_2026-11-30" / "optimize_a9cf28b" / "findings" / "retrieval.json"
+H200_EXPORT = DATA / "h200_findings.json"
 
 
 @dataclass(frozen=True)
@@ -62,28 +68,6 @@ CHIPS = {
     "m": Chip("tessera-m", "Tessera-M", 66, 160, "a per-work-group budget of the array"),
 }
 DEFAULT_CASES = "decode,chunked-prefill,small-heads"
-
-_SMID = """
-import json, sys
-import torch, triton, triton.language as tl
-from hardware_profiles.green_context import enter_green_context
-
-@triton.jit
-def smid_kernel(out, steps):
-    pid = tl.program_id(0)
-    sm = tl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r,r", [pid], dtype=tl.int32, is_pure=False, pack=1)
-    x = pid.to(tl.float32)
-    for _ in range(steps):
-        x = x * 0.999 + 0.001
-    tl.store(out + pid, sm + (x * 0).to(tl.int32))
-
-entered = enter_green_context(int(sys.argv[1]), 0)
-out = torch.full((16 * 132,), -1, dtype=torch.int32, device="cuda")
-smid_kernel[(out.numel(),)](out, 20000)
-print(json.dumps({"smid_count": len(set(out.tolist())), "driver_sms": entered.driver_sms,
-                  "host_sms": entered.host_sms}))
-"""
-
 
 def _env(home: Path | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
@@ -109,12 +93,75 @@ def cli(home: Path, *args: str, timeout: float = 600, check: bool = True) -> sub
 
 
 def given_sms(requested: int) -> dict:
-    """What the driver gives for `requested` SMs, counted by the SMs a large grid runs on (fresh process)."""
-    done = subprocess.run([sys.executable, "-c", _SMID, str(requested)], env=_env(None), cwd=ROOT, text=True,
-                          capture_output=True, timeout=300)
+    """`hardware_profiles.smid`'s report of a partition of `requested` SMs, counted inside it (fresh process).
+
+    Raises:
+        SystemExit: the count failed (its error's last lines).
+    """
+    done = subprocess.run([sys.executable, "-m", "hardware_profiles.smid", str(requested)], env=_env(None), cwd=ROOT,
+                          text=True, capture_output=True, timeout=300)
     if done.returncode != 0:
-        raise SystemExit(f"partition of {requested} SMs failed: {done.stderr[-1500:]}")
+        print(f"FAIL partition of {requested} SMs: the count failed: {done.stderr[-1500:].strip()}", flush=True)
+        raise SystemExit(f"no partition of {requested} SMs; no arm runs")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def preflight_problem() -> str | None:
+    """Why this machine cannot onboard and retrieve (one line), or None: chromadb and the embedding model."""
+    try:
+        import chromadb  # noqa: F401
+    except ImportError:
+        return "chromadb is not installed (the wheels of .whl: scripts/gpu.sh installs them when .whl was carried)"
+    from core.errors import ChiploreError
+    from knowledge.embedder import ENV_MODEL, default_model_path
+
+    model = os.environ.get(ENV_MODEL, "")
+    if os.sep in model and not Path(model).exists():
+        return f"{ENV_MODEL}={model} does not exist (carry .model)"
+    if not model:
+        try:
+            default_model_path()
+        except ChiploreError as exc:
+            return f"{exc} (or carry .model: scripts/gpu.sh sets {ENV_MODEL})"
+    return None
+
+
+def setup_problems(chip: Chip, given: dict, probe: dict, limits) -> list[str]:
+    """What makes the chip set up for `chip` not the chip asked for, one line each (empty: it is): the partition
+    (`hardware_profiles.smid.partition_problem`), the probe inside it (its compute units within 2 % of the SMs the
+    grid ran on; a program over the cap must not have run), the profile's limits (the counted units, the cap).
+
+    `given`: the partition's count; `probe`: the probe's readings (``report.readings`` of its JSON; {} before it
+    ran); `limits`: the profile's `kernels.chip.ChipLimits` (None before onboarding)."""
+    from hardware_profiles.smid import partition_problem
+
+    problem = partition_problem(chip.requested, given)
+    if problem:
+        return [f"partition: {problem}"]
+    tiles, out = given["smid_count"], []
+    units = probe.get("num_compute_units", {}).get("value")
+    if probe and (units is None or abs(units - tiles) > 0.02 * tiles):
+        out.append(f"probe: {units} compute units measured inside the partition, whose grid ran on {tiles} SMs")
+    smem = probe.get("smem_per_block_kb", {}).get("value")
+    if smem is not None and smem > chip.cap_kb + 0.5:
+        out.append(f"probe: a program of {smem:g} KiB ran, over the cap of {chip.cap_kb:g} KiB (the cap is not "
+                   "applied)")
+    if limits is not None:
+        if limits.num_compute_units != tiles:
+            out.append(f"profile: kernels get {limits.num_compute_units:g} compute units, the partition has {tiles}")
+        if abs(limits.smem_per_block_kb - chip.cap_kb) > 0.5:
+            out.append(f"profile: kernels get {limits.smem_per_block_kb:g} KiB per block, the chip's cap is "
+                       f"{chip.cap_kb:g} KiB")
+    return out
+
+
+def _stop_if(chip: Chip, problems: list[str], passed: str) -> None:
+    """Print FAIL lines and stop the call (no arm runs on a wrong chip), or one PASS line."""
+    if problems:
+        for problem in problems:
+            print(f"FAIL {chip.name} setup: {problem}", flush=True)
+        raise SystemExit(f"{chip.name}: the chip set up is not the one asked for; no arm runs")
+    print(f"PASS {chip.name} setup: {passed}", flush=True)
 
 
 def render_datasheet(chip: Chip, tiles: int, path: Path) -> None:
@@ -135,14 +182,30 @@ def render_datasheet(chip: Chip, tiles: int, path: Path) -> None:
 
 
 def setup(chip: Chip, out: Path, findings: Path) -> None:
-    """Partition, datasheet, two homes onboarded with it, the probe inside the partition, H200 findings seeded."""
+    """Partition, datasheet, two homes onboarded with it, the probe inside the partition, H200 findings seeded;
+    stopped with FAIL lines as soon as the chip is not the one asked for (`setup_problems`).
+
+    Raises:
+        SystemExit: the machine cannot onboard, the partition or the probe is wrong, or a step failed.
+    """
+    from hardware_profiles import load_profile_file
+    from hardware_profiles.limits import chip_limits_of
+
     chip_dir = out / chip.name
     if (chip_dir / "setup.json").is_file():
         print(f"{chip.name}: set up already", flush=True)
         return
+    problem = preflight_problem()
+    if problem:
+        print(f"FAIL {chip.name} setup: {problem}", flush=True)
+        raise SystemExit(f"{chip.name}: cannot onboard on this machine")
     chip_dir.mkdir(parents=True, exist_ok=True)
     given = given_sms(chip.requested)
     tiles = given["smid_count"]
+    _stop_if(chip, setup_problems(chip, given, {}, None),
+             f"{chip.requested} SMs asked, the grid ran on {tiles}, the driver's split gives "
+             f"{given['driver_sms']}, the context reports {given.get('context_sms')} (SM groups "
+             f"{given['granularity'] or 'unreadable'})")
     sheet = chip_dir / f"{chip.name}.md"
     render_datasheet(chip, tiles, sheet)
     homes = [chip_dir / "home-empty", chip_dir / "home-seeded"]
@@ -152,17 +215,24 @@ def setup(chip: Chip, out: Path, findings: Path) -> None:
         "--smem-cap-kb", f"{chip.cap_kb:g}")
     cli(homes[0], "onboard", chip.name, str(sheet))
     cli(homes[0], "profile", "probe", chip.name, "--out", str(chip_dir / "probe.json"))
+    probe = json.loads((chip_dir / "probe.json").read_text())["report"]["readings"]
+    limits = chip_limits_of(load_profile_file(homes[0] / "profiles" / f"{chip.name}.yaml"))
+    _stop_if(chip, setup_problems(chip, given, probe, limits),
+             f"the probe measured {probe['num_compute_units']['value']:g} compute units and "
+             f"{probe.get('smem_per_block_kb', {}).get('value', 'no')} KiB per program; kernels get "
+             f"{limits.num_compute_units} compute units and {limits.smem_per_block_kb:g} KiB per block")
     shutil.copytree(homes[0], homes[1])  # the same datasheet and probe; then the H200's findings on top
     seed = subprocess.run([sys.executable, __file__, "_seed", str(homes[1]), str(findings)], env=_env(homes[1]),
                           cwd=ROOT, text=True, capture_output=True, timeout=600)
     print(seed.stdout[-2000:] + seed.stderr[-2000:], flush=True)
     if seed.returncode != 0:
         raise SystemExit("seeding the H200 findings failed")
-    probe = json.loads((chip_dir / "probe.json").read_text())["report"]["readings"]
     record = {"chip": chip.name, "requested": chip.requested, "driver_sms": given["driver_sms"],
-              "smid_count": tiles, "host_sms": given["host_sms"], "cap_kb": chip.cap_kb,
-              "probe_units": probe.get("num_compute_units", {}).get("value"),
+              "context_sms": given.get("context_sms"), "smid_count": tiles, "host_sms": given["host_sms"],
+              "granularity": given["granularity"],
+              "cap_kb": chip.cap_kb, "probe_units": probe.get("num_compute_units", {}).get("value"),
               "probe_smem_kb": probe.get("smem_per_block_kb", {}).get("value"), "datasheet": sheet.name,
+              "limits": limits.to_dict(),
               "seeded": seed.stdout.strip().splitlines()[-1] if seed.stdout.strip() else ""}
     (chip_dir / "setup.json").write_text(json.dumps(record, indent=1))
 
@@ -335,11 +405,13 @@ def run(args: argparse.Namespace) -> None:
         if args.state_out:
             with tarfile.open(args.state_out, "w:gz") as tar:
                 tar.add(out, arcname=out.name)
-        report(argparse.Namespace(out=str(out)))
+        report(argparse.Namespace(out=str(out)), [a for a in args.arms.split(",") if a in ("a", "b", "c", "d")])
 
 
-def report(args: argparse.Namespace) -> None:
-    from benchmarks.transfer_report import chip_results, markdown, summary_checks
+def report(args: argparse.Namespace, asked: list[str] | None = None) -> None:
+    """results.json and results.md under ``args.out``, the tables printed, then PASS/FAIL lines: one per arm of
+    `asked` (this call's arms) and the issue's two claims."""
+    from benchmarks.transfer_report import arm_checks, chip_results, markdown, summary_checks
 
     out = Path(args.out)
     saved = out / "h200_table.json"  # the table the run carried over (from its --h200-findings)
@@ -349,7 +421,7 @@ def report(args: argparse.Namespace) -> None:
     text = markdown(results)
     (out / "results.md").write_text(text + "\n")
     print(text)
-    for line in summary_checks(results, CHIPS["s"].name):
+    for line in arm_checks(results, asked or []) + summary_checks(results, CHIPS["s"].name):
         print(line)
 
 
@@ -362,8 +434,8 @@ def main() -> None:
     go.add_argument("--arms", default="setup,a,b,c,d")
     go.add_argument("--cases", default=DEFAULT_CASES)
     go.add_argument("--max-evals", type=int, default=6)
-    go.add_argument("--budget-min", type=float, default=4.0, help="per arm, over all calls")
-    go.add_argument("--deadline-s", type=float, default=480, help="this call's wall-clock limit")
+    go.add_argument("--budget-min", type=float, default=2.5, help="per arm, over all calls")
+    go.add_argument("--deadline-s", type=float, default=520, help="this call's wall-clock limit")
     go.add_argument("--h200-findings", default=str(H200_EXPORT), help="findings export JSON or H200 run folder")
     go.add_argument("--state-in", default="", help="tarball of an earlier call's --out")
     go.add_argument("--state-out", default="", help="write --out as a tarball here at the end")

@@ -4,12 +4,20 @@ Torch, Triton and the standard library only; the profile side (which chip is vir
 `hardware_profiles.virtual`. This code is not part of any kernel the verifier trusts: it runs in the processes that
 time for a virtual chip (the verifier's sandbox children, the benchmarks, the probe) before any candidate code.
 
-- `enter_green_context(num_sms, device_index)`: ``torch.cuda.green_contexts.GreenContext.create(num_sms, index)``
-  then ``.set_context()`` (torch 2.10/2.11; later torch builds name it ``make_current``): the green context becomes
-  the current CUDA context and torch's current stream its default stream, so every kernel launched afterwards
-  in this process (Triton's, cuBLAS's, torch's) runs on the partition's SMs. Call it before the process allocates
-  device memory or loads a kernel (a module loaded in the primary context stays there). The driver may round the
-  count up (cuDevSmResourceSplitByCount honours an SM-group granularity); `driver_sm_count` reads what it gives.
+- `enter_green_context(num_sms, device_index)`: ``torch.cuda.green_contexts.GreenContext.create(num_sms=..,
+  device_id=..)`` then ``.set_context()`` (torch 2.10+; earlier builds named it ``make_current``). torch pushes the
+  green context on the calling thread's CUDA context stack (``cuCtxPushCurrent``) and makes the null stream
+  torch's current stream, so every kernel that thread launches afterwards on that stream (Triton's, cuBLAS's,
+  torch's) runs on the partition's SMs. The context the driver converts from a green one (``cuCtxFromGreenCtx``)
+  is the primary context with the green context's resources: memory and loaded modules are shared with it, and
+  only work that depends on the resources (kernel launches) is confined (CUDA Driver API, "Green Contexts").
+  Threads: the context stack and torch's current stream are per thread, so a thread other than the one that
+  entered launches on the primary context, i.e. on the whole device; a second thread's `enter_green_context` is
+  refused rather than answered as if it were inside. A process enters one partition for good: ``pop_context``
+  would restore the previous context and stream, but nothing here times two chips in one process. The driver
+  rounds the count up to its SM-group granularity (``cuDevSmResourceSplitByCount``; on compute capability 9.0 a
+  multiple of 8 SMs, ``sm_partition_granularity`` reads it from CUDA 13 drivers); `driver_sm_count` asks the
+  driver what its split gives, and `context_sm_count` what the current context reports (``cuCtxGetDevResource``).
   ``torch.cuda.get_device_properties().multi_processor_count`` keeps reporting the whole GPU inside.
 - `install_shared_memory_cap(cap_bytes, label)`: every Triton kernel compiled in this process is checked when it is
   first loaded (`CompiledKernel._init_handles`, where Triton itself compares ``metadata.shared`` with the device
@@ -35,12 +43,16 @@ class GreenContextUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class EnteredContext:
-    """A green context made current in this process: SMs asked for, SMs the driver gave (None if unreadable)."""
+    """A green context made current on one thread of this process: SMs asked for, SMs the driver's split gives
+    for that request (`driver_sm_count`), SMs of the whole device, the thread (``threading.get_ident``), and the
+    SMs the current context reports having (`context_sm_count`); the counts are None where unreadable."""
 
     device_index: int
     requested_sms: int
     driver_sms: int | None
     host_sms: int
+    thread: int = 0
+    context_sms: int | None = None
 
 
 _HELD: dict[str, Any] = {}  # the green context object must outlive every launch: destroying it destroys the ctx
@@ -97,10 +109,82 @@ def green_context_problem(device_index: int = 0) -> str | None:
     return None
 
 
+#: cuda.h: ``CU_DEV_RESOURCE_TYPE_SM``; a ``CUdevResource`` is an int type, 92 bytes of padding, then the union
+#: whose ``sm`` member starts with ``smCount`` (CUDA 12.4+), followed by ``minSmPartitionSize`` and
+#: ``smCoscheduledAlignment`` (CUDA 13.0+). The struct is 144 bytes in both; the buffer is larger to be safe.
+_SM_RESOURCE, _SM_FIELDS_OFFSET, _RESOURCE_BUFFER = 1, 96, 256
+
+
+def _libcuda():
+    import ctypes
+
+    try:
+        return ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+
+
+def _sm_fields(read) -> tuple[int, int, int] | None:
+    """(smCount, minSmPartitionSize, smCoscheduledAlignment) of the ``CUdevResource`` that ``read(buffer)``
+    fills (the last two 0 before CUDA 13); None when ``read`` returns an error or fails."""
+    import ctypes
+    import struct
+
+    buffer = (ctypes.c_ubyte * _RESOURCE_BUFFER)()
+    try:
+        if read(ctypes.byref(buffer)) != 0:
+            return None
+    except (AttributeError, OSError, ctypes.ArgumentError):
+        return None
+    count, min_sms, alignment = struct.unpack_from("<III", bytes(buffer), _SM_FIELDS_OFFSET)
+    return count, min_sms, alignment
+
+
+def context_sm_count() -> int | None:
+    """SMs of the CUDA context current on the calling thread (``cuCtxGetDevResource``, SM type): inside a green
+    context, the SMs the driver gave it; None without a current context or when the driver cannot say."""
+    import ctypes
+
+    lib = _libcuda()
+    if lib is None:
+        return None
+    ctx = ctypes.c_void_p()
+    try:
+        if lib.cuCtxGetCurrent(ctypes.byref(ctx)) != 0 or not ctx.value:
+            return None
+        lib.cuCtxGetDevResource.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
+    except AttributeError:
+        return None
+    fields = _sm_fields(lambda buf: lib.cuCtxGetDevResource(ctx, buf, _SM_RESOURCE))
+    return fields[0] if fields and fields[0] > 0 else None
+
+
+def sm_partition_granularity(device_index: int = 0) -> tuple[int, int] | None:
+    """(smallest partition, alignment) in SMs that the driver rounds a green context's count to
+    (``cuDeviceGetDevResource``'s ``minSmPartitionSize`` and ``smCoscheduledAlignment``, CUDA 13.0+ drivers);
+    None on older drivers or without a device."""
+    import ctypes
+
+    driver = cuda_driver_version()
+    lib = _libcuda()
+    if lib is None or driver is None or driver < 13000:
+        return None
+    device = ctypes.c_int()
+    try:
+        if lib.cuInit(0) != 0 or lib.cuDeviceGet(ctypes.byref(device), device_index) != 0:
+            return None
+        lib.cuDeviceGetDevResource.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+    except AttributeError:
+        return None
+    fields = _sm_fields(lambda buf: lib.cuDeviceGetDevResource(device, buf, _SM_RESOURCE))
+    return (fields[1], fields[2]) if fields and fields[1] > 0 and fields[2] > 0 else None
+
+
 def driver_sm_count(num_sms: int, device_index: int = 0) -> int | None:
     """SMs the driver gives a green context asked for `num_sms`: the first group of
     ``cuDevSmResourceSplitByCount(1 group, whole device, flags 0, minCount=num_sms)``, the split torch's
-    ``GreenContext.create`` makes (through the ``cuda.bindings`` package); None when it cannot be read."""
+    ``GreenContext.create`` makes (through the ``cuda.bindings`` package); None when it cannot be read. The
+    driver's answer to the same request, not a reading of the context (`context_sm_count` is that)."""
     try:
         from cuda.bindings import driver as drv  # noqa: PLC0415 - present where torch has green contexts
     except ImportError:
@@ -123,17 +207,23 @@ def driver_sm_count(num_sms: int, device_index: int = 0) -> int | None:
 
 
 def enter_green_context(num_sms: int, device_index: int = 0) -> EnteredContext:
-    """Make a green context of `num_sms` SMs of device `device_index` current for the rest of this process
-    (idempotent for the same request). See the module docstring.
+    """Make a green context of `num_sms` SMs of device `device_index` current on the calling thread for the rest
+    of this process (idempotent for the same request on the same thread). See the module docstring.
 
     Raises:
-        GreenContextUnavailable: the host cannot make one, or `num_sms` exceeds the device's SMs (one line).
+        GreenContextUnavailable: the host cannot make one, `num_sms` exceeds the device's SMs, or this process
+            already entered another partition or entered on another thread (one line).
     """
+    import threading
+
     held = _HELD.get("entered")
     if held is not None:
         if (held.requested_sms, held.device_index) != (num_sms, device_index):
             raise GreenContextUnavailable(f"this process already runs in a green context of {held.requested_sms} "
                                           f"SMs of device {held.device_index}")
+        if held.thread != threading.get_ident():
+            raise GreenContextUnavailable(f"the green context of {num_sms} SMs is current on another thread of this "
+                                          "process; kernels launched from this one would run on the whole device")
         return held
     problem = green_context_problem(device_index)
     if problem:
@@ -145,10 +235,11 @@ def enter_green_context(num_sms: int, device_index: int = 0) -> EnteredContext:
         raise GreenContextUnavailable(f"a partition of {num_sms} SMs does not fit device {device_index}, which has "
                                       f"{host}")
     torch.cuda.set_device(device_index)
-    context = _green_contexts().GreenContext.create(num_sms, device_index)
+    context = _green_contexts().GreenContext.create(num_sms=num_sms, device_id=device_index)
     enter = getattr(context, "set_context", None) or context.make_current
     enter()
-    entered = EnteredContext(device_index, num_sms, driver_sm_count(num_sms, device_index), host)
+    entered = EnteredContext(device_index, num_sms, driver_sm_count(num_sms, device_index), host,
+                             threading.get_ident(), context_sm_count())
     _HELD.update(context=context, entered=entered)
     return entered
 

@@ -2,9 +2,10 @@
 
 On the full H200: 132 compute units within 2 %, 227 KiB of shared memory per block, bandwidth and bf16 dot
 throughput within 15 % of a torch copy and cuBLAS timed in the same run. In a 40-SM partition (a virtual chip
-declared with ``chiplore profile virtual``): the partition's real size, counted independently by the distinct
-%smid values a large grid runs on (NVIDIA PTX; the probe itself uses no vendor instruction). Each probe runs in
-its own process and CHIPLORE_HOME.
+declared with ``chiplore profile virtual``): the partition's real size, counted independently inside the partition
+by `hardware_profiles.smid` (the distinct %smid values a large grid runs on, NVIDIA PTX; the probe itself uses no
+vendor instruction), beside the driver's split for the request and the context's own report. The same counts for
+36 and 66 SMs asked say how the driver rounds. Each probe and count runs in its own process (and CHIPLORE_HOME).
 
     python scripts/check_probe.py --out $OUT/probe [--partition-sms 40]
 """
@@ -21,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.transfer_virtual_chips import _SMID  # noqa: E402 - the %smid counter of the experiment
+from hardware_profiles.smid import partition_problem  # noqa: E402
 
 
 def chiplore(home: Path, *args: str) -> None:
@@ -32,12 +33,22 @@ def chiplore(home: Path, *args: str) -> None:
     print(f"$ chiplore {' '.join(args)} (rc {done.returncode})\n{done.stdout[-6000:]}{done.stderr[-3000:]}", flush=True)
 
 
-def smid_count(sms: int) -> dict:
+def smid_counts(sizes: list[int]) -> dict[int, dict]:
+    """`hardware_profiles.smid`'s report for each partition size, one process each, all at once (a count needs no
+    quiet GPU); ``{"error": ...}`` for one that failed."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(ROOT)
-    done = subprocess.run([sys.executable, "-c", _SMID, str(sms)], env=env, cwd=ROOT, text=True,
-                          capture_output=True, timeout=300)
-    return json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else {"error": done.stderr[-500:]}
+    procs = {n: subprocess.Popen([sys.executable, "-m", "hardware_profiles.smid", str(n)], env=env, cwd=ROOT,
+                                 text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for n in sizes}
+    reports = {}
+    for n, proc in procs.items():
+        try:
+            out, err = proc.communicate(timeout=180)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        reports[n] = json.loads(out.strip().splitlines()[-1]) if proc.returncode == 0 else {"error": err[-800:]}
+    return reports
 
 
 def check(name: str, ok: bool, detail: str, results: list) -> None:
@@ -60,7 +71,7 @@ def main() -> None:
     chiplore(out / "home-vm", "profile", "virtual", name, "--host", "h200", "--compute-units",
              str(args.partition_sms))
     chiplore(out / "home-vm", "profile", "probe", name, "--out", str(out / f"probe_{name}.json"))
-    truth = {n: smid_count(n) for n in [args.partition_sms] + [int(x) for x in args.also_count.split(",") if x]}
+    truth = smid_counts([args.partition_sms] + [int(x) for x in args.also_count.split(",") if x])
     results: list[str] = []
     full = json.loads((out / "probe_h200.json").read_text()) if (out / "probe_h200.json").is_file() else None
     if full:
@@ -79,15 +90,25 @@ def main() -> None:
     else:
         check("h200 probe", False, "no probe_h200.json", results)
     part = out / f"probe_{name}.json"
-    real = truth[args.partition_sms].get("smid_count")
+    inside = truth[args.partition_sms]
+    real = inside.get("smid_count")
     if part.is_file():
         units = json.loads(part.read_text())["report"]["readings"].get("num_compute_units", {}).get("value")
-        check(f"{name} real size", units is not None and units == real,
-              f"probe {units}, distinct %smid {real}, driver {truth[args.partition_sms].get('driver_sms')}", results)
+        check(f"{name} real size", units is not None and units == real and partition_problem(args.partition_sms,
+                                                                                             inside) is None,
+              f"probe {units}, distinct %smid {real}, driver {inside.get('driver_sms')}", results)
     else:
         check(f"{name} probe", False, "no probe JSON", results)
     for n, t in truth.items():
-        print(f"partition asked {n}: driver gives {t.get('driver_sms')}, distinct %smid {t.get('smid_count')}")
+        if "error" in t:
+            check(f"partition asked {n}", False, f"the count failed: {t['error'].strip().splitlines()[-1:]}",
+                  results)
+            continue
+        problem = partition_problem(n, t)
+        seen = (f"the driver gives {t.get('driver_sms')} SMs, distinct %smid {t.get('smid_count')}, the context "
+                f"reports {t.get('context_sms')} (SM groups {t.get('granularity') or 'unreadable'}; device query "
+                f"inside {t.get('props_sms')})")
+        check(f"partition asked {n}", problem is None, f"{problem}; {seen}" if problem else seen, results)
     (out / "check.json").write_text(json.dumps({"checks": results, "partitions": truth}, indent=1))
 
 

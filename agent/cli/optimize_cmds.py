@@ -20,16 +20,16 @@ import os
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from agent.cli.app import app
+from agent.cli.console import CliConsole
 from core.errors import BadInputError
 
 if TYPE_CHECKING:  # pydantic models: imported by the commands that use them (`chiplore --help` stays fast)
     from agent.config import LLMOptions
 
-_console = Console(soft_wrap=True)  # paths and progress lines are never broken mid-name when piped
+_console = CliConsole()  # paths and progress lines are never broken mid-name when piped
 
 #: Exit code of `optimize` when the run stopped on an error and can be resumed (see the module docstring).
 EXIT_STOPPED = 3
@@ -112,10 +112,12 @@ def optimize_cmd(
     from agent.runstate import count
     from agent.session import load_task_checked, open_run, prepare, resume_run, run_prepared, select_cases, start_run
 
-    console = Console(stderr=True, soft_wrap=True) if as_json else _console  # --json: stdout holds only the JSON line
+    console = CliConsole(stderr=True) if as_json else _console  # --json: stdout holds only the JSON line
     gpu = has_gpu()
     if resume:
-        config = open_run(resume)[1].config
+        live, saved = open_run(resume)
+        live.check_not_live()  # before anything else is checked or built: one line naming the pid
+        config = saved.config
         if (task and task != config.task) or (chip and chip != config.chip):
             raise BadInputError(f"--resume {resume}: that run optimizes {config.task} on {config.chip}, "
                                 f"not {task or config.task} on {chip or config.chip}")
@@ -244,7 +246,12 @@ def demo_cmd(
     max_evals: int = typer.Option(None, "--max-evals", min=1, help="evaluations (default: 3 on CPU, 20 on GPU)"),
 ) -> None:
     """Onboard the shipped chip notes, ask a question, list patterns, then optimize extend attention."""
+    from typer.main import get_command
+
     from agent.demo import run_demo
 
-    run_demo(_console, max_evals or (20 if has_gpu() else 3), gpu=has_gpu())
+    def command(args: list[str]) -> None:
+        get_command(app).main(args=args, prog_name="chiplore", standalone_mode=False)
+
+    run_demo(_console, command, max_evals or (20 if has_gpu() else 3), gpu=has_gpu())
 

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agent.cli.app import app
+from agent.cli.console import CliConsole
 from hardware_profiles import HardwareProfile, known_chips, load_profile, profile_path, save_profile
 from hardware_profiles.device_query import chip_name_from_device, merge_device_facts, query_device
 from hardware_profiles.schema import display_value
@@ -23,7 +24,7 @@ app.add_typer(profile_app, name="profile")
 
 def _console() -> Console:
     """Tables follow the terminal width (rich's default, ``COLUMNS`` when piped); plain lines never wrap paths."""
-    return Console(soft_wrap=True)
+    return CliConsole()
 
 
 #: Below this terminal width the sources move under the table as numbered references (a source column of a few

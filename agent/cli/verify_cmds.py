@@ -25,6 +25,7 @@ from rich.status import Status
 from rich.table import Column, Table
 
 from agent.cli.app import app
+from agent.cli.console import CliConsole
 from core.errors import BadInputError
 
 if TYPE_CHECKING:  # the verifier imports torch: only the command itself loads it (`chiplore --help` stays fast)
@@ -154,7 +155,7 @@ def verify_command(
         raise BadInputError(f"--device {device!r}: expected auto, cpu or cuda")
     options = _options(device, reps, timeout, tuple(c.strip() for c in cases.split(",") if c.strip()))
     profile = _profile(chip)
-    console = Console(stderr=as_json, soft_wrap=True)
+    console = CliConsole(stderr=as_json)
     from agent.verifier import Verifier
 
     with Verifier(task, profile, options) as verifier:

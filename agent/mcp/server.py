@@ -213,6 +213,7 @@ def workflow_prompt(task: str, chip: str, patience: int | None = None) -> str:
     signature = inspect.signature(spec.load_entry_point("baseline"))
     stop = StopRules()
     return render("mcp_workflow.md.j2", task=spec.name, chip=profile.chip, entry_point=spec.entry_point,
-                  signature=bare_signature(signature), family_module=f"{spec.optimized_module}.family",
+                  signature=bare_signature(signature),
+                  family_module=spec.family.module if spec.family is not None else "",
                   regression_pct=round(100 * AcceptanceRules().regression_limit),
                   patience=patience or stop.patience, max_evals=stop.max_evals)

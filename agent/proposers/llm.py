@@ -196,9 +196,14 @@ def build_messages(ctx: ProposalContext) -> list[dict[str, str]]:
     """System and user messages for candidate `ctx.n` from the two prompt templates."""
     system = render("llm_system.md.j2", entry_point=ctx.task.entry_point, task=ctx.task.name, chip=ctx.chip,
                     regression_pct=round(100 * ctx.regression_limit), signature=bare_signature(ctx.signature),
-                    family_module=f"{ctx.task.optimized_module}.family")
+                    family_module=family_module(ctx))
     user = render("llm_user.md.j2", **user_variables(ctx))
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def family_module(ctx: ProposalContext) -> str:
+    """The module a family candidate imports (`KernelFamily.module`); '' for a task without a family."""
+    return ctx.task.family.module if ctx.task.family is not None else ""
 
 
 def bare_signature(signature: inspect.Signature) -> str:
@@ -245,7 +250,7 @@ def user_variables(ctx: ProposalContext) -> dict[str, Any]:
                           if f.value is not None],
         "diagnosis_rows": rows, "retrieval_enabled": ctx.retrieval.enabled, "documents": ctx.retrieval.documents,
         "patterns": sorted(patterns.values(), key=lambda p: -p["score"]), "findings": ctx.retrieval.findings,
-        "family_module": f"{ctx.task.optimized_module}.family", "knobs": list(ctx.task.knobs.items()),
+        "family_module": family_module(ctx), "knobs": list(ctx.task.knobs.items()),
         "example_candidate": example, "recent": ctx.history[-8:], "best_source": ctx.best_source.rstrip(),
         "last_verdict": verdict[:VERDICT_CHARS],
     }

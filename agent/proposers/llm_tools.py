@@ -30,7 +30,15 @@ from agent.config import LLMOptions, ToolBounds
 from agent.errors import CandidateFailed, ModelStopped, TokenBudgetExhausted
 from agent.family_space import source_hash
 from agent.proposers.base import Proposal, ProposalContext
-from agent.proposers.llm import LLMProposer, bare_signature, check_signature, extract_code, parse_header, user_variables
+from agent.proposers.llm import (
+    LLMProposer,
+    bare_signature,
+    check_signature,
+    extract_code,
+    family_module,
+    parse_header,
+    user_variables,
+)
 from agent.runstate import EvalRecord, Lineage
 from agent.templates import render
 
@@ -289,7 +297,7 @@ def build_messages(ctx: ProposalContext, tools: list[str]) -> list[dict[str, Any
     """System and user messages of one turn (templates ``llm_tools_system.md.j2`` / ``llm_tools_user.md.j2``)."""
     system = render("llm_tools_system.md.j2", entry_point=ctx.task.entry_point, task=ctx.task.name, chip=ctx.chip,
                     regression_pct=round(100 * ctx.regression_limit), signature=bare_signature(ctx.signature),
-                    family_module=f"{ctx.task.optimized_module}.family", tools=tools, run_id=ctx.run_id)
+                    family_module=family_module(ctx), tools=tools, run_id=ctx.run_id)
     best_file = str(ctx.run_dir / f"kernel_v{ctx.best_id[1:]}.py") if ctx.run_dir else ""
     user = render("llm_tools_user.md.j2", **user_variables(ctx), best_file=best_file, task=ctx.task.name)
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]

@@ -38,6 +38,7 @@ from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatc
 
 from agent.verifier import policy, refusals
 from agent.verifier.judge import STATE, FrameJudge, SandboxState, SandboxViolation, in_import_machinery, where
+from kernels.task import TASK_MODULES
 
 __all__ = ["STATE", "DispatchGuard", "FrameJudge", "Guards", "SandboxState", "SandboxViolation",
            "poison_free_memory", "where"]
@@ -324,7 +325,9 @@ class Guards:
         "torch.cuda.set_stream", "torch.cuda._set_stream_by_id",
         "triton.compiler.compiler.CompiledKernel._init_handles",  # a virtual chip's shared-memory cap lives there
     )
-    _HARNESS_MODULES = ("agent.verifier", "kernels.task", "kernels.timing", "kernels.extend_attention.spec")
+    #: Modules whose globals a candidate must not change: the verifier, the task contract, the timing helper and
+    #: every registered task's spec (its inputs, reference and tolerances).
+    _HARNESS_MODULES = ("agent.verifier", "kernels.task", "kernels.timing", *TASK_MODULES.values())
 
     def _snapshot(self) -> dict[str, object]:
         import importlib

@@ -144,11 +144,6 @@ def module_reachable(name: str, package: str | None) -> bool:
     return import_allowed(name, package) or name in REACHABLE_MODULES
 
 
-def family_module(task_optimized_module: str) -> str:
-    """Module name of a task's optimized kernel family (``kernels.extend_attention.family``)."""
-    return f"{task_optimized_module}.family"
-
-
 def import_allowed(name: str, package: str | None) -> bool:
     """Whether an import statement written in the candidate may name module `name` (relative imports never):
     torch, triton(.language), math, typing, and the task's kernel `package` minus its `ANSWER_MODULES`."""

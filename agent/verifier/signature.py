@@ -9,47 +9,65 @@ acceptable when every such call binds to it:
 - every other parameter has a default, and a parameter the baseline also declares has the baseline's default;
 - a keyword the candidate does not declare is passed only when its value differs from the baseline's default
   (`bind_call`), so a kernel may leave out an optional tail it does not support.
-The task's parameters are the baseline's, read from the baseline module when it imports, else SGLang 0.5.23's
-``extend_attention_fwd`` (shared/reference/extend_attention.md, "Interface").
+The task's parameters are the baseline's (`TaskSpec.baseline_module`), read from the imported baseline, else from the
+baseline's source file without importing it (an import error of the baseline must not let a candidate through with
+any signature).
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import inspect
 import types
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from kernels.task import TaskSpec
 
 EMPTY = inspect.Parameter.empty
-
-#: SGLang 0.5.23 ``kernels/ops/attention/extend_attention.py`` ``extend_attention_fwd``.
-SGLANG_EXTEND_ATTENTION: tuple[tuple[str, object], ...] = (
-    ("q_extend", EMPTY), ("k_extend", EMPTY), ("v_extend", EMPTY), ("o_extend", EMPTY),
-    ("k_buffer", EMPTY), ("v_buffer", EMPTY), ("qo_indptr", EMPTY), ("kv_indptr", EMPTY),
-    ("kv_indices", EMPTY), ("custom_mask", EMPTY), ("is_causal", EMPTY), ("mask_indptr", EMPTY),
-    ("max_len_extend", EMPTY), ("k_scale", EMPTY), ("v_scale", EMPTY), ("sm_scale", None), ("logit_cap", 0.0),
-    ("skip_prefix_custom_mask", True), ("sliding_window_size", -1), ("sinks", None), ("window_kv_offsets", None),
-    ("xai_temperature_len", -1), ("lse_extend", None), ("skip_prefix", False), ("skip_extend", False),
-    ("page_size", 1), ("score_mod", None), ("aux_tensors", None), ("extend_seq_lens_cpu", None),
-    ("identity_kv_indices", False),
-)
-
-_FALLBACK = {"extend_attention_fwd": SGLANG_EXTEND_ATTENTION}
 _VARIED: dict[str, frozenset[str]] = {}
 
 
 def expected_parameters(task: TaskSpec) -> tuple[tuple[str, object], ...] | None:
-    """``(name, default)`` pairs of the task's baseline entry point (`EMPTY` = required), or the documented
-    fallback when the baseline module is not importable; None when neither exists."""
+    """``(name, default)`` pairs of the task's baseline entry point (``inspect.Parameter.empty`` = required), or
+    None when the baseline defines no such function."""
     try:
         fn = getattr(importlib.import_module(task.baseline_module), task.entry_point)
     except (ImportError, AttributeError):
-        return _FALLBACK.get(task.entry_point)
+        return _from_source(task.baseline_module, task.entry_point)
     return tuple((p.name, p.default) for p in inspect.signature(fn).parameters.values())
+
+
+def _from_source(module: str, name: str) -> tuple[tuple[str, object], ...] | None:
+    """The parameters of function `name` in `module`'s source file (defaults: literals only), or None."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    try:
+        tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    if fn is None:
+        return None
+    args = fn.args.posonlyargs + fn.args.args
+    defaults = [EMPTY] * (len(args) - len(fn.args.defaults)) + [_literal(d) for d in fn.args.defaults]
+    out = list(zip((a.arg for a in args), defaults))
+    out += [(a.arg, EMPTY if d is None else _literal(d)) for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults)]
+    return tuple(out)
+
+
+def _literal(node: ast.expr) -> object:
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        return EMPTY
 
 
 def is_default(value: Any, default: Any) -> bool:

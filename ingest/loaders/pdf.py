@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import BadInputError
-from ingest.loaders.common import LoadedDocument, one_line, title_from_path
+from ingest.loaders.common import LoadedDocument, check_file_size, check_page_count, one_line, title_from_path
 from knowledge.types import Section
 
 _MARKER = r"[A-Z][A-Z0-9]*\d[A-Z0-9]*-\d{1,3}[a-z]?"
@@ -68,6 +68,7 @@ def load_pdf(path: Path, source: str) -> LoadedDocument:
     """
     with _quiet_pypdf():
         reader = _open(path)
+        check_page_count(path, len(reader.pages))
         pages = [_page_lines(reader, i, path) for i in range(len(reader.pages))]
         title = _title(reader)
     if not any(line.text for lines in pages for line in lines):
@@ -85,6 +86,7 @@ def _open(path: Path):
     from pypdf import PdfReader
     from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError
 
+    check_file_size(path, "PDF")
     data = path.read_bytes()
     if not data.strip():
         raise BadInputError(f"{path}: file is empty")

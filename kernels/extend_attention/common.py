@@ -14,6 +14,8 @@ import triton.language as tl
 from kernels.chip import ChipLimits, chip_limits_if_set, current_chip_limits  # noqa: F401 - re-exported
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+#: Input dtype names of the task's cases (``Case.params["dtype"]``) and their torch dtypes.
+DTYPES: dict[str, torch.dtype] = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
 
 @dataclass(frozen=True)
@@ -219,7 +221,8 @@ def stable_tanh(x):
 #: compile time explodes -- offline sm_90 compiles of the family kernel (tests/kernels/test_tma_compile.py's
 #: method, 2-core VM): head dim 64 with 64x128 tiles 29 s, head dim 128 115 s; with 32x32 tiles 3-4 s at any head
 #: dim. The verifier compiles a float32 trial for every candidate; the baseline caps its float32
-#: tiles alike (H200: its 128x64 float32 tiles at head dim 64 took 19-22 s of a 30 s verification, session 5).
+#: tiles alike (H200: its 128x64 float32 tiles at head dim 64 took 19-22 s of a 30 s verification;
+#: BENCHMARKS.md, 'Verifier').
 FLOAT32_TILE_CAP = (32, 32, 2)
 
 

@@ -49,9 +49,11 @@ from kernels.extend_attention.common import (
 from kernels.extend_attention.common import (
     v_is_view_of_k as _v_is_view_of_k,
 )
+from kernels.extend_attention.dispatch import call_class  # noqa: F401 - family candidates import it from here
 from kernels.extend_attention.family_kernels import LOG2E, _family_fwd_kernel, _merge_kernel, merge_grid
 from kernels.extend_attention.mla import MLA_IMPLS, mla_applies, run_mla
 from kernels.extend_attention.prefix_gather import gather_prefix
+from kernels.extend_attention.splits import split_factor
 from kernels.extend_attention.workspace import get_workspace, pooled
 
 
@@ -165,21 +167,17 @@ def pack_factor(config: FamilyConfig, prob: Problem) -> int:
     return prob.group if config.pack_gqa and prob.group > 1 else 1
 
 
-def auto_splits(config: FamilyConfig, prob: Problem, limits: ChipLimits, waves: float = 4.0,
-                min_chunk: int = 256) -> int:
-    """Split-KV factor so that programs fill `waves` x compute units, each split keeping >= `min_chunk` keys.
-
-    Uses only metadata: average prefix per sequence ΣP / B; row blocks ≈ B * cdiv(ΣE * pack / B, BLOCK_M).
-    """
+def auto_splits(config: FamilyConfig, prob: Problem, limits: ChipLimits) -> int:
+    """Split-KV factor of ``num_splits=0``: `splits.split_factor` for the launch's programs (row blocks
+    ≈ B * cdiv(ΣE * pack / B, BLOCK_M), times the heads of the grid) on the chip's compute units. Metadata only."""
     if prob.total_prefix == 0 or prob.batch == 0:
         return 1
     pack = pack_factor(config, prob)
     heads = prob.num_kv_heads if pack > 1 else prob.num_q_heads
     rows_per_seq = max(1, prob.total_extend * pack // prob.batch)
     programs = prob.batch * math.ceil(rows_per_seq / config.block_m) * heads
-    want = math.ceil(waves * limits.num_compute_units / max(1, programs))
-    by_length = max(1, (prob.total_prefix // prob.batch) // min_chunk)
-    return int(max(1, min(want, by_length, 32)))
+    return split_factor(programs, limits.num_compute_units, prob.total_prefix // prob.batch,
+                        max(1, prob.total_extend // prob.batch) * prob.group)
 
 
 def ahead_applies(config: FamilyConfig, prob: Problem, contig: bool, v_is_k: bool, prefix_masked: bool) -> bool:
@@ -188,7 +186,7 @@ def ahead_applies(config: FamilyConfig, prob: Problem, contig: bool, v_is_k: boo
     G = 1), more KV heads than ``ahead_heads``, no rope part, V not a view of K and no mask on prefix keys. Then
     the first ``ahead_heads`` KV heads' prefix is copied before attention and each program of KV head h copies a
     1/count slice of its sequence's prefix of head h + ahead_heads, under its tensor-core work instead of before
-    it (mixed batch: a 135 us copy at the bandwidth ceiling, BENCHMARKS.md session 5)."""
+    it (mixed batch: a 135 us copy at the bandwidth ceiling; BENCHMARKS.md, 'Kernel sweeps')."""
     _, block_dpe, _ = head_dim_blocks(prob.head_dim, prob.head_dim_v)
     one_per_kv_head = pack_factor(config, prob) > 1 or prob.group == 1
     return (config.gather_ahead > 0 and contig and config.num_splits == 1 and config.gather_stages == 0

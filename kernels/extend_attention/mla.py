@@ -59,6 +59,7 @@ from kernels.extend_attention.family_kernels import _merge_kernel, merge_grid
 from kernels.extend_attention.family_mla import LOG2E, _mla_fwd_kernel
 from kernels.extend_attention.mla_gluon import GLUON_BLOCK_M, GLUON_IMPLS, GLUON_WARPS, gluon_applies, launch_gluon
 from kernels.extend_attention.prefix_gather import gather_prefix
+from kernels.extend_attention.splits import MLA_MIN_SPLIT_KEYS, wave_split_factor
 from kernels.extend_attention.workspace import get_workspace
 
 if TYPE_CHECKING:
@@ -136,21 +137,16 @@ def fit_mla(config: FamilyConfig, prob: Problem, limits: ChipLimits) -> FamilyCo
                              f"{limits.max_threads_per_block} threads per block ({prob.dtype}, D_qk={prob.head_dim})")
 
 
-def mla_splits(prob: Problem, block_m: int, limits: ChipLimits, max_splits: int = 32, min_keys: int = 512) -> int:
-    """Split-KV factor from the chip's compute units: one program per SM (`fit_mla`), so the time of a launch of
-    n programs on C units is ~ceil(n s / C) waves of 1/s of the work; the smallest s within 5 % of the best of
-    s = 1 .. min(`max_splits`, mean prefix / `min_keys`) (each split at least `min_keys` prefix keys, since a
-    split costs a partial write and a merge). Metadata only: rows per sequence ≈ ΣE G / B.
-    """
+def mla_splits(prob: Problem, block_m: int, limits: ChipLimits, max_splits: int = 32,
+               min_keys: int = MLA_MIN_SPLIT_KEYS) -> int:
+    """Split-KV factor of the MLA kernel: `splits.wave_split_factor` (one program per SM, `fit_mla`) for its
+    B x H_kv x cdiv(ΣE G / B, BLOCK_M) programs. Metadata only."""
     if prob.total_prefix == 0 or prob.batch == 0:
         return 1
     rows_per_seq = max(1, prob.total_extend * prob.group // prob.batch)
     programs = prob.batch * prob.num_kv_heads * math.ceil(rows_per_seq / block_m)
-    units = limits.num_compute_units
-    top = max(1, min(max_splits, prob.total_prefix // prob.batch // min_keys))
-    cost = {s: math.ceil(programs * s / units) / s for s in range(1, top + 1)}
-    best = min(cost.values())
-    return min(s for s, c in cost.items() if c <= 1.05 * best)
+    return wave_split_factor(programs, limits.num_compute_units, prob.total_prefix // prob.batch, max_splits,
+                             min_keys)
 
 
 def _key_descriptors(t: torch.Tensor, d: int, dpe: int, block_n: int) -> tuple[TensorDescriptor, TensorDescriptor]:

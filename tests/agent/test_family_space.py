@@ -1,7 +1,6 @@
 """Family space: classes from shapes, the candidate's own dispatch agrees, feasibility by the family's formula,
 and a rendered candidate computes the right answer under the Triton interpreter."""
 
-import ast
 import importlib.util
 import inspect
 import random
@@ -9,9 +8,11 @@ import random
 import pytest
 import torch
 
-from agent.family_space import FamilySpace, case_shape, table_hash
+from agent.family_space import FamilySpace, table_hash
 from kernels.extend_attention import baseline
+from kernels.extend_attention.dispatch import call_class
 from kernels.extend_attention.family import FamilyConfig, tma_plan
+from kernels.extend_attention.family_space import case_shape
 from kernels.extend_attention.spec import TASK, make_inputs, reference
 from tests.agent.helpers import h200_profile
 
@@ -32,18 +33,11 @@ def test_classes_of_bench_cases(space):
         "memory-d128": ["spec-verify", "decode"], "compute-d256": ["large-heads"], "compute-wide": ["mla"]}
 
 
-def _rendered_case_class(source: str):
-    tree = ast.parse(source)
-    keep = [n for n in tree.body if (isinstance(n, ast.FunctionDef) and n.name == "_case_class")
-            or (isinstance(n, ast.Assign) and n.targets[0].id == "RIDGE_FLOP_PER_BYTE")]
-    namespace: dict = {}
-    exec(compile(ast.Module(keep, []), "<candidate>", "exec"), namespace)
-    return namespace["_case_class"]
-
-
 def test_candidate_dispatch_matches_agent_classes(space):
+    """The candidate's `call_class` on tensor metadata (meta tensors: bench cases too) equals the agent's class;
+    the ridge is the one written into the candidate file."""
     source = space.render({k: space.structure_config(k) for k in space.classes}, SIG, HEADER)
-    case_class = _rendered_case_class(source)
+    assert f"RIDGE_FLOP_PER_BYTE = {space.ridge}" in source
     rng = random.Random(7)
     cases = list(TASK.bench_cases) + list(TASK.test_cases) + [TASK.random_case(rng, small=s) for s in [1, 0] * 10]
     for case in cases:
@@ -51,7 +45,7 @@ def test_candidate_dispatch_matches_agent_classes(space):
         q = torch.empty(s.total_extend, s.num_q_heads, s.head_dim, device="meta")
         k = torch.empty(s.total_extend, s.num_kv_heads, s.head_dim, device="meta")
         indptr = torch.empty(s.batch + 1, device="meta")
-        assert case_class(q, k, indptr) == space.class_of(case), case.id
+        assert call_class(q, k, indptr, space.ridge) == space.class_of(case), case.id
 
 
 def test_feasibility_uses_family_footprint(space):
@@ -175,6 +169,7 @@ def _with(profile, **values):
     return profile.model_copy(update=fields)
 
 
+@pytest.mark.slow  # ~10 s on a busy 2-core machine
 def test_the_profile_units_set_the_split_factor_the_candidate_runs_with(tmp_path, monkeypatch):
     """Same table, profiles of 36 and 132 compute units: the rendered candidates carry those limits and split-KV
     (num_splits=0: `auto_splits`) follows them. One sequence, 8 heads, 16 rows (one 64-row block): 8 programs;

@@ -52,7 +52,8 @@ def test_offline_run_improves_and_keeps_every_promise(tmp_path):
     assert len(set(hashes)) == len(hashes)
     first = run.read_lineage(1)
     assert first.parent_id == "v0" and first.generation == 1 and "split-kv" in first.patterns
-    assert "from kernels.extend_attention.family import ChipLimits, FamilyConfig, run_family" in run.read_candidate(1)
+    assert ("from kernels.extend_attention.family import ChipLimits, FamilyConfig, call_class, run_family"
+            in run.read_candidate(1))
     # the first candidate applies the ranked patterns' parameters: splits 9 -> 8 allowed, GQA packing, block_m 16;
     # the switches no scripted pattern sets keep the baseline structure
     assert first.parameters["table"]["memory-d128"] == {"block_m": 16, "block_n": 64, "num_warps": 8,

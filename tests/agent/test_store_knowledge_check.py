@@ -5,13 +5,11 @@ chip fails before any run folder exists, naming how to onboard or detect it."""
 import pytest
 from typer.testing import CliRunner
 
-pytest.importorskip("knowledge.store", reason="knowledge store not installed yet")
-
-import agent.cli.optimize_cmds  # noqa: E402,F401  registers the commands
-from agent.adapters import StoreKnowledge, load_chip_profile  # noqa: E402
-from agent.cli.app import app  # noqa: E402
-from agent.demo import NOTES_DIR  # noqa: E402
-from core.errors import BadInputError  # noqa: E402
+import agent.cli.optimize_cmds  # noqa: F401  registers the commands
+from agent.adapters import StoreKnowledge, load_chip_profile
+from agent.cli.app import app
+from agent.demo import NOTES_DIR
+from core.errors import BadInputError
 
 NOTE = ("no documents onboarded for m890: retrieval uses patterns ranked on its profile and findings only "
         "(add documents with `chiplore onboard m890 DOCS...`)")
@@ -55,9 +53,6 @@ def test_a_chip_with_an_unknown_limit_fails_before_a_run_folder(chiplore_home):
 @pytest.mark.slow
 def test_optimize_on_a_chip_without_documents(chiplore_home):
     """The real loop (real verifier under the interpreter) on a packaged-profile chip nobody onboarded."""
-    verifier = pytest.importorskip("agent.verifier")
-    if not hasattr(verifier, "Verifier"):
-        pytest.skip("verifier not installed yet")
     import torch
 
     if torch.cuda.is_available():

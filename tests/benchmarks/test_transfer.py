@@ -15,11 +15,12 @@ sys.path.insert(0, str(ROOT))
 
 from agent.family_space import FamilySpace  # noqa: E402
 from benchmarks import transfer_virtual_chips as transfer  # noqa: E402
-from benchmarks.transfer_report import best_so_far, config_text, evals_to_fraction, markdown  # noqa: E402
+from benchmarks.transfer_report import arm_checks, best_so_far, config_text, evals_to_fraction, markdown  # noqa: E402
 from hardware_profiles import load_profile  # noqa: E402
 from ingest.chunker import chunk_sections  # noqa: E402
 from ingest.loaders import load_document  # noqa: E402
 from ingest.profile_extract import extract_profile  # noqa: E402
+from kernels.chip import ChipLimits  # noqa: E402
 from kernels.extend_attention.spec import TASK  # noqa: E402
 
 
@@ -102,3 +103,47 @@ def test_markdown_lists_every_arm_and_configuration():
     assert "compile_error" in text
     assert config_text({"block_m": 16, "block_n": 128, "num_warps": 4, "num_stages": 3, "num_splits": 0,
                         "pack_gqa": True}) == "16x128 w4 s3 split auto pack"
+
+
+def _given(count, driver=None):
+    return {"smid_count": count, "driver_sms": driver, "granularity": [8, 8], "host_sms": 132}
+
+
+def _probe(units, smem):
+    return {"num_compute_units": {"value": units}, "smem_per_block_kb": {"value": smem}}
+
+
+def test_setup_stops_on_a_chip_that_is_not_the_one_asked_for():
+    """Tessera-S asks 36 SMs and 48 KiB: 40 given is the driver's rounding (fine); a partition not applied, a probe
+    that sees another size or runs a program over the cap, or a profile that hands kernels other limits is not."""
+    chip = transfer.CHIPS["s"]
+    right = ChipLimits(40, 48.0, 32, 1024, "tessera-s")
+    assert transfer.setup_problems(chip, _given(40, 40), {}, None) == []
+    assert transfer.setup_problems(chip, _given(40, 40), _probe(40, 48), right) == []
+    assert transfer.setup_problems(chip, _given(132, 132), _probe(132, 227), right) == [
+        "partition: the grid ran on all 132 SMs of the device: the partition of 36 was not applied"]
+    assert transfer.setup_problems(chip, _given(40, 40), _probe(36, 227), ChipLimits(132, 227.0, 32, 1024)) == [
+        "probe: 36 compute units measured inside the partition, whose grid ran on 40 SMs",
+        "probe: a program of 227 KiB ran, over the cap of 48 KiB (the cap is not applied)",
+        "profile: kernels get 132 compute units, the partition has 40",
+        "profile: kernels get 227 KiB per block, the chip's cap is 48 KiB"]
+
+
+def test_the_h200_findings_the_experiment_seeds_are_a_named_data_file():
+    assert transfer.H200_EXPORT == ROOT / "benchmarks" / "data" / "h200_findings.json"
+    records = transfer.h200_findings(transfer.H200_EXPORT)
+    assert len(records) == 69 and {r["chip"] for r in records} == {"h200"}
+    table = transfer.h200_best_table(transfer.H200_EXPORT)
+    assert table and all(set(config) & {"block_m", "block_n", "num_warps"} for config in table.values())
+
+
+def test_each_asked_arm_gets_a_pass_or_fail_line():
+    arms = [{"arm": "a", "geomean": 2.0, "evaluations": 6, "status": "finished", "stop": "budget: used"},
+            {"arm": "c", "geomean": 1.0, "evaluations": 2, "status": "running", "stop": None},
+            {"arm": "d", "geomean": None, "stage": "compile_error"}]
+    lines = arm_checks([{"chip": "tessera-s", "arms": arms}], ["a", "b", "c", "d"])
+    assert lines == [
+        "PASS tessera-s arm (a) retrieval, H200 findings: finished after 6 evaluations (budget: used), geomean x2.00",
+        "FAIL tessera-s arm (b) retrieval, empty findings: not run",
+        "FAIL tessera-s arm (c) --no-retrieval: running after 2 evaluations (None), geomean x1.00",
+        "FAIL tessera-s arm (d) H200 best configuration carried over: verdict compile_error, geomean -"]

@@ -119,3 +119,31 @@ def test_the_shared_memory_cap_refuses_a_larger_compiled_kernel_as_triton_does()
         assert (kind, required, limit) == ("OutOfResources", out["big_shared"], 49152)
         assert "shared memory (virtual chip m36: at most 48 KiB per program)" in text
     assert [e[0] for e in out["small"]] == ["other", "other"]
+
+
+def test_a_partition_entered_on_one_thread_is_refused_to_another(monkeypatch):
+    """The green context is current on the thread that entered it only (the driver's context stack and torch's
+    current stream are per thread): another thread's request is refused, not answered as if it were inside."""
+    import threading
+
+    from hardware_profiles import green_context
+
+    held = green_context.EnteredContext(0, 36, 40, 132, thread=threading.get_ident())
+    monkeypatch.setitem(green_context._HELD, "entered", held)
+    assert enter_green_context(36) is held  # the same request on the same thread: idempotent
+    with pytest.raises(GreenContextUnavailable, match="already runs in a green context of 36 SMs"):
+        enter_green_context(40)
+    seen: list[str] = []
+
+    def other() -> None:
+        try:
+            enter_green_context(36)
+            seen.append("entered")
+        except GreenContextUnavailable as exc:
+            seen.append(str(exc))
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    thread.join()
+    assert seen == ["the green context of 36 SMs is current on another thread of this process; kernels launched "
+                    "from this one would run on the whole device"]

@@ -86,7 +86,7 @@ DROPIN_TABLE = {
 def dropin_entry_point() -> Callable:
     """``extend_attention_fwd`` of a drop-in package written as `chiplore report` writes it, from a family candidate
     rendered by the agent (`FamilySpace.render`, the H200 profile) with `DROPIN_TABLE`; imported from its folder."""
-    from agent.dropin import PACKAGE, write_dropin
+    from agent.dropin import write_dropin
     from agent.family_space import FamilySpace
     from hardware_profiles import load_profile
     from kernels.extend_attention.spec import TASK
@@ -99,9 +99,9 @@ def dropin_entry_point() -> Callable:
     folder = Path(tempfile.mkdtemp(prefix="chiplore-dropin-"))
     candidate = folder / "kernel_v1.py"
     candidate.write_text(source)
-    write_dropin(candidate, folder / "sglang")
-    sys.path.insert(0, str(folder / "sglang"))
-    return importlib.import_module(PACKAGE).extend_attention_fwd
+    write_dropin(candidate, folder / "dropin", TASK.dropin, TASK.entry_point)
+    sys.path.insert(0, str(folder / "dropin"))
+    return importlib.import_module(TASK.dropin.package).extend_attention_fwd
 
 
 def entry_points() -> dict[str, Callable]:

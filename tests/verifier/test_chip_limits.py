@@ -16,6 +16,7 @@ TUNED = Path(__file__).resolve().parent / "honest" / "tuned_wrapper.py"
 OPTIONS = VerifyOptions(device="cpu", case_ids=("gqa-4",), random_cases=1, timeout_s=300)
 
 
+@pytest.mark.slow  # ~10 s on a busy 2-core machine
 def test_the_children_run_with_the_profiles_limits():
     profile = load_profile("h200")
     small = profile.model_copy(update={"num_compute_units": profile.num_compute_units.model_copy(

@@ -119,6 +119,7 @@ def verifier():
         yield v
 
 
+@pytest.mark.slow  # ~8 s on a busy 2-core machine
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CPU sandbox limits")
 def test_a_hanging_candidate_is_killed_at_the_timeout(verifier, tmp_path):
     verifier.options = VerifyOptions(device="cpu", timeout_s=6, skip_static=True)
@@ -190,6 +191,7 @@ def test_runtime_reasons_name_the_users_file_and_its_lines(verifier, tmp_path):
     assert _own_name("at /tmp/scratch-1/candidate.py:3; my_candidate.py:4", "x.py") == "at x.py:3; my_candidate.py:4"
 
 
+@pytest.mark.slow  # ~8 s on a busy 2-core machine
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CPU (interpreter) run")
 def test_progress_counts_every_judged_trial_across_all_children(verifier):
     import threading

@@ -219,6 +219,7 @@ def _nothing_left(seen) -> None:
         assert child._status is not None and not Path(f"/proc/{child.pid}").exists()
 
 
+@pytest.mark.slow  # 39-113 s on 2 cores (8 verifications)
 @CPU_ONLY
 @pytest.mark.parametrize("honest", [HONEST[0], HONEST[-1]], ids=lambda h: h.name)
 def test_honest_candidates_pass_with_one_to_four_children(verifier, honest, runs):
@@ -286,6 +287,7 @@ def _with_fp32_shortcut(tmp_path: Path, body: str) -> Path:
     return path
 
 
+@pytest.mark.slow  # ~18 s on 2 cores
 @CPU_ONLY
 def test_the_other_child_is_stopped_once_it_is_past_the_failure(verifier, tmp_path, runs):
     # child a (the test case) fails at its one trial; child b runs its trials before it in the plan (any failure
@@ -323,6 +325,7 @@ def test_a_child_hanging_after_the_failure_is_killed_at_once(verifier, tmp_path,
     _nothing_left(runs)
 
 
+@pytest.mark.slow  # ~8 s on a busy 2-core machine
 @CPU_ONLY
 def test_a_child_hanging_before_the_failure_decides_the_verdict_as_with_one_child(verifier, tmp_path, runs):
     # child a fails at its test-case trial, child b hangs at trial 0: the verdict is trial 0's timeout (as with one)
@@ -334,6 +337,7 @@ def test_a_child_hanging_before_the_failure_decides_the_verdict_as_with_one_chil
     _nothing_left(runs)
 
 
+@pytest.mark.slow  # ~50 s on 2 cores
 @CPU_ONLY
 def test_timing_starts_only_after_the_other_child_exited(verifier, runs, monkeypatch):
     at_go: list[dict] = []
@@ -359,6 +363,7 @@ def test_timing_starts_only_after_the_other_child_exited(verifier, runs, monkeyp
     _nothing_left(runs)
 
 
+@pytest.mark.slow  # 28-36 s on 2 cores
 @CPU_ONLY
 @pytest.mark.parametrize("in_child", [0, 1], ids=["first-child", "second-child"])
 def test_an_exception_in_either_run_leaves_nothing_running(verifier, runs, monkeypatch, in_child):

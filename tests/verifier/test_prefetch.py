@@ -231,6 +231,7 @@ def _write(tmp_path, body: str) -> str:
     return str(path)
 
 
+@pytest.mark.slow  # ~14 s on a busy 2-core machine
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CPU sandbox")
 def test_a_real_child_timeout_leaves_no_thread_behind(tmp_path, monkeypatch):
     runs: list[DynamicRun] = []

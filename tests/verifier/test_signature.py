@@ -7,16 +7,23 @@ import inspect
 import pytest
 import torch
 
-from agent.verifier.signature import (
-    SGLANG_EXTEND_ATTENTION,
-    bind_call,
-    expected_parameters,
-    is_default,
-    varied_parameters,
-)
+from agent.verifier.signature import EMPTY, bind_call, expected_parameters, is_default, varied_parameters
 from kernels.extend_attention.spec import TASK, make_inputs
 
 EXPECTED = expected_parameters(TASK)
+
+#: SGLang 0.5.23 ``kernels/ops/attention/extend_attention.py`` ``extend_attention_fwd``
+#: (shared/reference/extend_attention.md, "Interface").
+SGLANG_EXTEND_ATTENTION = (
+    ("q_extend", EMPTY), ("k_extend", EMPTY), ("v_extend", EMPTY), ("o_extend", EMPTY),
+    ("k_buffer", EMPTY), ("v_buffer", EMPTY), ("qo_indptr", EMPTY), ("kv_indptr", EMPTY),
+    ("kv_indices", EMPTY), ("custom_mask", EMPTY), ("is_causal", EMPTY), ("mask_indptr", EMPTY),
+    ("max_len_extend", EMPTY), ("k_scale", EMPTY), ("v_scale", EMPTY), ("sm_scale", None), ("logit_cap", 0.0),
+    ("skip_prefix_custom_mask", True), ("sliding_window_size", -1), ("sinks", None), ("window_kv_offsets", None),
+    ("xai_temperature_len", -1), ("lse_extend", None), ("skip_prefix", False), ("skip_extend", False),
+    ("page_size", 1), ("score_mod", None), ("aux_tensors", None), ("extend_seq_lens_cpu", None),
+    ("identity_kv_indices", False),
+)
 
 
 def up_to_sinks(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,

@@ -43,6 +43,7 @@ def test_chips_opens_the_store_only(tmp_path):
     assert imported(["chips"], tmp_path) == {"chromadb"}
 
 
+@pytest.mark.slow  # ~8 s on a busy 2-core machine
 def test_ask_loads_the_embedder_and_store_but_not_the_verifier(chiplore_home, docs):
     from ingest.onboard import onboard
 

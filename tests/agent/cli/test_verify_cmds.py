@@ -30,6 +30,7 @@ def test_static_cheat_exits_2_with_a_json_verdict():
     assert any("no-torch-compute" in r for r in verdict["reasons"])
 
 
+@pytest.mark.slow  # ~37 s on 2 cores
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CPU behaviour")
 @pytest.mark.parametrize("name", ["simple_triton", "family_nosplit_nopack"])
 def test_kernels_without_the_optional_tail_or_with_kwargs_pass(name):

@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from agent.config import LLMOptions, OptimizeConfig, StopRules, ToolBounds
 from agent.mcp.toolbox import Toolbox
 from agent.proposers.llm_tools import ToolCallingProposer
@@ -121,6 +123,7 @@ def test_turn_and_run_bounds(tmp_path):
     assert state.stop_kind == "token_budget" and "3220 tokens used (budget 3000" in state.stop_reason
 
 
+@pytest.mark.slow  # ~8 s on a busy 2-core machine
 def test_sigkill_mid_verification_then_resume(tmp_path):
     """The driver is killed while candidate v1 (submitted through a tool call) is being verified; the resumed run
     verifies v1 without asking the model again, counts the tokens of the first session, and goes on."""

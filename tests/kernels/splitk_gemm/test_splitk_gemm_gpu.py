@@ -153,6 +153,8 @@ def test_warm_calls_launch_the_kept_compiled_kernels(case_id, monkeypatch):
         check_impl(tuned, case, "cuda", seed=seed)
     assert counts["jit"] == 0 and counts["direct"] >= 3, counts
     args = make_inputs(case, 5, "cuda")
+    if args["a"].shape[0] == 1:  # a [1, K] has the same strides transposed: no new signature to compile
+        return
     a_t = args["a"].T.contiguous().T
     tuned(a_t, args["b"], args["c"])
     assert counts["jit"] >= 1
