@@ -1,4 +1,5 @@
-"""Launching one Triton kernel many times at one specialization, without Triton's per-call binding.
+"""Launching one Triton kernel many times at one specialization, without Triton's per-call binding; recording the
+launches of one call and replaying them on later calls of the same signature (`Recording`, `Replay`, `launch`).
 
 ``fn[grid](*args, **meta)`` (`JITFunction.run`) binds and specializes every argument, builds the kernel-cache key
 and looks the compiled kernel up on each call: tens of microseconds of host time for a kernel with twenty
