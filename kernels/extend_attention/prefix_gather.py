@@ -54,7 +54,8 @@ def _gather_kv_kernel(k_src, v_src, k_dst, v_dst, kv_indices, total, stride_kt, 
     """K (and V unless HAS_V is false) rows of BLOCK_T prefix tokens, slot numbers loaded once; program 0 also
     zeroes zero_n int32 at zero_ptr when ZERO_BLOCK > 0 (the gather-ahead counters, without a launch of their own).
     HAS_BOUND: only tokens below the device value at bound_ptr + bound_at (kv_indptr[B]) are copied, the rest
-    written as zeros: entries of kv_indices past it are undefined and never read, and no row of the copy is left stale."""
+    written as zeros: entries of kv_indices past it are undefined and never read, and no row of the copy is left
+    stale."""
     if ZERO_BLOCK > 0:
         if tl.program_id(0) == 0:
             for z0 in range(0, zero_n, ZERO_BLOCK):
@@ -87,7 +88,8 @@ def gather_prefix(k_buffer: torch.Tensor, v_buffer: torch.Tensor, kv_indices: to
     whatever they held (the gather-ahead of `family_ahead` fills them). `zero` (an int32 tensor) is set to 0 in the
     same launch. `bound` (a 1-D int tensor on the device, e.g. ``kv_indptr``) limits the copy to the tokens below
     its last element, which the copy kernel reads (kv_indices entries past kv_indptr[B] are undefined and never
-    read); rows from there to kv_indices.shape[0] are written as zeros (a TMA box past the last prefix row reads finite values).
+    read); rows from there to kv_indices.shape[0] are written as zeros (a TMA box past the last prefix row reads
+    finite values).
 
     k_buffer/v_buffer: [slots, H_kv, D] of one dtype, any row/head strides, unit stride along D. kv_indices: [ΣP]
     int32/int64 slot numbers. With `v_is_k` (MLA: V is a view of K) only K is copied and V_g is K_g. No host

@@ -69,7 +69,7 @@ def test_host_length_hint_is_part_of_the_signature(replays, device):
     case = Case("replay-hint", full_params({**_SMALL, "num_kv_heads": 2, "num_q_heads": 4, "extend_lens": [48, 48],
                                             "prefix_lens": [64, 80]}), 33, "replay")
     for hint in ([48, 48], [90, 6], [48, 48], [90, 6], [48, 48], [90, 6]):
-        check_impl(lambda **a: tuned.extend_attention_fwd(**a, extend_seq_lens_cpu=hint), case, device)
+        check_impl(lambda hint=hint, **a: tuned.extend_attention_fwd(**a, extend_seq_lens_cpu=hint), case, device)
     assert len(tuned._REPLAYS) == 2
     assert replays["n"] == 2
 

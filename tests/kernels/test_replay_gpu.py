@@ -21,7 +21,8 @@ CLASSES = tuple(Case(f"replay-{cid}", full_params(p), 40 + i, "replay") for i, (
     ("decode", dict(extend_lens=[1] * 32, prefix_lens=[2048] * 32)),
     ("spec-verify", dict(extend_lens=[4] * 16, prefix_lens=[1024] * 16)),
     ("chunked-prefill", dict(extend_lens=[512], prefix_lens=[4096], kv_indices_tail=37)),
-    ("mixed-batch", dict(extend_lens=[256] * 16, prefix_lens=[1024] * 16)),  # gather-ahead: >= 0.9 x 132 programs per head
+    # gather-ahead: 16 x 8 row blocks = 128 programs per KV head, >= 0.9 x 132 SMs
+    ("mixed-batch", dict(extend_lens=[256] * 16, prefix_lens=[1024] * 16)),
     ("ragged", dict(extend_lens=[1024] + [16] * 5, prefix_lens=[0] + [700] * 5)),
     ("small-heads", dict(extend_lens=[512] * 2, prefix_lens=[512] * 2, num_q_heads=8, num_kv_heads=8, head_dim=64)),
     ("mla", dict(extend_lens=[64] * 2, prefix_lens=[1024] * 2, num_q_heads=16, num_kv_heads=1, head_dim=576,
