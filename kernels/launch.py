@@ -220,10 +220,15 @@ class Replay:
 
     def __call__(self, inputs: tuple, device: int | None, stream: int) -> None:
         """Launch on `device` / `stream` (`current_device_and_stream`) with `inputs` in the recorded positions."""
+        hooks = launch_hooks()
         for direct, template, subs, descs in self.launches:
             args = list(template)
             for pos, index in subs:
                 args[pos] = inputs[index]
             for pos, index, desc in descs:
                 args[pos] = _rebased(desc, inputs[index])
-            direct.launch(device, stream, tuple(args))
+            compiled = direct.compiled_for(device)
+            if compiled is not None and not hooks:
+                direct.launch_compiled(compiled, stream, tuple(args))
+            else:
+                direct.launch(device, stream, tuple(args))

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-
 from kernels.launch import Replay
 
 #: Signatures kept per cache (a dict in insertion order; the oldest entry is dropped past this).
@@ -28,24 +26,20 @@ MAX_ENTRIES = 1024
 
 def tensor_key(tensors: tuple) -> tuple | None:
     """Per tensor (None stays None): shape, strides, dtype, device, 16-byte alignment of its address; None when an
-    entry is neither a tensor nor None, or one tensor object is passed twice (the recording locates arguments by
-    position, so aliased arguments are not cached)."""
-    parts = []
-    seen = set()
-    for t in tensors:
-        if t is None:
-            parts.append(None)
-            continue
-        if not isinstance(t, torch.Tensor) or id(t) in seen:
-            return None
-        seen.add(id(t))
-        parts.append((t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16 == 0))
-    return tuple(parts)
+    entry lacks tensor metadata (the entry point's checks then raise on the plain path), or one object is passed
+    twice (the recording locates arguments by position, so aliased arguments are not cached)."""
+    try:
+        parts = tuple(None if t is None else (t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16 == 0)
+                      for t in tensors)
+    except (AttributeError, TypeError):
+        return None
+    ids = [id(t) for t in tensors if t is not None]
+    return parts if len(set(ids)) == len(ids) else None
 
 
 def scalar_key(values: tuple) -> tuple:
     """`values` with their types (1, 1.0 and True are equal in Python but not to the checks of the entry point)."""
-    return tuple((type(v), v) for v in values)
+    return tuple(zip(map(type, values), values))
 
 
 class ReplayCache:

@@ -195,7 +195,7 @@ def call_key(tensors: tuple, scalars: tuple, limits: ChipLimits) -> tuple | None
     of `extend_attention_fwd`'s tensor arguments (q_extend first, k/v extend at 1/2, k/v buffers at 4/5)."""
     per_tensor = tensor_key(tensors)
     k_ext, v_ext, k_buf, v_buf = tensors[1], tensors[2], tensors[4], tensors[5]
-    if per_tensor is None or any(t is None for t in (k_ext, v_ext, k_buf, v_buf)):
+    if per_tensor is None or k_ext is None or v_ext is None or k_buf is None or v_buf is None:
         return None
     views = (k_ext.data_ptr() == v_ext.data_ptr(), k_buf.data_ptr() == v_buf.data_ptr())
     return (id(limits), views, scalar_key(scalars), per_tensor)
