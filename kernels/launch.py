@@ -142,8 +142,11 @@ class Recording:
 
     def recipe(self, args: tuple) -> tuple[tuple, tuple, tuple] | None:
         """(template, input substitutions (position, input index), descriptor substitutions (position, input index,
-        recorded descriptor)) of `args`, or None (and the recording refused) for an argument with no recipe."""
+        recorded descriptor)) of `args`, or None (and the recording refused) for an argument with no recipe. The
+        template and descriptors hold no reference to the call's inputs (None in their places), so a kept replay
+        does not keep the recorded call's tensors alive."""
         subs, descs = [], []
+        template = list(args)
         where = self._where
         for pos, arg in enumerate(args):
             if type(arg) in _PLAIN:
@@ -152,20 +155,22 @@ class Recording:
                 index = where.get(id(arg))
                 if index is not None:
                     subs.append((pos, index))
+                    template[pos] = None
                 elif not self.stable(arg):
                     self.refuse(f"argument {pos} is a tensor made during the call")
                     return None
             elif is_dataclass(arg) and isinstance(getattr(arg, "base", None), torch.Tensor):
                 index = where.get(id(arg.base))
                 if index is not None:
-                    descs.append((pos, index, arg))
+                    descs.append((pos, index, _rebased(arg, None)))
+                    template[pos] = None
                 elif not self.stable(arg.base):
                     self.refuse(f"argument {pos} is a descriptor over a tensor made during the call")
                     return None
             elif not isinstance(arg, (int, float, str)):
                 self.refuse(f"argument {pos} is a {type(arg).__name__}")
                 return None
-        return tuple(args), tuple(subs), tuple(descs)
+        return tuple(template), tuple(subs), tuple(descs)
 
     def replay(self) -> Replay | None:
         """The `Replay` of the recorded launches, or None when the call is not replayable."""
@@ -203,9 +208,10 @@ def launch(fn: Any, grid: tuple[int, ...], *args: Any, **meta: Any) -> Any:
     return None
 
 
-def _rebased(desc: Any, base: torch.Tensor) -> Any:
+def _rebased(desc: Any, base: torch.Tensor | None) -> Any:
     """A copy of tensor descriptor `desc` (a dataclass with ``base``) over `base`, other fields kept: `base` has the
-    recorded base's shape, strides, dtype and alignment, so the descriptor's checks hold as they did."""
+    recorded base's shape, strides, dtype and alignment, so the descriptor's checks hold as they did (None: a
+    template that holds no tensor)."""
     new = object.__new__(type(desc))
     new.__dict__.update(desc.__dict__)
     new.__dict__["base"] = base

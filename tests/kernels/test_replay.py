@@ -93,11 +93,31 @@ def test_signature_separates_what_the_launches_depend_on():
     assert tuned.call_key(tuple(aliased), scalars, limits) is None
 
 
+def test_a_kept_replay_holds_none_of_the_recorded_calls_tensors(replays, device):
+    """The replay cache keeps launches, not the inputs of the call that recorded them (a serving engine's per-batch
+    q/k/v/o would otherwise stay allocated per signature)."""
+    import gc
+    import weakref
+
+    case = SHAPE_CLASSES[1]  # descriptors over k/v extend, the pre-gathered prefix
+    check_impl(tuned.extend_attention_fwd, case, device, seed=1)
+    args = make_inputs(case, 2, device)
+    tuned.extend_attention_fwd(**args)  # the second call records
+    assert len(tuned._REPLAYS) == 1
+    refs = [weakref.ref(args[name]) for name in ("q_extend", "k_extend", "v_extend", "o_extend", "k_buffer",
+                                                 "qo_indptr", "kv_indices")]
+    del args
+    gc.collect()
+    assert [ref() is None for ref in refs] == [True] * len(refs)
+    check_impl(tuned.extend_attention_fwd, case, device, seed=3)  # the replay still runs right
+    assert replays["n"] == 1
+
+
 def test_recording_refuses_a_tensor_made_during_the_call():
     inp = torch.zeros(4)
     with Recording((inp,), stable=lambda t: False) as recording:
         template, subs, descs = recording.recipe((inp, 3, 1.5, None))
-        assert subs == ((0, 0),) and descs == ()
+        assert subs == ((0, 0),) and descs == () and template == (None, 3, 1.5, None)
         assert recording.recipe((inp[1:],)) is None
     assert recording.refused and recording.replay() is None
 
@@ -109,5 +129,7 @@ def test_recording_keeps_stable_buffers_and_rebases_descriptors():
     desc = TensorDescriptor(inp, [32, 16], [16, 1], [16, 16])
     with Recording((inp,), stable=lambda t: t is pool) as recording:
         template, subs, descs = recording.recipe((pool, desc))
-    assert recording.refused is None and subs == () and descs == ((1, 0, desc),)
-    assert template[0] is pool
+    assert recording.refused is None and subs == () and [(pos, index) for pos, index, _ in descs] == [(1, 0)]
+    assert template[0] is pool and template[1] is None
+    kept = descs[0][2]
+    assert kept.base is None and (kept.shape, kept.strides, kept.block_shape) == ([32, 16], [16, 1], [16, 16])
