@@ -145,3 +145,61 @@ def test_nothing_below_the_cli_imports_it():
     bad = sorted((m, t) for m, targets in IMPORTS.items() if not m.startswith("agent.cli")
                  for t in targets if t == "agent.cli" or t.startswith("agent.cli."))
     assert not bad, bad
+
+
+def _documentation_strings(tree: ast.AST) -> set[int]:
+    """ids of the string constants that document: docstrings, and the ``help=`` / ``description=`` texts of CLI
+    options and tool parameters."""
+    out = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and body and \
+                isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            out.add(id(body[0].value))
+        if isinstance(node, ast.keyword) and node.arg in ("help", "description"):
+            out |= {id(n) for n in ast.walk(node.value) if isinstance(n, ast.Constant)}
+    return out
+
+
+def _task_mentions_in_code(path: Path, names: tuple[str, ...]) -> list[str]:
+    """Where a .py file names one of `names` outside comments and documentation: identifiers, attributes, import
+    names and string constants other than docstrings and help texts (``file:line name``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docs = _documentation_strings(tree)
+    hits = []
+    for node in ast.walk(tree):
+        texts = []
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            texts.append(node.value)
+        elif isinstance(node, ast.Name):
+            texts.append(node.id)
+        elif isinstance(node, ast.Attribute):
+            texts.append(node.attr)
+        elif isinstance(node, ast.alias):
+            texts.append(node.name)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            texts.append(node.module)
+        hits += [f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')} {n}" for t in texts for n in names
+                 if n in t]
+    return hits
+
+
+def test_outside_kernels_no_code_names_a_task():
+    """agent/, knowledge/ and ingest/ reach every task through the contract only: a registered task's name (or the
+    module of its spec) appears there in comments and documentation at most, never in code or data files
+    (issue 17: ``git grep extend_attention agent/ knowledge/ ingest/`` finds nothing but documentation)."""
+    from kernels.task import TASK_MODULES
+
+    names = tuple(TASK_MODULES)
+    assert {"extend_attention", "splitk_gemm"} <= set(names)
+    hits = []
+    for package in ("agent", "knowledge", "ingest"):
+        for path in sorted((ROOT / package).rglob("*")):
+            if not path.is_file() or "__pycache__" in path.parts or path.suffix in (".md", ".pyc"):
+                continue
+            if path.suffix == ".py":
+                hits += _task_mentions_in_code(path, names)
+            else:
+                text = path.read_text(encoding="utf-8", errors="replace")
+                hits += [f"{path.relative_to(ROOT)} {n}" for n in names if n in text]
+    assert not hits, f"task-specific names outside kernels/: {hits}"
