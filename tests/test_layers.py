@@ -203,3 +203,30 @@ def test_outside_kernels_no_code_names_a_task():
                 text = path.read_text(encoding="utf-8", errors="replace")
                 hits += [f"{path.relative_to(ROOT)} {n}" for n in names if n in text]
     assert not hits, f"task-specific names outside kernels/: {hits}"
+
+
+def _layout_picture() -> str:
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    section = text.split("## Layout: folders and the imports between them", 1)[1]
+    return section.split("```", 2)[1]
+
+
+def test_layout_picture_matches_the_packages_and_the_task_folders():
+    """docs/ARCHITECTURE.md's picture names the packages top to bottom in the reverse of the layer order checked
+    above (kernels apart, at the bottom), every registered task's folder, and for each task folder only modules and
+    files that exist in it."""
+    import re
+
+    from kernels.task import TASK_MODULES
+
+    picture = _layout_picture()
+    tops = [m.group(1) for m in re.finditer(r"^   ([a-z_]+)/", picture, re.MULTILINE)]
+    assert tops == list(reversed(PACKAGES[1:])) + ["kernels"], tops
+    blocks = re.findall(r"^ {13}([a-z_<>]+)/ +(.*(?:\n {32}.*)*)", picture, re.MULTILINE)
+    named = {folder: re.split(r",\s*", " ".join(body.split())) for folder, body in blocks}
+    tasks = {module.split(".")[1] for module in TASK_MODULES.values()}
+    assert tasks <= set(named), (tasks, set(named))
+    for task in tasks:
+        folder = ROOT / "kernels" / task
+        missing = [n for n in named[task] if not list(folder.glob(n if "." in n else f"{n}.py"))]  # family*: globs
+        assert not missing, f"kernels/{task}/ has no {missing} (docs/ARCHITECTURE.md layout picture)"
