@@ -5,7 +5,7 @@ the ``chunks`` collection: how many records each (chip, source) has, and how man
 (``get(ids, include=["embeddings"])``, bisected where chromadb fails on an id without a vector). Run it as a separate
 process while nothing else uses the store (chromadb's client applies its write log when it reads).
 
-``records_in_sqlite(STORE_DIR, source)`` counts a source's records in ``chroma.sqlite3`` read-only (chromadb 1.x
+``records_in_sqlite(STORE_DIR, source)`` counts a source's records in a copy of ``chroma.sqlite3`` (chromadb 1.x
 schema), without starting chromadb at all.
 """
 
@@ -45,15 +45,30 @@ def probe(store_dir: str) -> dict[str, list[int]]:
 
 
 def records_in_sqlite(store_dir: Path, source: str) -> int:
-    """Records whose ``source`` metadata is `source`, counted in chromadb's database file (read-only)."""
-    db = sqlite3.connect(f"file:{Path(store_dir) / 'chroma.sqlite3'}?mode=ro", uri=True, timeout=30)
-    try:
-        row = db.execute("SELECT COUNT(DISTINCT id) FROM embedding_metadata WHERE key = 'source' AND "
-                         "string_value = ?", (source,)).fetchone()
-    except sqlite3.Error:
-        return 0
-    finally:
-        db.close()
+    """Records whose ``source`` metadata is `source`, as the next reader of ``chroma.sqlite3`` will see them.
+
+    A killed writer can leave a hot rollback journal (``chroma.sqlite3-journal``) or a write-ahead log beside the
+    database; a read-only connection cannot roll such a journal back and fails with "database is locked" or
+    "attempt to write a readonly database". The database and its journal files are therefore copied to a scratch
+    folder and opened read-write there (SQLite rolls a hot journal back on first read, https://sqlite.org/lockingv3.html
+    section 4.3), so the store itself is never touched. Raises sqlite3.Error where the copy cannot be read.
+    """
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            src = Path(store_dir) / f"chroma.sqlite3{suffix}"
+            if src.exists():
+                shutil.copy2(src, Path(scratch) / src.name)
+        db = sqlite3.connect(Path(scratch) / "chroma.sqlite3", timeout=30)
+        try:
+            if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'embedding_metadata'").fetchone():
+                return 0  # killed before chromadb created its schema
+            row = db.execute("SELECT COUNT(DISTINCT id) FROM embedding_metadata WHERE key = 'source' AND "
+                             "string_value = ?", (source,)).fetchone()
+        finally:
+            db.close()
     return int(row[0])
 
 
