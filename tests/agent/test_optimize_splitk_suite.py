@@ -76,3 +76,19 @@ def test_cpu_dry_run_goes_through_every_step(tmp_path):
     verdicts = [v for v in proc.stdout.splitlines() if v.startswith(("PASS", "FAIL"))]
     assert verdicts and not [v for v in verdicts if v.startswith("FAIL")], verdicts
     assert "## `chiplore optimize splitk_gemm --chip h200`: three arms" in (out / "results.md").read_text()
+
+
+def test_results_table_shows_each_arm_against_cublas_per_case():
+    rows = [_row("m1-n4096-k4096", "baseline", 30.0), _row("m1-n4096-k4096", "cublas", 12.0),
+            _row("m1-n4096-k4096", "candidate:empty", 10.0), _row("m1-n4096-k4096", "candidate:no-retrieval", 15.0)]
+    run = {"evaluations": 4, "accepted": 2, "failed": 0, "final_geomean": 2.9, "evals_to_95pct_best": 2}
+    result = {"env": {"date": "2026-12-01", "device": "NVIDIA H200"}, "command": "bash scripts/gpu.sh optimize-splitk",
+              "cases": "m1-n4096-k4096", "max_evals": 10, "arm_seconds": 30.0, "seeded": None, "best_geomean": 2.9,
+              "verdicts": ["PASS bench: 4 rows"],
+              "arms": {name: {"run": run, "wall_s": 41.0, "bench": suite.against(rows, name)}
+                       for name in ("empty", "no-retrieval")}}
+    text = suite.markdown(result)
+    assert "| empty | 4 | 2 | 0 | x2.900 | 2 | x3.000 | x1.200 | 1 of 1 | 41 |" in text
+    assert "| no-retrieval | 4 | 2 | 0 | x2.900 | 2 | x2.000 | x0.800 | 0 of 1 | 41 |" in text
+    assert "| m1-n4096-k4096 | 30.0 | 12.0 | 10.0 (x1.200) | 15.0 (x0.800) |" in text
+    assert text.rstrip().endswith("PASS bench: 4 rows")
