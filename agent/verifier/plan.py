@@ -54,8 +54,8 @@ class Trial:
 class TimedCase:
     """A bench case timed on rotated input sets. Before call i (warm-up calls first) the task's fresh inputs
     (`TaskSpec.fresh_inputs`) of the set in use are redrawn in place from ``call_seeds[i]``, so no two calls see
-    the same inputs; ``captures`` are the
-    secret (rep, set) pairs whose outputs are re-checked against references computed by the verifier."""
+    the same inputs; ``captures`` are the secret (rep, set) pairs whose outputs are re-checked against references
+    computed by the verifier."""
 
     case: Case
     seeds: tuple[int, ...]
