@@ -128,15 +128,30 @@ def test_perturbation_is_in_place_deterministic_and_moves_the_reference():
     a = make_trial_inputs(TASK, case, 5, "cpu")
     ptrs = {k: v.data_ptr() for k, v in a.items() if isinstance(v, torch.Tensor)}
     before = TASK.reference(a)["o_extend"]
-    perturb_inputs(a, 99)
+    perturb_inputs(TASK, a, 99)
     assert ptrs == {k: v.data_ptr() for k, v in a.items() if isinstance(v, torch.Tensor)}
     b = make_trial_inputs(TASK, case, 5, "cpu")
-    perturb_inputs(b, 99)
+    perturb_inputs(TASK, b, 99)
     assert input_digest(a) == input_digest(b)
     assert (TASK.reference(a)["o_extend"] - before).abs().max() > 0.1
 
 
 def test_perturbation_of_mla_views_stays_consistent():
     a = make_trial_inputs(TASK, TASK.case("mla-576-512"), 5, "cpu")
-    perturb_inputs(a, 1)
+    perturb_inputs(TASK, a, 1)
     assert torch.equal(a["v_extend"], a["k_extend"][..., :512])
+
+
+def test_gemm_perturbation_redraws_a_and_negates_b_in_place():
+    gemm = load_task("splitk_gemm")
+    case = gemm.case("a-transposed")  # a is a transposed view: the redraw writes through its strides
+    inputs = make_trial_inputs(gemm, case, 5, "cpu")
+    ptrs = {k: (v.data_ptr(), v.stride()) for k, v in inputs.items()}
+    a0, b0 = inputs["a"].clone(), inputs["b"].clone()
+    before = gemm.reference(inputs)["c"]
+    perturb_inputs(gemm, inputs, 7)
+    assert ptrs == {k: (v.data_ptr(), v.stride()) for k, v in inputs.items()}
+    assert torch.equal(inputs["b"], -b0) and not torch.equal(inputs["a"], a0)
+    gen = torch.Generator().manual_seed(7)
+    assert torch.equal(inputs["a"], torch.randn(a0.shape, generator=gen).to(a0.dtype))
+    assert (gemm.reference(inputs)["c"] - before).abs().max() > 0.1
