@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import torch
 
+from core.errors import BadInputError
 from kernels.task import Case, TaskSpec
 
 TrialKind = Literal["check", "perturb", "ablate"]
@@ -145,13 +146,26 @@ def _selected(cases: tuple[Case, ...], ids: tuple[str, ...]) -> list[Case]:
     return [c for c in cases if not ids or c.id in ids]
 
 
+def _check_case_ids(task: TaskSpec, ids: tuple[str, ...]) -> None:
+    known = [c.id for c in task.bench_cases] + [c.id for c in task.test_cases]
+    unknown = [i for i in ids if i not in known]
+    if unknown:
+        raise BadInputError(f"case ids: {', '.join(unknown)} not a bench or test case of {task.name} "
+                            f"(known: {', '.join(known)})")
+
+
 def build_plan(task: TaskSpec, device: str, settings: PlanSettings, rng: random.Random | None = None) -> Plan:
     """Trials in the order the child runs them: a hidden random case, its in-place perturbation, the task's hidden
     cases (`TaskSpec.hidden_cases`; extend attention: large logits, a long prefix, a long extend), the bench and/or
     test cases, a hidden case in each of `REQUIRED_DTYPES` (`dtype_case`; on a GPU only if no trial so far uses
     it: there bench and random cases are bfloat16), more hidden random cases (one repeated with a new seed), the
     kernel ablation; then the timing plan: the bench cases (the selected test cases when no bench case is checked
-    -- a CPU protocol test); rotation set 0 reuses the case's trial seed."""
+    -- a CPU protocol test); rotation set 0 reuses the case's trial seed.
+
+    Raises:
+        BadInputError: `settings.case_ids` names a case that is neither a bench nor a test case of `task`.
+    """
+    _check_case_ids(task, settings.case_ids)
     rng = rng or secret_rng()
     trials: list[Trial] = []
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 import torch
 
 from agent.verifier.plan import (
@@ -24,9 +25,11 @@ from kernels.extend_attention.cases import (
     adversarial_case,
     long_prefix_case,
 )
+from core.errors import BadInputError
 from kernels.task import load_task
 
 TASK = load_task("extend_attention")
+EXTEND, GEMM = TASK, load_task("splitk_gemm")
 CPU = PlanSettings(include_test_cases=True, include_bench_cases=False, random_cases=3, small=True, timing=False)
 GPU = PlanSettings(include_test_cases=False, include_bench_cases=True, random_cases=2, small=False, timing=True,
                    reps=7, rotations=2)
@@ -155,3 +158,18 @@ def test_gemm_perturbation_redraws_a_and_negates_b_in_place():
     gen = torch.Generator().manual_seed(7)
     assert torch.equal(inputs["a"], torch.randn(a0.shape, generator=gen).to(a0.dtype))
     assert (gemm.reference(inputs)["c"] - before).abs().max() > 0.1
+
+
+@pytest.mark.parametrize("task", [EXTEND, GEMM], ids=["extend_attention", "splitk_gemm"])
+def test_an_unknown_case_id_is_one_error_naming_it(task):
+    """A misspelt case id used to drop the case silently (the GPU test timed one of its two cases)."""
+    known = task.bench_cases[0].id
+    with pytest.raises(BadInputError, match=r"case ids: no-such-case not a bench or test case of " + task.name):
+        build_plan(task, "cpu", _only(known, "no-such-case"))
+    plan = build_plan(task, "cpu", _only(known))
+    assert [t.case.id for t in plan.trials if t.label == "bench case"] == [known]
+
+
+def _only(*ids: str) -> PlanSettings:
+    return PlanSettings(include_test_cases=False, include_bench_cases=True, random_cases=1, small=True, timing=False,
+                        case_ids=ids)

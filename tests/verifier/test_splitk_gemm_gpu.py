@@ -12,7 +12,7 @@ from hardware_profiles import load_profile
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[2]
-CASES = ("m1-n4096-k4096", "m16-n4096-k14336")
+CASES = ("m1-n4096-k4096", "m8-n4096-k14336")
 
 
 @pytest.fixture(scope="module")
