@@ -116,11 +116,11 @@ def update_profile_from_documents(chip: str, chunks: list[Chunk], llm: ProposalM
     return merged, report, save_profile(merged)
 
 
-def extract_profile_with_report(chip: str, chunks: list[Chunk],
-                                extra: list[Candidate] | None = None) -> tuple[HardwareProfile, ExtractionReport]:
+def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Candidate] | None = None,
+                                product: str | None = None) -> tuple[HardwareProfile, ExtractionReport]:
     """`extract_profile` plus its `ExtractionReport`; `extra` candidates (verified LLM proposals) join the rules'."""
     name = check_chip_name(chip)
-    tokens = chip_tokens(name)
+    tokens = chip_tokens(product or name)
     report = ExtractionReport(chip=name, chunks=len(chunks),
                               documents=sorted({c.source for c in chunks}))
     out = RuleOutput()
