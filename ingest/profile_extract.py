@@ -37,16 +37,10 @@ from ingest.profile_resolve import (  # noqa: F401  ExtractionReport is part of 
     resolve_peak,
     source_of,
 )
-from ingest.profile_rules import (
-    DTYPES,
-    Candidate,
-    RuleOutput,
-    compute_unit_candidates,
-    peak_candidates,
-    scalar_candidates,
-)
+from ingest.profile_glossary import Glossary, build_glossary, singular
+from ingest.profile_rules import DTYPES, Candidate, RuleOutput, peak_candidates, scalar_candidates
 from ingest.profile_tables import list_item_records, table_records
-from ingest.profile_text import CU_NOUNS, Record, chip_tokens, prose_records
+from ingest.profile_text import CU_NOUNS, ChipTokens, Record, brands_of, chip_tokens, prose_records
 from knowledge.types import Chunk
 
 _BACKENDS = {
@@ -124,10 +118,12 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Cand
     report = ExtractionReport(chip=name, chunks=len(chunks),
                               documents=sorted({c.source for c in chunks}))
     out = RuleOutput()
-    for record in _records(chunks, tokens):
-        scalar_candidates(record, out)
-        compute_unit_candidates(record, out)
-        peak_candidates(record, out)
+    merged = merge_windows(chunks)
+    tokens = ChipTokens(tokens, brands_of(tokens, [c.text for c, _ in merged]))
+    glossary = build_glossary(merged)
+    for record in _records(merged, tokens):
+        scalar_candidates(record, out, glossary)
+        peak_candidates(record, out, glossary)
     out.candidates.extend(extra or [])
     report.candidates = len(out.candidates)
     report.problems = sorted(set(out.problems))
@@ -142,11 +138,11 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Cand
         resolved = resolve_peak(dtype, [c for c in mine if not c.noun], report)
         if resolved.value is None and resolved.kind != "conflict":
             derived = chip_peaks_from_per_unit([c for c in mine if c.noun], fields["num_compute_units"],
-                                                components)
+                                                components, glossary)
             resolved = resolve_peak(dtype, derived, report) if derived else resolved
         if resolved.value is not None or resolved.kind == "conflict":
             peaks[dtype] = resolved
-    unit_name, unit_source = _compute_unit_name(out.candidates)
+    unit_name, unit_source = _compute_unit_name(glossary, merged)
     report.found = [n for n, f in {**fields, **{f"peak_tflops.{k}": v for k, v in peaks.items()}}.items()
                     if f.value is not None or f.kind == "conflict"]
     profile = HardwareProfile(
@@ -156,9 +152,9 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Cand
     return profile, report
 
 
-def _records(chunks: list[Chunk], tokens: set[str]) -> list[Record]:
+def _records(merged_chunks: list[tuple[Chunk, tuple[Chunk, ...]]], tokens: set[str]) -> list[Record]:
     records: list[Record] = []
-    for merged, originals in merge_windows(chunks):
+    for merged, originals in merged_chunks:
         cells, prose = table_records(merged, tokens)
         items, prose = list_item_records(prose, merged, tokens)
         found = cells + items + (prose_records(prose, merged, tokens) if prose.strip() else [])
@@ -217,39 +213,60 @@ def component_counts(chunks: list[Chunk]) -> dict[str, int]:
     return counts
 
 
-def _compute_unit_name(candidates: list[Candidate]) -> tuple[str | None, Source | None]:
-    """Vendor term for the compute unit, from the nouns next to compute-unit counts (``Compute Unit (CU)``)."""
-    nouns = [(c.noun, c) for c in candidates if c.field == "num_compute_units" and c.noun]
-    if not nouns:
+def _compute_unit_name(glossary: Glossary, merged: list[tuple[Chunk, tuple[Chunk, ...]]]
+                       ) -> tuple[str | None, Source | None]:
+    """The documents' own name for the compute unit, as written, with the sentence or row that uses it (its
+    definition, else a statement of how many the chip has); the long form with its abbreviation when the
+    documents pair them (``stream processing unit (SPU)``). None when the documents name no compute unit."""
+    term = glossary.compute_unit()
+    if term is None:
         return None, None
-    abbreviations = {"cu": "compute unit", "sm": "streaming multiprocessor", "eu": "execution unit",
-                     "wgp": "workgroup processor"}
-    heads: Counter = Counter()
-    phrases: dict[str, list[tuple[str, Candidate]]] = {}
-    seen_abbr: set[str] = set()
-    for noun, c in nouns:
-        base = re.sub(r"\s*\(.*\)$", "", noun).strip()
-        if re.search(r"\((CUs?|SMs?|EUs?|WGPs?)\)", noun):
-            seen_abbr.add(re.search(r"\((\w+?)s?\)", noun).group(1).lower())
-        singular = re.sub(r"(?<=[a-z])s$", "", base.lower())
-        if singular in abbreviations:
-            seen_abbr.add(singular)
-            singular = abbreviations[singular]
-        heads[singular.split()[-1]] += 1
-        phrases.setdefault(singular.split()[-1], []).append((singular, c))
-    head = heads.most_common(1)[0][0]
-    phrase, source_candidate = max(phrases[head], key=lambda p: len(p[0].split()))
-    name = phrase.title() if phrase in abbreviations.values() else _restore_case(phrase, source_candidate)
-    abbr = next((a for a, full in abbreviations.items() if full == phrase and a in seen_abbr), None)
-    if abbr:
-        name = f"{name} ({abbr.upper()})"
-    return name, source_of(source_candidate)
+    names = [term.name] + sorted(term.aliases)
+    for name in sorted(names, key=len, reverse=True):
+        words = [re.escape(w) for w in name.split()]
+        paired = re.compile(r"(?<![\w\-])(" + r"\s+".join(words[:-1] + [words[-1] + r"(?:s|es)?"]) +
+                            r")\s*\(([A-Z][A-Za-z]{0,5})\)", re.IGNORECASE)
+        for chunk, originals in merged:
+            for original in originals:
+                match = paired.search(original.text)
+                if match and len(match.group(2).rstrip("s")) < len(match.group(1)):
+                    quote = _sentence_around(original.text, match.start(), match.end())
+                    return (f"{_singular_phrase(match.group(1))} ({match.group(2).rstrip('s') or match.group(2)})",
+                            _source_in(chunk, original, quote))
+    quote = term.quote
+    for chunk, originals in merged:
+        for original in originals:
+            squashed = " ".join(original.text.split())
+            if quote and quote in squashed:
+                return term.name, _source_in(chunk, original, quote)
+    for chunk, originals in merged:
+        for original in originals:
+            at = original.text.lower().find(term.name.lower())
+            if at >= 0:
+                quote = _sentence_around(original.text, at, at + len(term.name))
+                return term.name, _source_in(chunk, original, quote)
+    return None, None
 
 
-def _restore_case(phrase: str, candidate: Candidate) -> str:
-    match = re.search(re.escape(phrase).replace(r"\ ", r"\s+") + "s?", candidate.record.text, re.IGNORECASE)
-    text = match.group(0) if match else phrase
-    return re.sub(r"s$", "", text) if text.lower().rstrip("s") == phrase.rstrip("s") and text.endswith("s") else text
+def _singular_phrase(phrase: str) -> str:
+    words = phrase.split()
+    words[-1] = singular(words[-1])
+    return " ".join(words)
+
+
+def _sentence_around(text: str, start: int, end: int) -> str:
+    """The sentence (or table row) of `text` that holds ``text[start:end]``, whitespace collapsed."""
+    left = max(text.rfind(". ", 0, start), text.rfind("\n", 0, start), text.rfind(" | ", 0, start))
+    right_candidates = [i for i in (text.find(". ", end), text.find("\n", end), text.find(" | ", end)) if i >= 0]
+    right = min(right_candidates) if right_candidates else len(text)
+    left = 0 if left < 0 else left + (3 if text[left:left + 3] == " | " else 1)
+    return " ".join(text[left:right + (1 if text[right:right + 1] == "." else 0)].split())
+
+
+def _source_in(chunk: Chunk, original: Chunk, quote: str) -> Source:
+    from ingest.profile_text import locator_of
+
+    return Source(document=original.source, locator=locator_of(original) or None, quote=quote)
 
 
 def _backend(chunks: list[Chunk]) -> str:

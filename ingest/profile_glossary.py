@@ -288,7 +288,7 @@ def _row_cells(text: str) -> list[str]:
 
 # ---------------------------------------------------------------- terms used as units
 
-def _noun_phrase(words: list[str], limit: int = 3) -> str:
+def noun_phrase(words: list[str], limit: int = 3) -> str:
     """The leading noun phrase of `words` (up to `limit` words, ending before a function word or punctuation)."""
     out = []
     for word in words[:limit]:
@@ -319,7 +319,7 @@ def counted_terms(text: str) -> list[tuple[int, str, int]]:
         words = match.group(2).split()
         if not words or _UNIT_WORD.match(words[0].strip("*_`,.;:")):
             continue
-        phrase = _noun_phrase(words)
+        phrase = noun_phrase(words)
         if phrase and not _UNIT_WORD.match(phrase.split()[0]):
             out.append((_count_value(match.group(1)), phrase, match.start()))
     return out
@@ -329,7 +329,7 @@ def scoped_terms(text: str) -> list[str]:
     """Noun phrases after ``per``/``each``/``every``/``one``/``single``."""
     out = []
     for match in _SCOPE_OF.finditer(text):
-        phrase = _noun_phrase(match.group(1).split())
+        phrase = noun_phrase(match.group(1).split())
         if phrase and not _UNIT_WORD.match(phrase.split()[0]):
             out.append(phrase)
     return out
@@ -348,7 +348,7 @@ def _used_terms(units: list[_Unit]) -> Counter:
                 used[term_key(phrase)] += 1
         if unit.cells and len(unit.cells) >= 2 and re.fullmatch(r"\s*[\d,]+\s*", unit.cells[1] or ""):
             label = re.sub(r"\s*\([^)]*\)", "", unit.cells[0])
-            if _noun_phrase(label.split()) == label.strip():
+            if noun_phrase(label.split()) == label.strip():
                 used[term_key(label)] += 1  # a "Tiles | 160" row: a count of things
     return used
 
@@ -393,7 +393,7 @@ def _head(text: str) -> str:
         if stripped == text:
             break
         text = stripped
-    return _noun_phrase(text.split())
+    return noun_phrase(text.split())
 
 
 def _is_abbreviation(short: str, long: str) -> bool:
@@ -454,7 +454,7 @@ def _definitions(unit: _Unit, mentions) -> tuple[list[_Definition], list[tuple[s
         for match in rx.finditer(text):
             add(match.group("t"), match.group("d"))
     for match in _GROUP_OF.finditer(text):
-        count, members = match.group("n"), _noun_phrase(match.group("c").split())
+        count, members = match.group("n"), noun_phrase(match.group("c").split())
         if members and _generic_concept(members) == "thread":
             add(_tail_np(match.group("t")), f"a group of {count} {members} executed together",
                 head=f"group of {members}", explicit=True)
@@ -497,7 +497,7 @@ def _aliases(text: str) -> list[tuple[str, str]]:
     for match in _KNOWN_AS.finditer(text):
         term = _tail_np(match.group("t"))
         for alias in re.split(r",\s*|\s+or\s+", match.group("a")):
-            alias = _noun_phrase(alias.split())
+            alias = noun_phrase(alias.split())
             if term and alias:
                 out.append((term, alias))
     return out
@@ -528,8 +528,8 @@ def _containments(unit: _Unit) -> list[Containment]:
     text = unit.text
     for rx in (_EACH_HAS, _CONTAINS, _EACH_WITH, _PER_PARENT):
         for match in rx.finditer(text):
-            child = _noun_phrase(match.group("c").split())
-            parent = _noun_phrase(match.group("p").split()) or match.group("p")
+            child = noun_phrase(match.group("c").split())
+            parent = noun_phrase(match.group("p").split()) or match.group("p")
             if not child or _UNIT_WORD.match(child.split()[0]):
                 continue
             out.append(Containment(term_key(parent), term_key(child), _count_value(match.group("n")), text))

@@ -81,18 +81,51 @@ def _verbatim_quote(candidate: Candidate) -> str:
     return q.text
 
 
+def statement_key(candidate: Candidate) -> tuple[str, str]:
+    """Identity of the statement a candidate was read from: the document without its format (``zx40.md`` and
+    ``zx40.pdf`` are one document) and the quote's letters and digits (the same sentence or row, whatever the
+    format did to its spaces, hyphens and punctuation)."""
+    return document_family(candidate.record.chunk.source), re.sub(r"[^a-z0-9]", "", candidate.record.quote.lower())
+
+
+def document_family(source: str) -> str:
+    """A document's name without folder and format suffix: the same datasheet as .md, .pdf or .html."""
+    name = source.replace("\\", "/").rsplit("/", 1)[-1].lower()
+    return re.sub(r"\.(?:md|markdown|pdf|rst|rest|html?|txt|text)$", "", name)
+
+
 def _dedupe(candidates: list[Candidate]) -> list[Candidate]:
+    """One candidate per (statement, value, variant): a statement read through two formats of one document is one
+    source, not two votes."""
     seen, out = set(), []
     for c in candidates:
-        key = (c.record.chunk.source, c.record.locator, c.record.quote, round(c.value, 9), c.variant)
+        key = (*statement_key(c), round(c.value, 9), c.variant)
         if key not in seen:
             seen.add(key)
             out.append(c)
     return out
 
 
+def _binary_reading(c: Candidate) -> float | None:
+    """A decimal capacity's binary reading in the field's unit (``192 GB`` -> 192 GiB), else None."""
+    q = c.quantity
+    if q.binary_value is None or not q.value:
+        return None
+    return c.value * q.binary_value / q.value
+
+
 def _agree(a: Candidate, b: Candidate) -> bool:
-    return abs(a.value - b.value) <= max(a.resolution, b.resolution) * 1.0001 + 1e-12
+    """Equal within the precision each was written with; a decimal capacity also agrees with a binary one of the
+    same figure (``192 GB`` and ``192 GiB``: one capacity, see `ingest.units`)."""
+    tolerance = max(a.resolution, b.resolution) * 1.0001 + 1e-12
+    if abs(a.value - b.value) <= tolerance:
+        return True
+    for x, y in ((a, b), (b, a)):
+        binary = _binary_reading(x)
+        if binary is not None and _binary_reading(y) is None \
+                and abs(binary - y.value) <= max(y.resolution, x.resolution * binary / x.value) * 1.0001:
+            return True
+    return False
 
 
 def _scoped(candidates: list[Candidate], field_name: str, report: ExtractionReport) -> list[Candidate]:
@@ -121,11 +154,16 @@ def _groups(candidates: list[Candidate]) -> list[list[Candidate]]:
 
 
 def _support(candidates: list[Candidate]) -> int:
-    return len({(c.record.chunk.source, c.record.locator, c.record.quote) for c in candidates})
+    """Independent statements among `candidates` (see `statement_key`)."""
+    return len({statement_key(c) for c in candidates})
 
 
 def _best_value(group: list[Candidate]) -> Candidate:
-    """Most-cited value of an agreeing group (ties: the most precise); stated sources before derived ones."""
+    """Most-cited value of an agreeing group (ties: the most precise); stated sources before derived ones. Where a
+    binary capacity and a decimal one of the same figure agree, the binary figure is the value."""
+    exact = [c for c in group if c.quantity.dimension == "bytes" and _binary_reading(c) is None]
+    if exact and any(_binary_reading(c) is not None for c in group):
+        group = [c for c in group if _binary_reading(c) is None or not any(_agree(c, e) for e in exact)] or group
     counts = Counter(round(c.value, 9) for c in group)
     top = max(counts.values())
     best = [c for c in group if counts[round(c.value, 9)] == top]
@@ -209,7 +247,7 @@ def resolve_peak(dtype: str, candidates: list[Candidate], report: ExtractionRepo
 
 
 def chip_peaks_from_per_unit(candidates: list[Candidate], units: ProfileField,
-                              components: dict[str, int]) -> list[Candidate]:
+                              components: dict[str, int], glossary=None) -> list[Candidate]:
     """Per-unit peaks scaled to the chip: value x (components per compute unit) x compute units, as derived
     candidates with their formula; peaks per a component whose count per compute unit is unknown are dropped."""
     if units.value is None:
@@ -217,11 +255,15 @@ def chip_peaks_from_per_unit(candidates: list[Candidate], units: ProfileField,
     out = []
     for c in candidates:
         noun = re.sub(r"\s*\(.*\)$", "", c.noun)
-        if classify_noun(c.noun) == "cu":
+        level = glossary.level(noun) if glossary is not None else None
+        if level == "cu" or (level is None and classify_noun(c.noun) == "cu"):
             per_cu, what = 1, "compute unit"
         else:
             per_cu = next((n for key, n in components.items() if key and (noun == key or noun.startswith(key))),
                           None)
+            if per_cu is None and glossary is not None:
+                found = glossary.per_parent(noun, glossary.compute_unit_keys())
+                per_cu = found[0] if found else None
             what = f"{per_cu} {noun} per compute unit" if per_cu else ""
         if not per_cu:
             continue

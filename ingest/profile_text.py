@@ -21,21 +21,26 @@ from dataclasses import dataclass, field
 
 from knowledge.types import Chunk
 
-_PRODUCT = re.compile(r"(?<![\w\-])([A-Za-z]{1,4}\d{2,4}[A-Za-z]{0,3})(?![\w\-])")
+#: A product model name: letters, an optional hyphen, digits, optional letters (``MI300X``, ``ZX-40``, ``n150``,
+#: ``P9``); the token is lower-cased without the hyphen (``zx40``).
+_PRODUCT = re.compile(r"(?<![\w\-])([A-Za-z]{1,6})-?(\d{1,4}[A-Za-z]{0,3})(?![\w\-]|\.\d)")
+#: Tokens of that shape that name data types, memories, ISAs, interfaces, cache levels, steppings or units.
 _NOT_PRODUCT = re.compile(
     r"^(?:fp\d+|bf\d+|tf\d+|u?int\d+|e\dm\d|hbm\d\w*|g?ddr\d\w*|lpddr\d\w*|rv\d+\w*|gfx\d+\w*|sm_?\d+|cdna\d?|"
-    r"rdna\d?|gcn\d?|gen\d|x\d+|l\d|nps\d|pcie\d?|mi\d{3}-\d+|q\d|ddr|rocm\d*|cuda\d*|sfp\w*|"
-    r"[kmgt]i?b\d*|\d+\w*)$",
+    r"rdna\d?|gcn\d?|gen\d|x\d+|l\d|nps\d|pcie\d?|mi\d{3}-\d+|ddr|rocm\d*|cuda\d*|sfp\w*|[ab][01]|"
+    r"[kmgt]i?b\d*|[kmgt]hz\d*|v\d|\d+\w*|fig\d*|table\d*|sec\d*|page\d*|section\d*|figure\d*|step\d*)$",
     re.IGNORECASE,
 )
+_YEAR_AFTER = re.compile(r"^\s+(?:19|20)\d\d\b")
 _ENDNOTE_AFTER = re.compile(r"^-\d+")
 _COMPARISON_BEFORE = re.compile(
-    r"(?:(?:than|compared (?:to|with)|versus|vs\.?|over|relative to|previous|prior|predecessor|like the|from the)"
+    r"(?:(?:than|compared (?:to|with)|versus|vs\.?|over|relative to|like the)"
     r"(?:\s+\S+){0,5}|\b(?:same\s+\w+\s+)?as(?:\s+(?:the|a|an|on|in|with))?(?:\s+\S+)?)\s*$",
     re.IGNORECASE,
 )
 
-CHIP_NOUNS = r"(?:gpus?|accelerators?|devices?|chips?|asics?|processors?|packages?|oams?|cards?|apus?|products?)"
+CHIP_NOUNS = (r"(?:gpus?|accelerators?|devices?|chips?|asics?|processors?|packages?|oams?|cards?|apus?|products?|"
+              r"parts?|models?|skus?)")
 CU_NOUNS = (
     r"(?:compute units?|cus?|streaming multiprocessors?|sms?|(?:tensix |compute |worker )tiles?|xe[- ]cores?|"
     r"execution units?|eus?|workgroup processors?|wgps?|tensorcores?|neuroncores?)"
@@ -80,6 +85,10 @@ class Record:
         sparse: True for a cell in a "with sparsity" sub-column.
         prev: the previous sentence (prose only), for facts that continue it ("this is 288 GB/s in aggregate").
         originals: the chunks `chunk` was merged from (quotes must appear verbatim in one of them).
+        label, header: a table cell's row label and column header (empty for prose).
+        row: the other cells of a table cell's row (their scope words apply to the row: "Shared by: one core").
+        subject: the first clause of the sentence, for a later clause (its scope carries over when the clause
+            states none: "A workgroup can allocate up to 64 KB and holds up to 1024 work-items").
     """
 
     text: str
@@ -95,25 +104,61 @@ class Record:
     sparse: bool = False
     prev: str = ""
     originals: tuple[Chunk, ...] = ()
+    label: str = ""
+    header: str = ""
+    row: str = ""
+    subject: str = ""
 
 
-def chip_tokens(chip: str) -> set[str]:
-    """Model tokens of a chip name (letters and digits): ``wormhole_n150`` -> {``n150``}, ``mi300x`` -> {``mi300x``}."""
+class ChipTokens(set):
+    """The model tokens of the chip being profiled (a set of str), with the brand words the documents write in
+    front of them (``Lumen`` in "Lumen L5"): a brand word makes a token that looks like a cache level or a
+    version (``Lumen L3``, ``Vireo V1``) a product name."""
+
+    def __init__(self, tokens=(), brands=()) -> None:
+        super().__init__(tokens)
+        self.brands: frozenset[str] = frozenset(b.lower() for b in brands)
+
+
+def chip_tokens(chip: str) -> ChipTokens:
+    """Model tokens of a chip or product name: ``wormhole_n150`` -> {``n150``}, ``mi300x`` -> {``mi300x``},
+    ``AS-4`` -> {``as4``}, ``pallas_p9`` -> {``p9``}."""
+    text = re.sub(r"[_\s]+", " ", chip)
+    tokens = {(m.group(1) + m.group(2)).lower() for m in _PRODUCT.finditer(text)}
     parts = re.split(r"[_\-\s]+", chip.lower())
-    return {p for p in parts if re.search(r"\d", p) and re.search(r"[a-z]", p)}
+    tokens |= {p for p in parts if re.search(r"\d", p) and re.search(r"[a-z]", p)}
+    return ChipTokens(tokens)
 
 
-def products_in(text: str) -> list[str]:
-    """Product-model tokens named in `text` (lower-cased), leaving out comparisons ("more than the MI250X"),
-    endnote markers (``MI300-11``) and identifiers that are data, memory or ISA names (``FP64``, ``HBM3``)."""
+def brands_of(tokens: set[str], texts: list[str]) -> set[str]:
+    """Capitalized words written right before the chip's model token (``Lumen`` in "Lumen L5")."""
+    brands: set[str] = set()
+    for text in texts:
+        for match in re.finditer(r"\b([A-Z][a-z]{2,})\s+([A-Za-z]{1,6}-?\d{1,4}[A-Za-z]{0,3})\b", text):
+            if re.sub(r"-", "", match.group(2)).lower() in tokens and match.group(1).lower() not in _SENTENCE_WORDS:
+                brands.add(match.group(1))
+    return brands
+
+
+_SENTENCE_WORDS = frozenset("the this that each every our its their with from for and when while".split())
+
+
+def products_in(text: str, brands: frozenset[str] = frozenset()) -> list[str]:
+    """Product-model tokens named in `text` (lower-cased, hyphen dropped), leaving out comparisons ("more than the
+    MI250X"), endnote markers (``MI300-11``), dates (``Q4 2024``) and identifiers that are data, memory, ISA or cache
+    names (``FP64``, ``HBM3``, ``L2``), unless a brand word of the chip's stands before them (``Lumen L3``)."""
     out = []
     for match in _PRODUCT.finditer(text):
-        token = match.group(1)
-        if _NOT_PRODUCT.match(token) or _ENDNOTE_AFTER.match(text[match.end():]):
+        token = (match.group(1) + match.group(2)).lower()
+        before = text[max(0, match.start() - 40): match.start()]
+        branded = bool(brands) and bool(re.search(r"\b(" + "|".join(map(re.escape, brands)) + r")\s+$", before,
+                                                  re.IGNORECASE))
+        if (_NOT_PRODUCT.match(token) and not branded) or _ENDNOTE_AFTER.match(text[match.end():]) \
+                or _YEAR_AFTER.match(text[match.end():]):
             continue
-        if _COMPARISON_BEFORE.search(text[max(0, match.start() - 40): match.start()]):
+        if _COMPARISON_BEFORE.search(before):
             continue
-        out.append(token.lower())
+        out.append(token)
     return out
 
 
@@ -123,8 +168,9 @@ def product_scope(texts: list[str], tokens: set[str]) -> str:
     A product token that the chip name starts with (``MI300`` for ``mi300x``) names the chip's family and is
     neutral.
     """
+    brands = getattr(tokens, "brands", frozenset())
     for text in texts:
-        verdict = _verdict(products_in(text), tokens)
+        verdict = _verdict(products_in(text, brands), tokens)
         if verdict is not None:
             return verdict
     return "neutral"
@@ -143,20 +189,31 @@ def _verdict(named: list[str], tokens: set[str]) -> str | None:
 def clause_product(clause: str, sentence: str, context: str, tokens: set[str]) -> str:
     """Product scope of a clause: its own product names; else the nearest product named before it in the
     sentence (the subject carries over: "The ZX50 has 48 CUs and 32 GB"), or all of them for "both"/"all";
-    else the first named after it; else the section heading; else neutral."""
-    own = _verdict(products_in(clause), tokens)
+    else the first named after it; else the section heading; else neutral. A clause about a competitor or a
+    predecessor that names no product ("Competing GPUs offer 132 SMs", "the previous generation had ...") is about
+    another product, and so are the clauses after it in its sentence that name none."""
+    brands = getattr(tokens, "brands", frozenset())
+    own = _verdict(products_in(clause, brands), tokens)
     if own is not None:
         return own
     at = sentence.find(clause)
-    before = products_in(sentence[:at]) if at > 0 else []
+    if _FOREIGN.search(clause) or (at > 0 and _FOREIGN.search(sentence[:at])
+                                   and not products_in(sentence[:at], brands)):
+        return "other"
+    before = products_in(sentence[:at], brands) if at > 0 else []
     if before:
         if re.match(r"\s*(?:both|all|each of them)\b", clause, re.IGNORECASE):
             return _verdict(before, tokens) or "neutral"
         return _verdict(before[-1:], tokens) or "neutral"
-    after = products_in(sentence[at + len(clause):]) if at >= 0 else []
+    after = products_in(sentence[at + len(clause):], brands) if at >= 0 else []
     if after:
         return _verdict(after[:1], tokens) or "neutral"
-    return _verdict(products_in(context), tokens) or "neutral"
+    return _verdict(products_in(context, brands), tokens) or "neutral"
+
+
+#: Words that make a clause about a product other than the one described: competitors and predecessors.
+_FOREIGN = re.compile(r"\b(?:competing|competitors?|competitive|rivals?|other vendors?|(?:previous|prior|earlier|last|"
+                      r"older)[- ]generation|predecessors?)\b", re.IGNORECASE)
 
 
 def level_cues(text: str) -> set[str]:
@@ -274,7 +331,7 @@ def prose_records(text: str, chunk: Chunk, tokens: set[str]) -> list[Record]:
                 records.append(Record(
                     text=clause, key=sentence, local=clause, quote=sentence, locator=locator_of(chunk),
                     chunk=chunk, product=clause_product(clause, sentence, context, tokens),
-                    levels=levels, prev=previous,
+                    levels=levels, prev=previous, subject=parts[0] if index else "",
                 ))
             previous = sentence
     return records
