@@ -38,7 +38,7 @@ from ingest.profile_resolve import (  # noqa: F401  ExtractionReport is part of 
     source_of,
 )
 from ingest.profile_glossary import Glossary, build_glossary, singular
-from ingest.profile_rules import DTYPES, Candidate, RuleOutput, peak_candidates, scalar_candidates
+from ingest.profile_rules import DTYPES, Candidate, RuleOutput, peak_candidates, prefetch_labels, scalar_candidates
 from ingest.profile_tables import list_item_records, table_records
 from ingest.profile_text import CU_NOUNS, ChipTokens, Record, brands_of, chip_tokens, prose_records
 from knowledge.types import Chunk
@@ -121,7 +121,9 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Cand
     merged = merge_windows(chunks)
     tokens = ChipTokens(tokens, brands_of(tokens, [c.text for c, _ in merged]))
     glossary = build_glossary(merged)
-    for record in _records(merged, tokens):
+    records = _records(merged, tokens)
+    prefetch_labels(records, glossary)
+    for record in records:
         scalar_candidates(record, out, glossary)
         peak_candidates(record, out, glossary)
     out.candidates.extend(extra or [])
@@ -221,6 +223,10 @@ def _compute_unit_name(glossary: Glossary, merged: list[tuple[Chunk, tuple[Chunk
     term = glossary.compute_unit()
     if term is None:
         return None, None
+    if term.chunk is not None and term.chunk.kind == "table_row" and term.defined:
+        row = " ".join(term.chunk.text.split())
+        return term.name, Source(document=term.chunk.source, locator=term.chunk.cite().split(" ", 1)[-1] if
+                                 term.chunk.section or term.chunk.page else None, quote=row)
     names = [term.name] + sorted(term.aliases)
     for name in sorted(names, key=len, reverse=True):
         words = [re.escape(w) for w in name.split()]

@@ -31,7 +31,8 @@ QUANTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "shared_memory": ("bytes", ("shared memory", "shared memory per compute unit", "shared memory per thread block",
                                 "local data share", "LDS", "scratchpad memory", "software-managed local memory",
                                 "on-chip SRAM of each compute unit")),
-    "register_file": ("bytes", ("register file", "vector register file per compute unit", "vector registers")),
+    "register_file": ("bytes", ("register file", "vector register file per compute unit", "vector registers",
+                                "VGPR file")),
     "l2_cache": ("bytes", ("L2 cache", "level-two cache", "second-level cache shared by the chip")),
     "device_memory": ("bytes", ("device memory capacity", "HBM memory", "DRAM capacity", "GDDR memory",
                                 "memory size of the accelerator")),
@@ -51,7 +52,7 @@ LOOKALIKES: dict[str, tuple[str, tuple[str, ...]]] = {
     )),
     "other_bytes": ("bytes", (
         "L1 cache", "L1 data cache per compute unit", "L3 cache", "last-level cache", "infinity cache",
-        "instruction cache", "scalar register file", "cache line size", "page size", "transfer size",
+        "instruction cache", "scalar register file", "SGPR file", "cache line size", "page size", "transfer size",
         "total on-chip SRAM of the whole chip", "memory of a node with several accelerators", "buffer size",
     )),
     "other_bandwidth": ("bytes_per_s", (

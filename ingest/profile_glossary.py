@@ -25,7 +25,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ingest.profile_meaning import ConceptSpace
+from ingest.profile_meaning import ConceptSpace, prefetch
 from knowledge.types import Chunk
 
 #: Concept -> its generic names (the vocabulary of CUDA, HIP, OpenCL and SYCL documentation) and plain-words
@@ -366,6 +366,8 @@ class _Definition:
     explicit: bool = False
 
 
+#: Words of a definiens that are matched (the head of a definition carries its meaning; long tails only blur it).
+_MAX_DEFINIENS_WORDS = 32
 _PAREN = re.compile(r"((?:[A-Za-z*][\w\-'*]*\s+){0,3}[A-Za-z*][\w\-'*]*)\s*\(([^()]{1,120})\)")
 _DET = r"(?:the|a|an|its|our|their|one|\d+|[A-Z][\w\-]*'s)"
 _COPULA = re.compile(r"^(?P<left>.{2,80}?)\s+(?:is|are)\s+(?P<right>" + _DET + r"\b.*)$", re.IGNORECASE)
@@ -380,6 +382,9 @@ _APPOSITION_THE = re.compile(r"(?P<d>[\w\s\-]{3,60}?),\s+the\s+(?P<t>(?:[A-Za-z]
                              r"\s*(?=[:;,.(]|$)", re.IGNORECASE)
 _EACH_A = re.compile(rf"(?<![\w.,])(?:{_NUMBER})\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){{0,2}}[A-Za-z][\w\-]*),\s+each\s+"
                      r"(?P<d>(?:a|an|one)\s+[^;.]{5,160})", re.IGNORECASE)
+#: "64 KB of local store that the threads of one thread block share": a sized thing described by its relative clause.
+_OF_THAT = re.compile(r"\d\s*[KMG]i?B\s+of\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*)\s+(?P<d>(?:that|which)\s"
+                      r"[^;.]{5,160})", re.IGNORECASE)
 _OF_A = re.compile(r"\bof\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*),\s+(?P<d>(?:a|an)\s+[^;.]{5,160})",
                    re.IGNORECASE)
 
@@ -413,6 +418,7 @@ def _definitions(unit: _Unit, mentions) -> tuple[list[_Definition], list[tuple[s
 
     def add(term: str, definiens: str, head: str | None = None, explicit: bool = False) -> None:
         if term_key(term):
+            definiens = " ".join(definiens.split()[:_MAX_DEFINIENS_WORDS])
             defs.append(_Definition(term, definiens, _head(definiens) if head is None else head, unit, explicit))
 
     if unit.cells:
@@ -453,6 +459,8 @@ def _definitions(unit: _Unit, mentions) -> tuple[list[_Definition], list[tuple[s
     for rx in (_EACH_A, _OF_A):
         for match in rx.finditer(text):
             add(match.group("t"), match.group("d"))
+    for match in _OF_THAT.finditer(text):
+        add(match.group("t"), f"{match.group('t')} {match.group('d')}", head="")
     for match in _GROUP_OF.finditer(text):
         count, members = match.group("n"), noun_phrase(match.group("c").split())
         if members and _generic_concept(members) == "thread":
@@ -560,6 +568,8 @@ def build_glossary(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> Glossary:
         glossary.contains += _containments(unit)
         for count, phrase, _ in counted_terms(unit.text):
             glossary.chip_counts.setdefault(term_key(phrase), (count, unit.text))
+    definitions = [d for d in definitions if d.unit.cells or _in_use(glossary, _key_of(glossary, d), True)]
+    prefetch(term_key(d.term) for d in definitions)
     _classify_definitions(glossary, definitions)
     _shortened_references(glossary)
     _classify_bare_terms(glossary)
@@ -624,6 +634,8 @@ def _classify_definitions(glossary: Glossary, definitions: list[_Definition]) ->
     words (``A group of bundles placed on one tile`` -> ``A group of warps placed on one compute unit``)."""
     for _ in range(2):
         found: dict[str, Term] = {}
+        prefetch([glossary.rewrite(_mask(d.head, d.term)) for d in definitions if d.head]
+                 + [glossary.rewrite(_mask(d.definiens, d.term)) for d in definitions])
         for d in definitions:
             key = glossary.aliases.get(term_key(d.term), term_key(d.term))
             if not key or key in _GENERIC_KEYS or len(key.split()) > 4 or _generic_name(key):
@@ -641,6 +653,11 @@ def _classify_definitions(glossary: Glossary, definitions: list[_Definition]) ->
     for alias, key in glossary.aliases.items():
         if key in glossary.terms:
             glossary.terms[key].aliases.add(alias)
+
+
+def _key_of(glossary: Glossary, d: _Definition) -> str:
+    key = term_key(d.term)
+    return glossary.aliases.get(key, key)
 
 
 def _in_use(glossary: Glossary, key: str, explicit: bool) -> bool:
@@ -689,6 +706,7 @@ def _shortened_references(glossary: Glossary) -> None:
 def _classify_bare_terms(glossary: Glossary) -> None:
     """Terms the documents use as units (counted, or after per/each) but never define: only a generic name of a
     concept (``compute units``, ``streaming multiprocessors``, ``wavefront``) is matched on its name alone."""
+    prefetch([k for k, _ in glossary.used.most_common(60)])
     for key, _ in glossary.used.most_common(60):
         key = glossary.aliases.get(key, key)
         if key in glossary.terms or not key or len(key.split()) > 3:

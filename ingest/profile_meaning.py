@@ -29,7 +29,8 @@ _LOCK = threading.Lock()
 
 
 def embed(texts: Sequence[str]) -> np.ndarray:
-    """Unit-length embeddings ``[len(texts), dim]`` (float32) of `texts`, cached per text.
+    """Unit-length embeddings ``[len(texts), dim]`` (float32) of `texts`, cached per text. Embedding many texts in
+    one call is far cheaper than one by one: callers pass every text they will look at first (`prefetch`).
 
     Raises:
         StoreError: the embedding model cannot be loaded from local files (`knowledge.embedder`).
@@ -38,13 +39,18 @@ def embed(texts: Sequence[str]) -> np.ndarray:
 
     missing = [t for t in dict.fromkeys(texts) if t not in _CACHE]
     if missing:
-        vectors = get_embedder().embed(missing)
+        vectors = get_embedder().embed(missing, batch_size=128)
         with _LOCK:
             for text, vector in zip(missing, vectors):
                 _CACHE[text] = np.asarray(vector, dtype=np.float32)
     if not texts:
         return np.zeros((0, 1), dtype=np.float32)
     return np.stack([_CACHE[t] for t in texts])
+
+
+def prefetch(texts: Iterable[str]) -> None:
+    """Embed `texts` in one batch into the cache (see `embed`)."""
+    embed([t for t in texts if t])
 
 
 @dataclass(frozen=True)

@@ -118,6 +118,8 @@ def _clean_label(text: str) -> str:
 def _np_after(text: str) -> str:
     """Words a number is attached to after it: ``of LDS``, ``vector register file``, ``compute engines``."""
     words = text.replace("(", " ( ").split()
+    if words and words[0].lower() in ("x", "\u00d7"):
+        words = words[1:]  # "1x Matrix Unit"
     if words and words[0].lower() == "of":
         words = words[1:]
         if words and words[0].lower() in ("the", "a", "an"):
@@ -151,7 +153,7 @@ def _np_before(text: str) -> str:
 def _labels(record: Record, quantity: Quantity, every: list[Quantity], glossary: Glossary) -> list[str]:
     """Texts that name `quantity`, rewritten to generic terms: for a table cell its row label and column header
     (and what the cell adds after the number: ``per tile``, ``GDDR7``); for a sentence the words the number is
-    attached to, and the clause around it."""
+    attached to (first two entries), then the clause around it (see `_ATTACHED`)."""
     if record.is_table:
         rest = record.text[quantity.end:] if record.text[quantity.start:quantity.end] == quantity.text else ""
         label = _clean_label(record.label)
@@ -163,15 +165,27 @@ def _labels(record: Record, quantity: Quantity, every: list[Quantity], glossary:
     start = max((q.end for q in every if q.end <= quantity.start), default=0)
     end = min((q.start for q in every if q.start >= quantity.end), default=len(text))
     after, before = _np_after(text[quantity.end:end]), _np_before(text[start:quantity.start])
-    window = " ".join(f"{text[start:quantity.start]} {quantity.unit} {text[quantity.end:end]}".split())
+    lead = " ".join(text[start:quantity.start].split()[-6:])
+    attached = f"{lead} {quantity.unit} {after}" if quantity.dimension == "count" else f"{before} {after}"
+    if quantity.dimension == "count" and glossary.concept(after) == "thread":
+        after = ""  # "1024 threads": what is counted is threads; the words before say which quantity it is
+    window = " ".join(f"{text[start:quantity.start]} {quantity.unit} {text[quantity.end:end]}".split()[-24:])
     inside = next((text[:a].strip() for a, b in _parens(text) if a <= quantity.start < b), "")
-    variants = [after, f"{before} {after}".strip(), window, inside]
-    out = []
-    for v in variants:
-        v = _clean_label(v)
-        if v and v not in out:
-            out.append(glossary.rewrite(v))
-    return out
+    inside = " ".join(inside.split()[-16:])
+    variants = [after, " ".join(attached.split()), window, inside]
+    return [glossary.rewrite(_clean_label(v)) if v else "" for v in variants]
+
+
+#: How many of a sentence's labels (`_labels`) are the words the number is attached to; the others are the clause
+#: around it, which names the number only loosely and must match more closely (`_MIN_SIMILARITY`).
+_ATTACHED = 2
+#: Least similarity of a label to a quantity: (quantity, source) -> cosine, source = "table", "attached" or
+#: "clause"; default `ingest.profile_fields.MIN_FIELD_SIMILARITY`. A count of compute units must name them almost
+#: literally (after the glossary rewrote the vendor's term); shared memory in prose must be named as such.
+_MIN_SIMILARITY = {("compute_units", "table"): 0.6, ("compute_units", "attached"): 0.7,
+                   ("shared_memory", "attached"): 0.55, ("shared_memory", "clause"): 0.6}
+_CLAUSE_SIMILARITY = 0.55
+_PEAK_CUE = re.compile(r"peak|theoretical|aggregate|total|maximum|\bmax\b|up to|bandwidth", re.IGNORECASE)
 
 
 def _parens(text: str) -> list[tuple[int, int]]:
@@ -195,7 +209,12 @@ def what_it_is(record: Record, quantity: Quantity, every: list[Quantity], glossa
     label that names a cache level decides between the L2 and other caches."""
     labels = _labels(record, quantity, every, glossary)
     best: Match | None = None
-    for label in labels:
+    for n, label in enumerate(labels):
+        if not label:
+            continue
+        source = "table" if record.is_table else "attached" if n < _ATTACHED else "clause"
+        if source == "clause" and quantity.dimension == "count":
+            break  # a count names what it counts next to it ("48 vector cores"), not somewhere in its clause
         if quantity.dimension == "bytes":
             level = _cache_level(label)
             if level == 2 and re.search(r"cache|\bL2\b|slice", label, re.IGNORECASE):
@@ -203,7 +222,10 @@ def what_it_is(record: Record, quantity: Quantity, every: list[Quantity], glossa
             if level is not None and level != 2 and re.search(r"cache|\bL[0-4]\b", label, re.IGNORECASE):
                 return None
         match = match_quantity(label, quantity.dimension)
-        if match is not None and (best is None or match.similarity > best.similarity):
+        if match is None or match.quantity == "l2_cache":
+            continue  # an L2 must say it is the level-2 cache (above), "cache" alone may be any level
+        least = _MIN_SIMILARITY.get((match.quantity, source), _CLAUSE_SIMILARITY if source == "clause" else 0.0)
+        if match.similarity >= least and (best is None or match.similarity > best.similarity):
             best = match
     return best
 
@@ -221,6 +243,8 @@ def scope_of(record: Record, quantity: Quantity, glossary: Glossary) -> str:
     cues: set[str] = set()
     for text in texts:
         cues |= _cues(text, glossary)
+    if not cues and not record.is_table and any(a <= quantity.start < b for a, b in _parens(record.text)):
+        cues = _cues(without_parentheticals(record.text), glossary)  # a parenthetical belongs to its clause
     if not cues and record.subject:
         cues = _cues(record.subject, glossary) - {"chip"}  # "A workgroup can allocate 64 KB and holds 1024 ..."
     cues |= set(record.levels) & {"multi"}
@@ -239,8 +263,10 @@ def _scope_texts(record: Record, quantity: Quantity) -> list[str]:
     after the number left out: "64 KB of local store that the threads of one block share" is per core)."""
     text = _ORDINAL_LEVEL.sub(" ", record.text)
     if record.is_table:
+        inside = next(((a, b) for a, b in _parens(text) if a <= quantity.start < b), None)
+        value = text[inside[0] + 1:inside[1] - 1] if inside else without_parentheticals(text)
         return [_ORDINAL_LEVEL.sub(" ", record.label), record.header if not products_in(record.header) else "",
-                text, record.row]
+                value, record.row]
     inside = next(((a, b) for a, b in _parens(text) if a <= quantity.start < b), None)
     if inside:
         return [text[inside[0] + 1:inside[1] - 1]]
@@ -301,6 +327,19 @@ def _is_bound(record: Record, quantity: Quantity) -> bool:
     return bool(_BOUND_BEFORE.search(record.text[max(0, quantity.start - 20):quantity.start]))
 
 
+def prefetch_labels(records: list[Record], glossary: Glossary) -> None:
+    """Embed, in one batch, every label that `scalar_candidates` will match for `records`."""
+    from ingest.profile_meaning import prefetch
+
+    texts: list[str] = []
+    for record in records:
+        every = find_quantities(record.text, record.default_unit)
+        for quantity in every[:1] if record.is_table else every:
+            if quantity.dimension in ("count", "bytes", "bytes_per_s", "hz") and not quantity.per:
+                texts += _labels(record, quantity, every, glossary)
+    prefetch(texts)
+
+
 def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> None:
     """Every scalar field value `record` states (see module docstring)."""
     every = find_quantities(record.text, record.default_unit)
@@ -314,6 +353,8 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
         if match is None:
             _report_unit_problem(record, quantity, every, glossary, out)
             continue
+        if match.quantity == "memory_bandwidth" and not record.is_table and not _PEAK_CUE.search(record.key):
+            continue  # a device's memory bandwidth is written as its peak (or total, aggregate, maximum)
         scope = scope_of(record, quantity, glossary)
         _learn_sub_values(record, match.quantity, quantity.dimension, glossary, out)
         name = field_for(match.quantity, scope)
@@ -398,6 +439,10 @@ def _learn_sub_values(record: Record, quantity_name: str, dimension: str, glossa
                 for q in find_quantities(match.group(1), record.default_unit):
                     if q.dimension == dimension:
                         out.learned_sub.setdefault(name, []).append(q.value)
+        for match in re.finditer(r"\beach\s+([\d.,]+\s*[A-Za-z]{0,4})\b", record.text):
+            for q in find_quantities(match.group(1), record.default_unit):
+                if q.dimension == dimension:
+                    out.learned_sub.setdefault(name, []).append(q.value)  # "each 2 GiB is ..."
         for q in find_quantities(record.text, record.default_unit):
             if q.multiplier > 1 and q.dimension == dimension:
                 out.learned_sub.setdefault(name, []).append(q.value / q.multiplier)

@@ -143,7 +143,7 @@ def brands_of(tokens: set[str], texts: list[str]) -> set[str]:
 _SENTENCE_WORDS = frozenset("the this that each every our its their with from for and when while".split())
 
 
-def products_in(text: str, brands: frozenset[str] = frozenset()) -> list[str]:
+def products_in(text: str, brands: frozenset[str] = frozenset(), comparisons: bool = False) -> list[str]:
     """Product-model tokens named in `text` (lower-cased, hyphen dropped), leaving out comparisons ("more than the
     MI250X"), endnote markers (``MI300-11``), dates (``Q4 2024``) and identifiers that are data, memory, ISA or cache
     names (``FP64``, ``HBM3``, ``L2``), unless a brand word of the chip's stands before them (``Lumen L3``)."""
@@ -156,7 +156,7 @@ def products_in(text: str, brands: frozenset[str] = frozenset()) -> list[str]:
         if (_NOT_PRODUCT.match(token) and not branded) or _ENDNOTE_AFTER.match(text[match.end():]) \
                 or _YEAR_AFTER.match(text[match.end():]):
             continue
-        if _COMPARISON_BEFORE.search(before):
+        if not comparisons and _COMPARISON_BEFORE.search(before):
             continue
         out.append(token)
     return out
@@ -186,7 +186,8 @@ def _verdict(named: list[str], tokens: set[str]) -> str | None:
     return "other"
 
 
-def clause_product(clause: str, sentence: str, context: str, tokens: set[str]) -> str:
+def clause_product(clause: str, sentence: str, context: str, tokens: set[str],
+                   previous: tuple[str, str] | None = None) -> str:
     """Product scope of a clause: its own product names; else the nearest product named before it in the
     sentence (the subject carries over: "The ZX50 has 48 CUs and 32 GB"), or all of them for "both"/"all";
     else the first named after it; else the section heading; else neutral. A clause about a competitor or a
@@ -200,17 +201,31 @@ def clause_product(clause: str, sentence: str, context: str, tokens: set[str]) -
     if _FOREIGN.search(clause) or (at > 0 and _FOREIGN.search(sentence[:at])
                                    and not products_in(sentence[:at], brands)):
         return "other"
-    before = products_in(sentence[:at], brands) if at > 0 else []
+    if previous is not None and previous[1] != "neutral" and _FRAGMENT.match(clause) \
+            and not _ASIDE.match(previous[0]):
+        return previous[1]  # "which had 12 engines and 16 GB of memory": the fragment continues its clause
+    if re.match(r"\s*(?:which|who|whose)\b", clause, re.IGNORECASE):
+        named = products_in(sentence[:at], brands, comparisons=True) if at > 0 else []
+        if named:
+            return _verdict(named[-1:], tokens) or "neutral"  # a relative clause is about the noun before it
+    before = products_in(_ASIDE.sub(" ", sentence[:at]), brands) if at > 0 else []
     if before:
         if re.match(r"\s*(?:both|all|each of them)\b", clause, re.IGNORECASE):
             return _verdict(before, tokens) or "neutral"
         return _verdict(before[-1:], tokens) or "neutral"
-    after = products_in(sentence[at + len(clause):], brands) if at >= 0 else []
+    after = products_in(_ASIDE.sub(" ", sentence[at + len(clause):]), brands) if at >= 0 else []
     if after:
         return _verdict(after[:1], tokens) or "neutral"
     return _verdict(products_in(context, brands), tokens) or "neutral"
 
 
+#: A clause that is only a figure and its noun ("16 GB of memory", "a 512 KB register file"): no verb of its own.
+_FRAGMENT = re.compile(r"^\s*(?:a|an|the)?\s*[\d.,]+\s*\S*\s+(?:of\s+)?[\w\-]+(?:\s+[\w\-]+){0,3}\s*[.;]?\s*$",
+                       re.IGNORECASE)
+#: A comparison aside inside a sentence ("up from 64 KB in the C2", "against 3.2 TB/s on the C2"): the product it
+#: names is what the sentence's subject is compared with, not the subject of the clauses around it.
+_ASIDE = re.compile(r"(?:^|[,;(]\s*|\s)(?:up from|down from|compared (?:to|with)|against|than|versus|vs\.?|"
+                    r"over the|relative to)\s[^,;)]*", re.IGNORECASE)
 #: Words that make a clause about a product other than the one described: competitors and predecessors.
 _FOREIGN = re.compile(r"\b(?:competing|competitors?|competitive|rivals?|other vendors?|(?:previous|prior|earlier|last|"
                       r"older)[- ]generation|predecessors?)\b", re.IGNORECASE)
@@ -326,11 +341,14 @@ def prose_records(text: str, chunk: Chunk, tokens: set[str]) -> list[Record]:
         for sentence in sentences(paragraph):
             parts = clauses(sentence)
             subject_levels = level_cues(without_parentheticals(parts[0])) & {"sub"} if parts else set()
+            previous: tuple[str, str] | None = None
             for index, clause in enumerate(parts):
                 levels = level_cues(without_parentheticals(clause)) | (subject_levels if index else set())
+                product = clause_product(clause, sentence, context, tokens, previous)
+                previous = (clause, product)
                 records.append(Record(
                     text=clause, key=sentence, local=clause, quote=sentence, locator=locator_of(chunk),
-                    chunk=chunk, product=clause_product(clause, sentence, context, tokens),
+                    chunk=chunk, product=product,
                     levels=levels, prev=previous, subject=parts[0] if index else "",
                 ))
             previous = sentence
