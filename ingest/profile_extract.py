@@ -37,7 +37,7 @@ from ingest.profile_resolve import (  # noqa: F401  ExtractionReport is part of 
     resolve_peak,
     source_of,
 )
-from ingest.profile_glossary import Glossary, build_glossary, singular
+from ingest.profile_glossary import Glossary, build_glossary, is_abbreviation as _is_abbreviation, singular
 from ingest.profile_rules import DTYPES, Candidate, RuleOutput, peak_candidates, prefetch_labels, scalar_candidates
 from ingest.profile_tables import list_item_records, table_records
 from ingest.profile_text import CU_NOUNS, ChipTokens, Record, brands_of, chip_tokens, prose_records
@@ -121,6 +121,8 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Cand
     merged = merge_windows(chunks)
     tokens = ChipTokens(tokens, brands_of(tokens, [c.text for c, _ in merged]))
     glossary = build_glossary(merged)
+    glossary.chip_names = {w for w in re.split(r"[_\-\s]+", (product or name).lower())
+                           if len(w) >= 3 and w.isalpha()} | {b.lower() for b in tokens.brands}
     records = _records(merged, tokens)
     prefetch_labels(records, glossary)
     for record in records:
@@ -227,15 +229,15 @@ def _compute_unit_name(glossary: Glossary, merged: list[tuple[Chunk, tuple[Chunk
         row = " ".join(term.chunk.text.split())
         return term.name, Source(document=term.chunk.source, locator=term.chunk.cite().split(" ", 1)[-1] if
                                  term.chunk.section or term.chunk.page else None, quote=row)
-    names = [term.name] + sorted(term.aliases)
+    names = [term.name, *sorted(k for k, v in glossary.terms.items() if v is term), *sorted(term.aliases)]
     for name in sorted(names, key=len, reverse=True):
         words = [re.escape(w) for w in name.split()]
-        paired = re.compile(r"(?<![\w\-])(" + r"\s+".join(words[:-1] + [words[-1] + r"(?:s|es)?"]) +
-                            r")\s*\(([A-Z][A-Za-z]{0,5})\)", re.IGNORECASE)
+        paired = re.compile(r"(?<![\w\-])((?i:" + r"\s+".join(words[:-1] + [words[-1] + r"(?:s|es)?"]) +
+                            r"))\s*\(([A-Z][A-Z]{0,4}s?)\)")
         for chunk, originals in merged:
             for original in originals:
                 match = paired.search(original.text)
-                if match and len(match.group(2).rstrip("s")) < len(match.group(1)):
+                if match and _is_abbreviation(match.group(2), match.group(1)):
                     quote = _sentence_around(original.text, match.start(), match.end())
                     return (f"{_singular_phrase(match.group(1))} ({match.group(2).rstrip('s') or match.group(2)})",
                             _source_in(chunk, original, quote))

@@ -39,7 +39,8 @@ QUANTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "memory_bandwidth": ("bytes_per_s", ("memory bandwidth", "peak memory bandwidth", "HBM bandwidth",
                                          "DRAM bandwidth")),
     "engine_clock": ("hz", ("peak engine clock", "boost clock", "maximum core clock frequency", "engine clock",
-                            "core clock", "clock of the compute units", "compute units run at up to")),
+                            "core clock", "clock of the compute units", "compute units run at up to", "clock rate",
+                            "clock speed", "the chip's standard clock rate")),
 }
 #: Quantities of the same dimensions that the profile does not hold (absorb numbers about other things).
 LOOKALIKES: dict[str, tuple[str, tuple[str, ...]]] = {

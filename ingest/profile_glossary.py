@@ -167,6 +167,7 @@ class Glossary:
     chip_counts: dict[str, tuple[int, str]] = field(default_factory=dict)
     used: Counter = field(default_factory=Counter)
     texts: list[str] = field(default_factory=list)
+    chip_names: set[str] = field(default_factory=set)
     _mentions: dict[str, int] = field(default_factory=dict)
 
     def mentions(self, key: str) -> int:
@@ -364,6 +365,7 @@ class _Definition:
     head: str
     unit: _Unit
     explicit: bool = False
+    among: tuple[str, ...] | None = None
 
 
 #: Words of a definiens that are matched (the head of a definition carries its meaning; long tails only blur it).
@@ -382,6 +384,7 @@ _APPOSITION_THE = re.compile(r"(?P<d>[\w\s\-]{3,60}?),\s+the\s+(?P<t>(?:[A-Za-z]
                              r"\s*(?=[:;,.(]|$)", re.IGNORECASE)
 _EACH_A = re.compile(rf"(?<![\w.,])(?:{_NUMBER})\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){{0,2}}[A-Za-z][\w\-]*),\s+each\s+"
                      r"(?P<d>(?:a|an|one)\s+[^;.]{5,160})", re.IGNORECASE)
+_MEMORIES = ("shared_memory", "register_file", "cache")
 #: "64 KB of local store that the threads of one thread block share": a sized thing described by its relative clause.
 _OF_THAT = re.compile(r"\d\s*[KMG]i?B\s+of\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*)\s+(?P<d>(?:that|which)\s"
                       r"[^;.]{5,160})", re.IGNORECASE)
@@ -401,7 +404,7 @@ def _head(text: str) -> str:
     return noun_phrase(text.split())
 
 
-def _is_abbreviation(short: str, long: str) -> bool:
+def is_abbreviation(short: str, long: str) -> bool:
     """``SPUs`` abbreviates ``stream processing units``; ``SC`` abbreviates ``stream cluster``."""
     letters = re.sub(r"s$", "", short.strip("'\"\u2018\u2019"))
     if not (1 < len(letters) <= 6 and letters.isupper()):
@@ -416,10 +419,12 @@ def _definitions(unit: _Unit, mentions) -> tuple[list[_Definition], list[tuple[s
     defs: list[_Definition] = []
     aliases: list[tuple[str, str]] = []
 
-    def add(term: str, definiens: str, head: str | None = None, explicit: bool = False) -> None:
+    def add(term: str, definiens: str, head: str | None = None, explicit: bool = False,
+            among: tuple[str, ...] | None = None) -> None:
         if term_key(term):
             definiens = " ".join(definiens.split()[:_MAX_DEFINIENS_WORDS])
-            defs.append(_Definition(term, definiens, _head(definiens) if head is None else head, unit, explicit))
+            defs.append(_Definition(term, definiens, _head(definiens) if head is None else head, unit, explicit,
+                                    among))
 
     if unit.cells:
         cells = [c for c in unit.cells if c]
@@ -460,7 +465,8 @@ def _definitions(unit: _Unit, mentions) -> tuple[list[_Definition], list[tuple[s
         for match in rx.finditer(text):
             add(match.group("t"), match.group("d"))
     for match in _OF_THAT.finditer(text):
-        add(match.group("t"), f"{match.group('t')} {match.group('d')}", head="")
+        # "64 KB of T that ...": T is sized in bytes, so it is a memory; its relative clause says which
+        add(match.group("t"), f"memory {match.group('d')}", head="", among=_MEMORIES)
     for match in _GROUP_OF.finditer(text):
         count, members = match.group("n"), noun_phrase(match.group("c").split())
         if members and _generic_concept(members) == "thread":
@@ -498,9 +504,9 @@ def _aliases(text: str) -> list[tuple[str, str]]:
         quoted = re.fullmatch(r"['\"\u2018\u201c]([A-Za-z][\w\-]*)['\"\u2019\u201d]", inside)
         if quoted and outside:
             out.append((outside, quoted.group(1)))
-        elif outside and _is_abbreviation(inside, outside):
+        elif outside and is_abbreviation(inside, outside):
             out.append((outside, inside))
-        elif outside and len(outside.split()) == 1 and _is_abbreviation(outside, inside):
+        elif outside and len(outside.split()) == 1 and is_abbreviation(outside, inside):
             out.append((inside, outside))
     for match in _KNOWN_AS.finditer(text):
         term = _tail_np(match.group("t"))
@@ -571,11 +577,11 @@ def build_glossary(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> Glossary:
     definitions = [d for d in definitions if d.unit.cells or _in_use(glossary, _key_of(glossary, d), True)]
     prefetch(term_key(d.term) for d in definitions)
     _classify_definitions(glossary, definitions)
-    _shortened_references(glossary)
     _classify_bare_terms(glossary)
-    _partitions_from_containment(glossary)
     if glossary.compute_unit() is None:
         _compute_unit_from_structure(glossary, units)
+    _shortened_references(glossary)
+    _partitions_from_containment(glossary)
     return glossary
 
 
@@ -687,8 +693,8 @@ def _definition_concept(glossary: Glossary, d: _Definition):
         choice = CONCEPTS.choose(head, min_similarity=HEAD_SIMILARITY, min_margin=0.1)
         if choice is not None:
             return choice
-    return CONCEPTS.choose(glossary.rewrite(_mask(d.definiens, d.term)), min_similarity=DEFINITION_SIMILARITY,
-                           min_margin=0.03)
+    return CONCEPTS.choose(glossary.rewrite(_mask(d.definiens, d.term)), among=d.among,
+                           min_similarity=DEFINITION_SIMILARITY, min_margin=0.03)
 
 
 def _shortened_references(glossary: Glossary) -> None:

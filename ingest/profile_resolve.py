@@ -84,8 +84,11 @@ def _verbatim_quote(candidate: Candidate) -> str:
 def statement_key(candidate: Candidate) -> tuple[str, str]:
     """Identity of the statement a candidate was read from: the document without its format (``zx40.md`` and
     ``zx40.pdf`` are one document) and the quote's letters and digits (the same sentence or row, whatever the
-    format did to its spaces, hyphens and punctuation)."""
-    return document_family(candidate.record.chunk.source), re.sub(r"[^a-z0-9]", "", candidate.record.quote.lower())
+    format did to its spaces, hyphens and punctuation); a table cell also by its row label and column header (the
+    same ``Wavefront Size: 64`` in the rows of two products are two statements)."""
+    record = candidate.record
+    text = f"{record.label}|{record.header}|{record.quote}" if record.is_table else record.quote
+    return document_family(record.chunk.source), re.sub(r"[^a-z0-9|]", "", text.lower())
 
 
 def document_family(source: str) -> str:

@@ -183,8 +183,9 @@ _ATTACHED = 2
 #: "clause"; default `ingest.profile_fields.MIN_FIELD_SIMILARITY`. A count of compute units must name them almost
 #: literally (after the glossary rewrote the vendor's term); shared memory in prose must be named as such.
 _MIN_SIMILARITY = {("compute_units", "table"): 0.6, ("compute_units", "attached"): 0.7,
-                   ("shared_memory", "attached"): 0.55, ("shared_memory", "clause"): 0.6}
-_CLAUSE_SIMILARITY = 0.55
+                   ("shared_memory", "attached"): 0.55, ("shared_memory", "clause"): 0.6,
+                   ("memory_bandwidth", "attached"): 0.42, ("engine_clock", "attached"): 0.42}
+_DEFAULT_SIMILARITY = {"table": 0.0, "attached": 0.5, "clause": 0.55}
 _PEAK_CUE = re.compile(r"peak|theoretical|aggregate|total|maximum|\bmax\b|up to|bandwidth", re.IGNORECASE)
 
 
@@ -224,7 +225,7 @@ def what_it_is(record: Record, quantity: Quantity, every: list[Quantity], glossa
         match = match_quantity(label, quantity.dimension)
         if match is None or match.quantity == "l2_cache":
             continue  # an L2 must say it is the level-2 cache (above), "cache" alone may be any level
-        least = _MIN_SIMILARITY.get((match.quantity, source), _CLAUSE_SIMILARITY if source == "clause" else 0.0)
+        least = _MIN_SIMILARITY.get((match.quantity, source), _DEFAULT_SIMILARITY[source])
         if match.similarity >= least and (best is None or match.similarity > best.similarity):
             best = match
     return best
@@ -286,6 +287,9 @@ def _cues(text: str, glossary: Glossary) -> set[str]:
     if not text:
         return set()
     cues: set[str] = set()
+    if glossary.chip_names and re.search(r"\b(?:" + "|".join(map(re.escape, sorted(glossary.chip_names))) +
+                                         r")['\u2019]s\b", text, re.IGNORECASE):
+        cues.add("chip")  # "Wormhole's standard 1 GHz clock": the chip's own
     for match in list(_PER_NOUN.finditer(text)) + list(_THE_NOUN_HAS.finditer(text)):
         words = match.group(1)
         level = _noun_level(words, glossary)
@@ -512,12 +516,15 @@ def _per_unit_noun(record: Record, quantity: Quantity) -> str | None:
     after = re.match(r"\s*\(\s*per\s+([^()]{1,40})\)", record.text[quantity.end:], re.IGNORECASE)
     if after:
         return " ".join(after.group(1).lower().split())
-    text = f"{record.label} {record.header}" if record.is_table else record.text
-    match = re.search(r"\b(?:per|each)\s+((?:[\w\-]+\s+){0,2}[\w\-]+(?:\s*\([A-Za-z]+\))?)", text, re.IGNORECASE)
-    if match:
-        return " ".join(_np_after(match.group(1)).lower().split()) or None
-    match = _THE_NOUN_HAS.search(text)
-    return " ".join(match.group(1).lower().split()) if match else None
+    texts = [f"{record.label} {record.header}"] if record.is_table else [record.text, record.subject]
+    for text in texts:
+        match = re.search(r"\b(?:per|each)\s+((?:[\w\-]+\s+){0,2}[\w\-]+(?:\s*\([A-Za-z]+\))?)", text, re.IGNORECASE)
+        if match:
+            return " ".join(noun_phrase(match.group(1).split()).lower().split()) or None
+        match = _THE_NOUN_HAS.search(text)
+        if match:
+            return " ".join(noun_phrase(match.group(1).split()).lower().split()) or None
+    return None
 
 
 def _dtypes_near(record: Record, quantities: list[Quantity], n: int) -> list[tuple[str, str]]:
