@@ -22,13 +22,15 @@ An optional LLM (`ingest.profile_llm`) may add candidates; each must quote its c
 from __future__ import annotations
 
 import re
-from collections import Counter
 from pathlib import Path
 
 from hardware_profiles import HardwareProfile, ProfileField, Source, known_chips, load_profile, save_profile
 from hardware_profiles.merge import merge_profiles
 from hardware_profiles.schema import SCALAR_FIELDS
 from hardware_profiles.yaml_io import check_chip_name
+from ingest.profile_definitions import is_abbreviation as _is_abbreviation
+from ingest.profile_definitions import singular
+from ingest.profile_glossary import Glossary, build_glossary
 from ingest.profile_llm import ProposalModel, propose_candidates
 from ingest.profile_resolve import (  # noqa: F401  ExtractionReport is part of this module's API
     ExtractionReport,
@@ -37,7 +39,6 @@ from ingest.profile_resolve import (  # noqa: F401  ExtractionReport is part of 
     resolve_peak,
     source_of,
 )
-from ingest.profile_glossary import Glossary, build_glossary, is_abbreviation as _is_abbreviation, singular
 from ingest.profile_rules import DTYPES, Candidate, RuleOutput, peak_candidates, prefetch_labels, scalar_candidates
 from ingest.profile_tables import list_item_records, table_records
 from ingest.profile_text import CU_NOUNS, ChipTokens, Record, brands_of, chip_tokens, prose_records

@@ -22,9 +22,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ingest.profile_definitions import noun_phrase, term_key
 from ingest.profile_fields import SCALABLE, Match, field_for, match_quantity
-from ingest.profile_glossary import Glossary, noun_phrase, term_key
-from ingest.profile_text import Record, classify_noun, level_cues, products_in, without_parentheticals
+from ingest.profile_glossary import Glossary
+from ingest.profile_scope import THE_NOUN_HAS, noun_level, parens, scope_noun, scope_of
+from ingest.profile_text import Record, products_in
 from ingest.units import TARGET_UNITS, Quantity, find_quantities
 
 _BOUND_BEFORE = re.compile(r"(?:over|more than|at least|greater than|nearly|almost|about|approximately|~|>|<)\s*$",
@@ -170,7 +172,7 @@ def _labels(record: Record, quantity: Quantity, every: list[Quantity], glossary:
     if quantity.dimension == "count" and glossary.concept(after) == "thread":
         after = ""  # "1024 threads": what is counted is threads; the words before say which quantity it is
     window = " ".join(f"{text[start:quantity.start]} {quantity.unit} {text[quantity.end:end]}".split()[-24:])
-    inside = next((text[:a].strip() for a, b in _parens(text) if a <= quantity.start < b), "")
+    inside = next((text[:a].strip() for a, b in parens(text) if a <= quantity.start < b), "")
     inside = " ".join(inside.split()[-16:])
     variants = [after, " ".join(attached.split()), window, inside]
     return [glossary.rewrite(_clean_label(v)) if v else "" for v in variants]
@@ -187,10 +189,6 @@ _MIN_SIMILARITY = {("compute_units", "table"): 0.6, ("compute_units", "attached"
                    ("memory_bandwidth", "attached"): 0.42, ("engine_clock", "attached"): 0.42}
 _DEFAULT_SIMILARITY = {"table": 0.0, "attached": 0.5, "clause": 0.55}
 _PEAK_CUE = re.compile(r"peak|theoretical|aggregate|total|maximum|\bmax\b|up to|bandwidth", re.IGNORECASE)
-
-
-def _parens(text: str) -> list[tuple[int, int]]:
-    return [m.span() for m in re.finditer(r"\([^()]{0,120}\)", text)]
 
 
 def _cache_level(text: str) -> int | None:
@@ -229,100 +227,6 @@ def what_it_is(record: Record, quantity: Quantity, every: list[Quantity], glossa
         if match.similarity >= least and (best is None or match.similarity > best.similarity):
             best = match
     return best
-
-
-# ---------------------------------------------------------------- scope
-
-_SCOPE_RANK = ("multi", "block", "sub", "part", "cu", "warp", "chip")
-
-
-def scope_of(record: Record, quantity: Quantity, glossary: Glossary) -> str:
-    """The scope a number is stated at: ``multi`` (several chips), ``block``, ``sub`` (inside a compute unit),
-    ``part`` (a partition of the chip), ``cu``, ``warp``, ``chip`` or ``""`` (none stated). The narrowest cue
-    wins; a noun after per/each/one is looked up in the glossary, then by generic words."""
-    texts = _scope_texts(record, quantity)
-    cues: set[str] = set()
-    for text in texts:
-        cues |= _cues(text, glossary)
-    if not cues and not record.is_table and any(a <= quantity.start < b for a, b in _parens(record.text)):
-        cues = _cues(without_parentheticals(record.text), glossary)  # a parenthetical belongs to its clause
-    if not cues and record.subject:
-        cues = _cues(record.subject, glossary) - {"chip"}  # "A workgroup can allocate 64 KB and holds 1024 ..."
-    cues |= set(record.levels) & {"multi"}
-    for level in _SCOPE_RANK:
-        if level in cues:
-            return level
-    return ""
-
-
-_RELATIVE = re.compile(r"\s(?:that|which|who|whose|where)\s.*$", re.IGNORECASE)
-_ORDINAL_LEVEL = re.compile(r"\b(?:first|second|third|last|top|lower|higher|low|high)[- ]level\b", re.IGNORECASE)
-
-
-def _scope_texts(record: Record, quantity: Quantity) -> list[str]:
-    """Where a number's scope is written: a cell's label, header, value and row; a clause (relative clauses
-    after the number left out: "64 KB of local store that the threads of one block share" is per core)."""
-    text = _ORDINAL_LEVEL.sub(" ", record.text)
-    if record.is_table:
-        inside = next(((a, b) for a, b in _parens(text) if a <= quantity.start < b), None)
-        value = text[inside[0] + 1:inside[1] - 1] if inside else without_parentheticals(text)
-        return [_ORDINAL_LEVEL.sub(" ", record.label), record.header if not products_in(record.header) else "",
-                value, record.row]
-    inside = next(((a, b) for a, b in _parens(text) if a <= quantity.start < b), None)
-    if inside:
-        return [text[inside[0] + 1:inside[1] - 1]]
-    out = [without_parentheticals(text[:quantity.end] + _RELATIVE.sub("", text[quantity.end:]))]
-    after = re.match(r"\s*\(([^()]{0,60})\)", text[quantity.end:])
-    if after and not re.search(r"\d", after.group(1)):
-        out.append(after.group(1))
-    return out
-
-
-_PER_NOUN = re.compile(r"\b(?:per|each|every|one|a single|single)\s+((?:[\w\-]+\s+){0,2}[\w\-]+)", re.IGNORECASE)
-_THE_NOUN_HAS = re.compile(r"^\s*(?:the|a|an|its)\s+((?:[\w\-]+\s+){0,2}?[\w\-]+)\s+(?:has|have|holds|contains|"
-                           r"is|offers|provides|delivers)\b", re.IGNORECASE)
-
-
-def _cues(text: str, glossary: Glossary) -> set[str]:
-    if not text:
-        return set()
-    cues: set[str] = set()
-    if glossary.chip_names and re.search(r"\b(?:" + "|".join(map(re.escape, sorted(glossary.chip_names))) +
-                                         r")['\u2019]s\b", text, re.IGNORECASE):
-        cues.add("chip")  # "Wormhole's standard 1 GHz clock": the chip's own
-    for match in list(_PER_NOUN.finditer(text)) + list(_THE_NOUN_HAS.finditer(text)):
-        words = match.group(1)
-        level = _noun_level(words, glossary)
-        if level:
-            cues.add(level)
-    generic = level_cues(glossary.rewrite(text))
-    cues |= {c for c in generic if c in ("multi", "block", "chip")}
-    if not cues:
-        cues |= {"part" if c == "sub" else c for c in generic}
-    return cues
-
-
-def _noun_level(words: str, glossary: Glossary) -> str | None:
-    """Level of the noun phrase after per/each (first words that form a known term)."""
-    if products_in(words):
-        return "chip"  # "The C3 has", "each AS-4": a product is a whole chip (whose, is the product scope's business)
-    tokens = words.split()
-    for n in range(len(tokens), 0, -1):
-        phrase = " ".join(tokens[:n])
-        level = glossary.level(phrase)
-        if level:
-            return level
-    rewritten = glossary.rewrite(words).lower()
-    if re.match(r"(?:clock|clk|cycle|second|sec|hour|instruction|op|operation|call|direction|pin|lane)", rewritten):
-        return None
-    level = classify_noun(rewritten)
-    if level == "sub" and not re.match(r"[a-z]", rewritten):
-        return None
-    return {"sub": "part"}.get(level, level) if level == "sub" and _is_partition_word(rewritten) else level
-
-
-def _is_partition_word(words: str) -> bool:
-    return bool(re.match(r"(?:partition|die|chiplet|xcd|gcd|quadrant|array|cluster)", words))
 
 
 # ---------------------------------------------------------------- candidates
@@ -398,7 +302,7 @@ def _scaled_candidate(record: Record, quantity: Quantity, match: Match, scope: s
     target = SCALABLE.get(match.quantity)
     if target is None or scope not in ("sub", "part"):
         return
-    noun = _scope_noun(record, quantity)
+    noun = scope_noun(record, quantity)
     if not noun:
         return
     if target == "cu" and scope == "sub":
@@ -420,14 +324,6 @@ def _scaled_candidate(record: Record, quantity: Quantity, match: Match, scope: s
     _add(name, record, quantity, match, out, kind="derived", formula=formula, factor=count)
 
 
-def _scope_noun(record: Record, quantity: Quantity) -> str:
-    for text in _scope_texts(record, quantity):
-        match = _PER_NOUN.search(text or "") or _THE_NOUN_HAS.search(text or "")
-        if match:
-            return noun_phrase(match.group(1).split())
-    return ""
-
-
 def _learn_sub_values(record: Record, quantity_name: str, dimension: str, glossary: Glossary,
                       out: RuleOutput) -> None:
     """``N (M per X)``, ``M per X`` and ``Nx M <things>`` teach that M is a per-X value of this quantity, when X is
@@ -439,7 +335,7 @@ def _learn_sub_values(record: Record, quantity_name: str, dimension: str, glossa
     for name in _fields_of(quantity_name):
         for match in re.finditer(r"([\d.,]+\s*[A-Za-z]{0,4})\s+(?:per|for each)\s+((?:\d+\s+)?[A-Za-z][\w\- ]{0,30})",
                                  record.text):
-            if _noun_level(re.sub(r"^\d+\s+", "", match.group(2)), glossary) in learn_from:
+            if noun_level(re.sub(r"^\d+\s+", "", match.group(2)), glossary) in learn_from:
                 for q in find_quantities(match.group(1), record.default_unit):
                     if q.dimension == dimension:
                         out.learned_sub.setdefault(name, []).append(q.value)
@@ -521,7 +417,7 @@ def _per_unit_noun(record: Record, quantity: Quantity) -> str | None:
         match = re.search(r"\b(?:per|each)\s+((?:[\w\-]+\s+){0,2}[\w\-]+(?:\s*\([A-Za-z]+\))?)", text, re.IGNORECASE)
         if match:
             return " ".join(noun_phrase(match.group(1).split()).lower().split()) or None
-        match = _THE_NOUN_HAS.search(text)
+        match = THE_NOUN_HAS.search(text)
         if match:
             return " ".join(noun_phrase(match.group(1).split()).lower().split()) or None
     return None

@@ -28,7 +28,7 @@ ALIGN = 2
 MIN_ROWS = 3
 #: Longest median label of a table's first column (longer: columns of prose).
 MAX_LABEL_CHARS = 48
-_CELL_SPLIT = re.compile(r"\S(?:.*?\S)?(?=\s{%d,}|\s*$)" % GAP)
+_CELL_SPLIT = re.compile(r"\S(?:.*?\S)?(?=\s{" + str(GAP) + r",}|\s*$)")
 
 
 @dataclass
