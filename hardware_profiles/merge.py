@@ -4,8 +4,10 @@ Rules per field (`merge_field`):
 
 - the newer reading is null: the existing value stays;
 - the existing value is null, or was itself a device query being re-read: the newer value is taken;
-- both agree (within 2 %, or within the written precision of either): the existing value stays, unless the newer
-  one is a document reading and the existing one is not sourced by a document (the citation improves);
+- both agree (within 2 %, or within the written precision of either; a capacity in GiB also when one value is the
+  other's figure read in GB, 1 GB = 1e9 bytes: "80 GB" and "80 GiB" are one capacity written in two conventions,
+  see `ingest.units`): the existing value stays, unless the newer one is a document reading and the existing one
+  is not sourced by a document (the citation improves);
 - they disagree: ``conflict``, every value listed with its source; the newer value is kept when it is a device
   query (a reading of the part itself), otherwise the value with more sources, or the newer one on a tie.
 """
@@ -17,11 +19,18 @@ from hardware_profiles.schema import Alternative, HardwareProfile, ProfileField,
 AGREE_REL = 0.02
 
 
-def _agrees(a: float | bool, b: float | bool) -> bool:
-    """Equal features (bools); numbers within `AGREE_REL` of the larger."""
+#: GiB per GB (a decimal capacity figure read in the binary convention is this much larger).
+_GIB_PER_GB = 2**30 / 1e9
+
+
+def _agrees(a: float | bool, b: float | bool, unit: str = "") -> bool:
+    """Equal features (bools); numbers within `AGREE_REL` of the larger; for a GiB capacity, also the same figure
+    read in GB (within 0.5 %)."""
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b
-    return abs(a - b) <= AGREE_REL * max(abs(a), abs(b))
+    if abs(a - b) <= AGREE_REL * max(abs(a), abs(b)):
+        return True
+    return unit == "GiB" and any(abs(x * _GIB_PER_GB - y) <= 0.005 * y for x, y in ((a, b), (b, a)))
 
 
 def _alternatives(field: ProfileField) -> list[Alternative]:
@@ -38,7 +47,7 @@ def merge_field(name: str, old: ProfileField, new: ProfileField) -> tuple[Profil
         return old, None
     if (old.value is None and old.kind != "conflict") or (old.kind == new.kind == "device_query"):
         return new, f"{name}: {display_value(new.value)} {new.unit} ({new.kind})" if new.value is not None else None
-    if old.value is not None and new.value is not None and _agrees(old.value, new.value):
+    if old.value is not None and new.value is not None and _agrees(old.value, new.value, new.unit or old.unit):
         if new.kind != "device_query" and old.kind == "device_query":
             return new, (f"{name}: documented {display_value(new.value)} agrees with the device reading; "
                          "document cited")

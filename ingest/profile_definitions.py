@@ -194,7 +194,7 @@ class Definition:
 
 #: Words of a definiens that are matched (the head of a definition carries its meaning; long tails only blur it).
 _MAX_DEFINIENS_WORDS = 32
-PAREN = re.compile(r"((?:[A-Za-z*][\w\-'*]*\s+){0,3}[A-Za-z*][\w\-'*]*)\s*\(([^()]{1,120})\)")
+PAREN = re.compile(r"(?<![\w\-'*])((?:[A-Za-z*][\w\-'*]*\s+){0,3}[A-Za-z*][\w\-'*]*)\s*\(([^()]{1,120})\)")
 _DET = r"(?:the|a|an|its|our|their|one|\d+|[A-Z][\w\-]*'s)"
 _COPULA = re.compile(r"^(?P<left>.{2,80}?)\s+(?:is|are)\s+(?P<right>" + _DET + r"\b.*)$", re.IGNORECASE)
 _NAMING = [
@@ -261,8 +261,9 @@ def definitions_in(unit: Unit, mentions) -> tuple[list[Definition], list[tuple[s
     text = unit.text
     aliases += aliases_in(text)
     head, colon, rest = text.partition(": ")
-    if colon and 1 <= len(head.split()) <= 4 and len(rest.split()) >= 4 and not re.search(r"\d", head):
-        add(head, rest)  # a glossary line "Term: definition"
+    if colon and 1 <= len(head.split()) <= 4 and len(rest.split()) >= 4 and not re.search(r"\d", head) \
+            and not re.match(r"\s*[\d.,]", rest):
+        add(head, rest)  # a glossary line "Term: definition" (not a "Key: value" item)
     for match in PAREN.finditer(text):
         outside, inside = match.group(1), match.group(2).strip()
         if re.match(r"^(?:the|a|an|its|our)\s", inside, re.IGNORECASE):
@@ -300,7 +301,7 @@ def definitions_in(unit: Unit, mentions) -> tuple[list[Definition], list[tuple[s
 
 
 #: "strands of 32 threads", "warps of 64 work-items": the term names a group of that many members.
-_GROUP_OF = re.compile(rf"(?P<t>(?:[A-Za-z][\w\-]*\s+){{0,1}}[A-Za-z][\w\-]*)\s+of\s+(?P<n>{_NUMBER})\s+"
+_GROUP_OF = re.compile(rf"(?<![\w\-])(?P<t>(?:[A-Za-z][\w\-]*\s+){{0,1}}[A-Za-z][\w\-]*)\s+of\s+(?P<n>{_NUMBER})\s+"
                        r"(?P<c>[A-Za-z][\w\-]*)", re.IGNORECASE)
 _QUANTITY_FIRST = re.compile(
     r"^\s*[\d.,]+\s*(?:[KMGTP]i?B|[kKMGTP]?B/s|bytes?|[kKMGT]?Hz|[KMGTP]?FLOPS?|[TPG]?OPS|TF)\b", re.IGNORECASE)
@@ -357,14 +358,36 @@ _CONTAINS = re.compile(rf"\b(?:a|an|the|one)\s+(?P<p>(?:[A-Za-z][\w\-]*\s+){{0,2
 _EACH_WITH = re.compile(rf"(?<![\w.,])(?P<m>{_NUMBER})\s+(?P<p>(?:[A-Za-z][\w\-]*\s+){{0,2}}?[A-Za-z][\w\-]*),?\s+"
                         rf"each\s+(?:with|of|has|holding|containing)\s+(?P<n>{_NUMBER})\s+"
                         rf"(?P<c>(?:[A-Za-z][\w\-]*\s*){{1,3}})", re.IGNORECASE)
-_PERPARENT = re.compile(rf"(?<![\w.,])(?P<n>{_NUMBER})\s+(?P<c>(?:[A-Za-z][\w\-]*\s+){{0,2}}?[A-Za-z][\w\-]*)\s+"
+_PER_PARENT = re.compile(rf"(?<![\w.,])(?P<n>{_NUMBER})\s+(?P<c>(?:[A-Za-z][\w\-]*\s+){{0,2}}?[A-Za-z][\w\-]*)\s+"
                          rf"per\s+(?P<p>(?:[A-Za-z][\w\-]*\s*){{1,3}})", re.IGNORECASE)
 
 
+#: "Each Tensix tile contains: 1x L1 ... 5x RISCV cores": a list of components after "each T contains:".
+_EACH_CONTAINS_LIST = re.compile(r"\beach\s+(?P<p>(?:[A-Za-z][\w\-]*\s+){0,2}?[A-Za-z][\w\-]*)\s+"
+                                 r"(?:contains|has|includes|consists of)\s*:", re.IGNORECASE)
+_LIST_ITEM = re.compile(r"(?<![\w.])(\d+)x\s+\"?([A-Za-z][\w\-\" ]*?)\"?(?:\s*\(\w+\))?(?=[,.;:\n]|\s+-|$)")
+
+
+def component_lists(text: str) -> list[Containment]:
+    """Containment from a list of components after "Each T contains:" (the list items follow on their own lines:
+    read over a whole chunk, not one sentence)."""
+    out = []
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    for head in _EACH_CONTAINS_LIST.finditer(text):
+        parent = term_key(noun_phrase(head.group("p").split()) or head.group("p"))
+        quote = " ".join(text[head.start():head.end()].split())
+        for match in _LIST_ITEM.finditer(text[head.end():head.end() + 1500]):
+            child = term_key(match.group(2).replace('"', ""))
+            if child:
+                out.append(Containment(parent, child, int(match.group(1)), quote))
+    return out
+
+
 def containments(unit: Unit) -> list[Containment]:
+    """What one sentence says holds what (see `ingest.profile_glossary`), with the count per parent."""
     out = []
     text = unit.text
-    for rx in (_EACH_HAS, _CONTAINS, _EACH_WITH, _PERPARENT):
+    for rx in (_EACH_HAS, _CONTAINS, _EACH_WITH, _PER_PARENT):
         for match in rx.finditer(text):
             child = noun_phrase(match.group("c").split())
             parent = noun_phrase(match.group("p").split()) or match.group("p")

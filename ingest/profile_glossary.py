@@ -29,6 +29,7 @@ from ingest.profile_definitions import (
     Containment,
     Definition,
     Unit,
+    component_lists,
     containments,
     counted_terms,
     definitions_in,
@@ -144,13 +145,18 @@ class Glossary:
         return self.terms.get(key)
 
     def concept(self, phrase: str) -> str | None:
+        """The concept `phrase` names in these documents: a term of theirs, else a generic name
+        (``warps``, ``work-items``), else None."""
         found = self.term(phrase)
-        return found.concept if found else None
+        if found:
+            return found.concept
+        return _generic_concept(phrase) if phrase and len(phrase.split()) <= 3 else None
 
     def level(self, phrase: str) -> str | None:
         """Scope level of the unit `phrase` names (``cu``, ``sub``, ``part``, ``chip``, ``block``, ``warp``), from
         its concept, else from containment (inside the compute unit: ``sub``; holding compute units: ``part``)."""
-        concept = self.concept(phrase)
+        found = self.term(phrase)
+        concept = found.concept if found else None
         if concept in LEVELS:
             return LEVELS[concept]
         key = self.aliases.get(term_key(phrase), term_key(phrase))
@@ -227,6 +233,9 @@ def build_glossary(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> Glossary:
         glossary.contains += containments(unit)
         for count, phrase, _ in counted_terms(unit.text):
             glossary.chip_counts.setdefault(term_key(phrase), (count, unit.text))
+    for chunk, _ in chunks:
+        if chunk.kind != "table_row":
+            glossary.contains += component_lists(chunk.text)
     definitions = [d for d in definitions if (d.unit.cells or _in_use(glossary, _key_of(glossary, d), True))
                    and (not d.members or _generic_concept(d.members) == "thread")]
     prefetch(term_key(d.term) for d in definitions)
@@ -246,25 +255,31 @@ _OWNS_BYTES = re.compile(r"\beach\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}?[A-Za-z][\
 
 def _compute_unit_from_structure(glossary: Glossary, units: list[Unit]) -> None:
     """No definition names the compute unit: take the term that the chip holds most of (``80x Tensix tile``) among
-    those of which each holds on-chip memory (``Each Tensix tile has 1464 KiB of scratchpad RAM``): the unit that
-    owns on-chip memory is the compute unit (the profile schema's meaning of the word)."""
+    those of which each holds on-chip memory (``Each Tensix tile has 1464 KiB of scratchpad RAM``) or a list of
+    execution units (``Each ZX tile contains: 1x Matrix Engine, 2x Vector Engine``): the unit that owns on-chip
+    memory and execution units is the compute unit (the profile schema's meaning of the word)."""
     owners: dict[str, str] = {}
     for unit in units:
         for match in _OWNS_BYTES.finditer(unit.text):
             key = term_key(match.group("t"))
-            key = glossary.aliases.get(key, key)
-            owners.setdefault(key, " ".join(unit.text.split()))
-    candidates = [k for k in owners if glossary.chip_counts.get(k, (0, ""))[0] >= 2
-                  and glossary.concept(k) in (None, "compute_unit")]
-    counts = sorted((glossary.chip_counts[k][0], k) for k in candidates)
+            owners.setdefault(glossary.aliases.get(key, key), " ".join(unit.text.split()))
+    for c in glossary.contains:
+        if c.quote.lower().lstrip().startswith("each"):
+            owners.setdefault(glossary.aliases.get(c.parent, c.parent), " ".join(c.quote.split()))
+
+    def chip_count(key: str) -> int:  # "10 tiles" counts the "ZX tile"s too
+        return max(glossary.chip_counts.get(key, (0, ""))[0], glossary.chip_counts.get(key.split()[-1], (0, ""))[0])
+
+    candidates = [k for k in owners if chip_count(k) >= 2 and glossary.concept(k) in (None, "compute_unit")]
+    counts = sorted((chip_count(k), k) for k in candidates)
     if not counts or (len(counts) > 1 and counts[-1][0] == counts[-2][0]):
         return
     key = counts[-1][1]
-    glossary.terms[key] = Term(name=_name_aswritten_form(key, units), concept="compute_unit", similarity=0.0,
+    glossary.terms[key] = Term(name=_name_as_written(key, units), concept="compute_unit", similarity=0.0,
                                quote=owners[key], chunk=None, defined=False)  # type: ignore[arg-type]
 
 
-def _name_aswritten_form(key: str, units: list[Unit]) -> str:
+def _name_as_written(key: str, units: list[Unit]) -> str:
     """`key` with the capitalization the documents use (``Tensix tile``), singular."""
     words = [re.escape(w) for w in key.split()]
     rx = re.compile(r"(?<![\w\-])" + r"\s+".join(words[:-1] + [words[-1] + r"(?:s|es)?"]) + r"(?![\w\-])",

@@ -174,6 +174,8 @@ def _labels(record: Record, quantity: Quantity, every: list[Quantity], glossary:
     window = " ".join(f"{text[start:quantity.start]} {quantity.unit} {text[quantity.end:end]}".split()[-24:])
     inside = next((text[:a].strip() for a, b in parens(text) if a <= quantity.start < b), "")
     inside = " ".join(inside.split()[-16:])
+    if _ANAPHORA.match(text) and record.prev:
+        window = f"{' '.join(record.prev.split()[-16:])} {window}"  # "this is 288 GB/s in aggregate"
     variants = [after, " ".join(attached.split()), window, inside]
     return [glossary.rewrite(_clean_label(v)) if v else "" for v in variants]
 
@@ -188,6 +190,8 @@ _MIN_SIMILARITY = {("compute_units", "table"): 0.6, ("compute_units", "attached"
                    ("shared_memory", "attached"): 0.55, ("shared_memory", "clause"): 0.6,
                    ("memory_bandwidth", "attached"): 0.42, ("engine_clock", "attached"): 0.42}
 _DEFAULT_SIMILARITY = {"table": 0.0, "attached": 0.5, "clause": 0.55}
+_GROUP_SIZES = ("warp_width", "block_threads")
+_ANAPHORA = re.compile(r"^\s*(?:this|that|these|it|which)\s+(?:is|are|gives|comes|amounts|totals)\b", re.IGNORECASE)
 _PEAK_CUE = re.compile(r"peak|theoretical|aggregate|total|maximum|\bmax\b|up to|bandwidth", re.IGNORECASE)
 
 
@@ -207,6 +211,8 @@ def what_it_is(record: Record, quantity: Quantity, every: list[Quantity], glossa
     """The profile quantity `quantity` states (`ingest.profile_fields`), by the best-matching of its labels; a
     label that names a cache level decides between the L2 and other caches."""
     labels = _labels(record, quantity, every, glossary)
+    counts_groups = quantity.dimension == "count" and not record.is_table and bool(labels) and bool(labels[0]) \
+        and glossary.concept(labels[0]) in ("warp", "block")  # "64 warps" counts warps: not the size of one
     best: Match | None = None
     for n, label in enumerate(labels):
         if not label:
@@ -223,6 +229,8 @@ def what_it_is(record: Record, quantity: Quantity, every: list[Quantity], glossa
         match = match_quantity(label, quantity.dimension)
         if match is None or match.quantity == "l2_cache":
             continue  # an L2 must say it is the level-2 cache (above), "cache" alone may be any level
+        if match.quantity in _GROUP_SIZES and counts_groups:
+            continue
         least = _MIN_SIMILARITY.get((match.quantity, source), _DEFAULT_SIMILARITY[source])
         if match.similarity >= least and (best is None or match.similarity > best.similarity):
             best = match
@@ -253,6 +261,8 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
     every = find_quantities(record.text, record.default_unit)
     quantities = every[:1] if record.is_table else every
     for quantity in quantities:
+        if quantity.dimension == "flops" and not quantity.per:
+            _report_unit_problem(record, quantity, every, glossary, out)
         if quantity.dimension not in ("count", "bytes", "bytes_per_s", "hz") or quantity.per:
             continue
         if _is_bound(record, quantity) or _DEFAULT_AFTER.match(record.text[quantity.end:]):
@@ -360,25 +370,21 @@ _DIMENSION_WORDS = {"flops": "a compute rate (FLOP/s)", "bytes_per_s": "a bandwi
 
 def _report_unit_problem(record: Record, quantity: Quantity, every: list[Quantity], glossary: Glossary,
                          out: RuleOutput) -> None:
-    """A number whose words name a profile quantity of another dimension (``4.0 TFLOPS ... memory bandwidth``) or
-    whose unit is unknown is reported, not used."""
-    if record.product == "other" or quantity.dimension == "count" and not _UNKNOWN_UNIT_AFTER.match(
-            record.text[quantity.end:]):
+    """A rate whose words name the memory bandwidth but whose unit is a compute rate (``4.0 TFLOPS ... memory
+    bandwidth``), or a number with a unit that is not known, is reported, not used."""
+    if record.product == "other":
         return
-    labels = _labels(record, quantity, every, glossary)
-    for dimension in ("bytes_per_s", "flops", "bytes", "hz"):
-        if dimension == quantity.dimension:
-            continue
-        for label in labels[:2]:
-            match = match_quantity(label, dimension) if dimension != "flops" else None
-            if match is not None and match.similarity >= 0.6:
-                unit = quantity.unit or (_UNKNOWN_UNIT_AFTER.match(record.text[quantity.end:]) or [""])[0].strip()
-                problem = (f"unknown unit {unit!r}" if quantity.dimension == "count" else
-                           f"{quantity.unit} measures {_DIMENSION_WORDS[quantity.dimension]}, not "
-                           f"{_DIMENSION_WORDS[dimension]}")
-                out.problems.append(f"{match.quantity}: not used: {quantity.text!r} next to its words in "
-                                    f"{record.chunk.source} ({record.locator}); {problem}")
-                return
+    unknown = _UNKNOWN_UNIT_AFTER.match(record.text[quantity.end:]) if quantity.dimension == "count" else None
+    if quantity.dimension != "flops" and not unknown:
+        return
+    for label in _labels(record, quantity, every, glossary)[:2]:
+        match = match_quantity(label, "bytes_per_s") if label else None
+        if match is not None and match.similarity >= 0.6:
+            problem = (f"unknown unit {unknown.group(1)!r}" if unknown else
+                       f"{quantity.unit} measures {_DIMENSION_WORDS['flops']}, not {_DIMENSION_WORDS['bytes_per_s']}")
+            out.problems.append(f"{field_for(match.quantity, '')}: not used: {quantity.text!r} next to its words in "
+                                f"{record.chunk.source} ({record.locator}); {problem}")
+            return
 
 
 # ---------------------------------------------------------------- peaks

@@ -75,9 +75,12 @@ def _cues(text: str, glossary: Glossary) -> set[str]:
     if glossary.chip_names and re.search(r"\b(?:" + "|".join(map(re.escape, sorted(glossary.chip_names))) +
                                          r")['\u2019]s\b", text, re.IGNORECASE):
         cues.add("chip")  # "Wormhole's standard 1 GHz clock": the chip's own
-    for match in list(PER_NOUN.finditer(text)) + list(THE_NOUN_HAS.finditer(text)):
-        words = match.group(1)
-        level = noun_level(words, glossary)
+    for match in PER_NOUN.finditer(text):
+        level = noun_level(match.group(1), glossary)
+        if level:
+            cues.add(level)
+    for match in THE_NOUN_HAS.finditer(text):  # a subject names a scope only when it is a known unit
+        level = noun_level(match.group(1), glossary, unknown=None)
         if level:
             cues.add(level)
     generic = level_cues(glossary.rewrite(text))
@@ -87,8 +90,9 @@ def _cues(text: str, glossary: Glossary) -> set[str]:
     return cues
 
 
-def noun_level(words: str, glossary: Glossary) -> str | None:
-    """Level of the noun phrase after per/each (first words that form a known term)."""
+def noun_level(words: str, glossary: Glossary, unknown: str | None = "sub") -> str | None:
+    """Level of the noun phrase after per/each (first words that form a known term); a phrase of nouns neither the
+    glossary nor the generic vocabulary knows is `unknown` (a sub-unit, the cautious reading of "per X")."""
     if products_in(words):
         return "chip"  # "The C3 has", "each AS-4": a product is a whole chip (whose, is the product scope's business)
     tokens = words.split()
@@ -103,7 +107,9 @@ def noun_level(words: str, glossary: Glossary) -> str | None:
     level = classify_noun(rewritten)
     if level == "sub" and not re.match(r"[a-z]", rewritten):
         return None
-    return {"sub": "part"}.get(level, level) if level == "sub" and _is_partition_word(rewritten) else level
+    if level == "sub":
+        return "part" if _is_partition_word(rewritten) else unknown
+    return level
 
 
 def _is_partition_word(words: str) -> bool:

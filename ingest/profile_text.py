@@ -57,7 +57,10 @@ _LEVEL_SUFFIX = re.compile(r"\b([\w]+)-level\b", re.IGNORECASE)
 _MULTI = re.compile(
     r"\b(?:(?:\d+|two|three|four|six|eight|sixteen|multiple|several)[ -](?:such\s+)?"
     r"(?:gpus|asics|accelerators|oams|apus|devices|boards|nodes|sockets|processors|chips)\b|"
-    r"\d+-(?:gpu|apu|socket|processor|oam)\b|\bnode\b|\bentire board\b|\bsystem-level\b|\bper board\b)",
+    r"\d+-(?:gpu|apu|socket|processor|oam)\b|\bnode\b|\bentire board\b|\bsystem-level\b|\bper board\b|"
+    # a number of chips named by their model: "an eight-H1 server", "8x MI300X", "two KX-2 accelerators"
+    r"(?:\d+|two|three|four|six|eight|sixteen)(?:[ -]|x\s)(?!(?:FP|BF|TF|INT|HBM|G?DDR|LPDDR|PCIe|L|Gen)-?\d)"
+    r"(?-i:[A-Z][A-Za-z]{0,5}-?\d{1,4}[A-Za-z]{0,3})\b)",
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(
@@ -341,11 +344,11 @@ def prose_records(text: str, chunk: Chunk, tokens: set[str]) -> list[Record]:
         for sentence in sentences(paragraph):
             parts = clauses(sentence)
             subject_levels = level_cues(without_parentheticals(parts[0])) & {"sub"} if parts else set()
-            previous: tuple[str, str] | None = None
+            prev_clause: tuple[str, str] | None = None
             for index, clause in enumerate(parts):
                 levels = level_cues(without_parentheticals(clause)) | (subject_levels if index else set())
-                product = clause_product(clause, sentence, context, tokens, previous)
-                previous = (clause, product)
+                product = clause_product(clause, sentence, context, tokens, prev_clause)
+                prev_clause = (clause, product)
                 records.append(Record(
                     text=clause, key=sentence, local=clause, quote=sentence, locator=locator_of(chunk),
                     chunk=chunk, product=product,
