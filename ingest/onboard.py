@@ -53,6 +53,9 @@ class ProfileUpdate:
     problems: list[str] = field(default_factory=list)
     summary: str = ""
     error: str = ""
+    missing: list[str] = field(default_factory=list)
+    advice: list[str] = field(default_factory=list)
+    ambiguity: str = ""
 
 
 @dataclass
@@ -150,7 +153,7 @@ def collect_files(paths: Sequence[str | Path]) -> tuple[list[tuple[Path, str]], 
 
 
 def onboard(chip: str, paths: Sequence[str | Path], progress: bool = True, store: KnowledgeStore | None = None,
-            options: ChunkingOptions | None = None) -> OnboardReport:
+            options: ChunkingOptions | None = None, product: str | None = None) -> OnboardReport:
     """Load, chunk, embed and store the documents under `paths` for `chip`.
 
     Args:
@@ -159,6 +162,8 @@ def onboard(chip: str, paths: Sequence[str | Path], progress: bool = True, store
         progress: show a rich progress bar on stderr.
         store: an open store (default: `KnowledgeStore.open()`).
         options: chunk window sizes.
+        product: the chip's product as the documents name it, when the chip name does not (a comparison table of
+            AS-2, AS-4 and AS-8 onboarded as chip ``aster``); kept in the profile for later runs.
 
     Returns:
         An `OnboardReport`; per-file failures are in it (the store keeps those files' previous state).
@@ -181,36 +186,40 @@ def onboard(chip: str, paths: Sequence[str | Path], progress: bool = True, store
             report.files.append(_onboard_file(store, chip, path, source, options))
             bar.advance()
     if report.documents:
-        report.profile = update_chip_profile(store, chip)
+        report.profile = update_chip_profile(store, chip, product)
     report.seconds = time.perf_counter() - started
     return report
 
 
-def update_chip_profile(store: KnowledgeStore, chip: str) -> ProfileUpdate:
-    """Re-extract `chip`'s hardware profile from all of its stored chunks and merge it into its profile.
+def update_chip_profile(store: KnowledgeStore, chip: str, product: str | None = None) -> ProfileUpdate:
+    """Re-extract `chip`'s hardware profile from all of its stored chunks and merge it into its profile; list the
+    fields the optimizer needs that are still unknown, with how to get them (`ingest.profile_needs`).
 
     Uses the LLM proposer too when ``OPENAI_BASE_URL`` is set (falls back to the rules alone if the endpoint
     fails). A profile that cannot be written is reported in `ProfileUpdate.error`; the stored documents stay.
     """
     from ingest.profile_extract import update_profile_from_documents
     from ingest.profile_llm import default_model
+    from ingest.profile_needs import how_to_fill, missing_fields
     from ingest.profile_sources import chunks_from_records
 
     chunks = chunks_from_records(store.records("chunks", chip=chip))
     llm, note = default_model(), ""
     try:
         try:
-            _, extraction, path = update_profile_from_documents(chip, chunks, llm=llm)
+            profile, extraction, path = update_profile_from_documents(chip, chunks, llm=llm, product=product)
         except ChiploreError as exc:
             if llm is None:
                 raise
             note = f"; LLM proposals skipped ({exc})"
-            _, extraction, path = update_profile_from_documents(chip, chunks)
+            profile, extraction, path = update_profile_from_documents(chip, chunks, product=product)
+        missing = missing_fields(profile)
     except ChiploreError as exc:
         return ProfileUpdate(error=str(exc))
     return ProfileUpdate(path=str(path) if path else None, found=list(extraction.found),
                          conflicts=list(extraction.conflicts), problems=list(extraction.problems),
-                         summary=extraction.summary() + note)
+                         summary=extraction.summary() + note, missing=[m.field for m in missing],
+                         advice=how_to_fill(chip, missing), ambiguity=extraction.ambiguity)
 
 
 def _onboard_file(store: KnowledgeStore, chip: str, path: Path, source: str,

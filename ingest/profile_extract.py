@@ -41,7 +41,7 @@ from ingest.profile_resolve import (  # noqa: F401  ExtractionReport is part of 
 )
 from ingest.profile_rules import DTYPES, Candidate, RuleOutput, peak_candidates, prefetch_labels, scalar_candidates
 from ingest.profile_tables import list_item_records, table_records
-from ingest.profile_text import CU_NOUNS, ChipTokens, Record, brands_of, chip_tokens, prose_records
+from ingest.profile_text import CU_NOUNS, ChipTokens, Record, brands_of, chip_tokens, products_in, prose_records
 from knowledge.types import Chunk
 
 _BACKENDS = {
@@ -82,12 +82,16 @@ def extract_profile(chip: str, chunks: list[Chunk], llm: ProposalModel | None = 
 
 
 def update_profile_from_documents(chip: str, chunks: list[Chunk], llm: ProposalModel | None = None,
-                                  save: bool = True) -> tuple[HardwareProfile, ExtractionReport, Path | None]:
+                                  save: bool = True, product: str | None = None
+                                  ) -> tuple[HardwareProfile, ExtractionReport, Path | None]:
     """Extract `chip`'s profile from its onboarded `chunks` and merge it into the profile on record.
 
     The base is the chip's current profile (user file, else packaged, else empty); every extracted value is merged
     with `hardware_profiles.merge.merge_profiles` (unknowns filled, agreeing values kept, disagreements recorded as
     conflicts). Re-running on the same chunks changes nothing. This is what `chiplore onboard` calls.
+
+    `product` names the chip's product in the documents when the chip name does not (``--product AS-4`` for chip
+    ``aster``); it is kept as the profile's ``display_name`` and used again when a later call gives none.
 
     Returns:
         (merged profile, extraction report, path written or None when nothing was found or `save` is False).
@@ -100,8 +104,11 @@ def update_profile_from_documents(chip: str, chunks: list[Chunk], llm: ProposalM
     extra: list[Candidate] = []
     if llm is not None:
         extra, _ = propose_candidates(name, chunks, llm)
-    extracted, report = extract_profile_with_report(name, chunks, extra=extra)
     base = load_profile(name) if name in known_chips() else HardwareProfile(chip=name)
+    extracted, report = extract_profile_with_report(name, chunks, extra=extra, product=product or base.display_name
+                                                    or None)
+    if product:
+        extracted = extracted.model_copy(update={"display_name": product})
     merged, messages = merge_profiles(base, extracted)
     notes = re.sub(r"\s*Extracted by rules from .*$", "", base.notes, flags=re.S).strip()
     merged = merged.model_copy(update={"notes": f"{notes} {extracted.notes}".strip()})
@@ -113,9 +120,11 @@ def update_profile_from_documents(chip: str, chunks: list[Chunk], llm: ProposalM
 
 def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Candidate] | None = None,
                                 product: str | None = None) -> tuple[HardwareProfile, ExtractionReport]:
-    """`extract_profile` plus its `ExtractionReport`; `extra` candidates (verified LLM proposals) join the rules'."""
+    """`extract_profile` plus its `ExtractionReport`; `extra` candidates (verified LLM proposals) join the rules'.
+    `product`: the name the documents give the chip's product when the chip name is not it (``AS-4``); its model
+    token joins the chip name's."""
     name = check_chip_name(chip)
-    tokens = chip_tokens(product or name)
+    tokens = chip_tokens(name) | (chip_tokens(product) if product else set())
     report = ExtractionReport(chip=name, chunks=len(chunks),
                               documents=sorted({c.source for c in chunks}))
     out = RuleOutput()
@@ -125,6 +134,8 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Cand
     glossary.chip_names = {w for w in re.split(r"[_\-\s]+", (product or name).lower())
                            if len(w) >= 3 and w.isalpha()} | {b.lower() for b in tokens.brands}
     records = _records(merged, tokens)
+    report.product = product
+    report.products, report.ambiguity = _products_named(records, name, product)
     prefetch_labels(records, glossary)
     for record in records:
         scalar_candidates(record, out, glossary)
@@ -167,6 +178,33 @@ def _records(merged_chunks: list[tuple[Chunk, tuple[Chunk, ...]]], tokens: set[s
             record.originals = originals
         records.extend(found)
     return records
+
+
+_PRODUCT_WRITTEN = re.compile(r"(?<![\w\-])([A-Za-z]{1,6}-?\d{1,4}[A-Za-z]{0,3})(?![\w\-])")
+
+
+def _products_named(records: list[Record], chip: str, product: str | None) -> tuple[list[str], str]:
+    """Products whose figures the documents state in tables (as written), and a note when the chip name (or
+    `product`) names none of them while several are tabulated: their figures were left out, and ``--product``
+    chooses one."""
+    written: dict[str, str] = {}
+    chip_seen = False
+    for record in records:
+        if record.product == "chip":
+            chip_seen = True
+        if not record.is_table or record.product != "other":
+            continue
+        for text in (record.header, record.label):
+            for token in products_in(text):
+                match = next((m.group(1) for m in _PRODUCT_WRITTEN.finditer(text)
+                              if m.group(1).replace("-", "").lower() == token), token)
+                written.setdefault(token, match)
+    names = sorted(written.values())
+    if chip_seen or len(names) < 2:
+        return names, ""
+    given = f"--product {product}" if product else f"the chip name {chip!r}"
+    return names, (f"{given} names none of the products these documents tabulate ({', '.join(names)}): their "
+                   f"figures were left out; choose one with --product NAME")
 
 
 def merge_windows(chunks: list[Chunk]) -> list[tuple[Chunk, tuple[Chunk, ...]]]:

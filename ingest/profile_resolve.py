@@ -32,6 +32,9 @@ class ExtractionReport:
     superseded: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     merge_messages: list[str] = field(default_factory=list)
+    product: str | None = None
+    products: list[str] = field(default_factory=list)
+    ambiguity: str = ""
 
     def summary(self) -> str:
         """One paragraph: counts, conflicts, problems."""
@@ -44,6 +47,8 @@ class ExtractionReport:
             text += f"; conflicts: {', '.join(self.conflicts)}"
         if self.problems:
             text += f"; {len(self.problems)} value(s) left out for their unit"
+        if self.ambiguity:
+            text += f"; {self.ambiguity}"
         return text
 
 

@@ -158,7 +158,7 @@ def compare(truth_key: str, truth: dict, profile: HardwareProfile) -> list[Field
     """Per-field results of one chip."""
     results = []
     decoys = truth.get("_decoys", {})
-    name = truth.get("compute_unit_name", {})
+    name = truth.get("compute_unit_name")
     if isinstance(name, dict):
         ours = profile.compute_unit_name
         results.append(FieldResult(truth_key, "compute_unit_name", "compute_unit_name", name.get("kind", ""),

@@ -31,6 +31,8 @@ def onboard_cmd(
     chip: str = typer.Argument(..., help="Chip name, e.g. mi300x (case-insensitive)."),
     paths: list[Path] = typer.Argument(..., help="Documents and/or folders (PDF, Markdown, reST, HTML, text)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (docs/cli-json.md)."),
+    product: str = typer.Option(None, "--product", help="The chip's product as the documents name it, when the "
+                                "chip name does not (e.g. AS-4 in a table of AS-2, AS-4, AS-8)."),
 ) -> None:
     """Parse, chunk, embed and store a chip's documents with provenance; re-running is idempotent.
 
@@ -40,7 +42,7 @@ def onboard_cmd(
     """
     from ingest.onboard import onboard
 
-    report = onboard(chip, paths, progress=not as_json)
+    report = onboard(chip, paths, progress=not as_json, product=product)
     if as_json:
         _print_json({"schema": JSON_SCHEMA, **report.to_json()})
     else:
@@ -61,6 +63,8 @@ def onboard_cmd(
                 where = f"; saved {escape(profile.path)} (chiplore profile show {escape(report.chip)})" \
                     if profile.path else ""
                 _out.print(f"hardware profile: {escape(profile.summary)}{where}")
+                for line in profile.advice:
+                    _out.print(escape(line))
     if not report.ok:
         raise typer.Exit(1)
     if report.failed:
