@@ -128,7 +128,8 @@ def noun_phrase(words: list[str], limit: int = 3) -> str:
 
 _COUNT_OF = re.compile(rf"(?<![\w.,\-])({_NUMBER})(?:\s*[x\u00d7])?\s+((?:[A-Za-z*][\w\-'*]*[,.;:)]?\s*){{1,3}})",
                        re.IGNORECASE)
-_SCOPE_OF = re.compile(r"\b(?:per|each|every|one|single)\s+((?:[A-Za-z*][\w\-'*]*[,.;:)]?\s*){1,3})", re.IGNORECASE)
+_SCOPE_OF = re.compile(r"\b(?:per|each|every|one|single)\s+(?=((?:[A-Za-z*][\w\-'*]*[,.;:)]?\s*){1,3}))",
+                       re.IGNORECASE)
 
 
 def _count_value(text: str) -> int:

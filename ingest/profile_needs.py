@@ -78,7 +78,7 @@ def how_to_fill(chip: str, missing: list[Missing]) -> list[str]:
     """Lines telling the user which needed fields are unknown and the three ways to get them."""
     if not missing:
         return []
-    lines = [f"still unknown, needed by the patterns or the roofline: "
+    lines = ["still unknown, needed by the patterns or the roofline: "
              + "; ".join(f"{m.field} ({', '.join(m.needed_by[:3])}{', ...' if len(m.needed_by) > 3 else ''})"
                          for m in missing)]
     example = missing[0].field.split("|")[0]

@@ -137,6 +137,13 @@ def _np_after(text: str) -> str:
     return " ".join(out)
 
 
+def _antecedent(sentence: str, clause: str) -> str:
+    """What "it" stands for in `clause`: the noun phrase of the last "N <unit> of <noun phrase>" before it."""
+    at = sentence.find(clause)
+    found = re.findall(r"\d\s*[A-Za-z]{1,6}\s+of\s+((?:[A-Za-z][\w\-]*\s*){1,4})", sentence[:at] if at > 0 else "")
+    return _np_after(found[-1]) if found else ""
+
+
 def _np_before(text: str) -> str:
     """Words a number is attached to before it: ``memory bandwidth`` in ``memory bandwidth of 5.3 TB/s``."""
     words = re.sub(r"[:=]", " ", text).split()
@@ -167,6 +174,8 @@ def _labels(record: Record, quantity: Quantity, every: list[Quantity], glossary:
     start = max((q.end for q in every if q.end <= quantity.start), default=0)
     end = min((q.start for q in every if q.start >= quantity.end), default=len(text))
     after, before = _np_after(text[quantity.end:end]), _np_before(text[start:quantity.start])
+    if re.match(r"\s*of\s+(?:it|them)\b", text[quantity.end:end]) and record.key:
+        after = _antecedent(record.key, text) or after  # "48 KB of it": of the thing named before
     lead = " ".join(text[start:quantity.start].split()[-6:])
     attached = f"{lead} {quantity.unit} {after}" if quantity.dimension == "count" else f"{before} {after}"
     if quantity.dimension == "count" and glossary.concept(after) == "thread":

@@ -90,8 +90,8 @@ class Record:
         originals: the chunks `chunk` was merged from (quotes must appear verbatim in one of them).
         label, header: a table cell's row label and column header (empty for prose).
         row: the other cells of a table cell's row (their scope words apply to the row: "Shared by: one core").
-        subject: the first clause of the sentence, for a later clause (its scope carries over when the clause
-            states none: "A workgroup can allocate up to 64 KB and holds up to 1024 work-items").
+        subject: the nearest earlier clause of the sentence that is not a comparison aside (its scope carries over
+            when the clause states none: "A workgroup can allocate up to 64 KB and holds up to 1024 work-items").
     """
 
     text: str
@@ -249,7 +249,7 @@ def level_cues(text: str) -> set[str]:
         cues.add("multi")
     if re.search(rf"\b(?:a|one|single|each|per|every)\s+{BLOCK_NOUNS}\b|\bwork-?groups?\b", text, re.IGNORECASE):
         cues.add("block")
-    if re.search(r"\b(?:in total|total|whole (?:chip|gpu|device))\b", text, re.IGNORECASE):
+    if re.search(r"\b(?:in total|total|in all|altogether|whole (?:chip|gpu|device))\b", text, re.IGNORECASE):
         cues.add("chip")
     return cues
 
@@ -349,10 +349,11 @@ def prose_records(text: str, chunk: Chunk, tokens: set[str]) -> list[Record]:
                 levels = level_cues(without_parentheticals(clause)) | (subject_levels if index else set())
                 product = clause_product(clause, sentence, context, tokens, prev_clause)
                 prev_clause = (clause, product)
+                subject = next((p for p in reversed(parts[:index]) if not _ASIDE.match(p)), "")
                 records.append(Record(
                     text=clause, key=sentence, local=clause, quote=sentence, locator=locator_of(chunk),
                     chunk=chunk, product=product,
-                    levels=levels, prev=previous, subject=parts[0] if index else "",
+                    levels=levels, prev=previous, subject=subject,
                 ))
             previous = sentence
     return records

@@ -195,6 +195,8 @@ def test_onboard_product_option_is_kept_for_later_runs(chiplore_home, embedder):
 
     first = onboard("aster", [ASTER], progress=False)
     assert "--product" in first.profile.ambiguity
+    assert "num_compute_units" in first.profile.missing  # left out with the columns: said so, with the ways to fill
+    assert any("chiplore profile set aster" in line for line in first.profile.advice)
     chosen = onboard("aster", [ASTER], progress=False, product="AS-4")
     assert chosen.profile.ambiguity == "" and hp.load_profile("aster").get("num_compute_units") == 64
     assert hp.load_profile("aster").display_name == "AS-4"
