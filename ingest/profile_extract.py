@@ -41,7 +41,7 @@ from ingest.profile_resolve import (  # noqa: F401  ExtractionReport is part of 
 )
 from ingest.profile_rules import DTYPES, Candidate, RuleOutput, peak_candidates, prefetch_labels, scalar_candidates
 from ingest.profile_tables import list_item_records, table_records
-from ingest.profile_text import CU_NOUNS, ChipTokens, Record, brands_of, chip_tokens, products_in, prose_records
+from ingest.profile_text import ChipTokens, Record, brands_of, chip_tokens, products_in, prose_records
 from knowledge.types import Chunk
 
 _BACKENDS = {
@@ -148,13 +148,11 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Cand
         mine = [c for c in out.candidates if c.field == field_name]
         fields[field_name] = resolve_field(field_name, unit, mine, out.learned_sub.get(field_name, []), report)
     peaks = {}
-    components = component_counts(chunks)
     for dtype in DTYPES:
         mine = [c for c in out.candidates if c.field == f"peak_tflops.{dtype}"]
         resolved = resolve_peak(dtype, [c for c in mine if not c.noun], report)
         if resolved.value is None and resolved.kind != "conflict":
-            derived = chip_peaks_from_per_unit([c for c in mine if c.noun], fields["num_compute_units"],
-                                                components, glossary)
+            derived = chip_peaks_from_per_unit([c for c in mine if c.noun], fields["num_compute_units"], glossary)
             resolved = resolve_peak(dtype, derived, report) if derived else resolved
         if resolved.value is not None or resolved.kind == "conflict":
             peaks[dtype] = resolved
@@ -236,24 +234,6 @@ def _join_overlap(left: str, right: str) -> str:
         if left.endswith(right[:k]):
             return left + right[k:]
     return f"{left} {right}"
-
-
-def component_counts(chunks: list[Chunk]) -> dict[str, int]:
-    """How many of each component one compute unit holds, from lists such as "Each Tensix tile contains: ...
-    1x Matrix Unit (FPU) ... 1x Vector Unit (SFPU)" -> {"matrix unit": 1, "fpu": 1, "vector unit": 1, "sfpu": 1}."""
-    counts: dict[str, int] = {}
-    for c, _ in merge_windows(chunks):
-        text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", c.text)
-        head = re.search(rf"\bEach\s+(?:\w+\s+)?(?:{CU_NOUNS}|tile)\s+(?:contains|has|includes|consists of)",
-                         text, re.IGNORECASE)
-        if not head:
-            continue
-        for match in re.finditer(r"(?<![\w.])(\d+)x\s+\"?([A-Z][\w\-\" ]*?)\"?(?:\s*\((\w+)\))?(?=[,.;:\n]|\s+-|$)",
-                                 text[head.end():]):
-            name = " ".join(match.group(2).replace('"', "").lower().split())
-            for key in filter(None, (name, (match.group(3) or "").lower())):
-                counts.setdefault(key, int(match.group(1)))
-    return counts
 
 
 def _compute_unit_name(glossary: Glossary, merged: list[tuple[Chunk, tuple[Chunk, ...]]]

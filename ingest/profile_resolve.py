@@ -254,24 +254,22 @@ def resolve_peak(dtype: str, candidates: list[Candidate], report: ExtractionRepo
     return _conflict(f"peak_tflops.{dtype}", unit, groups, candidates, report)
 
 
-def chip_peaks_from_per_unit(candidates: list[Candidate], units: ProfileField,
-                              components: dict[str, int], glossary=None) -> list[Candidate]:
+def chip_peaks_from_per_unit(candidates: list[Candidate], units: ProfileField, glossary) -> list[Candidate]:
     """Per-unit peaks scaled to the chip: value x (components per compute unit) x compute units, as derived
-    candidates with their formula; peaks per a component whose count per compute unit is unknown are dropped."""
+    candidates with their formula. The unit a peak is stated per is looked up in the glossary
+    (`ingest.profile_glossary`): the compute unit itself, or a component the documents say each compute unit
+    holds N of ("Each tile contains: 2x Vector Engine"); a peak per a unit whose count is unknown is dropped."""
     if units.value is None:
         return []
     out = []
     for c in candidates:
         noun = re.sub(r"\s*\(.*\)$", "", c.noun)
-        level = glossary.level(noun) if glossary is not None else None
+        level = glossary.level(noun)
         if level == "cu" or (level is None and classify_noun(c.noun) == "cu"):
             per_cu, what = 1, "compute unit"
         else:
-            per_cu = next((n for key, n in components.items() if key and (noun == key or noun.startswith(key))),
-                          None)
-            if per_cu is None and glossary is not None:
-                found = glossary.per_parent(noun, glossary.compute_unit_keys())
-                per_cu = found[0] if found else None
+            found = glossary.per_parent(noun, glossary.compute_unit_keys())
+            per_cu = found[0] if found else None
             what = f"{per_cu} {noun} per compute unit" if per_cu else ""
         if not per_cu:
             continue
@@ -281,5 +279,3 @@ def chip_peaks_from_per_unit(candidates: list[Candidate], units: ProfileField,
         out.append(Candidate(c.field, value, c.resolution * per_cu * units.value, c.record, c.quantity,
                              kind="derived", formula=formula, variant=c.variant))
     return out
-
-

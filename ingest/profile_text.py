@@ -41,10 +41,9 @@ _COMPARISON_BEFORE = re.compile(
 
 CHIP_NOUNS = (r"(?:gpus?|accelerators?|devices?|chips?|asics?|processors?|packages?|oams?|cards?|apus?|products?|"
               r"parts?|models?|skus?)")
-CU_NOUNS = (
-    r"(?:compute units?|cus?|streaming multiprocessors?|sms?|(?:tensix |compute |worker )tiles?|xe[- ]cores?|"
-    r"execution units?|eus?|workgroup processors?|wgps?|tensorcores?|neuroncores?)"
-)
+#: Generic names of the compute unit (CUDA, HIP and OpenCL documentation); a vendor's own name is learned from its
+#: documents (`ingest.profile_glossary`) and rewritten to "compute unit" before scopes are read.
+CU_NOUNS = r"(?:compute units?|cus?|streaming multiprocessors?|sms?)"
 BLOCK_NOUNS = r"(?:(?:thread )?blocks?|work-?groups?|work groups?|ctas?)"
 _TIME_NOUNS = r"(?:clock|clk|cycle|second|sec|hour|instruction|op|operation|call)"
 _PER_EACH = re.compile(r"\b(?:per|each|every)\s+((?:[\w\-]+[ \t]+){0,2}[\w\-]+)", re.IGNORECASE)
