@@ -80,6 +80,8 @@ class Unit:
 
 
 def text_units(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> list[Unit]:
+    """The sentences (and table rows, by cells) of merged chunks; a glossary entry ``Term: Definition.`` stays one
+    unit although its colon ends a sentence for the sentence splitter."""
     from ingest.profile_text import paragraphs, sentences
 
     out: list[Unit] = []
@@ -90,8 +92,13 @@ def text_units(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> list[Unit]:
             continue
         text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", chunk.text)
         for paragraph in paragraphs(text):
+            pending = ""
             for sentence in sentences(paragraph):
-                out.append(Unit(sentence, chunk))
+                if re.fullmatch(r"[^:.;]{1,40}:", sentence):
+                    pending = sentence  # "Shader tile:" + its definition, the next sentence
+                    continue
+                out.append(Unit(f"{pending} {sentence}" if pending else sentence, chunk))
+                pending = ""
     return out
 
 
@@ -165,7 +172,7 @@ def used_terms(units: list[Unit]) -> Counter:
     for unit in units:
         texts = [unit.cells[0]] if unit.cells else [unit.text]
         if unit.cells:
-            texts += list(unit.cells[1:])
+            texts += list(unit.cells[1:]) + [unit.chunk.text]  # the row's headers too ("SRAM (per tile)")
         for text in texts:
             for _, phrase, _ in counted_terms(text):
                 used[term_key(phrase)] += 1
@@ -210,6 +217,10 @@ _APPOSITION_THE = re.compile(r"(?P<d>[\w\s\-]{3,60}?),\s+the\s+(?P<t>(?:[A-Za-z]
 _EACH_A = re.compile(rf"(?<![\w.,])(?:{_NUMBER})\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){{0,2}}[A-Za-z][\w\-]*),\s+each\s+"
                      r"(?P<d>(?:a|an|one)\s+[^;.]{5,160})", re.IGNORECASE)
 MEMORIES = ("shared_memory", "register_file", "cache")
+#: "a lockstep set of 16 filaments, the R2's counterpart of a warp": named by the generic thing it stands for.
+_COUNTERPART = re.compile(r"(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*)(?:\s+of\s+\d+\s+[\w\-]+)?,\s+"
+                          r"(?:the|its|our)\s+(?:[\w\-]+['\u2019]s\s+)?(?:counterpart|analogue|analog|equivalent|version)\s+(?:of|to|for)\s+"
+                          r"(?:a|an|the)\s+(?P<g>(?:[A-Za-z][\w\-]*\s*){1,3})", re.IGNORECASE)
 #: "64 KB of local store that the threads of one thread block share": a sized thing described by its relative clause.
 _OF_THAT = re.compile(r"\d\s*[KMG]i?B\s+of\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*)\s+(?P<d>(?:that|which)\s"
                       r"[^;.]{5,160})", re.IGNORECASE)
@@ -264,7 +275,7 @@ def definitions_in(unit: Unit, mentions) -> tuple[list[Definition], list[tuple[s
     head, colon, rest = text.partition(": ")
     if colon and 1 <= len(head.split()) <= 4 and len(rest.split()) >= 4 and not re.search(r"\d", head) \
             and not re.match(r"\s*[\d.,]", rest):
-        add(head, rest)  # a glossary line "Term: definition" (not a "Key: value" item)
+        add(head, rest, explicit=True)  # a glossary line "Term: definition" (not a "Key: value" item)
     for match in PAREN.finditer(text):
         outside, inside = match.group(1), match.group(2).strip()
         if re.match(r"^(?:the|a|an|its|our)\s", inside, re.IGNORECASE):
@@ -290,6 +301,10 @@ def definitions_in(unit: Unit, mentions) -> tuple[list[Definition], list[tuple[s
     for rx in (_EACH_A, _OF_A):
         for match in rx.finditer(text):
             add(match.group("t"), match.group("d"))
+    for match in _COUNTERPART.finditer(text):
+        generic = noun_phrase(match.group("g").split())
+        if generic:
+            add(tail_np(match.group("t")), f"a {generic}", head=generic, explicit=True)
     for match in _OF_THAT.finditer(text):
         # "64 KB of T that ...": T is sized in bytes, so it is a memory; its relative clause says which
         add(match.group("t"), f"memory {match.group('d')}", head="", among=MEMORIES)

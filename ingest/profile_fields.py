@@ -38,7 +38,7 @@ QUANTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "device_memory": ("bytes", ("device memory capacity", "HBM memory", "DRAM capacity", "GDDR memory",
                                 "memory size of the accelerator", "GPU memory", "memory capacity")),
     "memory_bandwidth": ("bytes_per_s", ("memory bandwidth", "peak memory bandwidth", "HBM bandwidth",
-                                         "DRAM bandwidth")),
+                                         "DRAM bandwidth", "bandwidth")),
     "engine_clock": ("hz", ("peak engine clock", "boost clock", "maximum core clock frequency", "engine clock",
                             "core clock", "clock of the compute units", "compute units run at up to", "clock rate",
                             "clock speed", "the chip's standard clock rate")),
@@ -117,9 +117,10 @@ class Match:
     runner_up: float
 
 
-def match_quantity(label: str, dimension: str) -> Match | None:
+def match_quantity(label: str, dimension: str, lookalikes: bool = False) -> Match | None:
     """The quantity of `dimension` that `label` names (a key of `QUANTITIES`), or None when it names a look-alike
-    or nothing clearly (below `MIN_FIELD_SIMILARITY`, or not `MIN_FIELD_MARGIN` ahead of the next quantity).
+    (returned as such with `lookalikes`) or nothing clearly (below `MIN_FIELD_SIMILARITY`, or not `MIN_FIELD_MARGIN`
+    ahead of the next quantity).
 
     Raises:
         StoreError: the embedding model cannot be loaded.
@@ -128,9 +129,14 @@ def match_quantity(label: str, dimension: str) -> Match | None:
     if not among or not label.strip():
         return None
     choice = space().choose(label, among=among, min_similarity=MIN_FIELD_SIMILARITY, min_margin=MIN_FIELD_MARGIN)
-    if choice is None or choice.concept not in QUANTITIES:
+    if choice is None or (choice.concept not in QUANTITIES and not lookalikes):
         return None
     return Match(choice.concept, choice.similarity, choice.runner_up)
+
+
+def is_profile_quantity(name: str) -> bool:
+    """True for a quantity the profile holds (not a look-alike)."""
+    return name in QUANTITIES
 
 
 def field_for(quantity: str, scope: str) -> str | None:

@@ -65,7 +65,7 @@ CONCEPTS = ConceptSpace({
     "shared_memory": [
         "shared memory", "local data share", "LDS", "shared local memory", "SLM", "scratchpad memory",
         "software-managed on-chip memory that the threads of a block share",
-        "local memory that programs manage explicitly, not a cache",
+        "local memory that programs manage explicitly, not a cache", "software-managed memory",
     ],
     "register_file": ["register file", "storage for the registers of the threads"],
     "sub_unit": [
@@ -73,7 +73,7 @@ CONCEPTS = ConceptSpace({
         "an arithmetic unit of several lanes that executes vector instructions",
     ],
     "partition": ["die", "chiplet", "shader array", "a die or array that groups several of the chip's processors"],
-    "cache": ["cache", "a hardware-managed cache memory"],
+    "cache": ["cache", "a hardware-managed cache memory", "a cache that keeps copies of recently used data"],
     "chip": ["chip", "accelerator", "the whole chip, processor, device or accelerator product"],
     "thread": ["thread", "lane", "work-item", "one of the parallel instances of a program"],
 })
@@ -236,7 +236,8 @@ def build_glossary(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> Glossary:
     for chunk, _ in chunks:
         if chunk.kind != "table_row":
             glossary.contains += component_lists(chunk.text)
-    definitions = [d for d in definitions if (d.unit.cells or _in_use(glossary, _key_of(glossary, d), True))
+    definitions = [d for d in definitions if (d.unit.cells or d.explicit or _in_use(glossary, _key_of(glossary, d),
+                                                                                    True))
                    and (not d.members or _generic_concept(d.members) == "thread")]
     prefetch(term_key(d.term) for d in definitions)
     _classify_definitions(glossary, definitions)
@@ -314,8 +315,8 @@ def _classify_definitions(glossary: Glossary, definitions: list[Definition]) -> 
                  + [glossary.rewrite(_mask(d.definiens, d.term)) for d in definitions])
         for d in definitions:
             key = glossary.aliases.get(term_key(d.term), term_key(d.term))
-            if not key or key in _GENERIC_KEYS or len(key.split()) > 4 or _generic_name(key):
-                continue
+            if not key or key in _GENERIC_KEYS or len(key.split()) > 4 or _generic_name(key) or _CACHE_NAME.search(key):
+                continue  # caches and cache levels ("the L2", "Infinity Cache") are read by the field rules
             choice = _definition_concept(glossary, d)
             if choice is None or choice.concept in ("chip", "cache"):
                 continue  # product names and caches are read by the field rules, not rewritten
@@ -329,6 +330,9 @@ def _classify_definitions(glossary: Glossary, definitions: list[Definition]) -> 
     for alias, key in glossary.aliases.items():
         if key in glossary.terms:
             glossary.terms[key].aliases.add(alias)
+
+
+_CACHE_NAME = re.compile(r"\bcache\b|^l\d$|\blevel[- ]?(?:\d|one|two|three)\b", re.IGNORECASE)
 
 
 def _key_of(glossary: Glossary, d: Definition) -> str:
@@ -358,9 +362,15 @@ def _generic_name(key: str) -> bool:
 
 
 def _definition_concept(glossary: Glossary, d: Definition):
+    """The concept of a definition: its head noun phrase when that names one ("the compute unit of ..."), except
+    that threads in the plural make a group of threads ("The filaments that a core issues together": a warp or a
+    work-group, told by the rest of the definiens); else the whole definiens."""
     head = glossary.rewrite(_mask(d.head, d.term)) if d.head else ""
     if head and head != "it":
         choice = CONCEPTS.choose(head, min_similarity=HEAD_SIMILARITY, min_margin=0.1)
+        if choice is not None and choice.concept == "thread" and d.head.split()[-1].lower().endswith("s"):
+            return CONCEPTS.choose(glossary.rewrite(_mask(d.definiens, d.term)), among=("warp", "block"),
+                                   min_similarity=DEFINITION_SIMILARITY, min_margin=0.03)
         if choice is not None:
             return choice
     return CONCEPTS.choose(glossary.rewrite(_mask(d.definiens, d.term)), among=d.among,

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 
 from ingest.profile_definitions import noun_phrase, term_key
-from ingest.profile_fields import SCALABLE, Match, field_for, match_quantity
+from ingest.profile_fields import SCALABLE, Match, field_for, is_profile_quantity, match_quantity
 from ingest.profile_glossary import Glossary
 from ingest.profile_scope import THE_NOUN_HAS, noun_level, parens, scope_noun, scope_of
 from ingest.profile_text import Record, products_in
@@ -107,12 +107,15 @@ class RuleOutput:
 
 # ---------------------------------------------------------------- what a number is about
 
+_PRODUCT_WRITTEN = re.compile(r"(?<![\w\-])[A-Za-z]{1,6}-?\d{1,4}[A-Za-z]{0,3}(?![\w\-])")
+
+
 def _clean_label(text: str) -> str:
     """A label for matching: unit parentheticals (``(KiB)``, ``(TFLOPS)``), footnote marks and product names out."""
     text = re.sub(r"\(\s*(?:[KMGT]i?B|[KMGT]B/s|GB/s|TB/s|MHz|GHz|TFLOPS?|TOPS|count|threads|%)\s*\)", " ", text,
                   flags=re.IGNORECASE)
-    for product in set(products_in(text)):
-        text = re.sub(rf"(?<![\w\-]){re.escape(product)}(?![\w\-])", " ", text, flags=re.IGNORECASE)
+    named = set(products_in(text))
+    text = _PRODUCT_WRITTEN.sub(lambda m: " " if m.group(0).replace("-", "").lower() in named else m.group(0), text)
     text = re.sub(r"[*_`\u2020\u2021\u00b9\u00b2\u00b3]|\(\d\)", " ", text)
     return " ".join(text.split())
 
@@ -135,6 +138,26 @@ def _np_after(text: str) -> str:
         if bare != word:
             break
     return " ".join(out)
+
+
+#: "N <things>, of which M are enabled": M of the N things (the product's); N is the die's, not the product's.
+_ENABLED_SUBSET = re.compile(r"\bof (?:which|them|these)\s+(?:only\s+)?$", re.IGNORECASE)
+_PHYSICAL_TOTAL = re.compile(r"^\s*(?:[A-Za-z][\w\-]*,?\s+){1,3}of (?:which|them|these)\s+(?:only\s+)?\d+\s+"
+                             r"(?:are|is)\s+(?:enabled|active|available|usable|functional|in use|exposed)",
+                             re.IGNORECASE)
+
+
+def _counted_before(sentence: str, clause: str) -> str:
+    """The things counted last before `clause` in `sentence` (``cores`` in "72 cores, of which ...")."""
+    at = sentence.find(clause)
+    found = re.findall(r"\d[\d,]*\s+((?:[A-Za-z][\w\-]*\s*){1,3})", sentence[:at] if at > 0 else "")
+    return _np_after(found[-1]) if found else ""
+
+
+def _sentence_after(record: Record, quantity: Quantity) -> str:
+    """The rest of the record's sentence after `quantity` (beyond its clause), or "" when the clause is not in it."""
+    at = record.key.find(record.text)
+    return record.key[at + quantity.end:] if at >= 0 else ""
 
 
 def _antecedent(sentence: str, clause: str) -> str:
@@ -176,6 +199,8 @@ def _labels(record: Record, quantity: Quantity, every: list[Quantity], glossary:
     after, before = _np_after(text[quantity.end:end]), _np_before(text[start:quantity.start])
     if re.match(r"\s*of\s+(?:it|them)\b", text[quantity.end:end]) and record.key:
         after = _antecedent(record.key, text) or after  # "48 KB of it": of the thing named before
+    if _ENABLED_SUBSET.search(text[:quantity.start]) and record.key:
+        after = _counted_before(record.key, text) or after  # "72 cores, of which 64 are enabled": 64 cores
     lead = " ".join(text[start:quantity.start].split()[-6:])
     attached = f"{lead} {quantity.unit} {after}" if quantity.dimension == "count" else f"{before} {after}"
     if quantity.dimension == "count" and glossary.concept(after) == "thread":
@@ -217,36 +242,45 @@ def _cache_level(text: str) -> int | None:
 
 
 def what_it_is(record: Record, quantity: Quantity, every: list[Quantity], glossary: Glossary) -> Match | None:
-    """The profile quantity `quantity` states (`ingest.profile_fields`), by the best-matching of its labels; a
-    label that names a cache level decides between the L2 and other caches."""
+    """The profile quantity `quantity` states (`ingest.profile_fields`), from its labels: a table cell's label, else
+    the words the number is attached to, else (not for counts) its clause. The most similar reading decides, and
+    when that is a look-alike (``(1.1 GHz base)``: a base clock) the number states no profile quantity. A label
+    that names a cache level decides between the L2 and other caches."""
     labels = _labels(record, quantity, every, glossary)
     counts_groups = quantity.dimension == "count" and not record.is_table and bool(labels) and bool(labels[0]) \
         and glossary.concept(labels[0]) in ("warp", "block")  # "64 warps" counts warps: not the size of one
-    best: Match | None = None
-    for n, label in enumerate(labels):
-        if not label:
-            continue
-        source = "table" if record.is_table else "attached" if n < _ATTACHED else "clause"
-        if source == "clause" and quantity.dimension == "count":
-            break  # a count names what it counts next to it ("48 vector cores"), not somewhere in its clause
-        if quantity.dimension == "bytes":
-            level = _cache_level(label)
-            if level == 2 and re.search(r"cache|\bL2\b|slice", label, re.IGNORECASE):
-                return Match("l2_cache", 1.0, 0.0)
-            if level is not None and level != 2 and re.search(r"cache|\bL[0-4]\b", label, re.IGNORECASE):
-                return None
-        match = match_quantity(label, quantity.dimension)
-        if match is None or match.quantity == "l2_cache":
-            continue  # an L2 must say it is the level-2 cache (above), "cache" alone may be any level
-        if match.quantity in _GROUP_SIZES and counts_groups:
-            continue
-        least = _MIN_SIMILARITY.get((match.quantity, source), _DEFAULT_SIMILARITY[source])
-        if match.similarity >= least and (best is None or match.similarity > best.similarity):
-            best = match
-    return best
+    groups = [("table", labels)] if record.is_table else [("attached", labels[:_ATTACHED])]
+    if not record.is_table and quantity.dimension != "count":
+        groups.append(("clause", labels[_ATTACHED:]))  # a count names what it counts next to it, not in its clause
+    for source, texts in groups:
+        best: Match | None = None
+        for label in filter(None, texts):
+            if quantity.dimension == "bytes":
+                level = _cache_level(label)
+                if level == 2 and re.search(r"cache|\bL2\b|slice", label, re.IGNORECASE):
+                    return Match("l2_cache", 1.0, 0.0)
+                if level is not None and level != 2 and re.search(r"cache|\bL[0-4]\b", label, re.IGNORECASE):
+                    return None
+            match = match_quantity(label, quantity.dimension, lookalikes=True)
+            if match is None or match.quantity == "l2_cache":
+                continue  # an L2 must say it is the level-2 cache (above), "cache" alone may be any level
+            if match.quantity in _GROUP_SIZES and counts_groups:
+                continue
+            least = _MIN_SIMILARITY.get((match.quantity, source), _DEFAULT_SIMILARITY[source])
+            if match.similarity >= least and (best is None or match.similarity > best.similarity):
+                best = match
+        if best is not None:
+            return best if is_profile_quantity(best.quantity) else None
+    return None
 
 
 # ---------------------------------------------------------------- candidates
+
+def _per_time(quantity: Quantity) -> bool:
+    """A rate per clock, cycle or pin (``2KBytes/clock``, ``18 Gbps per pin``) is not a chip figure; a size per
+    unit (``128 KiB per core``) is, at that unit's scope."""
+    return quantity.per in ("clock", "clk", "cycle", "pin")
+
 
 def _is_bound(record: Record, quantity: Quantity) -> bool:
     return bool(_BOUND_BEFORE.search(record.text[max(0, quantity.start - 20):quantity.start]))
@@ -260,7 +294,7 @@ def prefetch_labels(records: list[Record], glossary: Glossary) -> None:
     for record in records:
         every = find_quantities(record.text, record.default_unit)
         for quantity in every[:1] if record.is_table else every:
-            if quantity.dimension in ("count", "bytes", "bytes_per_s", "hz") and not quantity.per:
+            if quantity.dimension in ("count", "bytes", "bytes_per_s", "hz") and not _per_time(quantity):
                 texts += _labels(record, quantity, every, glossary)
     prefetch(texts)
 
@@ -272,10 +306,12 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
     for quantity in quantities:
         if quantity.dimension == "flops" and not quantity.per:
             _report_unit_problem(record, quantity, every, glossary, out)
-        if quantity.dimension not in ("count", "bytes", "bytes_per_s", "hz") or quantity.per:
+        if quantity.dimension not in ("count", "bytes", "bytes_per_s", "hz") or _per_time(quantity):
             continue
         if _is_bound(record, quantity) or _DEFAULT_AFTER.match(record.text[quantity.end:]):
             continue
+        if quantity.dimension == "count" and _PHYSICAL_TOTAL.match(_sentence_after(record, quantity)):
+            continue  # the die's total, of which fewer are enabled in the product
         match = what_it_is(record, quantity, every, glossary)
         if match is None:
             _report_unit_problem(record, quantity, every, glossary, out)
@@ -283,6 +319,8 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
         if match.quantity == "memory_bandwidth" and not record.is_table and not _PEAK_CUE.search(record.key):
             continue  # a device's memory bandwidth is written as its peak (or total, aggregate, maximum)
         scope = scope_of(record, quantity, glossary)
+        if _ENABLED_SUBSET.search(record.text[:quantity.start]):
+            scope = "chip"  # the enabled ones are the product's
         _learn_sub_values(record, match.quantity, quantity.dimension, glossary, out)
         name = field_for(match.quantity, scope)
         if name is None:
@@ -447,6 +485,11 @@ def _dtypes_near(record: Record, quantities: list[Quantity], n: int) -> list[tup
         start = quantities[n - 1].end if n > 0 else 0
         end = quantities[n + 1].start if n + 1 < len(quantities) else len(text)
         windows = [text[quantities[n].end:end], text[start:quantities[n].start]]
+        at = record.key.find(text) if n + 1 == len(quantities) else -1
+        if at >= 0:  # the clause's last figure: its data types may go on in the sentence ("for BF16 and FP16")
+            rest = record.key[at + quantities[n].end:]
+            following = [q for q in find_quantities(rest) if q.dimension == "flops"]
+            windows[0] = rest[:following[0].start] if following else rest
     for window in windows:
         found = [(dtype, m) for dtype, rx in DTYPES.items() for m in rx.finditer(window)]
         if found:

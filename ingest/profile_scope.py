@@ -54,8 +54,8 @@ def scope_texts(record: Record, quantity: Quantity) -> list[str]:
         return [_ORDINAL_LEVEL.sub(" ", record.label), record.header if not products_in(record.header) else "",
                 value, record.row]
     inside = next(((a, b) for a, b in parens(text) if a <= quantity.start < b), None)
-    if inside:
-        return [text[inside[0] + 1:inside[1] - 1]]
+    if inside:  # the part of the parenthetical the number is in ("(228 KB per SM; 227 KB per block)")
+        return [_part_around(text, inside[0] + 1, inside[1] - 1, quantity)]
     out = [without_parentheticals(text[:quantity.end] + _RELATIVE.sub("", text[quantity.end:]))]
     after = re.match(r"\s*\(([^()]{0,60})\)", text[quantity.end:])
     if after and not re.search(r"\d", after.group(1)):
@@ -115,6 +115,14 @@ def noun_level(words: str, glossary: Glossary, unknown: str | None = "sub") -> s
 def _is_partition_word(words: str) -> bool:
     return bool(re.match(r"(?:partition|die|chiplet|xcd|gcd|quadrant|array|cluster)", words))
 
+
+
+def _part_around(text: str, start: int, end: int, quantity: Quantity) -> str:
+    """The ``;``- or ``,``-separated part of ``text[start:end]`` that holds `quantity`."""
+    left = max([start] + [m.end() for m in re.finditer(r"[;,]\s", text[:quantity.start]) if m.end() > start])
+    right = min([end] + [start + m.start() for m in re.finditer(r"[;,]\s", text[start:end])
+                         if start + m.start() >= quantity.end])
+    return text[left:right]
 
 
 def parens(text: str) -> list[tuple[int, int]]:

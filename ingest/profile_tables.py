@@ -37,8 +37,8 @@ _DECORATION = re.compile(r"^(?:HBM\w*|GDDR\w*|LPDDR\w*|DDR\w*)$", re.IGNORECASE)
 _PRODUCT_COLUMN = re.compile(r"^\s*(?:model|product|name|device|gpu|accelerator|sku|card|part|chip)\b",
                              re.IGNORECASE)
 _MISSING = {"n/a", "na", "-", "—", "yes", "no"}
-#: A cell of this many words or more is prose (a glossary definition, a remark), not a value.
-_SENTENCE_WORDS = 7
+#: A cell with this many (lower-case) words or more is prose (a glossary definition, a remark), not a value.
+_SENTENCE_WORDS = 5
 
 
 def _cell_record(header: str, label: str, value: str, caption: str, chunk: Chunk, tokens: set[str],
@@ -82,7 +82,7 @@ def _row_records(header: list[str], row: list[str], caption: str, chunk: Chunk, 
         cell = normalize_space(cell)
         if not cell:
             continue
-        if len(cell.split()) >= _SENTENCE_WORDS:
+        if sum(1 for w in cell.split() if re.fullmatch(r"[A-Za-z][a-z'\-]{2,}[,.;:]?", w)) >= _SENTENCE_WORDS:
             out.extend(prose_records(cell, chunk, tokens))  # a definition or remark: read as sentences
             continue
         name = normalize_space(header[i]) if i < len(header) else ""

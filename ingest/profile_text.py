@@ -152,6 +152,8 @@ def products_in(text: str, brands: frozenset[str] = frozenset(), comparisons: bo
     out = []
     for match in _PRODUCT.finditer(text):
         token = (match.group(1) + match.group(2)).lower()
+        if "-" in match.group(0) and len(match.group(1)) > 4:
+            continue  # "Level-2", "Stage-3": a word and a number, not a model name
         before = text[max(0, match.start() - 40): match.start()]
         branded = bool(brands) and bool(re.search(r"\b(" + "|".join(map(re.escape, brands)) + r")\s+$", before,
                                                   re.IGNORECASE))
