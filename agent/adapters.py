@@ -1,31 +1,41 @@
 """The seams bound to the real components: the verifier, the knowledge base and the chip profiles.
 
-Imports are lazy so that a missing component gives one clear `DependencyMissingError` line naming it, and
-`check()` lets the CLI fail before a run starts rather than in the middle of one.
+The heavy modules (the verifier: torch and triton; the knowledge base: chromadb and the embedding model) are
+imported where first needed, so that commands that do not need them start fast. `StoreKnowledge.check()` imports
+the knowledge base's modules before a run starts: a missing third-party package is one `DependencyMissingError`
+line naming it, rather than a failure in the middle of a run.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from agent.errors import DependencyMissingError
-from agent.seams import Citation, FindingDraft
+from agent.seams import Citation
 from core.errors import BadInputError, ChiploreError, StoreError
+from hardware_profiles import load_profile
 from hardware_profiles.schema import HardwareProfile
 from kernels.task import Case, TaskSpec
+from knowledge.types import Finding
 
-VERIFIER_STAGES = ("static_rejected", "compile_error", "runtime_error", "mismatch", "too_fast_to_be_true", "pass")
+#: Our own top-level packages: an import error inside them is a bug, reported as such, never as a missing package.
+OWN_PACKAGES = ("agent", "core", "hardware_profiles", "ingest", "kernels", "knowledge")
 
 
-def _module(name: str, what: str) -> Any:
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        raise DependencyMissingError(f"{what} ({name}) is not installed: {exc}") from None
+def missing_dependency(exc: ImportError, what: str) -> DependencyMissingError:
+    """One line naming the third-party package `exc` could not import for `what`.
+
+    Raises:
+        ImportError: `exc` itself when the module that failed is one of `OWN_PACKAGES` (a bug, not an install
+            problem).
+    """
+    name = exc.name or ""
+    if name.split(".")[0] in OWN_PACKAGES:
+        raise exc
+    return DependencyMissingError(f"{what} needs the Python package {name or '?'}, which is not installed ({exc}); "
+                                  f"reinstall chiplore with its dependencies (pip install chiplore)")
 
 
 def load_chip_profile(chip: str) -> HardwareProfile:
@@ -34,7 +44,7 @@ def load_chip_profile(chip: str) -> HardwareProfile:
     Raises:
         BadInputError: unknown chip, naming the known ones.
     """
-    return _module("hardware_profiles", "the hardware profiles").load_profile(chip)
+    return load_profile(chip)
 
 
 class RealVerifier:
@@ -48,9 +58,11 @@ class RealVerifier:
     """
 
     def __init__(self) -> None:
-        self.module = _module("agent.verifier", "the verifier")
-        if not hasattr(self.module, "Verifier"):
-            raise DependencyMissingError("the verifier (agent.verifier.Verifier) is not installed")
+        try:
+            from agent import verifier
+        except ImportError as exc:
+            raise missing_dependency(exc, "the verifier") from None
+        self.module = verifier
         self._engine: Any = None
         self._key: tuple[str, str, str] | None = None
 
@@ -111,15 +123,17 @@ class StoreKnowledge:
             its profile and findings only).
 
         Raises:
-            DependencyMissingError: naming the first module that is missing.
+            DependencyMissingError: naming the first third-party package that is missing.
             StoreError: the store or the pattern graph cannot be read (one line naming the store).
         """
-        for name, what in (("knowledge.retrieval", "document retrieval"), ("knowledge.ranking", "pattern ranking"),
-                           ("knowledge.findings", "the findings memory"), ("knowledge.store", "the knowledge store")):
-            _module(name, what)
+        try:
+            from knowledge import findings, ranking, retrieval  # noqa: F401 - what the run will use
+            from knowledge.store import KnowledgeStore
+        except ImportError as exc:
+            raise missing_dependency(exc, "the knowledge base") from None
         chip = self.profile.chip
         try:
-            store = _module("knowledge.store", "the knowledge store").KnowledgeStore.open()
+            store = KnowledgeStore.open()
             held = {c.chip: c for c in store.chips()}.get(chip.strip().lower())
             self.has_documents = bool(held and held.chunks)
             if self.has_documents:
@@ -141,7 +155,8 @@ class StoreKnowledge:
         once), so a run on a chip known only from its profile still runs on patterns and findings."""
         if self.has_documents is False and chip is not None and chip.strip().lower() == self.profile.chip.lower():
             return []
-        search = _module("knowledge.retrieval", "document retrieval").search
+        from knowledge.retrieval import search
+
         try:
             hits = search(query, chip=chip, k=k, collections=("chunks",))
         except BadInputError as exc:
@@ -151,42 +166,47 @@ class StoreKnowledge:
         return [Citation(h.cite(), h.text, float(h.score), str(h.collection), str(h.id)) for h in hits]
 
     def rank_patterns(self, profile: HardwareProfile, task: TaskSpec, case: Case, diagnosis: Any) -> list[Any]:
-        ranking = _module("knowledge.ranking", "pattern ranking")
-        return ranking.rank_patterns(profile, task, case, diagnosis, graph=self._load_graph())
+        from knowledge.ranking import rank_patterns
+
+        return rank_patterns(profile, task, case, diagnosis, graph=self._load_graph())
 
     def _load_graph(self) -> Any:
         """The pattern graph, synced with the findings in the store (loaded once, again after a new finding)."""
         if self._graph is None:
-            sync = importlib.util.find_spec("knowledge.store") is not None  # findings live in the store
-            self._graph = _module("knowledge.findings", "the findings memory").load_graph(sync=sync)
+            from knowledge.findings import load_graph
+
+            self._graph = load_graph(sync=True)
         return self._graph
 
     def query_findings(self, chip: str, task: str, k: int) -> list[Citation]:
         """Findings of `task` on any chip: this chip's first, accepted ones first, then by speedup."""
-        findings = _module("knowledge.findings", "the findings memory").query_findings(task=task)
+        from knowledge.findings import query_findings
+
+        findings = query_findings(task=task)
         ordered = sorted(findings, key=lambda f: (f.chip != chip, not f.accepted, -(f.speedup or 0.0)))
         return [Citation(f"finding {f.id} (run {f.run_id}, {f.date[:10]})", f.summary(), float(f.speedup or 0.0),
                          "findings", f.id, {"status": f.status, "speedup": f.speedup, "chip": f.chip,
                                             "case_id": f.case_id, "patterns": list(f.patterns),
                                             "parameters": dict(f.parameters)}) for f in ordered[:k]]
 
-    def record_finding(self, finding: FindingDraft) -> str:
+    def record_finding(self, finding: Finding) -> str:
         """Store a finding (idempotent by id). Pattern ids the catalog does not know (e.g. from an LLM reply)
-        move to the notes; stages that are not verifier stages are not findings and return ''."""
-        if finding.verdict_stage not in VERIFIER_STAGES:
-            return ""
-        findings = _module("knowledge.findings", "the findings memory")
+        move to the notes."""
+        from knowledge.findings import record_finding
+
         known = self._catalog_patterns()
-        patterns = tuple(p for p in finding.patterns if p in known)
         extra = [p for p in finding.patterns if p not in known]
-        notes = finding.notes + (f" (patterns not in the catalog: {', '.join(extra)})" if extra else "")
-        record = {**vars(finding), "patterns": patterns, "notes": notes.strip()}
-        fid = findings.record_finding(findings.Finding.from_record(record), self.profile)
+        if extra:
+            notes = f"{finding.notes} (patterns not in the catalog: {', '.join(extra)})".strip()
+            finding = finding.model_copy(update={"patterns": tuple(p for p in finding.patterns if p in known),
+                                                 "notes": notes})
+        fid = record_finding(finding, self.profile)
         self._graph = None
         return fid
 
     def _catalog_patterns(self) -> set[str]:
         if self._known_patterns is None:
-            catalog = _module("knowledge.catalog", "the pattern catalog").load_catalog()
-            self._known_patterns = {p.id for p in catalog.patterns}
+            from knowledge.catalog import load_catalog
+
+            self._known_patterns = {p.id for p in load_catalog().patterns}
         return self._known_patterns

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-ProposerName = Literal["offline", "llm", "uniform"]
+ProposerName = Literal["offline", "llm", "llm-tools", "uniform", "external"]
 TimingMode = Literal["gpu", "interpreter"]
 
 
@@ -64,12 +64,26 @@ class LLMOptions(BaseModel):
         return self.model or os.environ.get("CHIPLORE_MODEL") or None
 
 
+class ToolBounds(BaseModel):
+    """Limits of the tool-calling LLM proposer (``--proposer llm-tools``). Tokens are counted from the ``usage``
+    of every response; the run's wall clock is `StopRules.budget_min`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    tool_calls_per_iteration: int = Field(16, ge=1, description="tool calls the model may make for one candidate")
+    tokens_per_iteration: int = Field(200_000, ge=1000, description="tokens (prompt + completion) for one candidate")
+    tokens_per_run: int = Field(5_000_000, ge=1000, description="tokens over the whole run, resumes included")
+    idle_iterations: int = Field(3, ge=1, description="turns in a row without a candidate (no tool call that "
+                                                      "submits one, no code) before the run ends")
+
+
 class OptimizeConfig(BaseModel):
     """Everything that defines one `chiplore optimize` run.
 
     Attributes:
         task / chip: task name (`kernels.task.load_task`) and chip profile name.
-        proposer: ``offline`` (pattern-guided, default), ``llm`` or ``uniform`` (the ablation's random search).
+        proposer: ``offline`` (pattern-guided, default), ``llm`` (one reply per candidate), ``llm-tools`` (a model
+            that calls chiplore's tools, `agent.proposers.llm_tools`), ``uniform`` (the ablation's random search) or
+            ``external`` (candidates submitted from outside, e.g. over MCP: `agent.run_api`).
         retrieval: False for ``--no-retrieval``: no documents, patterns or findings are consulted and the
             proposer becomes uniform choice over the same family space.
         timing: ``gpu`` (timed on the device) or ``interpreter`` (correctness only, no speedup claimed).
@@ -90,6 +104,7 @@ class OptimizeConfig(BaseModel):
     stop: StopRules = StopRules()
     accept: AcceptanceRules = AcceptanceRules()
     llm: LLMOptions = LLMOptions()
+    tool_bounds: ToolBounds = ToolBounds()
     verify_options: dict[str, Any] = Field(default_factory=dict)
     record_findings: bool = True
     docs_k: int = Field(4, ge=0, description="document hits retrieved per iteration")

@@ -10,15 +10,19 @@ Each step runs the real command in-process, so the demo prints what a user would
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
 import hardware_profiles
 from agent.errors import DependencyMissingError
+from kernels.task import DEFAULT_TASK
 
 NOTES_DIR = Path(hardware_profiles.__file__).parent / "notes"
 DEMO_CHIP = "h200"
+DEMO_TASK = DEFAULT_TASK
 QUESTION = "How much shared memory can one thread block use, and how many SMs are there?"
 
 
@@ -33,17 +37,9 @@ def shipped_notes() -> dict[str, list[Path]]:
     return out
 
 
-def _invoke(console: Console, args: list[str]) -> None:
-    from typer.main import get_command
-
-    from agent.cli.app import app
-
-    console.rule(f"[bold]chiplore {' '.join(args)}")
-    get_command(app).main(args=args, prog_name="chiplore", standalone_mode=False)
-
-
-def run_demo(console: Console, max_evals: int, gpu: bool) -> None:
-    """Run the demo steps; `max_evals` bounds the optimize step.
+def run_demo(console: Console, command: Callable[[list[str]], Any], max_evals: int, gpu: bool) -> None:
+    """Run the demo steps through `command` (the CLI's own entry: ``command(["ask", ...])`` runs that command
+    in-process); `max_evals` bounds the optimize step.
 
     Raises:
         DependencyMissingError: no chip notes are shipped, or a command's module is not installed.
@@ -51,8 +47,9 @@ def run_demo(console: Console, max_evals: int, gpu: bool) -> None:
     notes = shipped_notes()
     if DEMO_CHIP not in notes:
         raise DependencyMissingError(f"no {DEMO_CHIP} note under {NOTES_DIR}")
-    for chip, files in notes.items():
-        _invoke(console, ["onboard", chip, *map(str, files)])
-    _invoke(console, ["ask", QUESTION, "--chip", DEMO_CHIP])
-    _invoke(console, ["patterns", "--chip", DEMO_CHIP, "--case", "decode"])
-    _invoke(console, ["optimize", "extend_attention", "--chip", DEMO_CHIP, "--max-evals", str(max_evals)])
+    steps = [["onboard", chip, *map(str, files)] for chip, files in notes.items()]
+    steps += [["ask", QUESTION, "--chip", DEMO_CHIP], ["patterns", "--chip", DEMO_CHIP, "--case", "decode"],
+              ["optimize", DEMO_TASK, "--chip", DEMO_CHIP, "--max-evals", str(max_evals)]]
+    for args in steps:
+        console.rule(f"[bold]chiplore {' '.join(args)}")
+        command(args)

@@ -57,6 +57,19 @@ class ProposerUnavailable(StopRun):
     kind = "proposer_unavailable"
 
 
+class ModelStopped(StopRun):
+    """A tool-calling model ended several turns in a row without a candidate (it stopped calling tools or stopped
+    writing code): the run ends with that reason."""
+
+    kind = "model_stopped"
+
+
+class TokenBudgetExhausted(StopRun):
+    """The run used up its token budget (`agent.config.ToolBounds.tokens_per_run`, counted from the responses)."""
+
+    kind = "token_budget"
+
+
 class VerifierSuspect(StopRun):
     """Several different candidates in a row failed verification with the very same reason: that is the harness
     or the machine (e.g. out of device memory), not the candidates; the run stops so it can be resumed later."""
@@ -72,11 +85,13 @@ class CandidateFailed(Exception):  # noqa: N818
         reason: human-readable reason, fed back to the proposer.
     """
 
-    def __init__(self, stage: str, reason: str, raw_reply: str | None = None) -> None:
+    def __init__(self, stage: str, reason: str, raw_reply: str | None = None,
+                 parameters: dict | None = None) -> None:
         super().__init__(f"{stage}: {reason}")
         self.stage = stage
         self.reason = reason
         self.raw_reply = raw_reply
+        self.parameters = dict(parameters or {})  # kept with the failed evaluation (e.g. tokens the model used)
 
 
 class BaselineFailed(ChiploreError):
@@ -98,3 +113,11 @@ class ProposerConfigError(BadInputError):
 
 class DependencyMissingError(ChiploreError):
     """A component the command needs (verifier, kernel family, knowledge store) is not installed."""
+
+
+class RunBusyError(BadInputError):
+    """The run is live: another process (or another part of this one) holds its lock; the message names the pid."""
+
+
+class RunConflictError(ChiploreError):
+    """``state.json`` on disk was saved after the state this process holds (by another process): not overwritten."""

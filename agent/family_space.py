@@ -1,20 +1,20 @@
-"""The kernel family's search space as the agent sees it: case classes, knob configurations, candidate files.
+"""A task's kernel family as the agent searches it: dispatch classes, knob configurations, candidate files.
 
-A family candidate is a dispatch table ``{case class: knob configuration}`` rendered into a standalone file
-(template ``agent/templates/extend_attention_candidate.py.j2``) that imports the family's `FamilyConfig` and
-`run_family`. The class of a call is computed inside the candidate from tensor metadata only (shapes, never
-benchmark sizes):
+A family candidate is a dispatch table ``{dispatch class: knob configuration}`` rendered from the task's candidate
+template (`kernels.task.TaskFiles.candidate_template`) into a standalone file that imports the family module
+(`kernels.task.KernelFamily.module`). The class of a call is computed inside the candidate from tensor metadata
+only, with the same function the task's `KernelFamily.dispatch_class` uses on a case's features; the chip's ridge
+point (`hardware_profiles.peaks.ridge_flop_per_byte`) is written into the file.
 
-- bound: ``memory`` when (extend rows per sequence) x (q heads per KV head) is below the chip's ridge point
-  (peak FLOP/s / peak bytes/s of the profile), else ``compute``. For P >> E the arithmetic intensity of extend
-  attention is about G*E FLOP/byte in 16-bit types (shared/reference/extend_attention.md, "Roofline floor").
-- width: head_dim <= 64 -> ``d64``, <= 128 -> ``d128``, <= 256 -> ``d256``, else ``wide`` (`width_class`).
+Every class of the run's cases has an entry (a run starts from the family's `structure_config`, the baseline
+kernel's structure inside the family), so a candidate changes one class without touching the others; a class no
+bench case has (e.g. a shape drawn at verification time) uses the family's default configuration. The candidate
+imports nothing but the family module and keeps no mutable module state (the verifier's static rules).
 
-Every class of the run's cases has an entry (a run starts from `structure_config`, the baseline kernel's structure
-inside the family), so a candidate changes one class without touching the others; a class no bench case has
-(e.g. a shape drawn at verification time) uses the family's default configuration. The candidate imports nothing
-but the family module and keeps no mutable module state (the verifier's static rules). `FamilySpace.class_of`
-mirrors the candidate's ``_case_class`` (tested).
+Everything task-specific (features, classes, shared memory, fit, programs, the structure) comes from the task's
+`KernelFamily`; this module only enumerates, snaps and steps knob values and renders.
+The candidate carries the chip's limits (`KernelFamily.candidate_limits`, from the profile) as data where the family
+needs them; a profile with an unknown limit cannot render one.
 """
 
 from __future__ import annotations
@@ -25,85 +25,17 @@ import itertools
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from agent.roofline import peak_flops
-from agent.templates import render
+from agent.templates import render_file
+from core.errors import BadInputError
+from hardware_profiles.peaks import ridge_flop_per_byte
 from hardware_profiles.schema import HardwareProfile
-from kernels.extend_attention.baseline import baseline_tiles
-from kernels.extend_attention.common import Problem
-from kernels.extend_attention.family import (
-    ChipLimits,
-    FamilyConfig,
-    auto_splits,
-    fit_to_chip,
-    pack_factor,
-    smem_footprint_kb,
-)
-from kernels.extend_attention.spec import DTYPES
-from kernels.task import Case, TaskSpec
+from kernels.chip import UnknownChipLimit
+from kernels.task import Case, KernelFamily, TaskSpec
 
 Config = dict[str, Any]
 Table = dict[str, Config]
-
-
-@dataclass(frozen=True)
-class CaseShape:
-    """Features of a case that a kernel can read from tensor metadata (shapes of q, k and the indptr)."""
-
-    batch: int
-    total_extend: int
-    max_extend: int
-    num_q_heads: int
-    num_kv_heads: int
-    head_dim: int
-    head_dim_v: int
-    dtype: str
-    total_prefix: int = 0
-    v_is_k: bool = False
-
-    @property
-    def rows_per_sequence(self) -> float:
-        return self.total_extend / max(self.batch, 1)
-
-    @property
-    def group(self) -> int:
-        return self.num_q_heads // self.num_kv_heads
-
-
-def case_shape(case: Case) -> CaseShape:
-    """`CaseShape` of an extend-attention case (params as in `kernels.extend_attention.cases`)."""
-    p = case.params
-    ext = list(p["extend_lens"])
-    head_dim = int(p["head_dim"])
-    return CaseShape(len(ext), sum(ext), max(ext), int(p["num_q_heads"]), int(p["num_kv_heads"]), head_dim,
-                     int(p.get("head_dim_v") or head_dim), case_dtype(case), sum(p["prefix_lens"]),
-                     bool(p.get("mla")))
-
-
-def _problem(shape: CaseShape) -> Problem:
-    return Problem(shape.batch, shape.total_extend, shape.total_prefix, shape.num_q_heads, shape.num_kv_heads,
-                   shape.head_dim, shape.head_dim_v, DTYPES[shape.dtype])
-
-
-def case_dtype(case: Case) -> str:
-    """Input dtype name of a case (``params['dtype']``, default bfloat16)."""
-    return str(case.params.get("dtype", "bfloat16"))
-
-
-def ridge_flop_per_byte(profile: HardwareProfile, dtype: str) -> float | None:
-    """Roofline ridge point, FLOP per byte: peak FLOP/s of `dtype` over peak bytes/s (None if either unknown)."""
-    flops, bandwidth = peak_flops(profile, dtype), profile.peak_bytes_per_s()
-    return flops / bandwidth if flops and bandwidth else None
-
-
-def width_class(head_dim: int) -> str:
-    """Head-width part of a case class: "d64" (D <= 64), "d128", "d256" or "wide". D <= 64 is its own class
-    because its best tiles differ from D = 128's (H200 sweep 4: 128x64 / 4 warps vs 128x128 / 8 warps; SGLang's
-    table also switches warps at 64): sharing one class, a D = 128 improvement regressed small-heads by 14 % and
-    was rejected (optimize run, H200 session 5)."""
-    return "d64" if head_dim <= 64 else "d128" if head_dim <= 128 else "d256" if head_dim <= 256 else "wide"
 
 
 def config_key(config: Mapping[str, Any]) -> str:
@@ -124,58 +56,60 @@ def source_hash(source: str) -> str:
 
 
 class FamilySpace:
-    """Knob configurations of the task's kernel family that fit the chip, grouped by case class.
+    """Knob configurations of the task's kernel family that fit the chip, grouped by dispatch class.
 
     Args:
-        task: the task (its `knobs` define the space).
-        profile: chip profile (ridge point, shared memory per block, thread limits).
-        cases: the bench cases being optimized (they decide which classes matter and their head dims).
+        task: the task (its `knobs` define the space, its `family` the rest).
+        profile: chip profile (ridge point and the chip limits: compute units, shared memory per block, warp
+            width, threads per block).
+        cases: the bench cases being optimized (they decide which classes matter).
 
     Raises:
-        ValueError: the task defines no knobs (not a family task).
+        ValueError: the task defines no knobs, family or candidate template (not a family task).
+        BadInputError: a chip limit is unknown in the profile (the message names the field and how to get it).
     """
 
     def __init__(self, task: TaskSpec, profile: HardwareProfile, cases: list[Case]) -> None:
-        if not task.knobs:
-            raise ValueError(f"task {task.name!r} has no family knobs")
+        if not task.knobs or task.family is None or task.files is None:
+            raise ValueError(f"task {task.name!r} has no kernel family (knobs, family and candidate template)")
         self.task = task
+        self.family: KernelFamily = task.family
         self.profile = profile
+        try:
+            self.limits = self.family.candidate_limits(profile)
+        except UnknownChipLimit as exc:
+            raise BadInputError(str(exc)) from None
         self.knobs: dict[str, tuple[Any, ...]] = {k: tuple(v) for k, v in task.knobs.items()}
-        self.ridge = ridge_flop_per_byte(profile, case_dtype(cases[0])) if cases else None
-        self.shapes = {c.id: case_shape(c) for c in cases}
+        ridge = ridge_flop_per_byte(profile, task.dtype_of(cases[0])) if cases else None
+        self.ridge = None if ridge is None else round(ridge, 3)  # as written into the candidate file
+        self.shapes = {c.id: self.family.features(c) for c in cases}
         self.classes: dict[str, list[str]] = {}
         for case in cases:
             self.classes.setdefault(self.class_of(case), []).append(case.id)
 
     # ----- classes
+    def features(self, case: Case) -> Any:
+        """The family's features of `case` (cached for the run's cases)."""
+        return self.shapes.get(case.id) or self.family.features(case)
+
     def class_of(self, case: Case) -> str:
-        """Dispatch class of a case, computed exactly as the candidate's ``_case_class`` does."""
-        shape = self.shapes.get(case.id) or case_shape(case)
-        width = width_class(shape.head_dim)
-        if self.ridge is None:
-            return f"any-{width}"
-        bound = "memory" if shape.rows_per_sequence * shape.group < self.ridge else "compute"
-        return f"{bound}-{width}"
+        """Dispatch class of a case, as the candidate computes it at run time."""
+        return self.family.dispatch_class(self.features(case), self.ridge)
 
     def class_cases(self, key: str) -> list[str]:
         return list(self.classes.get(key, []))
 
+    def _class_features(self, key: str) -> list[Any]:
+        return [self.shapes[c] for c in self.classes.get(key) or list(self.shapes)]
+
     # ----- feasibility
     def smem_kb(self, config: Mapping[str, Any], key: str) -> float:
-        """Shared memory of one program in KiB for the class's largest case, by the family's own formula
-        (`kernels.extend_attention.family.smem_footprint_kb`)."""
-        ids = self.classes.get(key) or list(self.shapes)
-        return max(smem_footprint_kb(FamilyConfig(**dict(config)), _problem(self.shapes[c]), self.shapes[c].v_is_k)
-                   for c in ids)
+        """Shared memory of one program in KiB for the class's largest case, by the family's own formula."""
+        return max(self.family.smem_kb(config, f) for f in self._class_features(key))
 
     def feasible(self, config: Mapping[str, Any], key: str) -> bool:
-        """Fits the profile's shared memory per block and thread limit as given, without the family shrinking
-        it (unknown limits do not exclude)."""
-        smem_kb = self.profile.get("smem_per_block_kb")
-        if smem_kb and self.smem_kb(config, key) > smem_kb:
-            return False
-        threads, warp = self.profile.get("max_threads_per_block"), self.profile.get("warp_size")
-        return not (threads and warp and int(config.get("num_warps", 1)) * warp > threads)
+        """Every case of the class fits the chip with `config` as given (`KernelFamily.fits`)."""
+        return all(self.family.fits(config, f, self.profile) for f in self._class_features(key))
 
     def all_configs(self, key: str) -> list[Config]:
         """Every feasible configuration of class `key`, in knob-product order."""
@@ -219,42 +153,24 @@ class FamilySpace:
         return out
 
     def structure_config(self, key: str) -> Config:
-        """The baseline kernel's structure as a family configuration: its tiles and warps for the class's largest
-        head dim (`baseline_tiles`, fitted to the chip), one q head per program, no split, one stage."""
-        shape = max((self.shapes[c] for c in self.classes.get(key) or self.shapes), key=lambda s: s.head_dim)
-        block_m, block_n, warps = baseline_tiles(shape.head_dim, DTYPES[shape.dtype].itemsize,
-                                                 self.profile.get("smem_per_block_kb"))
-        config = {k: v[0] for k, v in self.knobs.items()}
-        config.update(block_m=self.snap("block_m", block_m), block_n=self.snap("block_n", block_n),
-                      num_warps=self.snap("num_warps", warps), num_stages=self.snap("num_stages", 1),
-                      num_splits=self.snap("num_splits", 1), pack_gqa=False)
-        while not self.feasible(config, key) and config["block_m"] > min(self.knobs["block_m"]):
-            config["block_m"] = max(b for b in self.knobs["block_m"] if b < config["block_m"])
-        return config
+        """The baseline kernel's structure as a family configuration for class `key`
+        (`KernelFamily.structure_config` over the class's cases)."""
+        return self.complete(self.family.structure_config(self._class_features(key), self.profile))
 
     def programs(self, config: Mapping[str, Any] | None, case: Case) -> int:
-        """Programs with work that a kernel launches for `case` (the occupancy diagnosis): heads x row blocks
-        x splits, by the kernels' own grid rules. `config` None is the baseline (one q head per program,
-        `baseline_tiles` rows); a family configuration is first fitted to the chip as `run_family` does, and
-        ``num_splits=0`` resolved with the family's `auto_splits`."""
-        s = self.shapes.get(case.id) or case_shape(case)
-        ext = list(case.params["extend_lens"])
-        if config is None:
-            block_m, _, _ = baseline_tiles(s.head_dim, DTYPES[s.dtype].itemsize, self.profile.get("smem_per_block_kb"))
-            return s.num_q_heads * sum(math.ceil(e / block_m) for e in ext)
-        limits = ChipLimits.from_profile(self.profile)
-        prob = _problem(s)
-        fitted = fit_to_chip(FamilyConfig(**dict(config)), prob, limits, s.v_is_k)
-        splits = fitted.num_splits or auto_splits(fitted, prob, limits)
-        pack = pack_factor(fitted, prob)
-        heads = s.num_kv_heads if pack > 1 else s.num_q_heads
-        return heads * splits * sum(math.ceil(e * pack / fitted.block_m) for e in ext)
+        """Programs with work a launch has for `case` (the occupancy diagnosis); `config` None is the baseline."""
+        return self.family.programs(config, self.features(case), self.profile)
+
+    def value_label(self, knob: str, value: Any) -> str:
+        """A knob value as progress lines show it (the family's `value_labels`, e.g. num_splits 0 = ``auto``)."""
+        label = dict(self.family.value_labels.get(knob, {})).get(value)
+        return label if label is not None else str(value)
 
     def complete(self, config: Mapping[str, Any]) -> Config:
-        """`config` with a value for every knob of the space: a knob it lacks gets the family's default
-        (`FamilyConfig()`), which is what a candidate rendered without that knob ran with (e.g. a configuration
-        recorded in a finding before the knob existed)."""
-        defaults = FamilyConfig().to_dict()
+        """`config` with a value for every knob of the space: a knob it lacks gets the family's default, which is
+        what a candidate rendered without that knob ran with (e.g. a configuration recorded in a finding before
+        the knob existed)."""
+        defaults = self.family.defaults()
         return {**{k: defaults[k] for k in self.knobs if k in defaults}, **dict(config)}
 
     def full_table(self, table: Mapping[str, Mapping[str, Any]]) -> Table:
@@ -266,20 +182,21 @@ class FamilySpace:
     # ----- rendering
     def render(self, table: Mapping[str, Mapping[str, Any]], signature: inspect.Signature, header: Mapping[str, Any]
                ) -> str:
-        """Source of a candidate file for `table`; `header` holds id, parent_id, generation, patterns,
-        rationale, run_id, chip (shown in the docstring). `signature` is the baseline entry point's."""
+        """Source of a candidate file for `table` from the task's candidate template; `header` holds id,
+        parent_id, generation, patterns, rationale, run_id, chip (shown in the docstring). `signature` is the
+        baseline entry point's."""
         bare = signature.replace(
             parameters=[p.replace(annotation=inspect.Parameter.empty) for p in signature.parameters.values()],
             return_annotation=inspect.Signature.empty)
         names = list(bare.parameters)
         full = self.full_table(table)
         configs = [(k, ", ".join(f"{n}={full[k][n]!r}" for n in self.knobs)) for k in sorted(full)]
-        return render("extend_attention_candidate.py.j2", header=dict(header), configs=configs,
-                      family_module=f"{self.task.optimized_module}.family",
-                      ridge=None if self.ridge is None else round(self.ridge, 3),
-                      signature=_wrap(str(bare)[1:-1].split(", "), indent=4),
-                      call_args=_wrap([f"{n}={n}" for n in names], indent=8),
-                      entry_point=self.task.entry_point)
+        return render_file(self.task.files.candidate_template, header=dict(header), configs=configs,
+                           family_module=self.family.module,
+                           ridge=self.ridge, limits=self.limits,
+                           signature=_wrap(str(bare)[1:-1].split(", "), indent=4),
+                           call_args=_wrap([f"{n}={n}" for n in names], indent=8),
+                           entry_point=self.task.entry_point)
 
 
 def _wrap(items: list[str], indent: int, width: int = 110) -> str:

@@ -91,26 +91,45 @@ class OptimizationLoop:
         noise = self.state.baseline.noise if self.state.baseline else {}
         return ReferenceTimes(self.state.reference_us, noise, self.config.accept.noise_floor)
 
-    # ----- driver
+    # ----- driver: `run_loop`, or the same steps one at a time (`begin`, `step`, `end`; `agent.run_api`)
     def run_loop(self) -> RunState:
         """Run until a stop rule fires; the state is saved after every step and on the way out."""
-        self.state.status, self.state.stop_kind, self.state.stop_reason = "running", None, None
-        self._replay()
         try:
-            if self.state.baseline is None:
-                self.baseline()
+            self.begin()
             while True:
                 self.step()
         except StopRun as stop:
-            self.state.status = "stopped" if isinstance(stop, ProposerUnavailable | VerifierSuspect) else "finished"
-            self.state.stop_kind, self.state.stop_reason = stop.kind, stop.reason
-            self.p.events("stop", stop=stop)
+            self.end(stop)
         except BaseException:
             self.state.status = "stopped"
             raise
         finally:
             self._save()
         return self.state
+
+    def begin(self) -> None:
+        """Mark the run running, feed its history to the proposer (resume) and measure the baseline if it has none.
+
+        Raises:
+            BaselineFailed: the baseline did not pass the verifier (the run is then marked stopped).
+        """
+        self.state.status, self.state.stop_kind, self.state.stop_reason = "running", None, None
+        self._replay()
+        try:
+            if self.state.baseline is None:
+                self.baseline()
+        except BaseException:
+            self.state.status = "stopped"
+            raise
+        finally:
+            self._save()
+
+    def end(self, stop: StopRun) -> None:
+        """Record why the run ended: ``stopped`` (resumable: endpoint down, verifier suspect) or ``finished``."""
+        self.state.status = "stopped" if isinstance(stop, ProposerUnavailable | VerifierSuspect) else "finished"
+        self.state.stop_kind, self.state.stop_reason = stop.kind, stop.reason
+        self._save()
+        self.p.events("stop", stop=stop)
 
     def step(self) -> None:
         """One iteration: (re)evaluate the pending candidate, or check limits and propose a new one."""
@@ -204,7 +223,7 @@ class OptimizationLoop:
             baseline_time_us=dict(self.state.baseline.time_us), noise=self.reference.noise(),
             last_verdict=self._last_verdict(last), history=list(self.state.evaluations),
             rng=random.Random(f"{self.config.seed}:{n}"), timed=self.state.baseline.timed,
-            regression_limit=self.config.accept.regression_limit)
+            regression_limit=self.config.accept.regression_limit, run_dir=self.run.path)
         try:
             proposal = self.p.proposer.propose(ctx)
             if proposal.content_hash in {e.content_hash for e in self.state.evaluations}:
@@ -213,7 +232,7 @@ class OptimizationLoop:
             if failed.raw_reply is not None:
                 self.run.write_reply(n, failed.raw_reply)
             self._finish(failed_proposal_record(n, self.state.best_id, self.p.proposer.name, failed.stage,
-                                                failed.reason), None)
+                                                failed.reason, failed.parameters), None)
             return None
         lineage = self._lineage(n, proposal, best_lineage)
         self.run.write_candidate(n, proposal.source, lineage)

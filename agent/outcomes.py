@@ -9,9 +9,10 @@ from agent.acceptance import Decision, geomean, measure_noise
 from agent.diagnosis import floor_or_none
 from agent.family_space import FamilySpace
 from agent.runstate import BaselineRecord, EvalRecord, Lineage, RunState, utc_now
-from agent.seams import PASS, FindingDraft
+from agent.seams import PASS
 from hardware_profiles.schema import HardwareProfile
 from kernels.task import Case, TaskSpec
+from knowledge.types import VERDICT_STAGES, Finding
 
 
 def floors_us(task: TaskSpec, cases: list[Case], profile: HardwareProfile) -> dict[str, float]:
@@ -79,16 +80,19 @@ def evaluation_record(n: int, lineage: Lineage, verdict: Mapping[str, Any], deci
         content_hash=lineage.content_hash, wall_s=wall_s)
 
 
-def failed_proposal_record(n: int, parent_id: str, proposer: str, stage: str, reason: str) -> EvalRecord:
-    """Record of a proposal that never became a candidate file (no code, wrong signature, duplicate)."""
+def failed_proposal_record(n: int, parent_id: str, proposer: str, stage: str, reason: str,
+                           parameters: Mapping[str, Any] | None = None) -> EvalRecord:
+    """Record of a proposal that never became a candidate file (no code, wrong signature, duplicate);
+    `parameters` are what the proposer spent on it (e.g. the tokens of a tool-calling model's turn)."""
     return EvalRecord(n=n, candidate_id=f"v{n}", parent_id=parent_id, proposer=proposer, stage=stage,
                       passed=False, timed=False, accepted=False, decision=f"failed candidate ({stage}): {reason}",
-                      reasons=[reason])
+                      reasons=[reason], parameters=dict(parameters or {}))
 
 
 def findings_for(state: RunState, record: EvalRecord, case_classes: Mapping[str, str],
-                 dispatch_classes: Mapping[str, str]) -> list[FindingDraft]:
-    """One finding per target case of `record` (all cases if it has no targets); ids are deterministic.
+                 dispatch_classes: Mapping[str, str]) -> list[Finding]:
+    """One finding per target case of `record` (all cases if it has no targets); ids are deterministic. None (an
+    empty list) for a proposal that never reached the verifier (its stage is no verdict stage: no code, a duplicate).
 
     Status: ``accepted`` (became the best), ``rejected`` (verified and timed, not kept), ``untimed`` (verified
     where nothing is timed: no speed evidence) or ``failed`` (did not pass); only timed passes carry candidate
@@ -97,8 +101,8 @@ def findings_for(state: RunState, record: EvalRecord, case_classes: Mapping[str,
     the family knob values the case ran with (family candidates), its dispatch class and the candidate's content
     hash.
     """
-    status = ("accepted" if record.accepted else "failed" if not record.passed
-              else "rejected" if record.timed else "untimed")
+    if record.stage not in VERDICT_STAGES:
+        return []
     timed = record.passed and record.timed  # only then do its times say anything about speed
     table = record.parameters.get("table") or {}
     baseline = state.baseline.time_us if state.baseline else {}
@@ -109,7 +113,7 @@ def findings_for(state: RunState, record: EvalRecord, case_classes: Mapping[str,
         klass = dispatch_classes.get(case_id)
         params = {**(table.get(klass) or {} if klass else {}), "dispatch_class": klass,
                   "candidate": record.content_hash}
-        out.append(FindingDraft(
+        out.append(Finding(
             id=f"{state.run_id}-{record.candidate_id}-{case_id}", chip=state.config.chip, task=state.config.task,
             case_id=case_id, case_class=case_classes.get(case_id, ""),
             patterns=tuple(class_patterns.get(klass, record.patterns) if class_patterns else record.patterns),
@@ -118,6 +122,6 @@ def findings_for(state: RunState, record: EvalRecord, case_classes: Mapping[str,
             speedup=record.speedup.get(case_id) if timed else None,
             roofline_fraction=record.roofline_fraction.get(case_id) if timed else None,
             verdict_stage=record.stage, verdict_id=f"{state.run_id}/verdicts/v{record.n}.json",
-            run_id=state.run_id, date=utc_now(), status=status,
+            run_id=state.run_id, date=utc_now(), accepted=record.accepted,
             notes=record.decision if record.passed else "; ".join(record.reasons[:2])))
     return out

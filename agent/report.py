@@ -1,8 +1,9 @@
-"""`chiplore report RUN`: a Markdown summary, two PNG plots and the best kernel as an SGLang drop-in.
+"""`chiplore report RUN`: a Markdown summary, two PNG plots and the best kernel as a drop-in package.
 
 Written to ``<run>/report/``: ``report.md`` (template ``report.md.j2``), ``speedup.png`` (geomean speedup over the
 baseline at every evaluation, with the best so far), ``roofline.png`` (fraction of the roofline floor per case,
-baseline vs best) and ``sglang/`` (`agent.dropin`). Untimed runs (Triton interpreter) get no speedup figures.
+baseline vs best) and ``dropin/<package>/`` (`agent.dropin`; the package the task's `kernels.task.DropIn` names).
+Untimed runs (Triton interpreter) get no speedup figures.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from agent.runstate import EvalRecord, RunDir, RunState  # noqa: E402
 from agent.templates import render  # noqa: E402
 from core.atomic_io import atomic_write_text  # noqa: E402
 from core.errors import BadInputError  # noqa: E402
+from kernels.task import load_task  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -196,7 +198,12 @@ def write_report(run: RunDir) -> ReportFiles:
     plot_roofline(state, roofline_png)
     best_kernel = out / f"{state.config.task}_best_{state.best_id}.py"
     atomic_write_text(best_kernel, best_text)
-    dropin = write_dropin(best_source, out / "sglang") if best_n else None
+    try:
+        task = load_task(state.config.task)
+    except KeyError as exc:
+        raise RunCorruptError(f"run {run.run_id!r}: {exc.args[0]}") from None
+    dropin = (write_dropin(best_source, out / "dropin", task.dropin, task.entry_point)
+              if best_n and task.dropin is not None else None)
     best = state.best_record()
     final = best_geomean(state)
     timed = bool(state.baseline and state.baseline.timed)
@@ -205,11 +212,25 @@ def write_report(run: RunDir) -> ReportFiles:
         geomean_fraction=_geomean_fraction(state),
         evals_95=evals_to_fraction_of(state, 0.95 * best.geomean_speedup) if best and best.geomean_speedup else None,
         chain=lineage_chain(run, state), evaluations=state.evaluations, retrieval=_retrieval_summary(run, state),
-        counts=_counts(state.evaluations), best_kernel=best_kernel.name, dropin=dropin is not None,
-        findings=len(state.findings_recorded))
+        counts=_counts(state.evaluations), best_kernel=best_kernel.name,
+        dropin=task.dropin if dropin is not None else None, entry_point=task.entry_point,
+        findings=len(state.findings_recorded), model_usage=model_usage(state))
     markdown = out / "report.md"
     atomic_write_text(markdown, text)
     return ReportFiles(markdown, speedup_png, roofline_png, best_kernel, dropin)
+
+
+def model_usage(state: RunState) -> dict[str, Any] | None:
+    """Tokens, requests and tool calls of a tool-calling model over the run (summed from each evaluation's
+    ``usage``, which counts the responses' ``usage``), with the run's bounds; None for other proposers."""
+    if state.config.proposer != "llm-tools":
+        return None
+    totals: dict[str, int] = {}
+    for e in state.evaluations:
+        for key, value in (e.parameters.get("usage") or {}).items():
+            totals[key] = totals.get(key, 0) + int(value)
+    return {"totals": totals, "bounds": state.config.tool_bounds.model_dump(),
+            "budget_min": state.config.stop.budget_min, "model": state.config.llm.resolved_model()}
 
 
 def best_geomean(state: RunState) -> float:

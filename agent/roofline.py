@@ -4,7 +4,9 @@ Roofline model (Williams, Waterman, Patterson, "Roofline: an insightful visual p
 architectures", CACM 52(4), 2009): a kernel that must execute F FLOPs and move B bytes of device memory cannot
 finish faster than ``max(F / peak_flops, B / peak_bandwidth)``. The task spec supplies F and B (compulsory
 traffic) per case; the chip profile supplies the peaks. The floor uses spec peaks, so no honest timing can be
-below it: the verifier rejects such a time as ``too_fast_to_be_true``.
+below it: the verifier rejects such a time as ``too_fast_to_be_true``. The measured floor (`measured_roofline_point`)
+uses what ``chiplore profile probe`` measured instead (achievable copy bandwidth and dense dot throughput): the
+time a kernel as good as those probes would take, shown beside the spec floor and never used as a gate.
 """
 
 from __future__ import annotations
@@ -13,14 +15,9 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from core.errors import ChiploreError
+from hardware_profiles.peaks import PEAK_KEYS, dtype_peak_flops
 from hardware_profiles.schema import HardwareProfile
 from kernels.task import Case, TaskSpec
-
-#: Profile peak keys to try for an input dtype, fastest first. float32 inputs may run on TF32 tensor cores
-#: (the task's float32 tolerance allows it), so the floor uses the larger of the two peaks.
-PEAK_KEYS: dict[str, tuple[str, ...]] = {
-    "bfloat16": ("bf16",), "float16": ("fp16",), "float32": ("tf32", "fp32"), "float64": ("fp64",),
-}
 
 #: Launch latency of one kernel, microseconds: "a few microseconds" per launch (NVIDIA CUDA C++ Best Practices
 #: Guide, "Kernel launch overhead"); used only to name a launch-bound case, never as a floor.
@@ -55,18 +52,11 @@ class RooflinePoint:
         return "memory" if self.memory_floor_us >= self.compute_floor_us else "compute"
 
 
-def _dtype_name(case: Case, dtype: str | None) -> str:
-    name = str(dtype or case.params.get("dtype") or "float32").replace("torch.", "")
+def _dtype_name(task: TaskSpec, case: Case, dtype: str | None) -> str:
+    name = str(dtype or task.dtype_of(case)).replace("torch.", "")
     if name not in PEAK_KEYS:
         raise ValueError(f"dtype {name!r} has no peak mapping; expected one of {sorted(PEAK_KEYS)}")
     return name
-
-
-def peak_flops(profile: HardwareProfile, dtype: str) -> float | None:
-    """Largest dense FLOP/s peak the profile gives for input dtype `dtype` (``'bfloat16'``...), or None."""
-    values = [profile.peak_flops(k) for k in PEAK_KEYS[dtype]]
-    known = [v for v in values if v]
-    return max(known) if known else None
 
 
 def roofline_point(task: TaskSpec, case: Case, profile: HardwareProfile, dtype: str | None = None) -> RooflinePoint:
@@ -76,16 +66,49 @@ def roofline_point(task: TaskSpec, case: Case, profile: HardwareProfile, dtype: 
         RooflineUnknown: the profile knows neither peak (an unknown peak contributes a floor of 0).
         ValueError: unsupported dtype.
     """
-    name = _dtype_name(case, dtype)
+    name = _dtype_name(task, case, dtype)
+    if not dtype_peak_flops(profile, name) and not profile.peak_bytes_per_s():
+        raise RooflineUnknown(f"profile {profile.chip!r} has no {name} FLOP/s peak and no memory bandwidth")
+    return _point(task, case, dtype, lambda n: (dtype_peak_flops(profile, n), profile.peak_bytes_per_s()))
+
+
+def _point(task: TaskSpec, case: Case, dtype: str | None, rates) -> RooflinePoint:
+    name = _dtype_name(task, case, dtype)
     sized = case if case.params.get("dtype") == name else replace(case, params={**dict(case.params), "dtype": name})
     flops, nbytes = float(task.flops(sized)), float(task.bytes(sized))
-    pf, bw = peak_flops(profile, name), profile.peak_bytes_per_s()
-    if not pf and not bw:
-        raise RooflineUnknown(f"profile {profile.chip!r} has no {name} FLOP/s peak and no memory bandwidth")
+    pf, bw = rates(name)
     compute_us = flops / pf * 1e6 if pf else 0.0
     memory_us = nbytes / bw * 1e6 if bw else 0.0
-    ridge = pf / bw if pf and bw else 0.0
+    ridge = pf / bw if pf and bw else 0.0  # spec rates: = hardware_profiles.peaks.ridge_flop_per_byte
     return RooflinePoint(flops, nbytes, flops / nbytes if nbytes else 0.0, ridge, compute_us, memory_us)
+
+
+def measured_roofline_point(task: TaskSpec, case: Case, profile: HardwareProfile, dtype: str | None = None
+                            ) -> RooflinePoint:
+    """Like `roofline_point`, with the probe's achievable rates (`HardwareProfile.achievable_flops`,
+    `achievable_bytes_per_s`) in place of the spec peaks; float32 takes the larger of tf32/fp32 as measured.
+
+    Raises:
+        RooflineUnknown: nothing was measured (neither rate). ValueError: unsupported dtype.
+    """
+    def rates(name: str) -> tuple[float | None, float | None]:
+        known = [v for v in (profile.achievable_flops(k) for k in PEAK_KEYS[name]) if v]
+        return (max(known) if known else None), profile.achievable_bytes_per_s()
+
+    name = _dtype_name(task, case, dtype)
+    pf, bw = rates(name)
+    if not pf and not bw:
+        raise RooflineUnknown(f"profile {profile.chip!r} has no measured {name} dot throughput and no measured "
+                              f"bandwidth (run `chiplore profile probe {profile.chip}`)")
+    return _point(task, case, dtype, rates)
+
+
+def measured_floor_or_none(task: TaskSpec, case: Case, profile: HardwareProfile) -> float | None:
+    """The measured floor of `case` in microseconds, or None when the probe has not measured the chip."""
+    try:
+        return measured_roofline_point(task, case, profile).floor_us
+    except RooflineUnknown:
+        return None
 
 
 def roofline_floor_us(task: TaskSpec, case: Case, profile: HardwareProfile, dtype: str | None = None) -> float:

@@ -3,6 +3,7 @@
 Layout of ``$CHIPLORE_HOME/runs/<run_id>/``::
 
     state.json            RunState (config, baseline, best, every evaluation, pending write-ahead marker)
+    run.lock              held (fcntl) by the process running the run; its pid and purpose written inside
     kernel_v{N}.py        candidate N (kernel_v0.py: a copy of the baseline)
     kernel_v{N}.json      its lineage (id, parent_id, generation, patterns, parameters, rationale, ...)
     verdicts/v{N}.json    the verifier's verdict for candidate N, verbatim
@@ -13,6 +14,11 @@ Write-ahead rule (resume without repeating or losing an evaluation): before cand
 records ``pending = N``; the verdict file is written as soon as it exists; the evaluation record is appended
 and ``pending`` cleared in one atomic state save. On resume a pending N with a verdict file is finished from
 that file; one without is verified again.
+
+One process at a time: a run is live while a process holds its ``run.lock`` (`RunDir.lock`), so ``--resume`` of a
+live run is refused naming that pid; a lock left by a process that died is free and taken over. A save never goes
+back in time: each save increments `RunState.saves`, and `RunDir.save_state` refuses to write over a file that was
+saved more often than the state in hand (another process wrote it meanwhile).
 """
 
 from __future__ import annotations
@@ -29,9 +35,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.config import OptimizeConfig
-from agent.errors import RunCorruptError, RunNotFoundError
+from agent.errors import RunBusyError, RunConflictError, RunCorruptError, RunNotFoundError
 from core.atomic_io import atomic_write_json, atomic_write_text
-from core.errors import BadInputError
+from core.errors import BadInputError, LockBusyError
+from core.locks import FileLock, is_held, read_holder
 from core.settings import runs_dir
 
 STATE_VERSION = 1
@@ -135,6 +142,7 @@ class RunState(BaseModel):
     no_improve_streak: int = 0
     findings_recorded: list[str] = Field(default_factory=list)
     resumes: int = 0
+    saves: int = Field(0, ge=0, description="times this state was saved (`RunDir.save_state` never goes below)")
 
     @property
     def next_n(self) -> int:
@@ -161,6 +169,7 @@ class RunDir:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.run_id = self.path.name
+        self._lock = FileLock(self.path / "run.lock")
 
     # ----- locating runs
     @classmethod
@@ -195,15 +204,64 @@ class RunDir:
         known = ", ".join(recent_runs(root)) or "none"
         raise RunNotFoundError(f"run {str(run)!r} not found (no state.json); recent runs: {known}")
 
-    # ----- state
     @property
     def state_path(self) -> Path:
         return self.path / "state.json"
 
+    # ----- the run lock
+    def lock(self, what: str = "optimizing") -> None:
+        """Hold this run's lock until `unlock` or the end of the process (a dead holder's lock is taken over).
+
+        Raises:
+            RunBusyError: the run is live in another process (or held by another `RunDir` of this one); the message
+                names the pid.
+        """
+        try:
+            self._lock.acquire(f"{what} run {self.run_id}")
+        except LockBusyError:
+            raise RunBusyError(self._busy_message()) from None
+
+    def unlock(self) -> None:
+        self._lock.release()
+
+    def check_not_live(self) -> None:
+        """Refuse a run that another process runs now (without taking its lock).
+
+        Raises:
+            RunBusyError: as `lock`.
+        """
+        if not self._lock.held and is_held(self._lock.path):
+            raise RunBusyError(self._busy_message())
+
+    def _busy_message(self) -> str:
+        holder = read_holder(self._lock.path)
+        who = f"pid {holder.pid} (since {holder.since})" if holder else "another process"
+        return (f"run {self.run_id!r} is running in {who}; wait for it to finish or stop that process, "
+                f"then resume it (lock {self._lock.path})")
+
+    # ----- state
     def save_state(self, state: RunState) -> None:
-        """Write `state` atomically; `updated_at` is refreshed."""
+        """Write `state` atomically; `updated_at` is refreshed and `saves` incremented.
+
+        Raises:
+            RunConflictError: the file on disk was saved more often than `state` (another process saved it after
+                `state` was read): it is not overwritten with the older state.
+        """
+        on_disk = self._saves_on_disk()
+        if on_disk > state.saves:
+            raise RunConflictError(f"run {self.run_id!r}: state.json was saved by another process after this one read "
+                                   f"it (save {on_disk}, this process holds save {state.saves}); not overwritten")
+        state.saves += 1
         state.updated_at = utc_now()
         atomic_write_text(self.state_path, state.model_dump_json(indent=2) + "\n")
+
+    def _saves_on_disk(self) -> int:
+        """`RunState.saves` of the file on disk, read leniently (0 when absent or unreadable)."""
+        try:
+            value = json.loads(self.state_path.read_bytes().decode("utf-8")).get("saves", 0)
+        except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+            return 0
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
     def load_state(self) -> RunState:
         """Read ``state.json``.

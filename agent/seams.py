@@ -14,8 +14,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from hardware_profiles.schema import HardwareProfile
 from kernels.task import Case, TaskSpec
+from knowledge.types import Finding
 
-PASS = "pass"
+PASS = "pass"  # the verdict stage of a candidate that passed (knowledge.types.VERDICT_STAGES)
 
 
 @runtime_checkable
@@ -57,36 +58,6 @@ class Citation:
     metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
-@dataclasses.dataclass(frozen=True)
-class FindingDraft:
-    """A finding as the loop produces it (DESIGN.md "Finding"); `Knowledge.record_finding` stores it.
-
-    Attributes:
-        id: deterministic (``<run_id>-v<N>-<case_id>``) so recording twice stores it once.
-        status: ``accepted`` | ``rejected`` (verified and timed, not kept) | ``untimed`` (verified, nothing timed)
-            | ``failed`` (did not pass the verifier).
-        time_us fields and speedup are None when nothing was timed.
-    """
-
-    id: str
-    chip: str
-    task: str
-    case_id: str
-    case_class: str
-    patterns: tuple[str, ...]
-    parameters: Mapping[str, Any]
-    baseline_time_us: float | None
-    candidate_time_us: float | None
-    speedup: float | None
-    roofline_fraction: float | None
-    verdict_stage: str
-    verdict_id: str
-    run_id: str
-    date: str
-    status: str
-    notes: str = ""
-
-
 class Knowledge(Protocol):
     """The knowledge base as the loop queries it at every iteration."""
 
@@ -97,7 +68,7 @@ class Knowledge(Protocol):
 
     def query_findings(self, chip: str, task: str, k: int) -> list[Citation]: ...
 
-    def record_finding(self, finding: FindingDraft) -> str: ...
+    def record_finding(self, finding: Finding) -> str: ...
 
 
 def _plain(value: Any) -> Any:

@@ -46,7 +46,9 @@ def select_cases(task: TaskSpec, ids: list[str] | None) -> list[Case]:
 
 
 def make_proposer(config: OptimizeConfig, space: FamilySpace | None, check: bool = False) -> Proposer:
-    """``llm`` -> `LLMProposer`; retrieval off or ``uniform`` -> `UniformProposer`; else pattern-guided.
+    """``llm`` -> `LLMProposer`; ``llm-tools`` -> `ToolCallingProposer`; ``external`` -> `ExternalProposer`
+    (candidates submitted through `agent.run_api`); retrieval off or ``uniform`` -> `UniformProposer`; else
+    pattern-guided.
     With `check`, a proposer that talks to a service is checked now (`LLMProposer.check`).
 
     Raises:
@@ -54,13 +56,23 @@ def make_proposer(config: OptimizeConfig, space: FamilySpace | None, check: bool
         ProposerConfigError: the LLM proposer has no model, or (with `check`) its endpoint is unreachable or
             refuses the API key.
     """
-    if config.proposer == "llm":
-        from agent.proposers.llm import LLMProposer
+    if config.proposer in ("llm", "llm-tools"):
+        if config.proposer == "llm":
+            from agent.proposers.llm import LLMProposer
 
-        proposer = LLMProposer(config.llm)
+            proposer = LLMProposer(config.llm)
+        else:
+            from agent.proposers.llm_tools import ToolCallingProposer
+
+            proposer = ToolCallingProposer(config.llm, config.tool_bounds, config.verify_options,
+                                           retrieval=config.retrieval)
         if check:
             proposer.check()
         return proposer
+    if config.proposer == "external":
+        from agent.run_api import ExternalProposer
+
+        return ExternalProposer()
     if space is None:
         raise BadInputError(f"task {config.task!r} has no kernel family; use --proposer llm")
     if config.proposer == "uniform" or not config.retrieval:
@@ -74,6 +86,7 @@ def start_run(config: OptimizeConfig, device: str = "", run_id: str | None = Non
     leaves no folder behind."""
     load_task_checked(config.task)
     run = RunDir.create(run_id or new_run_id(config.task, config.chip), root)
+    run.lock()
     state = RunState(run_id=run.run_id, config=config, device=device)
     run.save_state(state)
     return run, state
@@ -90,7 +103,7 @@ def prepare(config: OptimizeConfig, profile: HardwareProfile, verifier: Verifier
     """
     task = load_task_checked(config.task)
     cases = select_cases(task, config.cases)
-    space = FamilySpace(task, profile, cases) if task.knobs else None
+    space = FamilySpace(task, profile, cases) if task.knobs and task.family is not None else None
     return LoopParts(task=task, profile=profile, cases=cases, verifier=verifier,
                      proposer=proposer or make_proposer(config, space, check),
                      knowledge=knowledge if config.retrieval else None, space=space)
@@ -100,7 +113,11 @@ def run_prepared(run: RunDir, state: RunState, parts: LoopParts, events: Events 
     """Run (or resume) `state` with `parts` (from `prepare`) to its end; returns the final state (also saved)."""
     if events is not None:
         parts.events = events
-    return OptimizationLoop(run, state, parts).run_loop()
+    run.lock()  # held already when the run came from `start_run` / `resume_run`
+    try:
+        return OptimizationLoop(run, state, parts).run_loop()
+    finally:
+        run.unlock()
 
 
 def run_optimization(run: RunDir, state: RunState, profile: HardwareProfile, verifier: Verifier,
@@ -129,9 +146,12 @@ def resume_run(run: str | Path, root: Path | None = None, max_evals: int | None 
     """Open a run to continue it; `max_evals` / `budget_min` replace the saved stop rules when given.
 
     Raises:
-        RunNotFoundError, RunCorruptError: see `open_run`.
+        RunNotFoundError, RunCorruptError: see `open_run`. RunBusyError: the run is live in another process (its
+            lock names the pid); nothing is written then.
     """
     folder, state = open_run(run, root)
+    folder.lock("resuming")
+    state = folder.load_state()  # as the last holder left it
     updates = {k: v for k, v in (("max_evals", max_evals), ("budget_min", budget_min)) if v is not None}
     if updates:
         state.config = state.config.model_copy(update={"stop": state.config.stop.model_copy(update=updates)})

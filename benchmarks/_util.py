@@ -15,6 +15,29 @@ from kernels.extend_attention.spec import TASK, bytes_moved, flops, make_inputs,
 from kernels.task import Case
 
 
+def use_chip(chip: str):
+    """Run this process's kernels as chip `chip`: its profile's limits become the process's chip limits
+    (`kernels.chip.set_chip_limits`), and a virtual chip's partition is entered (green context, shared-memory
+    cap). Call it before the first CUDA allocation. Returns the profile.
+
+    Raises:
+        BadInputError: unknown chip, a limit unknown in its profile, or a virtual chip this machine cannot realise.
+    """
+    from hardware_profiles import load_profile
+    from hardware_profiles.limits import chip_limits_of
+    from hardware_profiles.virtual import enter_chip
+    from kernels.chip import ChipLimits, device_conflicts, set_chip_limits
+
+    profile = load_profile(chip)
+    limits = chip_limits_of(profile)
+    set_chip_limits(limits)
+    if torch.cuda.is_available():
+        enter_chip(profile)
+        for line in device_conflicts(limits, ChipLimits.from_device("cuda")):
+            print(f"chip {chip}: the device reports other limits than the profile (the profile's are used): {line}")
+    return profile
+
+
 def environment() -> dict[str, Any]:
     """Device, versions and commit of this run (recorded beside every result row)."""
     try:

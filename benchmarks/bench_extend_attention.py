@@ -1,11 +1,20 @@
-"""Extend attention on the 9 bench cases: baseline, optimized (tuned family), torch flex_attention.
+"""Extend attention on the 9 bench cases: baseline, tuned, SGLang 0.5.23's own kernel, torch flex_attention and
+FlashInfer, all in one process on the same input sets (benchmarks/extend_providers.py).
 
-Medians of timed calls with cold L2 and rotated inputs (`kernels.timing.bench`), every figure beside its
-fraction of the roofline floor from the chip profile's spec peaks. flex_attention runs on K/V already gathered
-into contiguous per-sequence order and a prebuilt block mask: as in shared/reference/extend_attention.md, its
-gather and mask construction are excluded from its time. Writes JSON and prints a Markdown table.
+Every provider's output is first checked against the float32 reference (the task tolerance, no NaN). Then three
+times per case and provider, each median beside its fraction of the roofline floor (the chip profile's spec peaks):
+- ``gpu_us``: CUDA-graph replay (`kernels.timing.graph_bench`: L2 flushed, inputs rotated): the GPU work alone;
+- ``b2b_us``: back-to-back calls without graphs (`kernels.timing.back_to_back_us`): what a caller sees, host launch
+  work included;
+- ``host_us``: host time of one call, ``time.perf_counter`` around it without synchronizing (`kernels.timing.host_us`).
+Work a serving engine does once per batch is setup, outside the timed region: FlashInfer's ``plan()`` and the copy of
+the extend K/V into its cache, flex_attention's gather and block mask. The table notes whether the baseline is within
++-30 % of SGLang's kernel (GPU time), the claim that it reproduces the public kernel. SGLang needs ``.cache/sglang``
+(``python benchmarks/sglang_kernel.py --fetch``); FlashInfer is optional (``CHIPLORE_FLASHINFER_PATH``); a provider
+that cannot run is listed with its reason. Writes JSON and prints a Markdown table.
 
-    python benchmarks/bench_extend_attention.py --chip h200 --out $OUT/bench.json [--no-flex] [--reps 20]
+    python benchmarks/bench_extend_attention.py --chip h200 --out $OUT/bench.json [--providers a,b] [--cases a,b]
+    python benchmarks/bench_extend_attention.py --check --out /tmp/check.json   # CPU: correctness at tiny shapes
 """
 
 from __future__ import annotations
@@ -13,165 +22,216 @@ from __future__ import annotations
 import argparse
 import math
 import multiprocessing as mp
+import os
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if "--check" in sys.argv and not __import__("torch").cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import torch  # noqa: E402
 
-from benchmarks._util import environment, input_sets, max_error, reference_output, roofline, write_json  # noqa: E402
-from hardware_profiles import load_profile  # noqa: E402
-from kernels.extend_attention import baseline, extend_attention_fwd  # noqa: E402
-from kernels.extend_attention.spec import TASK  # noqa: E402
+from benchmarks._util import (  # noqa: E402
+    environment,
+    input_sets,
+    max_error,
+    reference_output,
+    roofline,
+    use_chip,
+    write_json,
+)
+from benchmarks.extend_providers import PROVIDERS, Provider, Unavailable, flex_provider  # noqa: E402
+from kernels.extend_attention.cases import full_params  # noqa: E402
+from kernels.extend_attention.spec import TASK, make_inputs, reference  # noqa: E402
 from kernels.task import Case  # noqa: E402
-from kernels.timing import bench  # noqa: E402
+
+#: The baseline reproduces the public kernel when its GPU time is within this ratio of SGLang's.
+SGLANG_BAND = 0.30
+HOST_CALLS = 50
+B2B_CALLS = 20
+
+#: Tiny versions of the bench cases for the CPU check (interpreter, float16): each keeps its case's structure
+#: (one long sequence, ragged batch, MLA, head dims), with interpreter-sized lengths and heads.
+CHECK_CASES = tuple(Case(f"check-{cid}", full_params({**p, "dtype": "float16"}), 7, "check") for cid, p in (
+    ("prefill", dict(extend_lens=[40], prefix_lens=[0], num_q_heads=4, num_kv_heads=1)),
+    ("chunked-prefill", dict(extend_lens=[16], prefix_lens=[90], num_q_heads=4, num_kv_heads=1)),
+    ("mixed-batch", dict(extend_lens=[6] * 3, prefix_lens=[20] * 3, num_q_heads=4, num_kv_heads=1)),
+    ("decode", dict(extend_lens=[1] * 4, prefix_lens=[30] * 4, num_q_heads=4, num_kv_heads=1)),
+    ("ragged", dict(extend_lens=[30, 2, 2], prefix_lens=[0, 17, 17], num_q_heads=4, num_kv_heads=1)),
+    ("small-heads", dict(extend_lens=[8] * 2, prefix_lens=[9] * 2, num_q_heads=2, num_kv_heads=2, head_dim=64)),
+    ("large-heads", dict(extend_lens=[5], prefix_lens=[12], num_q_heads=2, num_kv_heads=1, head_dim=256)),
+    ("mla", dict(extend_lens=[4, 3], prefix_lens=[9, 5], num_q_heads=4, num_kv_heads=1, head_dim=576,
+                 head_dim_v=512, mla=True)),
+))
 
 
-def flex_inputs(args: dict) -> dict:
-    """Contiguous per-sequence K/V ([1, H_kv, Σ(P+E), D]), Q ([1, H_q, ΣE, D]) and a document-causal block mask."""
-    from torch.nn.attention.flex_attention import create_block_mask
-
-    qo, kv = args["qo_indptr"].tolist(), args["kv_indptr"].tolist()
-    ks, vs, q_doc, q_pos, kv_doc, kv_pos = [], [], [], [], [], []
-    for b in range(len(qo) - 1):
-        slots = args["kv_indices"][kv[b]:kv[b + 1]]
-        e, p = qo[b + 1] - qo[b], kv[b + 1] - kv[b]
-        ks += [args["k_buffer"][slots], args["k_extend"][qo[b]:qo[b + 1]]]
-        vs += [args["v_buffer"][slots], args["v_extend"][qo[b]:qo[b + 1]]]
-        q_doc += [b] * e
-        q_pos += list(range(p, p + e))
-        kv_doc += [b] * (p + e)
-        kv_pos += list(range(p + e))
-    dev = args["q_extend"].device
-    qd, qp, kd, kp = (torch.tensor(x, device=dev) for x in (q_doc, q_pos, kv_doc, kv_pos))
-
-    def mask_mod(b, h, q_idx, kv_idx):
-        return (qd[q_idx] == kd[kv_idx]) & (kp[kv_idx] <= qp[q_idx])
-
-    block_mask = create_block_mask(mask_mod, None, None, len(q_doc), len(kv_doc), device=dev)
-    return {
-        "query": args["q_extend"].transpose(0, 1).unsqueeze(0).contiguous(),
-        "key": torch.cat(ks).transpose(0, 1).unsqueeze(0).contiguous(),
-        "value": torch.cat(vs).transpose(0, 1).unsqueeze(0).contiguous(),
-        "block_mask": block_mask,
-        "scale": 1.0 / math.sqrt(args["q_extend"].shape[2]),
-    }
+def make_providers(names: list[str], compiled_flex: bool) -> tuple[dict[str, Provider], dict[str, str]]:
+    """(name -> provider, name -> reason it is unavailable)."""
+    out, skipped = {}, {}
+    for name in names:
+        try:
+            out[name] = flex_provider(compiled_flex) if name == "flex_attention" else PROVIDERS[name]()
+        except Unavailable as exc:
+            skipped[name] = str(exc)
+    return out, skipped
 
 
-_FLEX = None
+def _check(provider: Provider, prepared: dict, raw: dict, ref: torch.Tensor, case: Case) -> dict:
+    raw["o_extend"].fill_(float("nan"))
+    result = provider.call(**prepared)
+    if raw["o_extend"].is_cuda:
+        torch.cuda.synchronize()
+    ok, err = max_error(provider.output(prepared, result), ref, case)
+    return {"ok": ok, "max_err": err}
 
 
-def flex_fn():
-    """torch.compile'd flex_attention with GQA enabled (compiled once per process)."""
-    global _FLEX
-    if _FLEX is None:
-        from torch.nn.attention.flex_attention import flex_attention
+def _timings(provider: Provider, prepared: list[dict], case: Case, peaks, reps: int) -> dict:
+    from kernels.timing import back_to_back_us, graph_bench, host_us
 
-        compiled = torch.compile(flex_attention, dynamic=False)
-        _FLEX = lambda **kw: compiled(**kw, enable_gqa=True)  # noqa: E731
-    return _FLEX
+    out = {}
+    for key, measure in (("gpu_us", lambda: graph_bench(provider.call, prepared, reps=reps).median_us),
+                         ("b2b_us", lambda: back_to_back_us(provider.call, prepared, B2B_CALLS)),
+                         ("host_us", lambda: host_us(provider.call, prepared[0], HOST_CALLS))):
+        try:
+            out[key] = measure()
+        except Exception as exc:  # noqa: BLE001 - e.g. a provider that cannot be captured in a graph
+            out[f"{key}_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+    for key in ("gpu_us", "b2b_us"):
+        if key in out:
+            out[key.replace("_us", "_floor")] = roofline(case, out[key], *peaks)["fraction_of_floor"]
+    if "gpu_us" in out:
+        out.update(time_us=out["gpu_us"], **roofline(case, out["gpu_us"], *peaks))
+    return out
+
+
+def run_provider(name: str, provider: Provider, sets: list[dict], ref: torch.Tensor, case: Case, peaks,
+                 reps: int) -> dict:
+    """Check then (with `peaks`) time one provider on one case; a failure is recorded in the row, not raised."""
+    row = {"case": case.id, "provider": name}
+    try:
+        prepared = provider.setup(sets)
+        row.update(_check(provider, prepared[0], sets[0], ref, case))
+        if peaks:
+            row.update(_timings(provider, prepared, case, peaks, reps))
+    except Unavailable as exc:
+        row["skipped"] = str(exc)
+    except Exception as exc:  # noqa: BLE001 - a provider that fails on a case is reported, not fatal
+        row["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    return row
 
 
 def _warm_flex(case_id: str) -> str:
     """Compile flex_attention for one case in a worker (fills the inductor/Triton caches)."""
     try:
-        args = input_sets(TASK.case(case_id), 1)[0]
-        flex_fn()(**flex_inputs(args))
+        provider = flex_provider(True)
+        provider.call(**provider.setup(input_sets(TASK.case(case_id), 1))[0])
         torch.cuda.synchronize()
         return f"{case_id}: ok"
     except Exception as exc:  # noqa: BLE001 - flex does not run on every case; record why
         return f"{case_id}: {type(exc).__name__}: {str(exc)[:200]}"
 
 
-def time_provider(name, fn, sets, case, ref, peaks, reps):
-    """Check then time one provider; returns a result row."""
-    row = {"case": case.id, "provider": name}
-    try:
-        if ref is not None:
-            sets[0]["o_extend"].fill_(float("nan"))
-            fn(**sets[0])
-            torch.cuda.synchronize()
-            row["ok"], row["max_err"] = max_error(sets[0]["o_extend"], ref, case)
-        t = bench(fn, sets, reps=reps, warmup=3)
-        row.update(time_us=t.median_us, p25_us=t.p25_us, p75_us=t.p75_us, wall_us=t.wall_median_us)
-        row.update(roofline(case, t.median_us, *peaks))
-    except Exception as exc:  # noqa: BLE001 - a provider that fails on a case is reported, not fatal
-        row["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
-    return row
+def _cell(r: dict, key: str, frac: str) -> str:
+    if key in r:
+        return f"{r[key]:.0f} ({100 * r[frac]:.1f}%)" if frac in r else f"{r[key]:.0f}"
+    return (r.get("skipped") or r.get("error") or r.get(f"{key}_error") or "-")[:32]
 
 
-def bench_case(case: Case, peaks, reps: int, with_flex: bool) -> list[dict]:
-    """Baseline, optimized and flex rows for one case."""
-    sets = input_sets(case, 2)
-    ref = reference_output(sets[0])
-    rows = [time_provider("baseline", baseline.extend_attention_fwd, sets, case, ref, peaks, reps),
-            time_provider("optimized", extend_attention_fwd, sets, case, ref, peaks, reps)]
-    if with_flex:
-        try:
-            fsets = [flex_inputs(s) for s in sets]
-            rows.append(time_provider("flex_attention", flex_fn(), fsets, case, None, peaks, reps))
-        except Exception as exc:  # noqa: BLE001
-            rows.append({"case": case.id, "provider": "flex_attention", "error": f"{type(exc).__name__}: {exc}"[:300]})
-    del sets, ref
-    torch.cuda.empty_cache()
-    return rows
-
-
-def markdown(rows: list[dict]) -> str:
-    """Table: case | floor | baseline | optimized | flex | speedup; times in µs with % of floor."""
+def markdown(rows: list[dict], providers: list[str]) -> str:
+    """Per case: floor, then per provider GPU / back-to-back / host µs (GPU and back-to-back with % of floor), the
+    tuned speedup over the baseline and over SGLang, and whether the baseline is within +-30 % of SGLang."""
     by = {(r["case"], r["provider"]): r for r in rows}
-    lines = ["| case | floor µs | baseline µs (% floor) | optimized µs (% floor) | flex_attention µs (% floor) "
-             "| speedup vs baseline |", "|---|---|---|---|---|---|"]
-    speedups = []
-    for case in TASK.bench_cases:
-        if not any(c == case.id for c, _ in by):  # not benched in this run (--cases)
-            continue
-        cells = []
-        for prov in ("baseline", "optimized", "flex_attention"):
+    head = ["case", "floor µs"] + [f"{p} GPU / b2b / host µs" for p in providers]
+    head += ["tuned / baseline", "tuned / SGLang", "baseline within ±30 % of SGLang"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    ratios: dict[str, list[float]] = {"baseline": [], "sglang": []}
+    for case in [c for c in TASK.bench_cases if any(k[0] == c.id for k in by)]:
+        cells, floor = [], float("nan")
+        for prov in providers:
             r = by.get((case.id, prov), {})
-            ok = "" if r.get("ok", True) else " MISMATCH"
-            cells.append(f"{r['time_us']:.0f} ({100 * r['fraction_of_floor']:.1f}%){ok}" if "time_us" in r
-                         else r.get("error", "-")[:40])
-        b, o = by.get((case.id, "baseline"), {}), by.get((case.id, "optimized"), {})
-        sp = b.get("time_us", float("nan")) / o.get("time_us", float("nan"))
-        speedups.append(sp)
-        floor = o.get("floor_us", b.get("floor_us", float("nan")))
-        lines.append(f"| {case.id} | {floor:.0f} | " + " | ".join(cells) + f" | {sp:.2f}x |")
-    timed = [s for s in speedups if s == s]
-    geo = math.exp(sum(math.log(s) for s in timed) / max(1, len(timed)))
-    lines.append(f"\nGeomean speedup of the optimized kernel over the baseline: {geo:.2f}x ({len(timed)} cases)")
+            floor = r.get("floor_us", floor)
+            bad = "" if r.get("ok", True) else " MISMATCH"
+            cells.append(" / ".join((_cell(r, "gpu_us", "gpu_floor"), _cell(r, "b2b_us", "b2b_floor"),
+                                     _cell(r, "host_us", "-"))) + bad)
+        tuned = by.get((case.id, "tuned"), {}).get("gpu_us")
+        speed = []
+        for other in ("baseline", "sglang"):
+            t = by.get((case.id, other), {}).get("gpu_us")
+            if tuned and t:
+                ratios[other].append(t / tuned)
+            speed.append(f"{t / tuned:.2f}x" if tuned and t else "-")
+        base, sgl = by.get((case.id, "baseline"), {}).get("gpu_us"), by.get((case.id, "sglang"), {}).get("gpu_us")
+        band = ("yes" if abs(base / sgl - 1) <= SGLANG_BAND else "NO") + f" ({base / sgl:.2f})" if base and sgl else "-"
+        lines.append(f"| {case.id} | {floor:.0f} | " + " | ".join(cells) + f" | {speed[0]} | {speed[1]} | {band} |")
+    for other, values in ratios.items():
+        if values:
+            geo = math.exp(sum(map(math.log, values)) / len(values))
+            lines.append(f"\nGeomean GPU-time speedup of tuned over {other}: {geo:.2f}x ({len(values)} cases)")
     return "\n".join(lines)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+def run_check(out: str, names: list[str]) -> int:
+    """CPU check: every available provider's output within tolerance on `CHECK_CASES`, nothing timed; exit 1 if
+    not."""
+    providers, skipped = make_providers(names, compiled_flex=torch.cuda.is_available())
+    rows = []
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    for case in CHECK_CASES:
+        sets = [make_inputs(case, 3, device)]
+        ref = reference(sets[0])["o_extend"]
+        rows += [run_provider(n, p, sets, ref, case, None, 0) for n, p in providers.items()]
+    write_json(out, {"env": environment(), "mode": "check", "skipped": skipped, "rows": rows})
+    bad = [f"{r['case']}/{r['provider']}: {r.get('error') or r.get('max_err')}" for r in rows
+           if "skipped" not in r and not r.get("ok")]
+    print(f"check: {len(rows) - len(bad)} of {len(rows)} outputs within tolerance; unavailable: {skipped}"
+          + (f"; FAIL: {bad}" if bad else ""))
+    return 1 if bad else 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--chip", default="h200")
     ap.add_argument("--out", required=True)
     ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--no-flex", action="store_true")
+    ap.add_argument("--providers", default=",".join(PROVIDERS))
     ap.add_argument("--cases", default="")
+    ap.add_argument("--check", action="store_true", help="correctness at tiny shapes only (runs on the CPU)")
     args = ap.parse_args()
-    profile = load_profile(args.chip)
+    names = [n for n in args.providers.split(",") if n]
+    unknown = set(names) - set(PROVIDERS)
+    if unknown:
+        ap.error(f"unknown provider(s) {sorted(unknown)}; known: {', '.join(PROVIDERS)}")
+    profile = use_chip(args.chip)  # the chip's limits for the kernels; a virtual chip's partition
+    if args.check:
+        return run_check(args.out, names)
     peaks = (profile.peak_flops("bf16") / 1e12, profile.peak_bytes_per_s() / 1e9)
     cases = [c for c in TASK.bench_cases if not args.cases or c.id in args.cases.split(",")]
-    t0 = time.time()
-    warm = []
-    if not args.no_flex:
-        with mp.get_context("spawn").Pool(min(len(cases), 9)) as pool:
+    t0, warm = time.time(), []
+    if "flex_attention" in names:
+        with mp.get_context("spawn").Pool(min(len(cases), 9), initializer=use_chip, initargs=(args.chip,)) as pool:
             warm = pool.map(_warm_flex, [c.id for c in cases])
         print(f"flex_attention compiled in {time.time() - t0:.0f}s: {warm}", flush=True)
+    providers, skipped = make_providers(names, compiled_flex=True)
+    print(f"providers: {list(providers)}; unavailable: {skipped}", flush=True)
     rows = []
     for case in cases:
-        rows += bench_case(case, peaks, args.reps, not args.no_flex)
-        print(f"benched {case.id} at {time.time() - t0:.0f}s", flush=True)
+        sets = input_sets(case, 2)
+        ref = reference_output(sets[0])
+        for name, provider in providers.items():
+            rows.append(run_provider(name, provider, sets, ref, case, peaks, args.reps))
+            print(f"{case.id} {name}: { {k: v for k, v in rows[-1].items() if k not in ('case', 'provider')} }",
+                  flush=True)
+        del sets, ref
+        torch.cuda.empty_cache()
         write_json(args.out, {"env": environment(), "chip": args.chip, "peaks_tflops_gbps": peaks,
-                              "flex_warmup": warm, "rows": rows})
-    table = markdown(rows)
+                              "flex_warmup": warm, "skipped": skipped, "rows": rows})
+    table = markdown(rows, names)
     Path(args.out).with_suffix(".md").write_text(table + "\n")
     print(table)
+    return 0 if all(r.get("ok", True) for r in rows) else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agent.verifier.guard import STATE, FrameJudge, Guards  # noqa: E402
+from benchmarks._util import use_chip  # noqa: E402
 from kernels.extend_attention import extend_attention_fwd as optimized  # noqa: E402
 from kernels.extend_attention.baseline import extend_attention_fwd as baseline  # noqa: E402
 from kernels.extend_attention.spec import TASK  # noqa: E402
@@ -52,7 +53,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--case", default="gqa-4")
+    parser.add_argument("--chip", default="h200", help="chip profile whose limits the kernels run with")
     args = parser.parse_args()
+    use_chip(args.chip)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     guards = Guards(FrameJudge(ROOT), "kernels.extend_attention", device)
     inputs = TASK.make_inputs(TASK.case(args.case), 1, device)

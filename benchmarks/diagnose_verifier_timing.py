@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agent.verifier.guard import STATE, FrameJudge, Guards  # noqa: E402
+from benchmarks._util import use_chip  # noqa: E402
 from kernels.extend_attention import extend_attention_fwd as optimized  # noqa: E402
 from kernels.extend_attention.baseline import extend_attention_fwd as baseline  # noqa: E402
 from kernels.extend_attention.spec import TASK  # noqa: E402
@@ -61,7 +62,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--case", default="decode")
     parser.add_argument("--calls", type=int, default=30)
+    parser.add_argument("--chip", default="h200", help="chip profile whose limits the kernels run with")
     args = parser.parse_args()
+    use_chip(args.chip)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     case = TASK.case(args.case) if torch.cuda.is_available() else TASK.case("gqa-4")
     inputs = TASK.make_inputs(case, 1, device)

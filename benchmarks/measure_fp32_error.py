@@ -28,9 +28,10 @@ if not torch.cuda.is_available():
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agent.verifier.plan import adversarial_case, long_prefix_case  # noqa: E402
+from benchmarks._util import use_chip  # noqa: E402
 from kernels.extend_attention import extend_attention_fwd as tuned  # noqa: E402
 from kernels.extend_attention.baseline import extend_attention_fwd as baseline  # noqa: E402
+from kernels.extend_attention.cases import adversarial_case, long_prefix_case  # noqa: E402
 from kernels.extend_attention.family import FamilyConfig, run_family  # noqa: E402
 from kernels.extend_attention.spec import TASK, make_inputs, reference  # noqa: E402
 from kernels.task import Case  # noqa: E402
@@ -83,7 +84,9 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated implementation names (default: all)")
     parser.add_argument("--no-trials", action="store_true", help="skip the large-logits and long-prefix trials")
     parser.add_argument("--no-test-cases", action="store_true", help="skip the test cases cast to float32")
+    parser.add_argument("--chip", default="h200", help="chip profile whose limits the kernels run with")
     args = parser.parse_args()
+    use_chip(args.chip)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     small = device == "cpu"
     rng = random.Random(20261130)
@@ -92,9 +95,9 @@ def main() -> int:
     if not args.no_test_cases:
         groups.append(("test cases as float32", [(as_float32(c), 7) for c in TASK.test_cases]))
     if not args.no_trials:
-        groups.append(("large logits (float32)", [(as_float32(adversarial_case(TASK, rng, small)), 11 + i)
+        groups.append(("large logits (float32)", [(as_float32(adversarial_case(rng, small)), 11 + i)
                                                   for i in range(3)]))
-        groups.append(("long prefix (float32)", [(as_float32(long_prefix_case(TASK, rng, small)), 21 + i)
+        groups.append(("long prefix (float32)", [(as_float32(long_prefix_case(rng, small)), 21 + i)
                                                  for i in range(2)]))
     only = {n for n in args.only.split(",") if n}
     print(f"device {torch.cuda.get_device_name() if device == 'cuda' else 'cpu (Triton interpreter)'}; "

@@ -19,7 +19,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from benchmarks._util import environment, input_sets, max_error, reference_output, roofline, write_json  # noqa: E402
+from benchmarks._util import (  # noqa: E402
+    environment,
+    input_sets,
+    max_error,
+    reference_output,
+    roofline,
+    use_chip,
+    write_json,
+)
 from kernels.extend_attention import baseline, extend_attention_fwd  # noqa: E402
 from kernels.extend_attention.family import FamilyConfig, run_family, tma_plan  # noqa: E402
 from kernels.extend_attention.spec import TASK  # noqa: E402
@@ -208,17 +216,18 @@ def _compile_worker(items: list[tuple[str, dict]]) -> list[str]:
     return errors
 
 
-def _set_quick(value: bool) -> None:
+def _set_quick(value: bool, chip: str) -> None:
     global QUICK
     QUICK = value
+    use_chip(chip)
 
 
-def precompile(cases: list[Case], workers: int) -> list[str]:
+def precompile(cases: list[Case], workers: int, chip: str) -> list[str]:
     """Compile all (case, config) pairs in `workers` processes; returns error lines."""
     items = [(c.id, cfg.to_dict()) for c in cases for cfg in sweep_configs(c)]
     chunks = [items[i::workers] for i in range(workers)]
     chunks = [sorted(ch, key=lambda it: it[0]) for ch in chunks if ch]
-    with mp.get_context("spawn").Pool(len(chunks), initializer=_set_quick, initargs=(QUICK,)) as pool:
+    with mp.get_context("spawn").Pool(len(chunks), initializer=_set_quick, initargs=(QUICK, chip)) as pool:
         results = pool.map(_compile_worker, chunks)
     return [e for r in results for e in r]
 
@@ -276,6 +285,7 @@ def summarize(rows: list[dict]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--chip", default="h200", help="chip profile: the kernels' limits (and a virtual chip's partition)")
     ap.add_argument("--cases", default="")
     ap.add_argument("--workers", type=int, default=14)
     ap.add_argument("--reps", type=int, default=10)
@@ -292,6 +302,7 @@ def main() -> None:
     ap.add_argument("--ahead", action="store_true",
                     help="compute-bound cases: gather-ahead of the next KV head's prefix (sweep 8)")
     args = ap.parse_args()
+    use_chip(args.chip)
     global QUICK
     QUICK = ("ahead" if args.ahead else "occupancy" if args.occupancy else "compute" if args.compute
              else "tma" if args.tma else "focus" if args.focus else args.quick)
@@ -299,7 +310,7 @@ def main() -> None:
     if QUICK in ("compute", "tma", "occupancy", "ahead"):
         cases = [c for c in cases if sweep_configs(c)]
     t0 = time.time()
-    errors = precompile(cases, args.workers)
+    errors = precompile(cases, args.workers, args.chip)
     print(f"precompiled in {time.time() - t0:.0f}s, {len(errors)} errors", flush=True)
     for e in errors[:20]:
         print("  ", e)

@@ -13,3 +13,8 @@ class BadInputError(ChiploreError):
 
 class StoreError(ChiploreError):
     """The knowledge store cannot be opened or written (unreachable server, newer schema, ...)."""
+
+
+class LockBusyError(ChiploreError):
+    """A lock (the knowledge store's writer lock, a run's lock) is held by another live process; the message names
+    the lock file and its holder's pid."""

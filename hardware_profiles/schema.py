@@ -3,7 +3,11 @@
 A profile is the only place chip-specific numbers come from (DESIGN.md, "HardwareProfile"). Every field is
 a `ProfileField`: a value (or ``None`` when the documents do not say), the unit, where it came from
 (`Source`: document + page/section + the quoted phrase, or ``device-query``) and how it was obtained
-(`kind`: stated | derived | conflict | device_query). Unknown is allowed; a guessed number is not.
+(`kind`: stated | derived | conflict | device_query | measured). Unknown is allowed; a guessed number is not.
+A ``measured`` value (``chiplore profile probe``) carries its `Measurement`: method, repeats and spread; a
+measurement that checks a documented value is kept on that field beside it. `MEASURED_FIELDS` and
+`achievable_tflops` hold what only a measurement gives (achievable bandwidth and dot throughput, launch overhead),
+beside the documents' peaks. A profile may describe a virtual chip: a `Partition` of a real device.
 Numeric facts are `SCALAR_FIELDS`; yes/no facts about the chip's units (`FEATURE_FIELDS`, unit ``bool``) hold
 ``true``/``false`` with the same provenance, ``null`` when the documents do not say.
 
@@ -20,7 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-FieldKind = Literal["stated", "derived", "conflict", "device_query"]
+FieldKind = Literal["stated", "derived", "conflict", "device_query", "measured"]
 
 #: Scalar fields of a profile and their units (the unit is part of the key name, repeated here for output).
 SCALAR_FIELDS: dict[str, str] = {
@@ -44,8 +48,34 @@ FEATURE_FIELDS: dict[str, str] = {
 }
 #: Every per-chip field of a profile (numbers, then yes/no features) and its unit.
 PROFILE_FIELDS: dict[str, str] = {**SCALAR_FIELDS, **FEATURE_FIELDS}
+#: Numbers only a measurement on the chip gives (``chiplore profile probe``), never a document: the achievable
+#: device-memory bandwidth of a copy kernel (bytes read + written per second) and the host-side cost of one empty
+#: kernel launch. With `HardwareProfile.achievable_tflops` they make the measured roofline beside the spec one.
+MEASURED_FIELDS: dict[str, str] = {
+    "achievable_mem_bw_gbps": "GB/s",
+    "launch_overhead_us": "us",
+}
 #: Data types for which `peak_tflops` may hold a dense (non-sparse) per-device peak.
 PEAK_DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+#: `Source.document` of every value the probe measured (``chiplore profile probe``).
+MEASURED_DOCUMENT = "chiplore profile probe"
+#: Unit of every `peak_tflops` and `achievable_tflops` entry.
+PEAK_UNIT = "TFLOP/s"
+#: The profile's per-dtype tables (peaks from documents, achievable rates from measurements).
+RATE_TABLES: tuple[str, ...] = ("peak_tflops", "achievable_tflops")
+
+
+def field_unit(name: str) -> str:
+    """Unit of a field name as `HardwareProfile.fields` names it (``peak_tflops.bf16`` -> ``TFLOP/s``).
+
+    Raises:
+        KeyError: not a profile field.
+    """
+    if name.split(".", 1)[0] in RATE_TABLES:
+        return PEAK_UNIT
+    if name in PROFILE_FIELDS:
+        return PROFILE_FIELDS[name]
+    return MEASURED_FIELDS[name]
 
 
 def display_value(value: float | bool | None) -> str:
@@ -89,9 +119,22 @@ class Alternative(BaseModel):
         return v
 
 
+class Measurement(BaseModel):
+    """How a value was measured on the chip: what was timed or tried, how often, how far the repeats spread."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    value: float = Field(ge=0, description="the measured value, in the field's unit")
+    method: str = Field(min_length=1, description="what was run, e.g. 'copy kernel over 16 x L2, median'")
+    repeats: int = Field(ge=1, description="independent repeats the value is the median of")
+    spread: float = Field(ge=0, description="(max - min) / median of the repeats (0 for an exact count)")
+    device: str = Field(default="", description="the device (and partition) it ran on")
+
+
 class ProfileField(BaseModel):
     """One profile value with unit, provenance and kind. ``value is None`` means unknown; a feature
-    (`FEATURE_FIELDS`) holds a bool, every other field a number (checked by `HardwareProfile`)."""
+    (`FEATURE_FIELDS`) holds a bool, every other field a number (checked by `HardwareProfile`). `measurement` is
+    the probe's reading of this field: the value itself when ``kind='measured'``, a cross-check beside a
+    documented value otherwise (a disagreement is a ``conflict``, never a silent replacement)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     value: float | bool | None = None
@@ -100,6 +143,7 @@ class ProfileField(BaseModel):
     kind: FieldKind | None = None
     formula: str | None = Field(default=None, description="for kind='derived': how it was computed")
     alternatives: tuple[Alternative, ...] = ()
+    measurement: Measurement | None = None
 
     @field_validator("value")
     @classmethod
@@ -109,10 +153,22 @@ class ProfileField(BaseModel):
         return v
 
 
+class Partition(BaseModel):
+    """A virtual chip: a partition of a real device (DESIGN.md, "Virtual chips"). Everything timed for the chip
+    runs inside it: `compute_units` SMs of a CUDA green context on the host device, and, when set, a per-program
+    shared-memory cap that refuses larger kernels as such a chip would (`hardware_profiles.virtual`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    host_chip: str = Field(min_length=1, description="profile name of the host device, e.g. 'h200'")
+    compute_units: int = Field(gt=0, description="SMs asked of the driver (it may round up; the probe measures)")
+    smem_per_block_cap_kb: float | None = Field(default=None, gt=0, description="per-program shared memory, KiB")
+
+
 class HardwareProfile(BaseModel):
     """Frozen, numeric chip profile (DESIGN.md contract). Missing facts are ``None``, never guessed.
 
-    Use `get(name)` for a plain number (``None`` if unknown) and `peak_flops(dtype)` for FLOP/s.
+    Use `get(name)` for a plain number (``None`` if unknown), `peak_flops(dtype)` for FLOP/s and
+    `achievable_flops(dtype)` / `achievable_bytes_per_s()` for what the probe measured.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -135,9 +191,13 @@ class HardwareProfile(BaseModel):
     tensor_memory_accelerator: ProfileField = Field(default=ProfileField(unit="bool"), description=(
         "the chip has a bulk tensor-copy engine (FEATURE_FIELDS): true / false / null = unknown"))
     peak_tflops: dict[str, ProfileField] = Field(default_factory=dict)
+    achievable_mem_bw_gbps: ProfileField = ProfileField(unit="GB/s")
+    launch_overhead_us: ProfileField = ProfileField(unit="us")
+    achievable_tflops: dict[str, ProfileField] = Field(default_factory=dict)
+    partition: Partition | None = None
     notes: str = ""
 
-    @field_validator("peak_tflops")
+    @field_validator(*RATE_TABLES)
     @classmethod
     def _known_dtypes(cls, v: dict[str, ProfileField]) -> dict[str, ProfileField]:
         unknown = sorted(set(v) - set(PEAK_DTYPES))
@@ -147,7 +207,7 @@ class HardwareProfile(BaseModel):
             _check_kind_of_value(field, feature=False)
         return v
 
-    @field_validator(*SCALAR_FIELDS)
+    @field_validator(*SCALAR_FIELDS, *MEASURED_FIELDS)
     @classmethod
     def _numbers(cls, v: ProfileField) -> ProfileField:
         return _check_kind_of_value(v, feature=False)
@@ -157,15 +217,20 @@ class HardwareProfile(BaseModel):
     def _yes_no(cls, v: ProfileField) -> ProfileField:
         return _check_kind_of_value(v, feature=True)
 
+    @property
+    def is_virtual(self) -> bool:
+        """Whether the chip is a partition of a real device (`partition`)."""
+        return self.partition is not None
+
     def get(self, name: str) -> float | bool | None:
-        """Value of field `name` (a key of `PROFILE_FIELDS`: a number, or a bool for a feature), or None if
-        unknown.
+        """Value of field `name` (a key of `PROFILE_FIELDS` or `MEASURED_FIELDS`: a number, or a bool for a
+        feature), or None if unknown.
 
         Raises:
             KeyError: `name` is not a profile field.
         """
-        if name not in PROFILE_FIELDS:
-            raise KeyError(f"unknown profile field {name!r}; known: {sorted(PROFILE_FIELDS)}")
+        if name not in PROFILE_FIELDS and name not in MEASURED_FIELDS:
+            raise KeyError(f"unknown profile field {name!r}; known: {sorted({*PROFILE_FIELDS, *MEASURED_FIELDS})}")
         return getattr(self, name).value
 
     def peak_flops(self, dtype: str) -> float | None:
@@ -178,10 +243,23 @@ class HardwareProfile(BaseModel):
         bw = self.mem_bw_gbps.value
         return None if bw is None else bw * 1e9
 
+    def achievable_flops(self, dtype: str) -> float | None:
+        """Measured dense FLOP/s of `dtype` (`achievable_tflops`), or None if not measured."""
+        field = self.achievable_tflops.get(dtype)
+        return None if field is None or field.value is None else field.value * 1e12
+
+    def achievable_bytes_per_s(self) -> float | None:
+        """Measured device-memory bandwidth in bytes/s (`achievable_mem_bw_gbps`), or None."""
+        bw = self.achievable_mem_bw_gbps.value
+        return None if bw is None else bw * 1e9
+
     def fields(self) -> dict[str, ProfileField]:
-        """All scalar and feature fields plus ``peak_tflops.<dtype>`` entries, in a stable order."""
+        """All scalar and feature fields, ``peak_tflops.<dtype>`` entries, then the measured-only fields and
+        ``achievable_tflops.<dtype>`` entries, in a stable order."""
         out = {name: getattr(self, name) for name in PROFILE_FIELDS}
         out.update({f"peak_tflops.{k}": v for k, v in sorted(self.peak_tflops.items())})
+        out.update({name: getattr(self, name) for name in MEASURED_FIELDS})
+        out.update({f"achievable_tflops.{k}": v for k, v in sorted(self.achievable_tflops.items())})
         return out
 
 

@@ -21,18 +21,21 @@ from core.atomic_io import atomic_write_text
 from core.errors import BadInputError
 from core.settings import chiplore_home
 from hardware_profiles.schema import (
+    MEASURED_FIELDS,
     PEAK_DTYPES,
     PROFILE_FIELDS,
+    RATE_TABLES,
     Alternative,
     HardwareProfile,
+    Measurement,
+    Partition,
     ProfileField,
     Source,
+    field_unit,
 )
 
 #: Folder of the profiles shipped with chiplore.
 PACKAGED_DIR = Path(__file__).resolve().parent
-#: Unit of every `peak_tflops` entry.
-PEAK_UNIT = "TFLOP/s"
 _CHIP_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
 
@@ -133,9 +136,13 @@ def _allowed_keys(loc: tuple) -> list[str]:
     parent = loc[-2]
     if parent == "source":
         return list(Source.model_fields)
+    if parent == "measurement":
+        return list(Measurement.model_fields)
+    if parent == "partition":
+        return list(Partition.model_fields)
     if isinstance(parent, int):
         return list(Alternative.model_fields)
-    if parent == "peak_tflops":
+    if parent in RATE_TABLES:
         return list(PEAK_DTYPES)
     return list(ProfileField.model_fields)
 
@@ -144,23 +151,27 @@ def provenance_problems(profile: HardwareProfile) -> list[str]:
     """Every provenance rule the profile breaks, as ``key 'name': problem`` strings (empty list = clean).
 
     Rules: the unit is the field's unit; a value has a source and a kind; ``derived`` has a formula;
-    ``conflict`` lists at least two alternatives with different values.
+    ``conflict`` lists at least two alternatives with different values; ``measured`` has its measurement.
     """
     problems = []
     for name, field in profile.fields().items():
-        expected = PEAK_UNIT if name.startswith("peak_tflops.") else PROFILE_FIELDS[name]
+        expected = field_unit(name)
         if field.unit and field.unit != expected:
             problems.append(f"key '{name}.unit': {field.unit!r} is not this field's unit {expected!r}")
         if field.value is None and field.kind != "conflict":
             continue
         if field.kind is None:
-            problems.append(f"key '{name}.kind': a value needs a kind (stated | derived | conflict | device_query)")
+            problems.append(f"key '{name}.kind': a value needs a kind (stated | derived | conflict | device_query "
+                            "| measured)")
         elif field.source is None and field.kind != "conflict":
             problems.append(f"key '{name}.source': a value needs its source (document, locator, quote)")
         elif field.kind == "derived" and not field.formula:
             problems.append(f"key '{name}.formula': a derived value needs the formula it was computed with")
         elif field.kind == "conflict" and len({a.value for a in field.alternatives}) < 2:
             problems.append(f"key '{name}.alternatives': a conflict lists at least two different values")
+        elif field.kind == "measured" and field.measurement is None:
+            problems.append(f"key '{name}.measurement': a measured value needs its measurement (method, repeats, "
+                            "spread)")
     return problems
 
 
@@ -173,6 +184,13 @@ def profile_to_data(profile: HardwareProfile) -> dict[str, Any]:
     for name in PROFILE_FIELDS:
         data[name] = _field_to_data(getattr(profile, name))
     data["peak_tflops"] = {k: _field_to_data(v) for k, v in profile.peak_tflops.items()}
+    for name in MEASURED_FIELDS:  # only a probe fills these: written once measured
+        if getattr(profile, name).value is not None or getattr(profile, name).kind is not None:
+            data[name] = _field_to_data(getattr(profile, name))
+    if profile.achievable_tflops:
+        data["achievable_tflops"] = {k: _field_to_data(v) for k, v in profile.achievable_tflops.items()}
+    if profile.partition is not None:
+        data["partition"] = profile.partition.model_dump(mode="json", exclude_none=True)
     if profile.notes:
         data["notes"] = profile.notes
     return data
@@ -191,6 +209,8 @@ def _field_to_data(field: ProfileField) -> dict[str, Any]:
             {"value": _plain_number(a.value), "source": a.source.model_dump(mode="json", exclude_none=True)}
             for a in field.alternatives
         ]
+    if field.measurement is not None:
+        out["measurement"] = field.measurement.model_dump(mode="json")
     return out
 
 

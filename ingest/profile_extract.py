@@ -215,25 +215,43 @@ def merge_windows(chunks: list[Chunk]) -> list[tuple[Chunk, tuple[Chunk, ...]]]:
     """
     ordered = sorted(chunks, key=lambda c: (c.source, c.metadata.get("chunk_index", 0))) if all(
         "chunk_index" in c.metadata for c in chunks) else list(chunks)
-    out: list[tuple[Chunk, tuple[Chunk, ...]]] = []
+    groups: list[tuple[Chunk, list[Chunk], list[str]]] = []  # first window, its windows, pieces of the text
+    tail = ""  # the last `_OVERLAP_MAX` characters of the current group's text
     for c in ordered:
-        prev = out[-1][0] if out else None
+        prev = groups[-1][0] if groups else None
         if prev is not None and c.kind != "table_row" and prev.kind == c.kind and \
                 (prev.source, prev.page, prev.section) == (c.source, c.page, c.section):
-            merged = Chunk(id=prev.id, text=_join_overlap(prev.text, c.text), chip=prev.chip, source=prev.source,
-                           page=prev.page, section=prev.section, kind=prev.kind, metadata=prev.metadata)
-            out[-1] = (merged, out[-1][1] + (c,))
+            if len(groups[-1][1]) >= MAX_MERGED_WINDOWS:  # go on in a new group that starts with the last window
+                last = groups[-1][1][-1]
+                groups.append((last, [last], [last.text]))
+                tail = last.text[-_OVERLAP_MAX:]
+            rest = _overlap_rest(tail, c.text)
+            groups[-1][2].append(rest)
+            groups[-1][1].append(c)
+            tail = (tail + rest)[-_OVERLAP_MAX:]
         else:
-            out.append((c, (c,)))
-    return out
+            groups.append((c, [c], [c.text]))
+            tail = c.text[-_OVERLAP_MAX:]
+    return [(Chunk(id=first.id, text="".join(pieces), chip=first.chip, source=first.source, page=first.page,
+                   section=first.section, kind=first.kind, metadata=first.metadata) if len(windows) > 1 else first,
+             tuple(windows)) for first, windows, pieces in groups]
 
 
-def _join_overlap(left: str, right: str) -> str:
-    """``left + right`` without the text that `right` repeats from the end of `left` (window overlap)."""
-    for k in range(min(len(left), len(right), 1200), 19, -1):
-        if left.endswith(right[:k]):
-            return left + right[k:]
-    return f"{left} {right}"
+_OVERLAP_MAX = 1200
+#: Most windows merged into one text (a work bound: each record is quoted from its merged text's windows). Sections
+#: up to about 13,000 characters are merged whole; a longer one is read as overlapping runs of this many windows
+#: (each run starts with the previous run's last window, so a sentence cut between two windows stays whole in one).
+MAX_MERGED_WINDOWS = 48
+
+
+def _overlap_rest(left_tail: str, right: str) -> str:
+    """What joining `right` after a text ending in `left_tail` adds: `right` without the text it repeats from the
+    end of the left text (window overlap, at most `_OVERLAP_MAX` characters), else a space and `right`. Joining
+    pieces instead of growing one string keeps merging linear in the section's length."""
+    for k in range(min(len(left_tail), len(right), _OVERLAP_MAX), 19, -1):
+        if left_tail.endswith(right[:k]):
+            return right[k:]
+    return f" {right}"
 
 
 def _compute_unit_name(glossary: Glossary, merged: list[tuple[Chunk, tuple[Chunk, ...]]]

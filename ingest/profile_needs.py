@@ -32,7 +32,7 @@ class Missing:
 @lru_cache(maxsize=1)
 def needed_fields() -> dict[str, tuple[str, ...]]:
     """Profile field (``peak_tflops`` for any dense peak) -> what reads it: ``rule.output`` names of the pattern
-    catalog, pattern preconditions, and ``roofline``.
+    catalog, pattern preconditions (of every task's use of a pattern), and ``roofline``.
 
     Raises:
         CatalogError: the packaged pattern catalog does not load.
@@ -51,10 +51,10 @@ def needed_fields() -> dict[str, tuple[str, ...]]:
     for rule in catalog.parameter_rules:
         for out in rule.outputs:
             note(parse(out.formula).names, f"{rule.id}.{out.name}")
-    for pattern in catalog.patterns:
-        for pre in pattern.preconditions:
+    for use in catalog.uses:  # a pattern's preconditions belong to its use by a task
+        for pre in use.preconditions:
             if pre.formula:
-                note(parse(pre.formula).names, f"{pattern.id} (precondition)")
+                note(parse(pre.formula).names, f"{use.pattern} (precondition)")
     return {field: tuple(sorted(u)) for field, u in sorted(users.items())}
 
 

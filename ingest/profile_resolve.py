@@ -6,6 +6,7 @@ agreement within written precision, conflicts listed with every source, matrix p
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -151,14 +152,51 @@ def _scoped(candidates: list[Candidate], field_name: str, report: ExtractionRepo
 
 
 def _groups(candidates: list[Candidate]) -> list[list[Candidate]]:
-    """Single-linkage groups of agreeing values, largest value last."""
+    """Single-linkage groups of agreeing values, largest value last.
+
+    In value order, `c` agrees with an earlier member `g` (``c - g <= max(resolutions) * 1.0001 + 1e-12``) iff
+    ``c <= g + g's tolerance`` for some member or ``c - c's tolerance <= `` the largest member; the group's reach
+    (largest ``g + tolerance``) and largest value decide that in constant time (linear in the candidates).
+    """
     groups: list[list[Candidate]] = []
+    reach = last = 0.0
     for c in sorted(candidates, key=lambda c: c.value):
-        if groups and any(_agree(c, g) for g in groups[-1]):
+        if groups and (c.value <= reach or c.value - _tolerance(c) <= last):
             groups[-1].append(c)
+            reach = max(reach, c.value + _tolerance(c))
         else:
             groups.append([c])
-    return groups
+            reach = c.value + _tolerance(c)
+        last = c.value
+    return _join_binary_readings(groups)
+
+
+def _join_binary_readings(groups: list[list[Candidate]]) -> list[list[Candidate]]:
+    """`groups` with each group that holds a decimal capacity joined to the groups that hold its binary figure
+    (``192 GB`` and ``192 GiB`` agree, `_agree`, though they differ by 7 %); largest value last. Only the few
+    decimal capacities are compared with the others."""
+    readers = [(i, c) for i, group in enumerate(groups) for c in group if _binary_reading(c) is not None]
+    if not readers:
+        return groups
+    root = list(range(len(groups)))
+
+    def find(i: int) -> int:
+        while root[i] != i:
+            i = root[i]
+        return i
+
+    for i, c in readers:
+        for j, group in enumerate(groups):
+            if find(i) != find(j) and any(_agree(c, g) for g in group):
+                root[find(j)] = find(i)
+    joined: dict[int, list[Candidate]] = {}
+    for i, group in enumerate(groups):
+        joined.setdefault(find(i), []).extend(group)
+    return sorted((sorted(g, key=lambda c: c.value) for g in joined.values()), key=lambda g: g[-1].value)
+
+
+def _tolerance(c: Candidate) -> float:
+    return c.resolution * 1.0001 + 1e-12
 
 
 def _support(candidates: list[Candidate]) -> int:
@@ -199,7 +237,9 @@ def _conflict(field_name: str, unit: str, groups: list[list[Candidate]], support
             seen_docs.add(key)
             alternatives.append(Alternative(value=c.value, source=source_of(c)))
     alternatives = alternatives[:_MAX_ALTERNATIVES]
-    support = [(_support([c for c in support_pool if any(_agree(c, g) for g in group)]), group) for group in groups]
+    pool = sorted(support_pool, key=lambda c: c.value)
+    values, widest = [c.value for c in pool], max((_tolerance(c) for c in pool), default=0.0)
+    support = [(_support(_agreeing(pool, values, widest, group)), group) for group in groups]
     support.sort(key=lambda s: -s[0])
     report.conflicts.append(field_name)
     if len(support) > 1 and support[0][0] == support[1][0]:
@@ -207,6 +247,18 @@ def _conflict(field_name: str, unit: str, groups: list[list[Candidate]], support
     best = _best_value(support[0][1])
     return ProfileField(value=best.value, unit=unit, kind="conflict", source=source_of(best),
                         alternatives=tuple(alternatives))
+
+
+def _agreeing(pool: list[Candidate], values: list[float], widest: float, group: list[Candidate]) -> list[Candidate]:
+    """The candidates of `pool` (sorted by value; `values` their values, `widest` their largest tolerance) that agree
+    with some member of `group` (`_agree`); only the pool's values within the group's range, widened by the largest
+    tolerances, are compared (found by bisection, so resolving a conflict of many values stays near-linear)."""
+    if not pool or not group:
+        return []
+    reach = widest + max(_tolerance(g) for g in group)
+    lo = bisect.bisect_left(values, group[0].value - reach)
+    hi = bisect.bisect_right(values, group[-1].value + reach)
+    return [c for c in pool[lo:hi] if any(_agree(c, g) for g in group)]
 
 
 def _drop_learned_sub(candidates: list[Candidate], learned: list[float]) -> list[Candidate]:

@@ -280,14 +280,34 @@ def normalize_space(text: str) -> str:
     return " ".join(text.split())
 
 
+#: Longest text read as one sentence (a work bound that keeps extraction linear in its text: every clause is read
+#: with its sentence). Real sentences are far shorter; text without sentence ends (a minified or generated page) is
+#: cut at clause boundaries into pieces of at most this many characters.
+MAX_SENTENCE_CHARS = 1000
+
+
 def sentences(paragraph: str) -> list[str]:
-    """Sentences of one paragraph (whitespace collapsed). Endnote markers glued after a period
-    (``PFLOP/s.MI300-11 For``) end a sentence."""
+    """Sentences of one paragraph (whitespace collapsed), none longer than `MAX_SENTENCE_CHARS`. Endnote markers
+    glued after a period (``PFLOP/s.MI300-11 For``) end a sentence."""
     text = normalize_space(paragraph)
     if not text:
         return []
     text = re.sub(r"(?<=[a-z/%)])\.([A-Z]{1,5}\d{2,4}-\d+)(?=\s)", r". \1", text)
-    return [re.sub(r"^-\s+", "", s.strip()) for s in _SENTENCE_END.split(text) if s.strip()]
+    out = [re.sub(r"^-\s+", "", s.strip()) for s in _SENTENCE_END.split(text) if s.strip()]
+    return [piece for s in out for piece in (_cut_long(s) if len(s) > MAX_SENTENCE_CHARS else (s,))]
+
+
+def _cut_long(text: str) -> list[str]:
+    """`text` in pieces of at most `MAX_SENTENCE_CHARS`, cut after the last ``,`` or ``;`` (else space) in range."""
+    pieces = []
+    while len(text) > MAX_SENTENCE_CHARS:
+        window = text[:MAX_SENTENCE_CHARS]
+        cut = max(window.rfind(", "), window.rfind("; "))
+        cut = cut + 1 if cut > MAX_SENTENCE_CHARS // 2 else (window.rfind(" ") if window.rfind(" ") > 0
+                                                               else MAX_SENTENCE_CHARS)
+        pieces.append(text[:cut].strip())
+        text = text[cut:].strip()
+    return [p for p in (*pieces, text) if p]
 
 
 def clauses(sentence: str) -> list[str]:

@@ -187,3 +187,67 @@ def device_of(args: dict[str, Any]) -> torch.device:
         if isinstance(value, torch.Tensor) and value.is_cuda:
             return value.device
     raise RuntimeError("bench: no CUDA tensor among the arguments")
+
+
+def capture_graph(fn: Callable[..., Any], args: dict[str, Any]) -> torch.cuda.CUDAGraph:
+    """A CUDA graph of one ``fn(**args)``, captured after a warm-up call on a side stream (compilation, workspace
+    allocation: nothing may synchronize or allocate host-visibly inside the capture). Replay it to time the GPU
+    work alone, without the host's launch cost.
+
+    Raises:
+        whatever capture raises (a host synchronization or an uncapturable operation inside `fn`).
+    """
+    device = device_of(args)
+    side = torch.cuda.Stream(device)
+    side.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(side):
+        fn(**args)
+    torch.cuda.current_stream(device).wait_stream(side)
+    torch.cuda.synchronize(device)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn(**args)
+    torch.cuda.synchronize(device)
+    return graph
+
+
+def graph_bench(fn: Callable[..., Any], arg_sets: Sequence[dict[str, Any]], reps: int = 20, warmup: int = 3
+                ) -> Timing:
+    """`bench` of CUDA-graph replays of ``fn(**arg_sets[i])`` (one graph per input set, L2 flushed before each):
+    the GPU time of the call's kernels, host launch work excluded."""
+    graphs = {id(args): capture_graph(fn, args) for args in arg_sets}
+    replays = [{"_graph": graphs[id(args)], **args} for args in arg_sets]
+    return bench(lambda _graph, **_: _graph.replay(), replays, reps=reps, warmup=warmup)
+
+
+def back_to_back_us(fn: Callable[..., Any], arg_sets: Sequence[dict[str, Any]], calls: int = 20) -> float:
+    """Microseconds per call of `calls` consecutive ``fn(**arg_sets[i % n])`` launched with no synchronization or
+    L2 flush between them (after one warm-up round), CUDA events around the whole run: the time a caller sees when
+    the host's launch work is not hidden (a host-bound call shows its host time here)."""
+    device = device_of(arg_sets[0])
+    for args in arg_sets:
+        fn(**args)
+    torch.cuda.synchronize(device)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for i in range(calls):
+        fn(**arg_sets[i % len(arg_sets)])
+    end.record()
+    torch.cuda.synchronize(device)
+    return start.elapsed_time(end) * 1e3 / calls
+
+
+def host_us(fn: Callable[..., Any], args: dict[str, Any], calls: int = 50) -> float:
+    """Median host time in microseconds of one ``fn(**args)``: `time.perf_counter` around the call, which is not
+    synchronized (the GPU work it queues is not waited for); the device is synchronized between calls, outside the
+    measured span, so a full launch queue never blocks the host."""
+    device = device_of(args)
+    fn(**args)
+    samples = []
+    for _ in range(calls):
+        torch.cuda.synchronize(device)
+        t0 = time.perf_counter()
+        fn(**args)
+        samples.append((time.perf_counter() - t0) * 1e6)
+    torch.cuda.synchronize(device)
+    return statistics.median(samples)

@@ -1,7 +1,8 @@
 """The pattern graph: catalog knowledge plus measured evidence, as a typed networkx multigraph.
 
 Nodes (attribute ``type``): ``bottleneck``, ``pattern``, ``parameter_rule``, ``hardware_feature``, ``example``,
-``finding``; node ids are ``"<type>:<id>"``. Edges (attribute ``type``, also the multigraph key):
+``finding``; node ids are ``"<type>:<id>"`` (``parameter_rule:<task>/<id>``: rule ids are unique per task).
+Edges (attribute ``type``, also the multigraph key):
 ``addresses`` (pattern -> bottleneck), ``requires`` (pattern -> parameter_rule / hardware_feature, rule -> rule),
 ``composes_with`` / ``conflicts_with`` (pattern -> pattern), ``evidence_for`` / ``evidence_against``
 (example or finding -> pattern, with ``log_gain``).
@@ -29,7 +30,8 @@ import networkx as nx
 from core.atomic_io import atomic_write_text, remove_stale_temps
 from core.errors import StoreError
 from core.settings import chiplore_home
-from knowledge.catalog import Catalog, load_catalog
+from knowledge.catalog import Catalog, ParameterRule, load_catalog
+from knowledge.formula import parse
 
 GRAPH_FORMAT = "chiplore-pattern-graph"
 GRAPH_VERSION = 1
@@ -107,20 +109,21 @@ class PatternGraph:
         for f in catalog.hardware_features:
             g.add_node(f"hardware_feature:{f.id}", type="hardware_feature", data=f.model_dump(mode="json"))
         for r in catalog.parameter_rules:
-            g.add_node(f"parameter_rule:{r.id}", type="parameter_rule", data=r.model_dump(mode="json"))
+            g.add_node(rule_node(r.task, r.id), type="parameter_rule", data=r.model_dump(mode="json"))
         for p in catalog.patterns:
             g.add_node(f"pattern:{p.id}", type="pattern", data=p.model_dump(mode="json"))
-        for p in catalog.patterns:
-            src = f"pattern:{p.id}"
-            for target, kind in ([(f"bottleneck:{b}", "addresses") for b in p.addresses]
-                                 + [(f"parameter_rule:{r}", "requires") for r in p.rules]
-                                 + [(f"hardware_feature:{f}", "requires") for f in p.requires_features]
-                                 + [(f"pattern:{q}", "composes_with") for q in p.composes_with]
-                                 + [(f"pattern:{q}", "conflicts_with") for q in p.conflicts_with]):
-                _edge(g, src, target, kind)
+        for task in catalog.tasks:
+            for p in catalog.patterns_for(task):
+                src = f"pattern:{p.id}"
+                for target, kind in ([(f"bottleneck:{b}", "addresses") for b in p.addresses]
+                                     + [(rule_node(task, r), "requires") for r in p.rules]
+                                     + [(f"hardware_feature:{f}", "requires") for f in p.requires_features]
+                                     + [(f"pattern:{q}", "composes_with") for q in p.composes_with]
+                                     + [(f"pattern:{q}", "conflicts_with") for q in p.conflicts_with]):
+                    _edge(g, src, target, kind)
         for rule in catalog.parameter_rules:
-            for dep in _rule_deps(catalog, rule.id):
-                _edge(g, f"parameter_rule:{rule.id}", f"parameter_rule:{dep}", "requires")
+            for dep in _rule_deps(catalog, rule):
+                _edge(g, rule_node(rule.task, rule.id), rule_node(rule.task, dep), "requires")
         for ex in catalog.examples:
             _add_example(g, ex)
         out = cls(g, catalog.sha256)
@@ -259,13 +262,15 @@ def _edge(g: nx.MultiDiGraph, u: str, v: str, kind: str, **attrs: Any) -> None:
     g.add_edge(u, v, key=kind, type=kind, **attrs)
 
 
-def _rule_deps(catalog: Catalog, rule_id: str) -> list[str]:
-    from knowledge.formula import parse
+def rule_node(task: str, rule_id: str) -> str:
+    """Node id of a task's parameter rule: ``parameter_rule:<task>/<rule id>`` (rule ids are unique per task)."""
+    return f"parameter_rule:{task}/{rule_id}"
 
-    rule = catalog.rule(rule_id)
+
+def _rule_deps(catalog: Catalog, rule: ParameterRule) -> list[str]:
     producer = {o.name: r.id for r in catalog.parameter_rules if r.task == rule.task for o in r.outputs}
     return sorted({producer[n] for o in rule.outputs for n in parse(o.formula).names
-                   if n in producer and producer[n] != rule_id})
+                   if n in producer and producer[n] != rule.id})
 
 
 def _add_example(g: nx.MultiDiGraph, ex: Any) -> None:

@@ -29,7 +29,7 @@ from knowledge.catalog import Catalog, Pattern, evaluate_rules, load_catalog
 from knowledge.formula import FormulaError, UnknownValue, parse
 from knowledge.graph import Evidence, PatternGraph
 from knowledge.similarity import chip_features, chip_similarity
-from knowledge.variables import case_dtype, case_functions, case_variables, diagnosis_variables, profile_variables
+from knowledge.variables import case_functions, case_variables, diagnosis_variables, profile_variables
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ def rank_patterns(profile: HardwareProfile, task: TaskSpec | str, case: Case | s
     catalog = catalog or load_catalog()
     graph = graph or PatternGraph.load(catalog=catalog)
     values, unknown = _values(catalog, profile, spec, case, diagnosis)
-    funcs = case_functions(spec.name, case)
+    funcs = case_functions(spec, case)
     bottleneck = _diagnosed_bottleneck(diagnosis)
     features = chip_features(profile)
     ranked = [_rank_one(catalog, p, values, unknown, funcs, graph.evidence(p.id, spec.name), profile.chip,
@@ -145,19 +145,20 @@ def classify_case(profile: HardwareProfile, task: TaskSpec | str, case: Case | s
     case = _case(spec, case)
     catalog = catalog or load_catalog()
     values, _ = _values(catalog, profile, spec, case, None)
-    funcs = case_functions(spec.name, case)
+    funcs = case_functions(spec, case)
     out = []
     for b in catalog.bottlenecks:
-        holds, reason = _truth(b.signal, values, funcs) if b.signal else (None, "no signal")
-        out.append({"id": b.id, "holds": holds, "signal": b.signal, "reason": reason})
+        signal = catalog.signal(b.id, spec.name)
+        holds, reason = _truth(signal, values, funcs) if signal else (None, "no signal")
+        out.append({"id": b.id, "holds": holds, "signal": signal, "reason": reason})
     return out
 
 
 def _values(catalog: Catalog, profile: HardwareProfile, spec: TaskSpec, case: Case,
             diagnosis: Any) -> tuple[dict[str, Any], dict[str, str]]:
-    env: dict[str, Any] = {**profile_variables(profile, case_dtype(spec.name, case)),
-                           **case_variables(spec.name, case), **diagnosis_variables(diagnosis)}
-    return evaluate_rules(catalog, spec.name, env, case_functions(spec.name, case))
+    env: dict[str, Any] = {**profile_variables(profile, spec.dtype_of(case)),
+                           **case_variables(spec, case), **diagnosis_variables(diagnosis)}
+    return evaluate_rules(catalog, spec.name, env, case_functions(spec, case))
 
 
 def _rank_one(catalog: Catalog, p: Pattern, values: dict[str, Any], unknown: dict[str, str], funcs: dict,

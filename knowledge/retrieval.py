@@ -26,6 +26,7 @@ import numpy as np
 
 from core import settings
 from core.errors import BadInputError
+from core.text import normalize_text, printable
 from knowledge.store import COLLECTIONS, KnowledgeStore, index_text
 
 RRF_K = 60
@@ -71,10 +72,11 @@ class Hit:
     keyword_rank: int | None = None
 
     def cite(self) -> str:
-        """Citation such as ``amd-cdna-3-white-paper.pdf p.10 > AMD CDNA 3 ARCHITECTURE MEMORY``."""
+        """Citation such as ``amd-cdna-3-white-paper.pdf p.10 > AMD CDNA 3 ARCHITECTURE MEMORY``, on one line:
+        control characters of a file name or heading are escaped (`core.text.printable`)."""
         loc = f" p.{self.page}" if self.page is not None else ""
         sec = f" > {self.section}" if self.section else ""
-        return f"{self.source}{loc}{sec}"
+        return printable(f"{self.source}{loc}{sec}")
 
     def to_json(self) -> dict[str, Any]:
         """The hit as in ``chiplore ask --json`` (docs/cli-json.md)."""
@@ -229,6 +231,7 @@ def search(query: str, chip: str | None = None, k: int = 5, collections: tuple[s
     unknown = [c for c in collections if c not in COLLECTIONS]
     if unknown:
         raise BadInputError(f"unknown collection {unknown[0]!r}; collections: {', '.join(COLLECTIONS)}")
+    query = normalize_text(query)  # the same normal form as the documents (ligatures, full-width forms)
     store = store or default_store()
     indexes = {name: keyword_index(store, name) for name in collections}
     if chip is not None:
@@ -236,7 +239,7 @@ def search(query: str, chip: str | None = None, k: int = 5, collections: tuple[s
         chips = sorted({c for ix in indexes.values() for c in ix.chips.tolist() if c})
         if chip not in chips:
             raise BadInputError(_chip_without_records(chip, chips))
-    _ = store.embedder  # load the configured model even when nothing is stored: a broken one is an error, not "no hits"
+    _ = store.query_embedder  # load the model even when nothing is stored: a broken one is an error, not "no hits"
     n = candidates or max(10 * k, 100)
     fused: dict[tuple[str, str], dict[str, Any]] = {}
     tokens = tokenize(query)

@@ -11,6 +11,11 @@ visible before any GPU time is spent.
 
 A configuration is BLOCK_M x BLOCK_N, w num_warps, s num_stages, optional a AHEAD_ROWS (gather-ahead rows per
 key tile, two heads ahead; 0 or absent: off) and a final y for AHEAD_SYNC (one launch, ticket and copy counters).
+The MLA kernels (bf16 576/512, 16 heads, causal, TMA; `kernels/extend_attention/mla.py`): ``mla-BMxBNwWsS`` for the
+Triton kernel (``c`` at the end: the score dots chained to P . V, without the SPLIT_QK branch), ``mla-gluon-nBN``
+for the Gluon kernel (``l`` at the end: lazy rescale) and ``mla-gluon-ws`` for the warp-specialized one (``-e``
+early scores, ``-p`` P from registers, e.g. ``mla-gluon-ws-e-p``, the tuned variant); their rows add the warpgroup
+MMA shapes in the PTX and the register limits that the partitions set (setmaxnreg).
 """
 
 from __future__ import annotations
@@ -21,11 +26,14 @@ import subprocess
 import sys
 import tempfile
 
-import triton
+from triton.backends.nvidia.compiler import get_ptxas
 
-from kernels.extend_attention.offline_compile import compile_family
+from kernels.extend_attention.offline_compile import compile_family, compile_mla, compile_mla_gluon
 
 PATTERN = re.compile(r"(\d+)x(\d+)w(\d+)s(\d+)(?:a(\d+))?(y?)$")
+MLA_TRITON = re.compile(r"mla-(\d+)x(\d+)w(\d+)s(\d+)(c?)$")
+MLA_GLUON = re.compile(r"mla-gluon-n(\d+)(l?)$")
+MLA_WS = re.compile(r"mla-gluon-ws(-e)?(-p)?$")
 
 
 def compile_one(bm: int, bn: int, warps: int, stages: int, ahead: int, sync: bool) -> dict:
@@ -36,9 +44,31 @@ def compile_one(bm: int, bn: int, warps: int, stages: int, ahead: int, sync: boo
     return {**ptxas_usage(compiled.asm["ptx"]), "smem_kb": round(compiled.metadata.shared / 1024, 1)}
 
 
+def compile_mla_one(arg: str) -> dict | None:
+    """Registers, spills, shared memory and warpgroup MMA shapes of an MLA configuration, or None if `arg` is not
+    one."""
+    triton_match, gluon_match, ws_match = MLA_TRITON.match(arg), MLA_GLUON.match(arg), MLA_WS.match(arg)
+    if triton_match:
+        bm, bn, warps, stages = (int(g) for g in triton_match.groups()[:4])
+        compiled = compile_mla(num_warps=warps, num_stages=stages, BLOCK_M=bm, BLOCK_N=bn,
+                               SPLIT_QK=not triton_match.group(5))
+    elif gluon_match:
+        compiled = compile_mla_gluon(BLOCK_N=int(gluon_match.group(1)), LAZY_RESCALE=bool(gluon_match.group(2)))
+    elif ws_match:
+        compiled = compile_mla_gluon(ws=True, EARLY_QK=bool(ws_match.group(1)), P_REGS=bool(ws_match.group(2)))
+    else:
+        return None
+    ptx = compiled.asm["ptx"]
+    shapes = re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)", ptx)
+    maxnreg = sorted(set(re.findall(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+)", ptx)))
+    return {**ptxas_usage(ptx), "smem_kb": round(compiled.metadata.shared / 1024, 1),
+            "wgmma": {shape: shapes.count(shape) for shape in sorted(set(shapes))},
+            **({"setmaxnreg": [f"{op} {n}" for op, n in maxnreg]} if maxnreg else {})}
+
+
 def ptxas_usage(ptx: str) -> dict:
     """Registers and spill bytes from `ptxas -v` (Triton's bundled ptxas) on the kernel's PTX."""
-    ptxas = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+    ptxas = get_ptxas(90).path  # the ptxas Triton itself uses for sm_90 (3.9: ptxas-blackwell, CUDA 13)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "k.ptx")
         with open(path, "w") as fh:
@@ -54,6 +84,13 @@ def ptxas_usage(ptx: str) -> dict:
 
 def main() -> None:
     for arg in sys.argv[1:] or ["128x128w8s3", "128x128w8s3a16"]:
+        if arg.startswith("mla-"):
+            try:
+                print(arg, compile_mla_one(arg) or ("not an MLA configuration (mla-64x32w8s3[c], mla-gluon-n64[l], "
+                                                    "mla-gluon-ws[-e][-p])"), flush=True)
+            except Exception as exc:  # a refusal is a result here
+                print(arg, f"does not compile: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}", flush=True)
+            continue
         match = PATTERN.match(arg)
         if not match:
             raise SystemExit(f"{arg}: expected BMxBNwWARPSsSTAGES[aROWS], e.g. 128x128w8s3a16")

@@ -7,7 +7,7 @@
 # the tree has no usable .git), SUITE_ARGS_<suite> (extra arguments for one suite, e.g. SUITE_ARGS_bench="--cases decode").
 #
 # What travels (device tool `carry`): `.whl` (python3.12 wheels from scripts/prepare_device_bundle.py, plus the
-# FlashInfer wheels of the development setup's shared/tools/flashinfer, copied into `.whl/flashinfer/`), `.model`
+# FlashInfer wheels of the development setup's shared/tools/flashinfer, copied into `.fi/`; carried only by calls that benchmark against it), `.model`
 # (the fp16 embedding model), `.cache/sglang` (SGLang 0.5.23's kernel files, benchmarks/sglang_kernel.py --fetch).
 # Wheels go into the interpreter's own site-packages: the verifier's sandbox starts `python -I`, which ignores
 # PYTHONPATH (docs/GPU_RUNBOOK.md). Suites run one after another; a suite that times out or fails does not stop
@@ -22,13 +22,13 @@ mkdir -p "$OUT"
 export CHIPLORE_COMMIT="${CHIPLORE_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 
 install_wheels() {  # idempotent: chromadb & co. into site-packages, FlashInfer into /tmp/fi (benchmark peer only)
-  if [ -d .whl ] && ! python3 -c "import chromadb" 2>/dev/null; then
+  if compgen -G ".whl/*.whl" > /dev/null && ! python3 -c "import chromadb" 2>/dev/null; then
     env -u PYTHONPATH python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/*.whl \
       > "$OUT/pip.log" 2>&1 || echo "wheel install failed (see pip.log)"
   fi
-  if [ -d .whl/flashinfer ] && [ ! -d /tmp/fi/flashinfer ]; then
+  if [ -d .fi ] && [ ! -d /tmp/fi/flashinfer ]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/fi \
-      .whl/flashinfer/*.whl >> "$OUT/pip.log" 2>&1 || echo "flashinfer install failed (see pip.log)"
+      .fi/*.whl >> "$OUT/pip.log" 2>&1 || echo "flashinfer install failed (see pip.log)"
   fi
   if [ -d /tmp/fi/flashinfer ]; then
     export CHIPLORE_FLASHINFER_PATH=/tmp/fi FLASHINFER_CUDA_ARCH_LIST=9.0a FLASHINFER_WORKSPACE_BASE=/tmp/fiws \
@@ -46,13 +46,30 @@ suite_env() {  # device, driver and package versions
   PYTHONPATH=/tmp/fi:$PYTHONPATH python3 -c "import flashinfer; print('flashinfer', flashinfer.__version__)" || true
 }
 
-suite_bench() {  # extend attention: baseline, tuned, real SGLang, flex, FlashInfer on the 9 bench cases
+suite_bench() {  # extend attention: baseline, tuned, SGLang 0.5.23 (.cache/sglang), flex, FlashInfer (.fi)
+  # on the 9 bench cases; per case GPU (graph replay) / back-to-back / host times and the +-30 % SGLang band
   python3 benchmarks/bench_extend_attention.py --chip h200 --out "$OUT/bench.json" "$@"
 }
 
+suite_mla_sweep() {  # MLA kernels (Gluon, warp-specialized variants isolated in child processes), the tuned entry point and FlashInfer on the mla case (< 3 min)
+  python3 benchmarks/sweep_mla.py --out "$OUT/mla-sweep.json" "$@"
+}
+
+suite_mla_tests() {  # the MLA path's GPU tests (bf16 edge cases, full bench size, warp-specialized and Gluon and Triton kernels)
+  python3 -m pytest -q -m gpu tests/kernels/test_mla_gpu.py -p no:cacheprovider "$@"
+}
+
 suite_kernel_tests() {  # the kernels' GPU tests (pytest-xdist is preinstalled there), then the timing test alone
-  python3 -m pytest -q -m gpu tests/kernels -p no:cacheprovider -n 8 --ignore=tests/kernels/test_timing_gpu.py "$@"
+  python3 -m pytest -q -m gpu tests/kernels -p no:cacheprovider -n 8 --ignore=tests/kernels/test_timing_gpu.py \
+    --ignore=tests/kernels/test_sglang_gpu.py "$@"
   python3 -m pytest -q -m gpu tests/kernels/test_timing_gpu.py -p no:cacheprovider
+}
+
+suite_sglang_tests() {  # tuned, baseline and the report's drop-in against SGLang 0.5.23's own kernel (.cache/sglang):
+  # SGLang-style calls on the bench and edge cases and SGLang's three extend unit tests' inputs, bf16; the NaN case
+  python3 benchmarks/sglang_kernel.py || exit 1
+  python3 -m pytest -q -m gpu tests/kernels/test_sglang_gpu.py tests/kernels/test_index_tail.py -p no:cacheprovider \
+    -n 4 -rfE --junitxml="$OUT/sglang-tests.xml" "$@"
 }
 
 suite_verifier_tests() {  # the verifier's GPU tests
@@ -65,9 +82,72 @@ suite_corpus() {  # every cheat of the corpus must be rejected, every honest ker
     --out "$OUT/corpus.json" "$@")
 }
 
+suite_sweep() {  # extend-attention family sweep (e.g. SUITE_ARGS_sweep="--quick" or "--tma --cases mixed-batch")
+  python3 benchmarks/sweep_extend_attention.py --out "$OUT/sweep.json" "$@"
+}
+
+suite_verify_time() {  # where a verification's seconds go, per phase and child (needs .whl)
+  python3 benchmarks/diagnose_verify_time.py --chip h200 "$@"
+}
+
 suite_optimize() {  # chiplore optimize runs (scripts/optimize_gpu.py; e.g. SUITE_ARGS_optimize="--part runs --minutes 8")
   python3 scripts/optimize_gpu.py --out "$OUT/optimize" "$@"
   tar czf "$OUT/optimize.tgz" -C "$OUT" optimize && rm -rf "$OUT/optimize"
+}
+
+pytest_checked() {  # LABEL PYTEST-ARGS...: pytest, then its outcome as one PASS/FAIL line
+  local label=$1 rc
+  shift
+  python3 -m pytest "$@"
+  rc=$?
+  if [ "$rc" -eq 0 ]; then echo "PASS $label"; else echo "FAIL $label (pytest exit $rc)"; fi
+  return "$rc"
+}
+export -f pytest_checked  # the suites run in child shells (bash -c)
+
+suite_probe() {  # issue 19 (~100 s): chiplore profile probe on the full H200 and in a 40-SM partition, the SMs the
+  # driver gives for 36/40/66 asked (counted inside each partition), then the probe's kernels' GPU tests: PASS/FAIL lines
+  python3 scripts/check_probe.py --out "$OUT/probe" "$@"
+  cp "$OUT/probe/check.json" "$OUT/probe.json" 2>/dev/null
+  tar czf "$OUT/probe.tgz" -C "$OUT" probe && rm -rf "$OUT/probe"
+  pytest_checked "probe kernels on the GPU" -q --tb=short -p no:cacheprovider --timeout 60 \
+    tests/hardware_profiles/test_probe_kernels.py
+}
+
+suite_virtual_chips_tests() {  # issue 19 (~100 s): GPU tests of virtual chips (green contexts counted by %smid,
+  # the probe's knee inside one, the shared-memory cap, the verifier's children inside the partition). -v prints
+  # each test's outcome as it ends; --timeout fails a test that runs past 75 s (with its stack) and goes on, so the
+  # tracebacks at the end are printed within the suite's limit
+  pytest_checked "virtual-chip GPU tests" -v --tb=short -p no:cacheprovider --timeout 75 --durations=0 -m gpu \
+    tests/hardware_profiles/test_virtual_gpu.py tests/hardware_profiles/test_device_query.py "$@"
+}
+
+suite_transfer() {  # issue 19's experiment, resumable (~9 min for SUITE_ARGS_transfer="--chips s --arms setup,a,d,c";
+  # defaults --max-evals 6 --budget-min 2.5 per arm, --deadline-s 520): setup stops with FAIL lines when the partition,
+  # the probe or the profile's limits are not the chip asked for; PASS/FAIL per arm and for the issue's claims at the
+  # end. Needs the wheels installed (.whl) and .model; the previous call's $OUT/transfer_state.tgz travels back in as
+  # .cache/transfer/state.tgz (carry .cache/transfer)
+  python3 benchmarks/transfer_virtual_chips.py run --out "$OUT/transfer" --state-in .cache/transfer/state.tgz \
+    --state-out "$OUT/transfer_state.tgz" "$@"
+  cp "$OUT/transfer/results.md" "$OUT/transfer.md" 2>/dev/null
+  cp "$OUT/transfer/results.json" "$OUT/transfer.json" 2>/dev/null
+  rm -rf "$OUT/transfer"
+}
+
+suite_mcp() {  # chiplore mcp over stdio with timed tools (profile_kernel, a run with a timed baseline); needs mcp wheels
+  CHIPLORE_GPU_OUT="$OUT" python3 -m pytest -q -m gpu tests/agent/mcp -p no:cacheprovider "$@"
+}
+
+suite_splitk_bench() {  # split-K GEMM: baseline, tuned, cuBLAS on the 18 bench cases (bf16; needs .whl for the profile)
+  python3 benchmarks/bench_splitk_gemm.py --chip h200 --out "$OUT/splitk-bench.json" "$@"
+}
+
+suite_splitk_sweep() {  # split-K GEMM: the bench plus ~13 variants of the tuned configuration per case (previous rule too)
+  python3 benchmarks/bench_splitk_gemm.py --chip h200 --sweep --out "$OUT/splitk-sweep.json" "$@"
+}
+
+suite_splitk_tests() {  # split-K GEMM GPU tests alone (bench shapes in bf16, every reduction mode, stream-K)
+  python3 -m pytest -q -m gpu tests/kernels/splitk_gemm -p no:cacheprovider -n 8 "$@"
 }
 
 # --------------------------------------------------------------------------------------------------------------------

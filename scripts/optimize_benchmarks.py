@@ -150,7 +150,8 @@ def markdown(summary: dict[str, Any], command: str) -> str:
 
 
 def write(summary_md: str, results: list[Path]) -> None:
-    """Replace (or append) the section in BENCHMARKS.md; copy the retrieval run's report to docs/example_run/."""
+    """Replace (or append) the section in BENCHMARKS.md; copy the retrieval run's report to docs/example_run/ without
+    its drop-in package (`chiplore report` generates that from the run; the tree keeps no copy of the kernels)."""
     bench = ROOT / "BENCHMARKS.md"
     text = bench.read_text()
     pattern = re.compile(re.escape(SECTION) + r".*?(?=\n## |\Z)", re.DOTALL)
@@ -160,14 +161,14 @@ def write(summary_md: str, results: list[Path]) -> None:
     if report is not None:
         target = ROOT / "docs" / "example_run"
         shutil.rmtree(target, ignore_errors=True)
-        shutil.copytree(report, target)
+        shutil.copytree(report, target, ignore=shutil.ignore_patterns("dropin", "sglang"))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", type=Path, nargs="+", help="results folder(s) of scripts/optimize_gpu.py")
     parser.add_argument("--write", action="store_true")
-    parser.add_argument("--command", default="bash scripts/optimize_gpu.sh $OUT")
+    parser.add_argument("--command", default="bash scripts/gpu.sh optimize")
     args = parser.parse_args()
     summary = summarize(*args.results)
     text = markdown(summary, args.command)

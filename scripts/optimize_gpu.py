@@ -1,8 +1,8 @@
-"""Issue 6 on the GPU machine: onboard the H200, optimize with and without retrieval, SIGKILL + resume.
+"""The optimize runs on the GPU machine: onboard the H200, optimize with and without retrieval, SIGKILL + resume.
 
-    bash scripts/optimize_gpu.sh $OUT        # = python scripts/optimize_gpu.py --out $OUT --minutes 8
-    bash scripts/optimize_gpu.sh $OUT --part runs --minutes 9.3   # two device commands when verifying is slow:
-    bash scripts/optimize_gpu.sh $OUT2 --part kill --minutes 4    # the runs with all the budget, then the check
+    bash scripts/gpu.sh optimize:600         # = python scripts/optimize_gpu.py --out $OUT/optimize
+    SUITE_ARGS_optimize="--part runs --minutes 9.3" bash scripts/gpu.sh optimize   # two device commands when
+    SUITE_ARGS_optimize="--part kill --minutes 4" bash scripts/gpu.sh optimize     # verifying is slow
 
 1. Onboard (CHIPLORE_HOME under a scratch folder): ``chiplore profile detect --as h200`` and
    ``chiplore onboard h200 hardware_profiles/notes/h200.md``; the home is then copied once per job, so every
@@ -280,7 +280,7 @@ def main() -> None:
 
     summary = optimize_benchmarks.summarize(out)
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    (out / "summary.md").write_text(optimize_benchmarks.markdown(summary, "bash scripts/optimize_gpu.sh $OUT"))
+    (out / "summary.md").write_text(optimize_benchmarks.markdown(summary, "bash scripts/gpu.sh optimize"))
     print((out / "summary.md").read_text())
     stop_sampler.set()
     shutil.rmtree(scratch, ignore_errors=True)

@@ -8,7 +8,7 @@ Usage (from the repository root, on a machine with the package registry reachabl
   sentence-transformers (~45 MB). chiplore loads it with ``CHIPLORE_EMBED_MODEL=.model/minilm`` (on a CPU the
   weights are upcast to float32 after loading). ``--check`` compares it with the packaged fp32 model: cosine of
   the embeddings and the top hits of a retrieval over the shipped chip notes.
-- Wheels: the runtime requirements of chromadb, bm25s, pypdf, docutils, beautifulsoup4, openai and pydantic,
+- Wheels: the runtime requirements of chromadb, bm25s, pypdf, docutils, beautifulsoup4, openai, pydantic and mcp,
   resolved from this environment's installed metadata (same versions as here), minus the packages the GPU image
   already has (``PREINSTALLED``, from the device notes' "Python packages already there"). Each is fetched with
   ``pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux...``.
@@ -31,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-SEEDS = ["chromadb", "bm25s", "pypdf", "docutils", "beautifulsoup4", "openai", "pydantic"]
+SEEDS = ["chromadb", "bm25s", "pypdf", "docutils", "beautifulsoup4", "openai", "pydantic", "mcp"]
 # /work/.library/device/KINDS.md, "Python packages already there" (image 'cuda', read 2026-11-17).
 PREINSTALLED = set("""
 absl-py accelerate aiofiles aiohappyeyeballs aiohttp aiosignal annotated-doc anyio attrs botorch build certifi
@@ -56,8 +56,8 @@ triton typer typing-extensions typing-inspect urllib3 uvloop wadler-lindig werkz
 # Declared by chromadb but only used by its server, auth and Kubernetes deployment code, never by the embedded
 # PersistentClient chiplore runs (checked with sys.modules after onboarding and a query): left out to stay within
 # the 64 MiB a device call carries.
-NOT_NEEDED_AT_RUNTIME = {"kubernetes", "durationpy", "oauthlib", "requests-oauthlib", "websocket-client", "bcrypt",
-                         "uvicorn"}
+# uvicorn stays: the mcp SDK imports it (through sse-starlette) even for a stdio server.
+NOT_NEEDED_AT_RUNTIME = {"kubernetes", "durationpy", "oauthlib", "requests-oauthlib", "websocket-client", "bcrypt"}
 PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
              "manylinux1_x86_64", "manylinux_2_24_x86_64", "manylinux_2_31_x86_64", "manylinux_2_34_x86_64",
              "manylinux_2_35_x86_64"]

@@ -8,6 +8,7 @@ from importlib.metadata import PackageNotFoundError, version
 import typer
 import typer.core
 
+from agent.cli.console import closed_stdout
 from core.errors import ChiploreError
 
 app = typer.Typer(
@@ -62,13 +63,26 @@ def _root(show_version: bool = typer.Option(False, "--version", callback=_print_
     """Onboard a chip's documents, ask what is known, and optimize kernels for it with retrieval."""
 
 
-def _register_commands() -> None:
-    """Import the command modules; each adds its commands to `app` on import."""
-    import agent.cli.docs_cmds  # noqa: F401  onboard, ask, chips
-    import agent.cli.optimize_cmds  # noqa: F401  optimize, report, bench, demo
-    import agent.cli.pattern_cmds  # noqa: F401  patterns, findings
-    import agent.cli.profile_cmds  # noqa: F401  profile show, diff, detect
-    import agent.cli.verify_cmds  # noqa: F401  verify
+#: The module that defines each top-level command (each module adds its commands to `app` on import).
+COMMAND_MODULES = {
+    "onboard": "docs_cmds", "ask": "docs_cmds", "chips": "docs_cmds", "mcp": "mcp_cmds",
+    "optimize": "optimize_cmds", "report": "optimize_cmds", "bench": "optimize_cmds", "demo": "optimize_cmds",
+    "patterns": "pattern_cmds", "findings": "pattern_cmds", "profile": "profile_cmds", "verify": "verify_cmds",
+    "store": "store_cmds",
+}
+
+
+def _register_commands(argv: list[str] | None = None) -> None:
+    """Import the command modules. With `argv` naming a command (``chiplore chips ...``) only that command's module
+    is imported, so a command pays for no other command's imports; otherwise (help, a typo) every module is."""
+    import importlib
+
+    first = next((a for a in argv or [] if not a.startswith("-")), None)
+    if argv and first in COMMAND_MODULES and first == argv[0]:
+        importlib.import_module(f"agent.cli.{COMMAND_MODULES[first]}")
+        return
+    for module in dict.fromkeys(COMMAND_MODULES.values()):
+        importlib.import_module(f"agent.cli.{module}")
 
 
 #: The click exceptions module typer raises from (recent typer versions vendor click as ``typer._click``).
@@ -79,10 +93,17 @@ def main() -> None:
     """Console-script entry point (``chiplore``). Exit codes: 0 ok, 1 bad input (a `ChiploreError`, or a usage error:
     a missing argument, an unknown option, a value of the wrong type), 2 a kernel the verifier rejected (`verify`),
     3 an optimize run stopped on an error; click's own code for usage errors (2) is mapped to 1 so that 2 always
-    means a rejection."""
-    _register_commands()
+    means a rejection. A closed stdout (``| head -1``) ends quietly with 0 (`agent.cli.console`)."""
+    _register_commands(sys.argv[1:])
     try:
         code = app(standalone_mode=False)
+        sys.stdout.flush()  # a pipe closed early fails here at the latest, not in the interpreter's exit
+    except BrokenPipeError:
+        closed_stdout()
+    except SystemExit as exc:
+        if exc.code not in (0, None) and type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            closed_stdout()  # click turned a closed stdout (EPIPE) into exit 1 and wrapped the stream
+        raise
     except ChiploreError as exc:
         typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
         sys.exit(1)
@@ -96,3 +117,4 @@ def main() -> None:
         typer.echo("Aborted!", err=True)
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
+

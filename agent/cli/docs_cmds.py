@@ -9,17 +9,26 @@ import json
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from agent.cli.app import app
+from agent.cli.console import CliConsole
+from core.text import printable
 
 JSON_SCHEMA = 1
 #: `chiplore onboard` exit code when some files failed and the others were stored (docs/cli-json.md).
 ONBOARD_PARTIAL_EXIT = 2
-_out = Console(highlight=False, soft_wrap=True)
-_err = Console(stderr=True, highlight=False, soft_wrap=True)
+#: Document text and file names are printed as text: never parsed as Rich markup (``[b]``) or emoji codes
+#: (``:warning:``, ``rw:x:ro``); control characters in them are escaped (`core.text.printable`).
+_out = CliConsole(highlight=False)
+_err = CliConsole(stderr=True, highlight=False)
+
+
+def _line(*parts: str | tuple[str, str]) -> Text:
+    """One line of plain text pieces, each optionally styled: ``_line(("error:", "red"), " ", message)``."""
+    return Text.assemble(*((printable(p[0]), p[1]) if isinstance(p, tuple) else printable(p) for p in parts))
 
 
 def _print_json(obj: dict) -> None:
@@ -33,38 +42,45 @@ def onboard_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (docs/cli-json.md)."),
     product: str = typer.Option(None, "--product", help="The chip's product as the documents name it, when the "
                                 "chip name does not (e.g. AS-4 in a table of AS-2, AS-4, AS-8)."),
+    no_wait: bool = typer.Option(False, "--no-wait",
+                                 help="Fail at once when another process is writing to the store (default: wait)."),
 ) -> None:
     """Parse, chunk, embed and store a chip's documents with provenance; re-running is idempotent.
 
-    Exit code 0: every document is stored (unsupported file types are listed as skipped); 2: some files failed
-    (each named on one error line) and the others were stored; 1: nothing could be stored, or bad input (a path that
-    does not exist, a bad chip name, an unreadable store).
+    One writer at a time: while another process onboards into the same embedded store, this one waits (saying for
+    whom) or, with --no-wait, fails with exit code 1. Exit code 0: every document is stored (entries that are not
+    read, such as unsupported types, hidden files or links leaving the folder, are listed as skipped with the
+    reason); 2: some files failed (each named on one error line) and the others were stored; 1: nothing could be
+    stored, or bad input (a path that does not exist, a bad chip name, an unreadable or damaged store, a busy store
+    with --no-wait).
     """
     from ingest.onboard import onboard
 
-    report = onboard(chip, paths, progress=not as_json, product=product)
+    report = onboard(chip, paths, progress=not as_json, product=product, wait=not no_wait)
     if as_json:
         _print_json({"schema": JSON_SCHEMA, **report.to_json()})
     else:
         for f in report.failed:
-            _err.print(f"[red]error:[/red] {escape(f.error)}")
+            _err.print(_line(("error:", "red"), " ", f.error))
         for f in report.skipped:
-            _err.print(f"[yellow]skipped:[/yellow] {escape(f.source)} ({escape(f.error)})")
+            _err.print(_line(("skipped:", "yellow"), f" {f.source} ({f.error})"))
+        for f in report.files:
+            if f.note:
+                _err.print(_line(("repaired:", "yellow"), f" {f.source} ({f.note})"))
         stored = len([f for f in report.files if f.status == "stored"])
-        _out.print(
-            f"onboarded [bold]{escape(report.chip)}[/bold]: {len(report.documents)} files ({stored} stored, "
+        _out.print(_line(
+            "onboarded ", (report.chip, "bold"), f": {len(report.documents)} files ({stored} stored, "
             f"{len(report.documents) - stored} unchanged), {report.pages} pages, {report.chunks} chunks, "
-            f"{len(report.skipped)} skipped, {len(report.failed)} failed in {report.seconds:.1f} s")
+            f"{len(report.skipped)} skipped, {len(report.failed)} failed in {report.seconds:.1f} s"))
         if report.profile is not None:
             profile = report.profile
             if profile.error:
-                _err.print(f"[red]profile not updated:[/red] {escape(profile.error)}")
+                _err.print(_line(("profile not updated:", "red"), " ", profile.error))
             else:
-                where = f"; saved {escape(profile.path)} (chiplore profile show {escape(report.chip)})" \
-                    if profile.path else ""
-                _out.print(f"hardware profile: {escape(profile.summary)}{where}")
+                where = f"; saved {profile.path} (chiplore profile show {report.chip})" if profile.path else ""
+                _out.print(_line(f"hardware profile: {profile.summary}{where}"))
                 for line in profile.advice:
-                    _out.print(escape(line))
+                    _out.print(_line(line))
     if not report.ok:
         raise typer.Exit(1)
     if report.failed:
@@ -73,29 +89,65 @@ def onboard_cmd(
 
 @app.command("ask")
 def ask_cmd(
-    question: str = typer.Argument(..., help="The question, in quotes."),
+    questions: list[str] = typer.Argument(None, help="One or more questions, each in quotes; '-' reads one question "
+                                                     "per line from standard input."),
     chip: str = typer.Option(None, "--chip", "-c", help="Only this chip's documents and findings."),
     k: int = typer.Option(5, "-k", "--top-k", help="Number of passages (1 to 100)."),
     as_json: bool = typer.Option(False, "--json", help="Print hits as JSON (docs/cli-json.md)."),
 ) -> None:
-    """Hybrid (dense + BM25) search over documents and findings; prints passages with citations."""
-    from knowledge.retrieval import search
+    """Hybrid (dense + BM25) search over documents and findings; prints passages with citations.
 
-    hits = search(question, chip=chip, k=k)
-    if not hits:
-        _refuse_an_empty_store()
+    Several questions in one call share one load of the embedding model (the slow part of a cold start).
+    """
+    from core.errors import BadInputError
+    from knowledge.retrieval import default_store, search
+
+    asked = _questions(questions or [])
+    if not asked:
+        raise BadInputError("ask: no question given; pass QUESTION (several are allowed) or '-' to read them "
+                            "from standard input, one per line")
+    for entry in default_store().interrupted("chunks"):
+        _err.print(_line(("warning:", "yellow"), f" {entry.source} (chip {entry.chip}) is not completely stored: its "
+                         f"onboarding was interrupted; onboard it again (chiplore onboard {entry.chip} PATH)"))
+    results = []
+    for question in asked:
+        hits = search(question, chip=chip, k=k)
+        if not hits:
+            _refuse_an_empty_store()
+        results.append((question, hits))
     if as_json:
-        _print_json({"schema": JSON_SCHEMA, "question": question, "chip": chip.lower() if chip else None, "k": k,
-                     "hits": [dict(rank=i, **h.to_json()) for i, h in enumerate(hits, start=1)]})
+        docs = [{"question": q, "chip": chip.lower() if chip else None, "k": k,
+                 "hits": [dict(rank=i, **h.to_json()) for i, h in enumerate(hits, start=1)]} for q, hits in results]
+        _print_json({"schema": JSON_SCHEMA, **docs[0]} if len(docs) == 1 else {"schema": JSON_SCHEMA, "results": docs})
         return
+    for number, (question, hits) in enumerate(results):
+        if len(results) > 1:
+            _out.print(("\n" if number else "") + f"[bold]Q{number + 1}: {escape(question)}[/bold]")
+        _print_hits(hits)
+
+
+def _questions(given: list[str]) -> list[str]:
+    """The questions of the command line, with ``-`` replaced by the non-empty lines of standard input."""
+    import sys
+
+    out: list[str] = []
+    for item in given:
+        if item == "-":
+            out.extend(line.strip() for line in sys.stdin.read().splitlines() if line.strip())
+        else:
+            out.append(item)
+    return out
+
+
+def _print_hits(hits: list) -> None:
     if not hits:
         _out.print("no matching passages")
         return
     for i, hit in enumerate(hits, start=1):
-        _out.print(f"[bold]\\[{i}][/bold] [cyan]{escape(hit.cite())}[/cyan]  [dim]{escape(hit.chip)} · "
-                   f"{hit.collection} · score {hit.score:.4f}[/dim]")
+        _out.print(_line((f"[{i}]", "bold"), " ", (hit.cite(), "cyan"), "  ",
+                         (f"{hit.chip} · {hit.collection} · score {hit.score:.4f}", "dim")))
         text = " ".join(hit.text.split())
-        _out.print("    " + (text if len(text) <= 600 else text[:597] + "..."), markup=False)
+        _out.print(_line("    " + (text if len(text) <= 600 else text[:597] + "...")))
 
 
 def _refuse_an_empty_store() -> None:

@@ -1,8 +1,9 @@
 """``chiplore optimize``, ``chiplore report``, ``chiplore bench`` and ``chiplore demo``.
 
 Exit codes of ``optimize``: 0 = the run finished (a stop rule ended it: evaluations, patience, budget, roofline,
-search space exhausted); 1 = error, one ``error: ...`` line (bad input, unknown chip or task, unreachable LLM
-endpoint, unreadable store or run state; when it happens before the run starts, no run folder is created);
+search space exhausted, a tool-calling model that stopped proposing, its token budget); 1 = error, one
+``error: ...`` line (bad input, unknown chip or task, unreachable LLM endpoint, unreadable store or run state; when
+it happens before the run starts, no run folder is created);
 3 = the run stopped on an error it can be resumed from (LLM endpoint down during the run, the same verifier
 failure over and over): the state is saved and ``error: run RUN stopped ...`` names the reason and the
 ``--resume`` command. ``report``: 0 = written, 1 = error line (unknown run, corrupt state, missing kernel file).
@@ -16,16 +17,19 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from agent.cli.app import app
-from agent.config import LLMOptions, OptimizeConfig, StopRules
+from agent.cli.console import CliConsole
 from core.errors import BadInputError
 
-_console = Console(soft_wrap=True)  # paths and progress lines are never broken mid-name when piped
+if TYPE_CHECKING:  # pydantic models: imported by the commands that use them (`chiplore --help` stays fast)
+    from agent.config import LLMOptions
+
+_console = CliConsole()  # paths and progress lines are never broken mid-name when piped
 
 #: Exit code of `optimize` when the run stopped on an error and can be resumed (see the module docstring).
 EXIT_STOPPED = 3
@@ -52,6 +56,8 @@ def _split(value: str | None) -> list[str] | None:
 
 
 def _llm_options(extra: str | None) -> LLMOptions:
+    from agent.config import LLMOptions
+
     if not extra:
         return LLMOptions()
     try:
@@ -73,12 +79,21 @@ def optimize_cmd(
                                           "candidate (the baseline and a verification in progress always finish)"),
     no_retrieval: bool = typer.Option(False, "--no-retrieval", help="ablation: uniform choice, no knowledge"),
     resume: str = typer.Option(None, "--resume", help="continue run RUN (id or folder)"),
-    proposer: str = typer.Option("offline", "--proposer", help="offline | llm | uniform"),
+    proposer: str = typer.Option("offline", "--proposer", help="offline | llm | llm-tools | uniform"),
     cases: str = typer.Option(None, "--cases", help="comma-separated bench case ids (default: all)"),
     seed: int = typer.Option(0, "--seed", help="seed of the proposer's random choices"),
     patience: int = typer.Option(20, "--patience", min=1, help="stop after this many evaluations without gain"),
     run_id: str = typer.Option(None, "--run-id", help="name of the new run (default: task-chip-time)"),
     llm_extra: str = typer.Option(None, "--llm-extra", help="JSON passed through to the LLM request body"),
+    max_tool_calls: int = typer.Option(None, "--max-tool-calls", min=1,
+                                       help="llm-tools: tool calls per candidate (default 16)"),
+    max_turn_tokens: int = typer.Option(None, "--max-turn-tokens", min=1000,
+                                        help="llm-tools: tokens per candidate (default 200000)"),
+    max_run_tokens: int = typer.Option(None, "--max-run-tokens", min=1000,
+                                       help="llm-tools: tokens over the run (default 5000000)"),
+    verify_options: str = typer.Option(None, "--verify-options",
+                                       help="JSON of verifier options for every verification, e.g. "
+                                            "'{\"random_cases\": 1}'"),
     record_findings: bool = typer.Option(None, "--record-findings/--no-record-findings",
                                          help="write findings to the knowledge base (default: on when timed on a "
                                               "GPU; on the CPU, passes are recorded as 'untimed')"),
@@ -97,34 +112,50 @@ def optimize_cmd(
     from agent.runstate import count
     from agent.session import load_task_checked, open_run, prepare, resume_run, run_prepared, select_cases, start_run
 
-    console = Console(stderr=True, soft_wrap=True) if as_json else _console  # --json: stdout holds only the JSON line
+    console = CliConsole(stderr=True) if as_json else _console  # --json: stdout holds only the JSON line
     gpu = has_gpu()
     if resume:
-        config = open_run(resume)[1].config
+        live, saved = open_run(resume)
+        live.check_not_live()  # before anything else is checked or built: one line naming the pid
+        config = saved.config
         if (task and task != config.task) or (chip and chip != config.chip):
             raise BadInputError(f"--resume {resume}: that run optimizes {config.task} on {config.chip}, "
                                 f"not {task or config.task} on {chip or config.chip}")
         if config.timing == "gpu" and not gpu:
             raise BadInputError(f"--resume {resume}: that run is timed on a GPU and this machine has none")
+        if config.proposer == "external":
+            raise BadInputError(f"--resume {resume}: that run takes its candidates from an MCP client "
+                                "(submit_candidate of `chiplore mcp`); continue it there")
     else:
         if not task or not chip:
             raise BadInputError("optimize needs TASK and --chip (or --resume RUN)")
-        if proposer not in ("offline", "llm", "uniform"):
-            raise BadInputError(f"--proposer {proposer!r}: expected offline, llm or uniform")
+        if proposer not in ("offline", "llm", "llm-tools", "uniform"):
+            raise BadInputError(f"--proposer {proposer!r}: expected offline, llm, llm-tools or uniform")
+        from agent.cli.mcp_cmds import parse_verify_options
+        from agent.config import OptimizeConfig, StopRules, ToolBounds
+
+        bounds = {k: v for k, v in (("tool_calls_per_iteration", max_tool_calls),
+                                    ("tokens_per_iteration", max_turn_tokens), ("tokens_per_run", max_run_tokens))
+                  if v is not None}
         config = OptimizeConfig(
             task=task, chip=chip, proposer=proposer, retrieval=not no_retrieval,
             timing="gpu" if gpu else "interpreter", cases=_split(cases), seed=seed,
             stop=StopRules(max_evals=max_evals or 40, patience=patience, budget_min=budget_min),
-            llm=_llm_options(llm_extra), record_findings=gpu if record_findings is None else record_findings)
+            llm=_llm_options(llm_extra), record_findings=gpu if record_findings is None else record_findings,
+            tool_bounds=ToolBounds(**bounds), verify_options=parse_verify_options(verify_options))
     if not gpu:
         os.environ["TRITON_INTERPRET"] = "1"
     select_cases(load_task_checked(config.task), config.cases)
     profile = load_chip_profile(config.chip)
+    if gpu and profile.is_virtual:  # before the run folder exists: a partition this machine cannot realise
+        from hardware_profiles.virtual import check_host
+
+        check_host(profile)
     knowledge, notes = None, []
     if config.retrieval:
         knowledge = StoreKnowledge(profile)
         notes = knowledge.check()
-    verifier = RealVerifier()
+    verifier, parts = RealVerifier(), None
     try:
         parts = prepare(config, profile, verifier, knowledge, check=True)
         if not gpu:
@@ -144,6 +175,8 @@ def optimize_cmd(
             state = run_prepared(run, state, parts, events=printer)
     finally:
         verifier.close()
+        if parts is not None and hasattr(parts.proposer, "close"):
+            parts.proposer.close()  # the tool-calling proposer's own verifier sandboxes
     for note in getattr(knowledge, "warnings", []):
         console.print(f"[yellow]{escape(note)}[/yellow]")
     console.print(summary_table(state))
@@ -191,7 +224,7 @@ def report_cmd(
 @app.command("bench")
 def bench_cmd(
     task: str = typer.Argument(..., help="kernel task, e.g. extend_attention"),
-    chip: str = typer.Option(None, "--chip", help="chip profile for roofline fractions (default: none)"),
+    chip: str = typer.Option(..., "--chip", help="chip profile: the kernels' limits, roofline floors, partition"),
     cases: str = typer.Option(None, "--cases", help="comma-separated bench case ids (default: all)"),
     reps: int = typer.Option(20, "--reps", min=1, help="timed calls per case"),
     as_json: bool = typer.Option(False, "--json", help="print rows as JSON"),
@@ -213,7 +246,12 @@ def demo_cmd(
     max_evals: int = typer.Option(None, "--max-evals", min=1, help="evaluations (default: 3 on CPU, 20 on GPU)"),
 ) -> None:
     """Onboard the shipped chip notes, ask a question, list patterns, then optimize extend attention."""
+    from typer.main import get_command
+
     from agent.demo import run_demo
 
-    run_demo(_console, max_evals or (20 if has_gpu() else 3), gpu=has_gpu())
+    def command(args: list[str]) -> None:
+        get_command(app).main(args=args, prog_name="chiplore", standalone_mode=False)
+
+    run_demo(_console, command, max_evals or (20 if has_gpu() else 3), gpu=has_gpu())
 

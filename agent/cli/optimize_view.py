@@ -10,8 +10,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from agent.adapters import VERIFIER_STAGES
 from agent.runstate import BaselineRecord, EvalRecord, RunState, count
+from knowledge.types import VERDICT_STAGES
 
 
 class LoopPrinter:
@@ -78,7 +78,7 @@ def evaluation_line(e: EvalRecord) -> str:
     elif e.passed:
         label, colour = ("rejected", "yellow") if e.timed else ("passed, not timed", "cyan")
     else:
-        label = f"failed {'verification' if e.stage in VERIFIER_STAGES else 'candidate'} ({e.stage})"
+        label = f"failed {'verification' if e.stage in VERDICT_STAGES else 'candidate'} ({e.stage})"
         colour = "red"
     gm = f" geomean x{e.geomean_speedup:.2f}" if e.passed and e.timed and e.geomean_speedup else ""
     text = e.reasons[0] if not e.passed and e.reasons else e.decision

@@ -19,13 +19,14 @@ import math
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from agent.cli.app import app
+from agent.cli.console import CliConsole
 from core.errors import BadInputError
+from kernels.task import DEFAULT_TASK
 
-_console = Console(soft_wrap=True)  # paths and progress lines are never broken mid-name when piped
+_console = CliConsole()  # paths and progress lines are never broken mid-name when piped
 
 
 def _profile(chip: str) -> Any:
@@ -92,7 +93,7 @@ def _fmt(value: Any) -> str:
 @app.command("patterns")
 def patterns_cmd(
     chip: str = typer.Option(None, "--chip", help="rank for this chip (a known profile)"),
-    task: str = typer.Option("extend_attention", "--task", help="kernel task"),
+    task: str = typer.Option(DEFAULT_TASK, "--task", help="kernel task"),
     case: str = typer.Option(None, "--case", help="one case id of the task, with --chip (default: every bench case)"),
     as_json: bool = typer.Option(
         False, "--json", help="print JSON instead of a table (schema: docstring of agent/cli/pattern_cmds.py)"),

@@ -1,4 +1,5 @@
-"""``chiplore profile show|diff|detect``: read, compare and device-query hardware profiles."""
+"""``chiplore profile show|diff|detect|probe|virtual``: read, compare, device-query and measure hardware profiles,
+and declare virtual chips (partitions of a real device)."""
 
 from __future__ import annotations
 
@@ -9,18 +10,21 @@ from rich.console import Console
 from rich.table import Table
 
 from agent.cli.app import app
+from agent.cli.console import CliConsole
 from hardware_profiles import HardwareProfile, known_chips, load_profile, profile_path, save_profile
 from hardware_profiles.device_query import chip_name_from_device, merge_device_facts, query_device
 from hardware_profiles.schema import display_value
+from hardware_profiles.virtual import describe_partition
 from hardware_profiles.yaml_io import check_chip_name, profile_to_data
 
-profile_app = typer.Typer(help="Show, compare and device-query hardware profiles.", no_args_is_help=True)
+profile_app = typer.Typer(help="Show, compare, device-query and measure hardware profiles; declare virtual chips.",
+                          no_args_is_help=True)
 app.add_typer(profile_app, name="profile")
 
 
 def _console() -> Console:
     """Tables follow the terminal width (rich's default, ``COLUMNS`` when piped); plain lines never wrap paths."""
-    return Console(soft_wrap=True)
+    return CliConsole()
 
 
 #: Below this terminal width the sources move under the table as numbered references (a source column of a few
@@ -31,7 +35,9 @@ NARROW_COLUMNS = 110
 def profile_table(profile: HardwareProfile, references: list[str] | None = None) -> Table:
     """Rich table of every field: value, unit, kind, citation (alternatives listed under conflicts). With
     `references` (a list, filled here) the source column holds ``[n]`` and citation n is ``references[n - 1]``."""
-    table = Table(title=f"{profile.chip} — {profile.display_name or 'hardware profile'} (backend {profile.backend})")
+    virtual = f", VIRTUAL: a partition of {profile.partition.host_chip}" if profile.partition else ""
+    table = Table(title=f"{profile.chip} — {profile.display_name or 'hardware profile'} (backend {profile.backend}"
+                        f"{virtual})")
     # field names, values and units are never broken; kind and source share what is left of the terminal width
     table.add_column("field", no_wrap=True)
     table.add_column("value", overflow="fold")
@@ -76,8 +82,17 @@ def show(chip: str = typer.Argument(..., help="chip name, e.g. h200 or mi300x"),
     for n, text in enumerate(references or [], start=1):
         console.print(f"[{n}] {text}", markup=False)
     console.print(f"file: {profile_path(chip)}")
+    if profile.is_virtual:
+        console.print(virtual_line(profile), soft_wrap=False)
     if profile.notes:
         console.print(f"notes: {profile.notes}", soft_wrap=False)  # prose: wrapped at the terminal width
+
+
+def virtual_line(profile: HardwareProfile) -> str:
+    """``VIRTUAL: virtual chip ...: a partition of h200 (NVIDIA H200 ...)...``, naming the host device."""
+    host = profile.partition.host_chip if profile.partition else ""
+    display = load_profile(host).display_name if host in known_chips() else ""
+    return "VIRTUAL: " + describe_partition(profile, display)
 
 
 def profile_differences(a: HardwareProfile, b: HardwareProfile) -> list[tuple[str, str, str, str]]:
@@ -160,3 +175,6 @@ def set_cmd(chip: str = typer.Argument(..., help="chip name, e.g. zx40"),
     console = _console()
     console.print(result.message, markup=False)
     console.print(f"saved {result.path}", markup=False)
+
+
+import agent.cli.probe_cmds  # noqa: E402, F401  profile probe, profile virtual (registered on profile_app)

@@ -16,6 +16,7 @@ import math
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from pydantic import ValidationError
@@ -24,8 +25,11 @@ from rich.status import Status
 from rich.table import Column, Table
 
 from agent.cli.app import app
-from agent.verifier import Verdict, Verifier, VerifyOptions
+from agent.cli.console import CliConsole
 from core.errors import BadInputError
+
+if TYPE_CHECKING:  # the verifier imports torch: only the command itself loads it (`chiplore --help` stays fast)
+    from agent.verifier import Verdict, Verifier, VerifyOptions
 
 
 def _profile(chip: str | None):
@@ -56,6 +60,8 @@ def _options(device: str, reps: int, timeout: float, case_ids: tuple[str, ...]) 
     """
     if not math.isfinite(timeout):
         raise BadInputError(f"--timeout {timeout:g}: must be a finite number of seconds")
+    from agent.verifier import VerifyOptions
+
     try:
         return VerifyOptions(device=device, reps=reps, timeout_s=timeout,  # type: ignore[arg-type]
                              case_ids=case_ids)
@@ -73,26 +79,11 @@ def _options(device: str, reps: int, timeout: float, case_ids: tuple[str, ...]) 
 
 
 def _check_cases(verifier: Verifier, case_ids: tuple[str, ...]) -> None:
-    """Raise BadInputError when a `--cases` id is not a case this verification would check.
+    """Raise BadInputError when a `--cases` id is not a case this verification would check
+    (`agent.verify_cases.check_verify_cases`)."""
+    from agent.verify_cases import check_verify_cases
 
-    On a GPU the verifier checks the task's bench cases, on the CPU its (small) test cases; an id of the other kind
-    or of no case at all would otherwise be silently dropped.
-    """
-    if not case_ids:
-        return
-    task = verifier.task
-    gpu = verifier.device() == "cuda"
-    checked = [c.id for c in (task.bench_cases if gpu else task.test_cases)]
-    other = {c.id for c in (task.test_cases if gpu else task.bench_cases)}
-    unknown = [c for c in case_ids if c not in checked and c not in other]
-    elsewhere = [c for c in case_ids if c in other]
-    here = (f"on a GPU the verifier checks the bench cases: {', '.join(checked)}" if gpu else
-            f"on the CPU the verifier checks the test cases: {', '.join(checked)} (bench cases need a GPU)")
-    if unknown:
-        raise BadInputError(f"--cases {','.join(unknown)}: unknown case for task {task.name!r}; {here}")
-    if elsewhere:
-        what = "test case, checked only on the CPU (--device cpu)" if gpu else "bench case, checked only on a GPU"
-        raise BadInputError(f"--cases {','.join(elsewhere)}: {what}; {here}")
+    check_verify_cases(verifier.task, verifier.device() == "cuda", case_ids)
 
 
 def _status_line(status: Status, label: str) -> Callable[[str], None]:
@@ -164,7 +155,9 @@ def verify_command(
         raise BadInputError(f"--device {device!r}: expected auto, cpu or cuda")
     options = _options(device, reps, timeout, tuple(c.strip() for c in cases.split(",") if c.strip()))
     profile = _profile(chip)
-    console = Console(stderr=as_json, soft_wrap=True)
+    console = CliConsole(stderr=as_json)
+    from agent.verifier import Verifier
+
     with Verifier(task, profile, options) as verifier:
         _check_cases(verifier, options.case_ids)
         if with_baseline and verifier.device() == "cuda":

@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from agent.context import RetrievalContext
@@ -32,6 +33,7 @@ class ProposalContext:
         noise: relative timing noise per case.
         last_verdict: the verifier's verdict of the previous candidate, verbatim (None at the start).
         rng: seeded from (run seed, n), so a resumed run proposes what the uninterrupted one would.
+        run_dir: the run's folder (candidate files ``kernel_v{N}.py`` live there).
     """
 
     n: int
@@ -56,6 +58,7 @@ class ProposalContext:
     rng: random.Random
     timed: bool
     regression_limit: float = 0.05
+    run_dir: Path | None = None
 
 
 @dataclass

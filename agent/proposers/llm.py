@@ -52,11 +52,15 @@ def extract_code(reply: str, entry_point: str) -> str:
 
 
 def check_signature(source: str, entry_point: str, expected: inspect.Signature) -> None:
-    """The module defines `entry_point` at top level with exactly `expected`'s names, kinds order and defaults.
+    """The module defines `entry_point` at top level with a signature the verifier's calls bind to (the rules of
+    `agent.verifier.signature`, with `expected`'s required parameters; whether every parameter the verifier sets is
+    declared is the verifier's own static rule, which knows the task's cases).
 
     Raises:
         CandidateFailed: stage ``syntax_error`` or ``bad_signature`` with what differs.
     """
+    from agent.verifier.signature import EMPTY, signature_problems
+
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
@@ -65,27 +69,11 @@ def check_signature(source: str, entry_point: str, expected: inspect.Signature) 
     if not defs:
         raise CandidateFailed("bad_signature", f"no top-level function {entry_point!r} in the code")
     args = defs[-1].args
-    positional = args.posonlyargs + args.args
-    names = [a.arg for a in positional] + [a.arg for a in args.kwonlyargs]
-    want = list(expected.parameters)
-    if names != want or args.vararg or args.kwarg:
-        raise CandidateFailed("bad_signature",
-                              f"{entry_point} takes ({', '.join(names)}), expected ({', '.join(want)})")
-    defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
-    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
-    for name, param in expected.parameters.items():
-        has_default = param.default is not inspect.Parameter.empty
-        if has_default != (name in defaults):
-            raise CandidateFailed("bad_signature", f"parameter {name!r}: default "
-                                  f"{'missing' if has_default else 'not expected'}")
-        if has_default:
-            try:
-                value = ast.literal_eval(defaults[name])
-            except ValueError:
-                value = object()
-            if value != param.default or type(value) is not type(param.default):
-                raise CandidateFailed("bad_signature", f"parameter {name!r}: default {ast.unparse(defaults[name])}, "
-                                      f"expected {param.default!r}")
+    pairs = tuple((name, param.default) for name, param in expected.parameters.items())
+    problems = signature_problems(args, pairs, frozenset(name for name, default in pairs if default is EMPTY))
+    if problems:
+        names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+        raise CandidateFailed("bad_signature", f"{entry_point} takes ({', '.join(names)}): {problems[0]}")
 
 
 def parse_header(reply: str) -> tuple[list[str], list[str]]:
@@ -167,15 +155,24 @@ class LLMProposer:
 
     def complete(self, messages: list[dict[str, str]]) -> str:
         """One chat completion with retries; returns the reply text ('' if the model sent none)."""
+        response = self.request(messages)
+        if not response.choices:
+            return ""
+        return response.choices[0].message.content or ""
+
+    def request(self, messages: list[dict[str, Any]], **extra: Any) -> Any:
+        """One ``chat.completions.create`` call (`extra`: e.g. ``tools``) with retries and exponential backoff on
+        network errors; returns the response object.
+
+        Raises:
+            ProposerUnavailable: the endpoint failed after the retries, or refused the request.
+        """
         delay = self.options.backoff_s
         for attempt in range(self.options.retries + 1):
             try:
-                response = self.client.chat.completions.create(
+                return self.client.chat.completions.create(
                     model=self.model, messages=messages, temperature=self.options.temperature,
-                    max_tokens=self.options.max_tokens, extra_body=self.options.extra_body or None)
-                if not response.choices:
-                    return ""
-                return response.choices[0].message.content or ""
+                    max_tokens=self.options.max_tokens, extra_body=self.options.extra_body or None, **extra)
             except _RETRYABLE as exc:
                 if attempt == self.options.retries:
                     raise ProposerUnavailable(f"LLM endpoint {self._where()} failed {attempt + 1} time(s): "
@@ -187,6 +184,10 @@ class LLMProposer:
                                           f"(HTTP {exc.status_code}): {exc.message}") from None
         raise AssertionError("unreachable")
 
+    def where(self) -> str:
+        """The endpoint's base URL, for messages."""
+        return self._where()
+
     def _where(self) -> str:
         return str(getattr(self.client, "base_url", self.options.resolved_base_url()))
 
@@ -194,13 +195,19 @@ class LLMProposer:
 def build_messages(ctx: ProposalContext) -> list[dict[str, str]]:
     """System and user messages for candidate `ctx.n` from the two prompt templates."""
     system = render("llm_system.md.j2", entry_point=ctx.task.entry_point, task=ctx.task.name, chip=ctx.chip,
-                    regression_pct=round(100 * ctx.regression_limit), signature=_bare_signature(ctx.signature),
-                    family_module=f"{ctx.task.optimized_module}.family")
-    user = render("llm_user.md.j2", **_user_variables(ctx))
+                    regression_pct=round(100 * ctx.regression_limit), signature=bare_signature(ctx.signature),
+                    family_module=family_module(ctx))
+    user = render("llm_user.md.j2", **user_variables(ctx))
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def _bare_signature(signature: inspect.Signature) -> str:
+def family_module(ctx: ProposalContext) -> str:
+    """The module a family candidate imports (`KernelFamily.module`); '' for a task without a family."""
+    return ctx.task.family.module if ctx.task.family is not None else ""
+
+
+def bare_signature(signature: inspect.Signature) -> str:
+    """The entry point's parameters as source text without annotations (``q_extend, ..., sm_scale=None``)."""
     bare = signature.replace(
         parameters=[p.replace(annotation=inspect.Parameter.empty) for p in signature.parameters.values()],
         return_annotation=inspect.Signature.empty)
@@ -211,7 +218,9 @@ def _fmt(value: float | None, pattern: str = "{:.1f}") -> str:
     return "-" if value is None else pattern.format(value)
 
 
-def _user_variables(ctx: ProposalContext) -> dict[str, Any]:
+def user_variables(ctx: ProposalContext) -> dict[str, Any]:
+    """Variables of the per-candidate prompt: profile lines, diagnosis rows, retrieved context, the kernel family,
+    recent evaluations, the best source and the last verdict verbatim (cut at `VERDICT_CHARS`)."""
     rows = []
     for case in ctx.cases:
         d = ctx.diagnoses.get(case.id)
@@ -241,7 +250,7 @@ def _user_variables(ctx: ProposalContext) -> dict[str, Any]:
                           if f.value is not None],
         "diagnosis_rows": rows, "retrieval_enabled": ctx.retrieval.enabled, "documents": ctx.retrieval.documents,
         "patterns": sorted(patterns.values(), key=lambda p: -p["score"]), "findings": ctx.retrieval.findings,
-        "family_module": f"{ctx.task.optimized_module}.family", "knobs": list(ctx.task.knobs.items()),
+        "family_module": family_module(ctx), "knobs": list(ctx.task.knobs.items()),
         "example_candidate": example, "recent": ctx.history[-8:], "best_source": ctx.best_source.rstrip(),
         "last_verdict": verdict[:VERDICT_CHARS],
     }

@@ -200,14 +200,15 @@ class PatternGuidedProposer:
         for knob, direction, config in steps:
             move = {"class": key, "knob": knob, "direction": direction, "from": centre[knob], "to": config[knob]}
             why = self._move_reason(key, knob, direction, config[knob], targets)
-            yield (config, why[0], f"{knob} {knob_value(knob, centre[knob])} -> {knob_value(knob, config[knob])}"
-                   f"{why[1]}", move, why[2])
+            label = self.space.value_label
+            yield (config, why[0], f"{knob} {label(knob, centre[knob])} -> {label(knob, config[knob])}{why[1]}",
+                   move, why[2])
         for (k1, _d1, c1), (k2, _d2, c2) in itertools.combinations(steps, 2):
             if k1 != k2:
                 config = {**c1, k2: c2[k2]}
                 if self.space.feasible(config, key):
-                    yield (config, (), f"{k1} -> {knob_value(k1, config[k1])} and {k2} -> "
-                           f"{knob_value(k2, config[k2])}", None, ())
+                    yield (config, (), f"{k1} -> {self.space.value_label(k1, config[k1])} and {k2} -> "
+                           f"{self.space.value_label(k2, config[k2])}", None, ())
 
     # ----- knowledge -> configurations
     def _plans(self, key: str, ctx: ProposalContext) -> list[Plan]:
@@ -314,7 +315,7 @@ class PatternGuidedProposer:
                      ) -> tuple[tuple[str, ...], str, tuple[str, ...]]:
         for want, _w, pattern_id, cites in targets.get(knob, []):
             if want == value:
-                why = f" (pattern {pattern_id} wants {knob}={knob_value(knob, want)})"
+                why = f" (pattern {pattern_id} wants {knob}={self.space.value_label(knob, want)})"
                 return (pattern_id,), why, tuple(cites[:2])
         won = self.move_stats[(key, knob, direction)] > 0
         return (), f" (explore around the best{'; this direction has won before' if won else ''})", ()
@@ -352,14 +353,6 @@ class PatternGuidedProposer:
         params = {"table": table, "classes": classes, "move": move, "class_patterns": class_patterns,
                   "dispatch": {c: k for k, ids in self.space.classes.items() for c in ids}}
         return Proposal(source, table_hash(table), patterns, params, rationale, targets)
-
-
-def knob_value(knob: str, value: Any) -> str:
-    """A knob's value as progress lines show it: ``num_splits`` 0 is ``auto`` (derived from the chip and the
-    call, kernels/extend_attention/family.py)."""
-    if knob == "num_splits" and value == 0:
-        return "auto"
-    return str(value)
 
 
 def _numeric(value: Any) -> bool:

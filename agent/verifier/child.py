@@ -28,7 +28,10 @@ from agent.verifier.channel import MessageReader, write_message
 from agent.verifier.fs_isolation import gpu_device_paths, restrict_writes
 from agent.verifier.guard import STATE, FrameJudge, Guards, SandboxViolation, poison_free_memory
 from agent.verifier.plan import Plan, TimedCase, Trial, fresh_queries, input_digest, make_trial_inputs, perturb_inputs
+from agent.verifier.signature import bind_call, expected_parameters
 from agent.verifier.timing import exposed_reps, gpu_timer, timed_reps, wall_timer
+from hardware_profiles.virtual import enter_partition
+from kernels.chip import ChipLimits, set_chip_limits
 from kernels.task import load_task
 
 _COMPILE_ERRORS = frozenset({"CompilationError", "CompileTimeAssertionFailure", "OutOfResources", "PTXASError",
@@ -106,9 +109,14 @@ class Child:
         self.candidate = request["candidate"]
         self.kept: dict[int, dict[str, Any]] = {}
         self.bases = {t.base for t in self.plan.trials if t.base is not None}
+        self.parameters = expected_parameters(self.task)
         if self.device.type == "cuda":
             torch.cuda.set_device(0)
             torch.cuda.init()
+            # a virtual chip's partition before anything touches the GPU: every kernel of this child runs in it
+            enter_partition(request.get("partition"))
+        if request.get("chip_limits"):  # the limits of the chip being verified, for every kernel the candidate calls
+            set_chip_limits(ChipLimits.from_dict(request["chip_limits"]))
         package = policy.kernel_package(self.task.optimized_module)
         self.guards = Guards(FrameJudge(Path(request["root"])), package, self.device, request["compute_guard"])
 
@@ -173,8 +181,9 @@ class Child:
         STATE.violations.clear()
         t0 = time.perf_counter()
         try:
+            kwargs = bind_call(fn, inputs, self.parameters)
             with self.guards.armed(disable_kernels):
-                returned = fn(**inputs)
+                returned = fn(**kwargs)
             if self.device.type == "cuda":
                 torch.cuda.synchronize()
         except BaseException as exc:  # noqa: BLE001
@@ -258,9 +267,14 @@ class Child:
         label = f"timing {timed.case.id}"
         STATE.violations.clear()
 
+        names: set[str] = set()
+
         def call(args: dict[str, Any]) -> None:
+            if not names:  # once per case (first call, untimed warm-up): the names its calls pass
+                names.update(bind_call(fn, args, self.parameters))
+            kwargs = {k: v for k, v in args.items() if k in names}
             with self.guards.armed():
-                returned = fn(**args)
+                returned = fn(**kwargs)
             if returned is not None and returned is not args[self.output]:
                 raise SandboxViolation(f"returned {type(returned).__name__} instead of writing in place")
 

@@ -29,7 +29,10 @@ from agent.verifier.static_rules import check_source
 from agent.verifier.tamper import changes, snapshot
 from agent.verifier.verdict import Verdict, VerifyOptions
 from core.errors import BadInputError
+from hardware_profiles.limits import chip_limits_or_none
 from hardware_profiles.schema import HardwareProfile
+from hardware_profiles.virtual import check_host, describe_partition, partition_request
+from kernels.chip import ChipLimits, device_conflicts
 from kernels.task import TaskSpec, load_task
 from kernels.timing import L2_FLUSH_BYTES
 
@@ -51,6 +54,10 @@ class Verifier:
         self.options = options or VerifyOptions()
         self.root = root
         self._sandboxes: dict[bool, Sandbox] = {}
+        # the chip's limits reach every kernel of the children (kernels.chip); None with the reason when unknown
+        self.limits, self.limits_unknown = chip_limits_or_none(profile)
+        self._host_checked = False
+        self._conflicts: list[str] | None = None
 
     def __enter__(self) -> Verifier:
         return self
@@ -134,8 +141,31 @@ class Verifier:
             self._sandboxes[interpret] = Sandbox(self.root, interpret)
         return self._sandboxes[interpret]
 
+    def _partition(self, device: str) -> dict[str, Any] | None:
+        """The virtual chip's partition for the children (GPU only; checked against this machine once).
+
+        Raises:
+            VirtualChipError: the chip is virtual and this machine cannot realise it.
+        """
+        if self.profile is None or self.profile.partition is None or device != "cuda":
+            return None
+        if not self._host_checked:
+            check_host(self.profile)
+            self._host_checked = True
+        return partition_request(self.profile)
+
+    def _device_conflicts(self, device: str) -> list[str]:
+        """Where the chip's limits and the device's own report disagree (GPU; read once): a cross-check only, the
+        children run with the profile's limits."""
+        if self.limits is None or device != "cuda":
+            return []
+        if self._conflicts is None:
+            self._conflicts = device_conflicts(self.limits, ChipLimits.from_device("cuda"))
+        return self._conflicts
+
     def _dynamic(self, path: Path, base: dict[str, Any], progress: Callable[[str], None] | None = None) -> Verdict:
         device = self.device()
+        partition = self._partition(device)
         plan = build_plan(self.task, device, self._settings(device))
         children = self.options.parallel_children or (4 if device == "cuda" else 2)
         parts = split_plan(plan, children)
@@ -155,7 +185,9 @@ class Verifier:
                            "fs_isolation": self.options.fs_isolation, "gpu": device == "cuda",
                            "gpu_dev_writes": self.options.gpu_dev_writes,
                            "address_space_bytes": limit if device == "cpu" else 0,
-                           "cpu_seconds": int(4 * self.options.timeout_s) + 60}
+                           "cpu_seconds": int(4 * self.options.timeout_s) + 60,
+                           "chip_limits": self.limits.to_dict() if self.limits else None,
+                           "partition": partition}
                 child = sandbox.launch(request, self.options.timeout_s,
                                        rss_limit_bytes=limit if device == "cuda" else None)
                 launched.append((part, child, scratch))
@@ -177,11 +209,21 @@ class Verifier:
         config = {"options": self.options.model_dump(mode="json"), "static_rules": len(_rules()),
                   "plan": [{"case": t.case.id, "kind": t.kind, "label": t.label, "seed": f"{t.seed:#x}",
                             "child": child_of[t.id]} for t in plan.trials],
-                  "profile": self.profile.chip if self.profile else None, "phase_seconds": outcome.phase_seconds,
+                  "profile": self.profile.chip if self.profile else None,
+                  "chip_limits": self.limits.to_dict() if self.limits else None, "partition": partition,
+                  "phase_seconds": outcome.phase_seconds,
                   "trial_seconds": outcome.trial_seconds, "fs_isolation": outcome.fs_isolation,
-                  "children": len(parts), "exit_statuses": outcome.exit_statuses}
-        verdict = Verdict(stage="pass", device=_device_name(device), versions=_versions(), config=config,
+                  "children": len(parts), "exit_statuses": outcome.exit_statuses,
+                  "device_conflicts": self._device_conflicts(device)}
+        device_name = _device_name(device) + (f" ({describe_partition(self.profile)})" if partition else "")
+        verdict = Verdict(stage="pass", device=device_name, versions=_versions(), config=config,
                           errors=outcome.errors, **base)
+        if self.limits is None:
+            verdict.flags.append(f"chip limits unknown, none set for the kernels: {self.limits_unknown}")
+        conflicts = config["device_conflicts"]
+        if conflicts and not partition:  # a virtual chip differs from its host's report by design
+            verdict.flags.append("the device reports other limits than the profile (the profile's were used): "
+                                 + "; ".join(conflicts))
         if outcome.stage:
             verdict.stage = outcome.stage  # type: ignore[assignment]
             verdict.reasons = [_own_name(r, path.name) for r in outcome.reasons]

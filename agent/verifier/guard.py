@@ -38,6 +38,7 @@ from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatc
 
 from agent.verifier import policy, refusals
 from agent.verifier.judge import STATE, FrameJudge, SandboxState, SandboxViolation, in_import_machinery, where
+from kernels.task import TASK_MODULES
 
 __all__ = ["STATE", "DispatchGuard", "FrameJudge", "Guards", "SandboxState", "SandboxViolation",
            "poison_free_memory", "where"]
@@ -151,11 +152,15 @@ class Guards:
         gc.disable()
 
     def _patch_launchers(self) -> None:
+        """Count, refuse (pre-run hooks) or disable every Triton launch: through `JITFunction.run`, the
+        interpreter's, and `kernels.launch.DirectLaunch.launch_compiled` (a compiled kernel launched directly)."""
         from triton.runtime.interpreter import InterpretedFunction
         from triton.runtime.jit import JITFunction
 
-        for cls in (JITFunction, InterpretedFunction):
-            original = cls.run
+        from kernels.launch import DirectLaunch
+
+        for cls, name in ((JITFunction, "run"), (InterpretedFunction, "run"), (DirectLaunch, "launch_compiled")):
+            original = getattr(cls, name)
 
             def run(self_, *args, _original=original, **kwargs):
                 if STATE.active and (getattr(self_, "pre_run_hooks", None) or getattr(getattr(
@@ -168,7 +173,7 @@ class Guards:
                         return None
                 return _original(self_, *args, **kwargs)
 
-            cls.run = run
+            setattr(cls, name, run)
 
     def _patch_streams(self) -> None:
         """Creating streams or graphs, or switching the current stream, is refused to candidate code (whatever
@@ -315,10 +320,14 @@ class Guards:
         "torch.Tensor.to", "torch.Tensor.sum", "torch.Tensor.__eq__", "os.write", "os.read", "json.dumps",
         "json.loads", "builtins.__import__", "builtins.open", "threading._start_new_thread",
         "_thread.start_new_thread", "triton.runtime.jit.JITFunction.run",
-        "triton.runtime.interpreter.InterpretedFunction.run", "sys.audit", "sys.settrace", "sys.setprofile",
+        "triton.runtime.interpreter.InterpretedFunction.run", "kernels.launch.DirectLaunch.launch_compiled",
+        "sys.audit", "sys.settrace", "sys.setprofile",
         "torch.cuda.set_stream", "torch.cuda._set_stream_by_id",
+        "triton.compiler.compiler.CompiledKernel._init_handles",  # a virtual chip's shared-memory cap lives there
     )
-    _HARNESS_MODULES = ("agent.verifier", "kernels.task", "kernels.timing", "kernels.extend_attention.spec")
+    #: Modules whose globals a candidate must not change: the verifier, the task contract, the timing helper and
+    #: every registered task's spec (its inputs, reference and tolerances).
+    _HARNESS_MODULES = ("agent.verifier", "kernels.task", "kernels.timing", *TASK_MODULES.values())
 
     def _snapshot(self) -> dict[str, object]:
         import importlib

@@ -20,27 +20,12 @@ from kernels.task import Case, TaskSpec
 
 TrialKind = Literal["check", "perturb", "ablate"]
 
-#: Multiplier of q in the adversarial trial: logits ~ N(0, 100^2), so every row of at least 16 keys almost surely
-#: has logits above 88.7, where exp() without max-subtraction overflows float32 (exp(88.7) = 3.4e38, the IEEE 754
-#: single-precision maximum).
-ADVERSARIAL_Q_SCALE = 100.0
-
 #: Input dtypes every plan checks at least once, with a hidden case of their own if no other trial uses them.
 #: float32: a float32 call must be computed in IEEE float32 (tf32 or float16 compute fails the float32 tolerance of
 #: the task), and on a GPU no bench or random case is float32, so without this trial nothing would check it there.
-#: Over 40 such small float32 cases the cheat tests/verifier/cheats/fp32_as_fp16.py erred by >= 2.7e-4 (CPU).
+#: Over 40 such small float32 extend-attention cases the cheat tests/verifier/cheats/fp32_as_fp16.py erred by
+#: >= 2.7e-4 (CPU).
 REQUIRED_DTYPES = ("float32",)
-
-#: Head dims of the CPU plan's hidden float32 case (the CPU's other float32 trials use head dims 16 and 32): a
-#: cheat computing float32 in float16 only when head_dim > 32 passed the CPU verifier before it (red team, session 4).
-WIDE_DTYPE_HEAD_DIMS = (64, 128)
-
-#: Head dim of the GPU plan's hidden float32 case (its only float32 trial): fixed, so the sandbox's Triton cache
-#: serves later candidates with the same kernel; 64, not wider, because an IEEE float32 dot compiles slowly at large
-#: tiles (the family and the baseline cap float32 tiles, `common.FLOAT32_TILE_CAP`: 3-4 s at head dim 64 or 128;
-#: the baseline's uncapped 128x64 tiles took 19-22 s of a 30 s verification on the H200, session 5). A kernel that
-#: downgrades float32 only at head dims other than 64 passes on a GPU -- the CPU plan checks 16, 32 and 64 or 128.
-GPU_DTYPE_HEAD_DIM = 64
 
 
 @dataclass(frozen=True)
@@ -146,79 +131,13 @@ def _seed(rng: random.Random) -> int:
     return rng.randrange(1, 1 << 62)
 
 
-def adversarial_case(task: TaskSpec, rng: random.Random, small: bool) -> Case:
-    """Large logits: a random head layout with q scaled by `ADVERSARIAL_Q_SCALE`, no cap, window, mask or sinks,
-    and at least 16 prefix keys per row (so a kernel that skips max-subtraction overflows)."""
-    base = task.random_case(rng, small)
-    scale = 1 if small else 24
-    batch = rng.randint(1, 3)
-    params = {**dict(base.params), "q_scale": ADVERSARIAL_Q_SCALE, "logit_cap": 0.0, "sinks": False,
-              "sliding_window": -1, "custom_mask": False, "is_causal": True,
-              "extend_lens": [rng.randint(8, 24) * scale for _ in range(batch)],
-              "prefix_lens": [rng.randint(16, 40) * scale for _ in range(batch)]}
-    if not small:
-        params["head_dim"] = params["head_dim_v"] = 128
-    return Case(f"adversarial-logits-{base.id.split('-')[-1]}", params, base.seed, "adversarial")
-
-
-#: Prefix lengths of the hidden long-prefix trial: above any window a kernel might "keep" (1024, 2048 keys) on the
-#: CPU interpreter, above the longest bench prefix (32768) on a GPU.
-LONG_PREFIX_KEYS = {True: (1500, 3000), False: (40000, 80000)}
-
-
-def long_prefix_case(task: TaskSpec, rng: random.Random, small: bool) -> Case:
-    """A hidden case with one long prefix: a kernel that reads only the most recent keys (a truncation window)
-    fails it. Heads are few and narrow (head_dim 16 on the CPU) so the interpreter stays fast; a second short
-    sequence keeps the batch ragged."""
-    base = task.random_case(rng, small)
-    low, high = LONG_PREFIX_KEYS[small]
-    params = {**dict(base.params), "extend_lens": [rng.randint(2, 6) if small else rng.randint(16, 64),
-                                                   rng.randint(1, 3)],
-              "prefix_lens": [rng.randint(low, high), rng.randint(0, 40)], "sliding_window": -1,
-              "custom_mask": False}
-    if small:
-        params.update(num_q_heads=2, num_kv_heads=1, head_dim=16, head_dim_v=16)
-    return Case(f"long-prefix-{base.id.split('-')[-1]}", params, base.seed, "long-prefix")
-
-
-def dtype_case(task: TaskSpec, rng: random.Random, small: bool, dtype: str, head_dim: int = 16) -> Case:
-    """A hidden random case in input dtype `dtype` (features and heads drawn as usual, `head_dim`) with 8-24 query
-    tokens (times 24 on a GPU) in each of 1-3 sequences, so that a kernel computing `dtype` inputs in a narrower
-    type (float32 in float16 or tf32, say) errs on many elements, not on a handful that might all round well.
-    Triton lowers an IEEE float32 dot to FMA loops, whose compile time grows with the tile (H200, session 4:
-    this trial at a drawn head dim was the slowest of a verification, 12.9 s cold, 7.3 s with the cache warm,
-    recompiled for every draw), so `build_plan` fixes the head dim on a GPU (`GPU_DTYPE_HEAD_DIM`) and draws a
-    wide one on the CPU, where nothing is compiled (`WIDE_DTYPE_HEAD_DIMS`)."""
-    base = task.random_case(rng, small)
-    scale = 1 if small else 24
-    batch = rng.randint(1, 3)
-    params = {**dict(base.params), "dtype": dtype, "head_dim": head_dim, "head_dim_v": head_dim,
-              "extend_lens": [rng.randint(8, 24) * scale for _ in range(batch)],
-              "prefix_lens": [rng.randint(0, 40) * scale for _ in range(batch)]}
-    return Case(f"{dtype}-inputs-{base.id.split('-')[-1]}", params, base.seed, "dtype")
-
-
-#: Extend lengths (query tokens) of the hidden long-extend trial: more rows than one query block holds (BLOCK_M is at
-#: most 128 rows in the project's kernels, and every other CPU trial has <= 24 tokens), so the second and later blocks
-#: and the causal bound between blocks are checked; on a GPU longer than one 1024-row block as well.
-LONG_EXTEND_TOKENS = {True: (130, 300), False: (1100, 2500)}
-
-
-def long_extend_case(task: TaskSpec, rng: random.Random, small: bool) -> Case:
-    """A hidden causal case whose first sequence has more query tokens than a query block holds (a kernel wrong
-    only in later blocks or at block edges -- a causal off-by-one -- fails it), a short second sequence, short
-    prefixes; other features as drawn. Found necessary by a fresh-clone walkthrough: an off-by-one in the
-    baseline's causal bound passed every CPU trial. Few, narrow heads and float32 on the CPU (4 q / 2 KV heads,
-    head_dim 16); on a GPU the drawn dtype (bfloat16), where missing one key of a long row can stay within the
-    tolerance -- the GPU's bench cases exercise long extends as well."""
-    base = task.random_case(rng, small)
-    low, high = LONG_EXTEND_TOKENS[small]
-    params = {**dict(base.params), "extend_lens": [rng.randint(low, high), rng.randint(1, 20)],
-              "prefix_lens": [rng.randint(0, 40), rng.randint(0, 40)], "is_causal": True, "custom_mask": False}
-    if small:  # float32 (held to 1e-4): a row that misses one of its ~130+ keys errs by ~1e-3..1e-2, which
-        # float16's 4e-3 bound lets through on some draws; IEEE float32 dots of these small tiles compile fast
-        params.update(num_q_heads=4, num_kv_heads=2, head_dim=16, head_dim_v=16, dtype="float32")
-    return Case(f"long-extend-{base.id.split('-')[-1]}", params, base.seed, "long-extend")
+def dtype_case(task: TaskSpec, rng: random.Random, dtype: str, small: bool) -> Case:
+    """A hidden case in input dtype `dtype`: the task's own (`TaskSpec.dtype_case`), else an interpreter-sized
+    random case with ``params["dtype"]`` replaced."""
+    if task.dtype_case is not None:
+        return task.dtype_case(rng, dtype, small)
+    base = task.random_case(rng, True)
+    return Case(f"{dtype}-inputs-{base.id}", {**dict(base.params), "dtype": dtype}, base.seed, "dtype")
 
 
 def _selected(cases: tuple[Case, ...], ids: tuple[str, ...]) -> list[Case]:
@@ -226,11 +145,12 @@ def _selected(cases: tuple[Case, ...], ids: tuple[str, ...]) -> list[Case]:
 
 
 def build_plan(task: TaskSpec, device: str, settings: PlanSettings, rng: random.Random | None = None) -> Plan:
-    """Trials in the order the child runs them: a hidden random case, its in-place perturbation, large logits,
-    a long prefix, a long extend, the bench and/or test cases, a hidden case in each of `REQUIRED_DTYPES` that no
-    trial so far uses (float32 on a GPU, where bench and random cases are bfloat16), more hidden random cases (one
-    repeated with a new seed), the kernel ablation; then the timing plan: the bench cases (the selected test cases
-    when no bench case is checked -- a CPU protocol test); rotation set 0 reuses the case's trial seed."""
+    """Trials in the order the child runs them: a hidden random case, its in-place perturbation, the task's hidden
+    cases (`TaskSpec.hidden_cases`; extend attention: large logits, a long prefix, a long extend), the bench and/or
+    test cases, a hidden case in each of `REQUIRED_DTYPES` (`dtype_case`; on a GPU only if no trial so far uses
+    it: there bench and random cases are bfloat16), more hidden random cases (one repeated with a new seed), the
+    kernel ablation; then the timing plan: the bench cases (the selected test cases when no bench case is checked
+    -- a CPU protocol test); rotation set 0 reuses the case's trial seed."""
     rng = rng or secret_rng()
     trials: list[Trial] = []
 
@@ -241,9 +161,8 @@ def build_plan(task: TaskSpec, device: str, settings: PlanSettings, rng: random.
 
     first = add("check", task.random_case(rng, settings.small), "hidden random shape")
     add("perturb", first.case, "same buffers, perturbed values", base=first.id, perturb_seed=_seed(rng))
-    add("check", adversarial_case(task, rng, settings.small), "large logits")
-    add("check", long_prefix_case(task, rng, settings.small), "long prefix")
-    add("check", long_extend_case(task, rng, settings.small), "long extend")
+    for label, case in task.hidden_cases(rng, settings.small):
+        add("check", case, label)
     bench_seed: dict[str, int] = {}
     if settings.include_bench_cases:
         for case in _selected(task.bench_cases, settings.case_ids):
@@ -252,11 +171,8 @@ def build_plan(task: TaskSpec, device: str, settings: PlanSettings, rng: random.
         for case in _selected(task.test_cases, settings.case_ids):
             add("check", case, "test case")
     for dtype in REQUIRED_DTYPES:
-        if settings.small:  # the CPU: a wide head as well (a kernel that downgrades float32 only on wide heads)
-            add("check", dtype_case(task, rng, True, dtype, rng.choice(WIDE_DTYPE_HEAD_DIMS)), f"{dtype} inputs")
-        elif all(t.case.params.get("dtype") != dtype for t in trials):
-            # small shapes: Triton compiles an IEEE float32 dot of GPU-sized tiles slowly (GPU_DTYPE_HEAD_DIM)
-            add("check", dtype_case(task, rng, True, dtype, GPU_DTYPE_HEAD_DIM), f"{dtype} inputs")
+        if settings.small or all(task.dtype_of(t.case) != dtype for t in trials):
+            add("check", dtype_case(task, rng, dtype, settings.small), f"{dtype} inputs")
     for i in range(max(0, settings.random_cases - 1)):
         extra = add("check", task.random_case(rng, settings.small), "hidden random shape")
         if i == 0:

@@ -9,11 +9,15 @@ interpreter or keeps state across calls is refused (shared/reference/verifier_th
 
 from __future__ import annotations
 
-#: Modules a candidate may import (exact names); the task's kernel package is added per task.
-ALLOWED_IMPORTS: frozenset[str] = frozenset({"torch", "triton", "triton.language", "math", "typing", "__future__"})
+#: Modules a candidate may import (exact names); the task's kernel package is added per task. ``kernels.chip`` holds
+#: the chip limits every task's kernels run with (numbers from the chip's profile; nothing of any answer);
+#: ``kernels.launch`` is the project's launch helper (a compiled Triton kernel launched without Triton's per-call
+#: binding), whose launches the guards count and disable like `JITFunction.run`'s.
+ALLOWED_IMPORTS: frozenset[str] = frozenset({"torch", "triton", "triton.language", "math", "typing", "__future__",
+                                             "kernels.chip", "kernels.launch"})
 
 #: Package prefixes a candidate's own import statements may name besides `ALLOWED_IMPORTS`.
-ALLOWED_IMPORT_PREFIXES: tuple[str, ...] = ("triton.language.",)
+ALLOWED_IMPORT_PREFIXES: tuple[str, ...] = ("triton.language.", "kernels.chip.", "kernels.launch.")
 
 #: Modules of a task's kernel package that compute or describe the answer (the rest -- the kernel family, its
 #: shared helpers, the baseline -- is kernel code a candidate may build on).
@@ -138,11 +142,6 @@ def module_reachable(name: str, package: str | None) -> bool:
     """Whether an attribute chain may reach module `name` (e.g. ``torch.cuda``; never ``torch.serialization``,
     ``torch.importlib`` = importlib, ``triton.runtime.jit``): an allowed import or one of `REACHABLE_MODULES`."""
     return import_allowed(name, package) or name in REACHABLE_MODULES
-
-
-def family_module(task_optimized_module: str) -> str:
-    """Module name of a task's optimized kernel family (``kernels.extend_attention.family``)."""
-    return f"{task_optimized_module}.family"
 
 
 def import_allowed(name: str, package: str | None) -> bool:

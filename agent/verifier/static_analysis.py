@@ -27,6 +27,7 @@ class Source:
         tree: the module AST. filename: shown in reasons. entry_point / output_arg: from the task.
         package: the task's kernel package (its family and helper modules are importable).
         expected_params: ``(name, default)`` pairs of the baseline's entry point (None: unknown).
+        varied_params: names the verifier passes with non-default values (`signature.varied_parameters`).
         aliases: local name -> dotted path it stands for: imports (``tl`` -> ``triton.language``) and local
             names bound to an imported name or an attribute chain rooted at one (``T = torch``,
             ``pk = T.serialization.pickle``), resolved to a fixpoint, in any scope.
@@ -40,15 +41,18 @@ class Source:
     output_arg: str
     package: str
     expected_params: tuple[tuple[str, object], ...] | None = None
+    varied_params: frozenset[str] = frozenset()
     aliases: dict[str, str] = field(default_factory=dict)
     kernel_nodes: set[int] = field(default_factory=set)
     parents: dict[int, ast.AST] = field(default_factory=dict)
 
     @staticmethod
     def parse(text: str, filename: str, entry_point: str, output_arg: str, package: str,
-              expected_params: tuple[tuple[str, object], ...] | None = None) -> Source:
+              expected_params: tuple[tuple[str, object], ...] | None = None,
+              varied_params: frozenset[str] = frozenset()) -> Source:
         """Parse `text`; raises SyntaxError as `ast.parse` does."""
-        src = Source(ast.parse(text, filename=filename), filename, entry_point, output_arg, package, expected_params)
+        src = Source(ast.parse(text, filename=filename), filename, entry_point, output_arg, package, expected_params,
+                     varied_params)
         for node in ast.walk(src.tree):
             for child in ast.iter_child_nodes(node):
                 src.parents[id(child)] = node
@@ -202,7 +206,7 @@ class SizeTaint:
     """Names in one function that carry token or batch sizes (``x.shape[0]``, ``len(x)``, ``x.numel()``,
     ``max_len_extend``, whole shapes), propagated through simple assignments in source order."""
 
-    SIZE_PARAMS = frozenset({"max_len_extend"})
+    SIZE_PARAMS = frozenset({"max_len_extend", "extend_seq_lens_cpu"})
 
     def __init__(self, fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
         self.names: set[str] = set()

@@ -8,12 +8,11 @@ the dynamic stage carries the weight. Each rule yields ``(node, detail)`` pairs;
 from __future__ import annotations
 
 import ast
-import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from agent.verifier import policy
-from agent.verifier.signature import expected_parameters
+from agent.verifier.signature import expected_parameters, signature_problems, varied_parameters
 from agent.verifier.static_analysis import (
     CACHE_DECORATORS,
     SizeTaint,
@@ -96,7 +95,8 @@ def _imports_in(src: Source, category: str) -> Iterator[Finding]:
             yield node, f"imports {module!r}"
 
 
-@rule("entry-point", "the verifier calls the task's entry point with the baseline's exact signature")
+@rule("entry-point", "every call the verifier makes must bind: the task's required parameters in order, the ones it "
+      "varies declared, the rest with defaults")
 def _entry_point(src: Source) -> Iterator[Finding]:
     fn = src.entry()
     if fn is None:
@@ -106,25 +106,9 @@ def _entry_point(src: Source) -> Iterator[Finding]:
         yield fn, f"{src.entry_point} is async"
     if fn.decorator_list:
         yield fn, f"{src.entry_point} is decorated (a wrapper would run instead of the function shown)"
-    args = fn.args
-    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
-        yield fn, f"{src.entry_point} takes *args/**kwargs/keyword-only/positional-only parameters"
-    got = [a.arg for a in args.args]
-    defaults: list[object] = [None] * (len(got) - len(args.defaults))
-    for d in args.defaults:
-        try:
-            defaults.append(ast.literal_eval(d))
-        except ValueError:
-            defaults.append("<non-literal>")
-    want = src.expected_params
-    if want is not None:
-        want_names = [name for name, _ in want]
-        if got != want_names:
-            yield fn, f"parameters {got} differ from the baseline's {want_names}"
-        else:
-            for (name, default), have in zip(want, defaults):
-                if default is not inspect.Parameter.empty and have != default:
-                    yield fn, f"default of {name} is {have!r}, the baseline's is {default!r}"
+    if src.expected_params is not None:
+        for problem in signature_problems(fn.args, src.expected_params, src.varied_params):
+            yield fn, f"{src.entry_point}: {problem}"
     for stmt in src.tree.body:
         targets = stmt.targets if isinstance(stmt, ast.Assign) else []
         if any(isinstance(t, ast.Name) and t.id == src.entry_point for t in targets):
@@ -466,7 +450,7 @@ def check_source(text: str, filename: str, task: TaskSpec) -> StaticReport:
     package = policy.kernel_package(task.optimized_module)
     try:
         src = Source.parse(text, filename, task.entry_point, task.output_args[0], package,
-                           expected_parameters(task))
+                           expected_parameters(task), varied_parameters(task))
     except SyntaxError as exc:
         return StaticReport((), f"{filename}:{exc.lineno}: syntax error: {exc.msg}")
     found: list[Violation] = []

@@ -11,9 +11,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
-Stage = Literal["static_rejected", "compile_error", "runtime_error", "mismatch", "too_fast_to_be_true", "pass"]
-STAGES: tuple[str, ...] = ("static_rejected", "compile_error", "runtime_error", "mismatch", "too_fast_to_be_true",
-                           "pass")
+from knowledge.types import VERDICT_STAGES, VerdictStage
+
+Stage = VerdictStage  # the verdict's stage (knowledge.types: one definition for the verifier and the findings)
+STAGES = VERDICT_STAGES
 
 
 def _drop(keys: tuple[str, ...]):

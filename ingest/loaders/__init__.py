@@ -7,17 +7,25 @@
 | .rst, .rest | `ingest.loaders.rst.load_rst` (docutils) |
 | .html, .htm | `ingest.loaders.html.load_html` (BeautifulSoup) |
 | .txt, .text | `ingest.loaders.text.load_text` |
+
+Every loader's output passes through `load_document`, which writes all text in one normal form
+(`core.text.normalize_text`: Unicode NFKC, so PDF ligature glyphs such as U+FB01 become ``fi``) before anything is
+chunked, keyword-indexed or embedded. `check_size` refuses a file over its format's limit from ``stat`` alone,
+before anything reads or hashes it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from core.errors import BadInputError
-from ingest.loaders.common import LoadedDocument
+from core.text import normalize_text
+from ingest.loaders.common import LoadedDocument, check_file_size
 
-LOADER_VERSION = "1"
+#: Changes whenever loaders give other text for the same file ("2": NFKC normal form), so files are read again.
+LOADER_VERSION = "2"
 
 
 def _pdf(path: Path, source: str) -> LoadedDocument:
@@ -61,22 +69,47 @@ def is_supported(path: Path) -> bool:
     return path.suffix.lower() in LOADERS
 
 
-def load_document(path: Path, source: str | None = None) -> LoadedDocument:
-    """Load `path` with the loader for its suffix; `source` is the display name stored with each section.
+_KIND = {".pdf": "PDF", ".md": "Markdown", ".markdown": "Markdown", ".rst": "reStructuredText",
+         ".rest": "reStructuredText", ".html": "HTML", ".htm": "HTML", ".txt": "plain", ".text": "plain"}
+
+
+def check_size(path: Path) -> int:
+    """Size of `path` in bytes from ``stat``, within its format's limit (`ingest.loaders.common.check_file_size`).
 
     Raises:
-        BadInputError: unsupported suffix, unreadable file, or a format-specific problem (the message names the file).
+        BadInputError: over the limit, or the file cannot be stat'ed.
+    """
+    try:
+        return check_file_size(path, _KIND.get(path.suffix.lower(), "plain"))
+    except OSError as exc:
+        raise BadInputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+
+
+def load_document(path: Path, source: str | None = None) -> LoadedDocument:
+    """Load `path` with the loader for its suffix; `source` is the display name stored with each section. Section
+    texts, headings and the title are returned in the normal form of `core.text.normalize_text`.
+
+    Raises:
+        BadInputError: unsupported suffix, unreadable file, a file over its format's limit, or a format-specific
+            problem (the message names the file).
     """
     loader = LOADERS.get(path.suffix.lower())
     if loader is None:
         raise BadInputError(f"{path}: unsupported file type {path.suffix or '(none)'!r}; "
                             f"supported: {', '.join(sorted(LOADERS))}")
+    check_size(path)
     try:
-        return loader(path, source or path.name)
+        return _normalized(loader(path, source or path.name))
     except OSError as exc:
         raise BadInputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
     except RecursionError as exc:
         raise BadInputError(f"{path}: document nesting too deep to parse") from exc
 
 
-__all__ = ["LOADERS", "LOADER_VERSION", "LoadedDocument", "is_supported", "load_document"]
+def _normalized(doc: LoadedDocument) -> LoadedDocument:
+    sections = [replace(s, text=normalize_text(s.text), heading_path=tuple(normalize_text(h) for h in s.heading_path))
+                for s in doc.sections]
+    return LoadedDocument(sections=sections, title=normalize_text(doc.title), pages=doc.pages, notes=doc.notes)
+
+
+__all__ = ["LOADERS", "LOADER_VERSION", "LoadedDocument", "check_size", "is_supported", "load_document"]

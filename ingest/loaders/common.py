@@ -26,6 +26,9 @@ class LoadedDocument:
 
 #: Largest text document (Markdown, reST, HTML, plain text) onboarded, in MB (10**6 bytes); split larger files.
 MAX_TEXT_FILE_MB = 20
+#: Largest PDF onboarded, in MB, and its most pages (a 2,000-page manual of 30-100 MB is within both).
+MAX_PDF_FILE_MB = 200
+MAX_PDF_PAGES = 5000
 #: Longest line in a Markdown, reST or plain-text document (HTML is often minified onto one line).
 MAX_LINE_CHARS = 100_000
 #: At least this fraction of a document's non-space characters must be letters of words (2-64 letters).
@@ -35,6 +38,33 @@ MAX_COMPRESSION_RATIO = 40.0
 _WORD_RUN = re.compile(r"[^\W\d_]+")
 
 
+def check_file_size(path: Path, kind: str) -> int:
+    """The size of `path` in bytes, read with ``stat`` (nothing of the file is read), within the limit of its
+    format: `MAX_PDF_FILE_MB` for ``PDF``, `MAX_TEXT_FILE_MB` for the text formats.
+
+    Raises:
+        BadInputError: the file is larger than its limit (the message names the file, its size and the limit).
+    """
+    size = path.stat().st_size
+    limit = MAX_PDF_FILE_MB if kind == "PDF" else MAX_TEXT_FILE_MB
+    if size > limit * 10**6:
+        raise BadInputError(f"{path}: {size / 10**6:.1f} MB is above the {limit} MB limit for "
+                            f"{'plain' if kind == 'plain' else kind} {'files' if kind == 'PDF' else 'text documents'}"
+                            "; split it into smaller files")
+    return size
+
+
+def check_page_count(path: Path, pages: int) -> None:
+    """Refuse a PDF of more than `MAX_PDF_PAGES` pages before its pages are read.
+
+    Raises:
+        BadInputError: too many pages.
+    """
+    if pages > MAX_PDF_PAGES:
+        raise BadInputError(f"{path}: {pages:,} pages is above the {MAX_PDF_PAGES:,}-page limit for PDF files; "
+                            "split it into smaller files")
+
+
 def read_text_file(path: Path, kind: str) -> str:
     """Read a UTF-8 (or UTF-16 with BOM, or Latin-1) text file of format `kind` and check that it is a document.
 
@@ -42,10 +72,7 @@ def read_text_file(path: Path, kind: str) -> str:
         BadInputError: the file is empty, larger than `MAX_TEXT_FILE_MB`, holds binary data (NUL bytes or control
             characters, e.g. a PDF or image renamed to ``.md``), or is not text-like (`check_text_like`).
     """
-    size = path.stat().st_size
-    if size > MAX_TEXT_FILE_MB * 10**6:
-        raise BadInputError(f"{path}: {size / 10**6:.1f} MB is above the {MAX_TEXT_FILE_MB} MB limit for "
-                            f"{'plain' if kind == 'plain' else kind} text documents; split it into smaller files")
+    check_file_size(path, kind)
     data = path.read_bytes()
     if not data.strip():
         raise BadInputError(f"{path}: file is empty")

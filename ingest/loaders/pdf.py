@@ -29,7 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import BadInputError
-from ingest.loaders.common import LoadedDocument, one_line, table_sections, title_from_path
+from ingest.loaders.common import (
+    LoadedDocument,
+    check_file_size,
+    check_page_count,
+    one_line,
+    table_sections,
+    title_from_path,
+)
 from ingest.loaders.pdf_tables import LayoutTable, layout_tables
 from knowledge.types import Section
 
@@ -71,6 +78,7 @@ def load_pdf(path: Path, source: str) -> LoadedDocument:
     """
     with _quiet_pypdf():
         reader = _open(path)
+        check_page_count(path, len(reader.pages))
         pages = [_page_lines(reader, i, path) for i in range(len(reader.pages))]
         tables = [_page_tables(reader, i) for i in range(len(reader.pages))]
         title = _title(reader)
@@ -89,6 +97,7 @@ def _open(path: Path):
     from pypdf import PdfReader
     from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError
 
+    check_file_size(path, "PDF")
     data = path.read_bytes()
     if not data.strip():
         raise BadInputError(f"{path}: file is empty")

@@ -1,16 +1,8 @@
-"""Extend-attention cases as data: edge cases for tests, the 9 realistic benchmark cases, random draws.
+"""Extend-attention cases as data: edge cases for tests, the 9 realistic benchmark cases, random draws, and the
+hidden cases the verifier draws at verification time (`hidden_cases`, `dtype_case`).
 
-Case params (all plain values):
-    extend_lens, prefix_lens: list[int], one entry per sequence (E_b, P_b; either may be 0).
-    num_q_heads, num_kv_heads, head_dim (D_qk), head_dim_v (D_v): ints; H_q % H_kv == 0.
-    mla: bool, V is a view of K's first head_dim_v columns (cache and extend), H_kv = 1.
-    is_causal: bool; custom_mask: bool (random mask replaces causality); skip_prefix_custom_mask: bool.
-    sliding_window: int (<= 0 off); logit_cap: float (0 off); sinks: bool; sm_scale: float | None.
-    q_scale: float multiplying q (large values stress logit caps and max subtraction).
-    max_len_extend_slack: int added to max(E_b) when passing max_len_extend (an upper bound, not exact).
-    dtype: default input dtype name.
-
-Benchmark cases and their ids come from shared/reference/extend_attention.md (H_q/H_kv/D = 32/8/128, bf16).
+Case params and their defaults: `params` (`full_params`). Benchmark cases and their ids come from
+shared/reference/extend_attention.md (H_q/H_kv/D = 32/8/128, bf16).
 """
 
 from __future__ import annotations
@@ -18,36 +10,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from kernels.extend_attention.params import POOL_FACTOR, full_params
 from kernels.task import Case
 
-_DEFAULTS: dict[str, Any] = {
-    "num_q_heads": 32, "num_kv_heads": 8, "head_dim": 128, "head_dim_v": None, "mla": False,
-    "is_causal": True, "custom_mask": False, "skip_prefix_custom_mask": True, "sliding_window": -1,
-    "logit_cap": 0.0, "sinks": False, "sm_scale": None, "q_scale": 1.0, "max_len_extend_slack": 0,
-    "dtype": "bfloat16",
-}
-
-
-def full_params(params: dict[str, Any]) -> dict[str, Any]:
-    """`params` with every default filled in (head_dim_v defaults to head_dim).
-
-    Raises:
-        ValueError: unknown key, mismatched list lengths, negative lengths or bad head ratio.
-    """
-    unknown = set(params) - set(_DEFAULTS) - {"extend_lens", "prefix_lens"}
-    if unknown:
-        raise ValueError(f"unknown case parameter(s): {sorted(unknown)}")
-    out = {**_DEFAULTS, **params}
-    if out["head_dim_v"] is None:
-        out["head_dim_v"] = out["head_dim"]
-    ext, pre = list(out["extend_lens"]), list(out["prefix_lens"])
-    if len(ext) != len(pre) or not ext:
-        raise ValueError(f"extend_lens ({len(ext)}) and prefix_lens ({len(pre)}) must be equal, non-empty")
-    if min(ext + pre) < 0:
-        raise ValueError("extend_lens and prefix_lens must be >= 0")
-    if out["num_q_heads"] % out["num_kv_heads"]:
-        raise ValueError(f"num_q_heads={out['num_q_heads']} not a multiple of num_kv_heads")
-    return out
+__all__ = ["BENCH_CASES", "POOL_FACTOR", "TEST_CASES", "dtype_case", "full_params", "hidden_cases", "random_case"]
 
 
 def _case(case_id: str, case_class: str, seed: int, **params: Any) -> Case:
@@ -106,6 +72,10 @@ TEST_CASES: tuple[Case, ...] = (
           head_dim=32, dtype="float32"),
     _case("window-and-mask", "edge", 21, extend_lens=[4, 6], prefix_lens=[40, 2], sliding_window=3,
           custom_mask=True, **_SMALL),
+    _case("kv-scales", "edge", 22, extend_lens=[5, 3], prefix_lens=[11, 19], k_scale=0.37, v_scale=1.9, **_SMALL),
+    # a ragged batch whose last sequence ends inside a key tile, with the index buffer running on into NaN slots
+    _case("indices-tail", "edge", 23, extend_lens=[3, 9, 1, 6], prefix_lens=[20, 1, 9, 13], kv_indices_tail=11,
+          **_SMALL),
 )
 
 
@@ -133,3 +103,111 @@ def random_case(rng: random.Random, small: bool = True) -> Case:
         max_len_extend_slack=rng.choice([0, 0, 7]),
     )
     return Case(f"random-{rng.randrange(1 << 30):08x}", full_params(params), rng.randrange(1 << 31), "random")
+
+
+# ----- hidden cases the verifier draws at verification time (TaskSpec.hidden_cases, TaskSpec.dtype_case); each is
+# built to catch a specific cheat or bug; `small` is the Triton interpreter's plan (CPU, tens of tokens).
+
+#: Multiplier of q in the large-logits case: logits ~ N(0, 100^2), so every row of at least 16 keys almost surely
+#: has logits above 88.7, where exp() without max-subtraction overflows float32 (exp(88.7) = 3.4e38, the IEEE 754
+#: single-precision maximum).
+ADVERSARIAL_Q_SCALE = 100.0
+
+#: Prefix lengths of the long-prefix case: above any window a kernel might "keep" (1024, 2048 keys) on the CPU
+#: interpreter, above the longest bench prefix (32768) on a GPU.
+LONG_PREFIX_KEYS = {True: (1500, 3000), False: (40000, 80000)}
+
+#: Extend lengths (query tokens) of the long-extend case: more rows than one query block holds (BLOCK_M is at most
+#: 128 rows in the project's kernels, and every other CPU trial has <= 24 tokens), so the second and later blocks
+#: and the causal bound between blocks are checked; on a GPU longer than one 1024-row block as well.
+LONG_EXTEND_TOKENS = {True: (130, 300), False: (1100, 2500)}
+
+#: Head dims of the CPU's float32 case (the CPU's other float32 trials use head dims 16 and 32): a kernel that
+#: computed float32 in float16 only when head_dim > 32 passed the CPU verifier without it
+#: (tests/verifier/cheats/fp32_wide_heads_as_fp16.py).
+WIDE_DTYPE_HEAD_DIMS = (64, 128)
+
+#: Head dim of the GPU's float32 case (its only float32 trial): fixed, so the sandbox's Triton cache serves later
+#: candidates with the same kernel; 64, not wider, because an IEEE float32 dot compiles slowly at large tiles (the
+#: family and the baseline cap float32 tiles, `common.FLOAT32_TILE_CAP`: 3-4 s at head dim 64 or 128; the
+#: baseline's uncapped 128x64 tiles took 19-22 s of a 30 s verification on the H200; BENCHMARKS.md, 'Verifier').
+#: A kernel that downgrades float32 only at head dims other than 64 passes on a GPU -- the CPU checks 16, 32 and
+#: 64 or 128.
+GPU_DTYPE_HEAD_DIM = 64
+
+
+def _suffix(case: Case) -> str:
+    return case.id.split("-")[-1]
+
+
+def adversarial_case(rng: random.Random, small: bool) -> Case:
+    """Large logits: a random head layout with q scaled by `ADVERSARIAL_Q_SCALE`, no cap, window, mask or sinks,
+    and at least 16 prefix keys per row (so a kernel that skips max-subtraction overflows)."""
+    base = random_case(rng, small)
+    scale = 1 if small else 24
+    batch = rng.randint(1, 3)
+    params = {**dict(base.params), "q_scale": ADVERSARIAL_Q_SCALE, "logit_cap": 0.0, "sinks": False,
+              "sliding_window": -1, "custom_mask": False, "is_causal": True,
+              "extend_lens": [rng.randint(8, 24) * scale for _ in range(batch)],
+              "prefix_lens": [rng.randint(16, 40) * scale for _ in range(batch)]}
+    if not small:
+        params["head_dim"] = params["head_dim_v"] = 128
+    return Case(f"adversarial-logits-{_suffix(base)}", params, base.seed, "adversarial")
+
+
+def long_prefix_case(rng: random.Random, small: bool) -> Case:
+    """One long prefix: a kernel that reads only the most recent keys (a truncation window) fails it. Heads are
+    few and narrow (head_dim 16 on the CPU) so the interpreter stays fast; a second short sequence keeps the batch
+    ragged."""
+    base = random_case(rng, small)
+    low, high = LONG_PREFIX_KEYS[small]
+    params = {**dict(base.params), "extend_lens": [rng.randint(2, 6) if small else rng.randint(16, 64),
+                                                   rng.randint(1, 3)],
+              "prefix_lens": [rng.randint(low, high), rng.randint(0, 40)], "sliding_window": -1,
+              "custom_mask": False}
+    if small:
+        params.update(num_q_heads=2, num_kv_heads=1, head_dim=16, head_dim_v=16)
+    return Case(f"long-prefix-{_suffix(base)}", params, base.seed, "long-prefix")
+
+
+def long_extend_case(rng: random.Random, small: bool) -> Case:
+    """A causal case whose first sequence has more query tokens than a query block holds (a kernel wrong only in
+    later blocks or at block edges -- a causal off-by-one -- fails it), a short second sequence, short prefixes;
+    other features as drawn. An off-by-one in a causal bound passes every other CPU trial. Few, narrow heads and
+    float32 on the CPU (4 q / 2 KV heads, head_dim 16); on a GPU the drawn dtype (bfloat16), where missing one key
+    of a long row can stay within the tolerance -- the GPU's bench cases exercise long extends as well."""
+    base = random_case(rng, small)
+    low, high = LONG_EXTEND_TOKENS[small]
+    params = {**dict(base.params), "extend_lens": [rng.randint(low, high), rng.randint(1, 20)],
+              "prefix_lens": [rng.randint(0, 40), rng.randint(0, 40)], "is_causal": True, "custom_mask": False}
+    if small:  # float32 (held to 1e-4): a row that misses one of its ~130+ keys errs by ~1e-3..1e-2, which
+        # float16's 4e-3 bound lets through on some draws; IEEE float32 dots of these small tiles compile fast
+        params.update(num_q_heads=4, num_kv_heads=2, head_dim=16, head_dim_v=16, dtype="float32")
+    return Case(f"long-extend-{_suffix(base)}", params, base.seed, "long-extend")
+
+
+def dtype_case_at(rng: random.Random, dtype: str, head_dim: int) -> Case:
+    """A random case in input dtype `dtype` at `head_dim`, with 8-24 query tokens in each of 1-3 sequences, so that
+    a kernel computing `dtype` inputs in a narrower type (float32 in float16 or tf32, say) errs on many elements,
+    not on a handful that might all round well. Interpreter-sized (IEEE float32 dots compile slowly at GPU-sized
+    tiles: this trial at a drawn head dim was once the slowest of a verification on the H200, recompiled for
+    every draw)."""
+    base = random_case(rng, True)
+    batch = rng.randint(1, 3)
+    params = {**dict(base.params), "dtype": dtype, "head_dim": head_dim, "head_dim_v": head_dim,
+              "extend_lens": [rng.randint(8, 24) for _ in range(batch)],
+              "prefix_lens": [rng.randint(0, 40) for _ in range(batch)]}
+    return Case(f"{dtype}-inputs-{_suffix(base)}", params, base.seed, "dtype")
+
+
+def hidden_cases(rng: random.Random, small: bool) -> tuple[tuple[str, Case], ...]:
+    """`TaskSpec.hidden_cases`: large logits, a long prefix, a long extend (with their trial labels)."""
+    return (("large logits", adversarial_case(rng, small)), ("long prefix", long_prefix_case(rng, small)),
+            ("long extend", long_extend_case(rng, small)))
+
+
+def dtype_case(rng: random.Random, dtype: str, small: bool) -> Case:
+    """`TaskSpec.dtype_case`: the CPU (`small`) draws a wide head (`WIDE_DTYPE_HEAD_DIMS`), a GPU uses
+    `GPU_DTYPE_HEAD_DIM`; interpreter-sized shapes either way."""
+    head_dim = rng.choice(WIDE_DTYPE_HEAD_DIMS) if small else GPU_DTYPE_HEAD_DIM
+    return dtype_case_at(rng, dtype, head_dim)

@@ -1,23 +1,30 @@
 """Pieces shared by the baseline and the optimized family: argument checks, head-dim tiling, stable tanh, the
-float32-exact matrix product."""
+float32-exact matrix product, and the chip limits (`kernels.chip`, re-exported for the task's kernel files)."""
 
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import torch
 import triton
 import triton.language as tl
 
+from kernels.chip import ChipLimits, chip_limits_if_set, current_chip_limits  # noqa: F401 - re-exported
+
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+#: Input dtype names of the task's cases (``Case.params["dtype"]``) and their torch dtypes.
+DTYPES: dict[str, torch.dtype] = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
 
 @dataclass(frozen=True)
 class Problem:
     """Sizes of one call, read from tensor metadata only (no device-to-host copy).
 
-    Axes: total_extend = ΣE (q_extend.shape[0]), total_prefix = ΣP (kv_indices.shape[0]), batch = B.
+    Axes: total_extend = ΣE (q_extend.shape[0]), batch = B. total_prefix is kv_indices.shape[0], an upper bound on
+    ΣP = kv_indptr[B] (serving engines hand over preallocated index buffers whose tail is undefined): it sizes
+    workspaces and steers heuristics, and no kernel reads an index or a row past kv_indptr[B].
     """
 
     batch: int
@@ -48,8 +55,13 @@ def head_dim_blocks(head_dim: int, head_dim_v: int) -> tuple[int, int, int]:
 
 
 def check_inputs(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
-                 kv_indices, custom_mask, mask_indptr, sinks) -> Problem:
+                 kv_indices, custom_mask, mask_indptr, sinks, skip_extend: bool = False, lse_extend=None,
+                 page_size: int = 1, extend_seq_lens_cpu=None) -> Problem:
     """Validate shapes, dtypes and devices of an ``extend_attention_fwd`` call.
+
+    ``skip_extend`` allows k_extend/v_extend with 0 rows (SGLang passes ``k[:0]`` when only the prefix stage runs).
+    ``lse_extend``: None or [ΣE, H_q] floating point. ``page_size``: an int >= 1 (see `check_page_size`).
+    ``extend_seq_lens_cpu``: None or B host ints.
 
     Raises:
         ValueError: a tensor has the wrong rank, shape, dtype or device; the message names it.
@@ -65,11 +77,16 @@ def check_inputs(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_
             raise ValueError(f"{name} is on {t.device}, q_extend on {q_extend.device}")
         if t.stride(-1) != 1:
             raise ValueError(f"{name} must be contiguous in its last (head_dim) axis")
+    for name in ("k_extend", "v_extend", "k_buffer", "v_buffer"):
+        if tensors[name].dtype != q_extend.dtype:
+            raise ValueError(f"{name} has dtype {tensors[name].dtype}, q_extend {q_extend.dtype}: inputs share one "
+                             "dtype (FP8 KV caches are not supported)")
     total_e, hq, d = q_extend.shape
     hkv, dv = k_extend.shape[1], v_extend.shape[2]
     if hq % hkv:
         raise ValueError(f"num_q_heads={hq} is not a multiple of num_kv_heads={hkv}")
-    expect = {"k_extend": (total_e, hkv, d), "v_extend": (total_e, hkv, dv), "o_extend": (total_e, hq, dv)}
+    rows = 0 if skip_extend and k_extend.shape[0] == 0 else total_e
+    expect = {"k_extend": (rows, hkv, d), "v_extend": (rows, hkv, dv), "o_extend": (total_e, hq, dv)}
     for name, shape in expect.items():
         if tuple(tensors[name].shape) != shape:
             raise ValueError(f"{name} has shape {tuple(tensors[name].shape)}, expected {shape}")
@@ -85,16 +102,105 @@ def check_inputs(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_
         raise ValueError("custom_mask and mask_indptr must be given together")
     if sinks is not None and tuple(sinks.shape) != (hq,):
         raise ValueError(f"sinks must have shape [{hq}], got {tuple(sinks.shape)}")
-    return Problem(qo_indptr.shape[0] - 1, total_e, kv_indices.shape[0], hq, hkv, d, dv, q_extend.dtype)
+    if lse_extend is not None and (tuple(lse_extend.shape) != (total_e, hq) or not lse_extend.is_floating_point()
+                                   or lse_extend.device != q_extend.device):
+        raise ValueError(f"lse_extend must be a floating-point [{total_e}, {hq}] tensor on {q_extend.device}, got "
+                         f"{lse_extend.dtype} {tuple(lse_extend.shape)} on {lse_extend.device}")
+    check_page_size(page_size)
+    batch = qo_indptr.shape[0] - 1
+    if extend_seq_lens_cpu is not None and len(extend_seq_lens_cpu) != batch:
+        raise ValueError(f"extend_seq_lens_cpu has {len(extend_seq_lens_cpu)} entries for a batch of {batch}")
+    return Problem(batch, total_e, kv_indices.shape[0], hq, hkv, d, dv, q_extend.dtype)
+
+
+def check_page_size(page_size) -> None:
+    """``page_size`` must be an int >= 1. With 3-D [slots, H, D] buffers the kernels address prefix token t at slot
+    ``kv_indices[t]`` for every page size: SGLang 0.5.23 (``kernels/ops/attention/extend_attention.py``) splits the
+    slot into page ``slot // page_size`` and offset ``slot % page_size`` with page stride ``page_size * stride(0)``
+    and token stride ``stride(0)`` (``_extract_kv_strides``, which accepts 3-D buffers only), which is the same
+    address ``slot * stride(0)``.
+
+    Raises:
+        ValueError: `page_size` is not an int >= 1.
+    """
+    if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
+        raise ValueError(f"page_size must be an int >= 1, got {page_size!r}")
+
+
+#: SGLang 0.5.23 keyword arguments that no kernel of this package implements, with the default that means "off".
+UNSUPPORTED_DEFAULTS = {"xai_temperature_len": -1, "score_mod": None, "aux_tensors": None}
+
+
+def v_is_view_of_k(k: torch.Tensor, v: torch.Tensor) -> bool:
+    """Whether `v` ([rows, H, D_v]) is a view of `k`'s ([rows, H, D_qk]) first D_v columns (MLA's latent cache:
+    ``v_buffer = k_buffer[..., :D_v]``): same storage start and strides, D_v <= D_qk."""
+    return v.data_ptr() == k.data_ptr() and v.stride() == k.stride() and v.shape[2] <= k.shape[2]
+
+
+def chip_has_tma(device: torch.device) -> bool:
+    """Whether descriptor loads can run on `device`: the interpreter (CPU tensors), or an NVIDIA GPU of compute
+    capability >= 9.0. The query is Triton's own target query (the call Triton makes itself on each kernel's first
+    launch on a device, the target it compiles for); it is only reached when ``tma`` is requested."""
+    if device.type != "cuda":
+        return True
+    if torch.version.hip is not None:
+        return False
+    target = triton.runtime.driver.active.get_current_target()
+    return target.backend == "cuda" and target.arch >= 90
+
+
+def describable_rows(t: torch.Tensor, width: int) -> bool:
+    """Whether [rows, H, width] tensor `t` is a valid 2-D TMA view [rows, H * width] with strides [stride(0), 1]:
+    heads contiguous, unit last stride, 16-byte aligned base and row stride, rows not overlapping."""
+    elem = t.dtype.itemsize
+    heads = t.shape[1]
+    return (t.shape[0] > 0 and t.stride(2) == 1 and (heads == 1 or t.stride(1) == width)
+            and t.stride(0) >= heads * width and t.stride(0) * elem % 16 == 0 and t.data_ptr() % 16 == 0)
 
 
 def reject_unsupported(**kwargs) -> None:
-    """Raise NotImplementedError naming the first argument set to a value this kernel does not support."""
-    defaults = {"window_kv_offsets": None, "xai_temperature_len": -1}
+    """Raise NotImplementedError naming the first argument of `UNSUPPORTED_DEFAULTS` set to another value."""
     for name, value in kwargs.items():
-        default = defaults[name]
+        default = UNSUPPORTED_DEFAULTS[name]
         if (value is not None) if default is None else (value != default):
             raise NotImplementedError(f"extend_attention_fwd: argument {name}={value!r} is not supported")
+
+
+def mask_offsets(window_kv_offsets, custom_mask, sliding_window_size, batch: int):
+    """`window_kv_offsets` when the kernels read it, else None. SGLang 0.5.23 reads it only with a custom mask and a
+    sliding window (W > 0): sequence b's mask is then row-major [E_b, off_b + P_b + E_b] at mask_indptr[b] and its
+    first off_b columns are skipped (``_fwd_kernel``: row stride cur_seq_len + window_kv_offset, column
+    window_kv_offset + key position). Without a mask or a window it is ignored, as there.
+
+    Raises:
+        ValueError: offsets that are not a 1-D int32/int64 tensor of at least `batch` entries on the mask's device.
+    """
+    if window_kv_offsets is None or custom_mask is None or not (sliding_window_size and sliding_window_size > 0):
+        return None
+    t = window_kv_offsets
+    if (not isinstance(t, torch.Tensor) or t.dim() != 1 or t.dtype not in (torch.int32, torch.int64)
+            or t.shape[0] < batch or t.device != custom_mask.device):
+        raise ValueError(f"window_kv_offsets must be a 1-D int32/int64 tensor of >= {batch} entries on "
+                         f"{custom_mask.device}, got {getattr(t, 'dtype', type(t).__name__)} "
+                         f"{tuple(getattr(t, 'shape', ()))}")
+    return t
+
+
+def resolve_kv_scales(k_scale, v_scale) -> tuple[float, float]:
+    """(k_scale, v_scale) as floats: SGLang's FP8 KV-cache dequantization scales, host numbers (its Triton backend
+    passes ``layer.k_scale_float`` or 1.0). The prefix-stage logits are multiplied by ``sm_scale * k_scale`` and
+    the prefix-stage P.V contribution by ``v_scale``; the extend stage is not scaled (SGLang 0.5.23,
+    ``_fwd_kernel`` of ``kernels/ops/attention/extend_attention.py``; shared/reference/extend_attention.md).
+
+    Raises:
+        ValueError: a scale that is not a finite host number (a tensor would need a device-to-host copy).
+    """
+    out = []
+    for name, value in (("k_scale", k_scale), ("v_scale", v_scale)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+            raise ValueError(f"{name} must be a finite Python number (the FP8 dequantization scale), got {value!r}")
+        out.append(float(value))
+    return out[0], out[1]
 
 
 def resolve_sm_scale(sm_scale: float | None, head_dim: int) -> float:
@@ -115,7 +221,8 @@ def stable_tanh(x):
 #: compile time explodes -- offline sm_90 compiles of the family kernel (tests/kernels/test_tma_compile.py's
 #: method, 2-core VM): head dim 64 with 64x128 tiles 29 s, head dim 128 115 s; with 32x32 tiles 3-4 s at any head
 #: dim. The verifier compiles a float32 trial for every candidate; the baseline caps its float32
-#: tiles alike (H200: its 128x64 float32 tiles at head dim 64 took 19-22 s of a 30 s verification, session 5).
+#: tiles alike (H200: its 128x64 float32 tiles at head dim 64 took 19-22 s of a 30 s verification;
+#: BENCHMARKS.md, 'Verifier').
 FLOAT32_TILE_CAP = (32, 32, 2)
 
 

@@ -8,9 +8,13 @@ row blocks in decreasing work order), fold_scale (softmax scale folded into the 
 K/V rows into contiguous order first, `prefix_gather.py`, so the attention loop reads them like the extend keys)
 and tma (contiguous K/V tiles loaded through Hopper tensor descriptors, see `FamilyConfig`), and gather_ahead /
 ahead_heads / ahead_sync (with pregather: only the first `ahead_heads` KV heads' prefix is copied before attention;
-the programs of KV head h copy head h + ahead_heads's, `gather_ahead` rows per key tile; `family_ahead.py`).
+the programs of KV head h copy head h + ahead_heads's, `gather_ahead` rows per key tile; `family_ahead.py`), and mla
+(absorbed-MLA calls, 576/512 with V a view of K, run a dedicated kernel of `mla.py`: "triton" with the same tile,
+stage, split, pregather and tma knobs, "gluon" / "gluon_ws" the Hopper Gluon kernels (the Triton one elsewhere);
+"off": the generic kernel below).
 Every launch is free of host synchronization: sizes come from tensor metadata
-(ΣE = q_extend.shape[0], ΣP = kv_indices.shape[0], B = qo_indptr.shape[0] - 1) and the split-KV partials live in a
+(ΣE = q_extend.shape[0], B = qo_indptr.shape[0] - 1, and kv_indices.shape[0] as an upper bound on ΣP: a serving
+engine's index buffer may run on past kv_indptr[B], into entries no kernel reads) and the split-KV partials live in a
 preallocated workspace reused across calls of the same size class.
 """
 
@@ -25,22 +29,38 @@ import triton
 from triton.runtime.errors import OutOfResources
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from kernels.chip import ChipLimits, limits_or_current
 from kernels.extend_attention.common import (
     FLOAT32_TILE_CAP,
     Problem,
     check_inputs,
     head_dim_blocks,
+    mask_offsets,
     reject_unsupported,
+    resolve_kv_scales,
     resolve_sm_scale,
 )
+from kernels.extend_attention.common import (
+    chip_has_tma as _chip_has_tma,
+)
+from kernels.extend_attention.common import (
+    describable_rows as _describable,
+)
+from kernels.extend_attention.common import (
+    v_is_view_of_k as _v_is_view_of_k,
+)
+from kernels.extend_attention.dispatch import call_class  # noqa: F401 - family candidates import it from here
 from kernels.extend_attention.family_kernels import LOG2E, _family_fwd_kernel, _merge_kernel, merge_grid
+from kernels.extend_attention.mla import MLA_IMPLS, mla_applies, run_mla
 from kernels.extend_attention.prefix_gather import gather_prefix
+from kernels.extend_attention.splits import split_factor
 from kernels.extend_attention.workspace import get_workspace, pooled
 
 
 @dataclass(frozen=True)
 class FamilyConfig:
-    """Knob values of the family. ``num_splits=0`` derives the split count from `ChipLimits` and the call.
+    """Knob values of the family. ``num_splits=0`` derives the split count from the chip's `ChipLimits` and the
+    call.
 
     ``tma`` is a request, like num_stages: the extend K/V tiles (and, with ``pregather``, the prefix K/V tiles)
     are loaded through host-side tensor descriptors (`triton.tools.tensor_descriptor.TensorDescriptor`, one 2-D
@@ -72,6 +92,7 @@ class FamilyConfig:
     gather_ahead: int = 0
     ahead_heads: int = 1
     ahead_sync: bool = False
+    mla: str = "off"
 
     def __post_init__(self) -> None:
         for name in ("block_m", "block_n"):
@@ -82,7 +103,7 @@ class FamilyConfig:
                 or not 0 <= self.gather_stages <= 6
                 or not (self.gather_ahead == 0 or 0 < self.gather_ahead <= 256
                         and not self.gather_ahead & (self.gather_ahead - 1))
-                or not 1 <= self.ahead_heads <= 64):
+                or not 1 <= self.ahead_heads <= 64 or self.mla not in MLA_IMPLS):
             raise ValueError(f"FamilyConfig out of range: {self}")
 
     def to_dict(self) -> dict[str, Any]:
@@ -96,39 +117,6 @@ class FamilyConfig:
         if unknown:
             raise ValueError(f"unknown FamilyConfig knob(s): {sorted(unknown)}")
         return FamilyConfig(**data)
-
-
-@dataclass(frozen=True)
-class ChipLimits:
-    """The chip numbers the family needs (a subset of a HardwareProfile), with safe defaults when unknown."""
-
-    num_compute_units: int = 132
-    smem_per_block_kb: float = 227.0
-    warp_size: int = 32
-    max_threads_per_block: int = 1024
-
-    @staticmethod
-    def from_profile(profile: Any) -> ChipLimits:
-        """From any object with `get(name)` (a HardwareProfile); unknown fields keep the defaults."""
-        values = {}
-        for name in ("num_compute_units", "smem_per_block_kb", "warp_size", "max_threads_per_block"):
-            value = profile.get(name)
-            if value is not None:
-                values[name] = type(getattr(ChipLimits(), name))(value)
-        return ChipLimits(**values)
-
-    @staticmethod
-    def from_device(device: torch.device) -> ChipLimits:
-        """Read from the CUDA/ROCm device properties; the CPU (interpreter) gets the defaults."""
-        if device.type != "cuda":
-            return ChipLimits()
-        # Triton's driver query (cuDeviceGetAttribute); torch's may load NVML when CUDA_VISIBLE_DEVICES is set
-        props = triton.runtime.driver.active.utils.get_device_properties(device.index or 0)
-        return ChipLimits(
-            num_compute_units=props["multiprocessor_count"],
-            smem_per_block_kb=props["max_shared_mem"] / 1024,
-            warp_size=props.get("warpSize", 32) or 32,
-        )
 
 
 def smem_footprint_kb(config: FamilyConfig, prob: Problem, v_is_k: bool) -> float:
@@ -179,21 +167,17 @@ def pack_factor(config: FamilyConfig, prob: Problem) -> int:
     return prob.group if config.pack_gqa and prob.group > 1 else 1
 
 
-def auto_splits(config: FamilyConfig, prob: Problem, limits: ChipLimits, waves: float = 4.0,
-                min_chunk: int = 256) -> int:
-    """Split-KV factor so that programs fill `waves` x compute units, each split keeping >= `min_chunk` keys.
-
-    Uses only metadata: average prefix per sequence ΣP / B; row blocks ≈ B * cdiv(ΣE * pack / B, BLOCK_M).
-    """
+def auto_splits(config: FamilyConfig, prob: Problem, limits: ChipLimits) -> int:
+    """Split-KV factor of ``num_splits=0``: `splits.split_factor` for the launch's programs (row blocks
+    ≈ B * cdiv(ΣE * pack / B, BLOCK_M), times the heads of the grid) on the chip's compute units. Metadata only."""
     if prob.total_prefix == 0 or prob.batch == 0:
         return 1
     pack = pack_factor(config, prob)
     heads = prob.num_kv_heads if pack > 1 else prob.num_q_heads
     rows_per_seq = max(1, prob.total_extend * pack // prob.batch)
     programs = prob.batch * math.ceil(rows_per_seq / config.block_m) * heads
-    want = math.ceil(waves * limits.num_compute_units / max(1, programs))
-    by_length = max(1, (prob.total_prefix // prob.batch) // min_chunk)
-    return int(max(1, min(want, by_length, 32)))
+    return split_factor(programs, limits.num_compute_units, prob.total_prefix // prob.batch,
+                        max(1, prob.total_extend // prob.batch) * prob.group)
 
 
 def ahead_applies(config: FamilyConfig, prob: Problem, contig: bool, v_is_k: bool, prefix_masked: bool) -> bool:
@@ -202,7 +186,7 @@ def ahead_applies(config: FamilyConfig, prob: Problem, contig: bool, v_is_k: boo
     G = 1), more KV heads than ``ahead_heads``, no rope part, V not a view of K and no mask on prefix keys. Then
     the first ``ahead_heads`` KV heads' prefix is copied before attention and each program of KV head h copies a
     1/count slice of its sequence's prefix of head h + ahead_heads, under its tensor-core work instead of before
-    it (mixed batch: a 135 us copy at the bandwidth ceiling, BENCHMARKS.md session 5)."""
+    it (mixed batch: a 135 us copy at the bandwidth ceiling; BENCHMARKS.md, 'Kernel sweeps')."""
     _, block_dpe, _ = head_dim_blocks(prob.head_dim, prob.head_dim_v)
     one_per_kv_head = pack_factor(config, prob) > 1 or prob.group == 1
     return (config.gather_ahead > 0 and contig and config.num_splits == 1 and config.gather_stages == 0
@@ -219,32 +203,6 @@ def ahead_launches(config: FamilyConfig, heads: int, ahead: bool) -> list[tuple[
         return [(0, heads, config.gather_ahead if ahead else 0)]
     step = config.ahead_heads
     return [(h, min(step, heads - h), config.gather_ahead) for h in range(0, heads, step)]
-
-
-def _v_is_view_of_k(k_buffer: torch.Tensor, v_buffer: torch.Tensor) -> bool:
-    return (v_buffer.data_ptr() == k_buffer.data_ptr() and v_buffer.stride() == k_buffer.stride()
-            and v_buffer.shape[2] <= k_buffer.shape[2])
-
-
-def _chip_has_tma(device: torch.device) -> bool:
-    """Whether descriptor loads can run on `device`: the interpreter (CPU tensors), or an NVIDIA GPU of compute
-    capability >= 9.0. The query is Triton's own target query (the call Triton makes itself on each kernel's first
-    launch on a device, the target it compiles for); it is only reached when ``tma`` is requested."""
-    if device.type != "cuda":
-        return True
-    if torch.version.hip is not None:
-        return False
-    target = triton.runtime.driver.active.get_current_target()
-    return target.backend == "cuda" and target.arch >= 90
-
-
-def _describable(t: torch.Tensor, width: int) -> bool:
-    """Whether [rows, H, width] tensor `t` is a valid 2-D TMA view [rows, H * width] with strides [stride(0), 1]:
-    heads contiguous, unit last stride, 16-byte aligned base and row stride, rows not overlapping."""
-    elem = t.dtype.itemsize
-    heads = t.shape[1]
-    return (t.shape[0] > 0 and t.stride(2) == 1 and (heads == 1 or t.stride(1) == width)
-            and t.stride(0) >= heads * width and t.stride(0) * elem % 16 == 0 and t.data_ptr() % 16 == 0)
 
 
 def _row_descriptor(t: torch.Tensor, width: int, block_n: int) -> TensorDescriptor:
@@ -286,44 +244,64 @@ _KNOWN_FITS: dict[tuple[Any, ...], FamilyConfig] = {}
 
 def run_family(
     config: FamilyConfig, q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
-    kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None, logit_cap=0.0,
+    kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale, sm_scale=None, logit_cap=0.0,
     skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None, window_kv_offsets=None,
-    xai_temperature_len=-1, limits: ChipLimits | None = None,
+    xai_temperature_len=-1, lse_extend=None, skip_prefix=False, skip_extend=False, page_size=1, score_mod=None,
+    aux_tensors=None, extend_seq_lens_cpu=None, identity_kv_indices=False, limits: ChipLimits | None = None,
 ):
     """Extend attention with the family kernel at `config`; writes ``o_extend`` in place and returns it.
 
-    Arguments and shapes as `kernels.extend_attention.baseline.extend_attention_fwd`; `max_len_extend` is
-    accepted for compatibility but not trusted (row blocks are located from qo_indptr on the device).
-    `limits` (default: read from the device) bounds tiles by shared memory and sizes split-KV. A configuration
+    Arguments, shapes and semantics as `kernels.extend_attention.baseline.extend_attention_fwd` (SGLang 0.5.23's
+    signature); `max_len_extend` and `extend_seq_lens_cpu` are accepted for compatibility but not trusted (row blocks
+    are located from qo_indptr on the device); `window_kv_offsets` as `common.mask_offsets`. The prefix-stage scores
+    are scaled by ``k_scale`` with the softmax scale, and the prefix part of the accumulator by ``v_scale`` once,
+    after the prefix tiles (the online softmax rescales the accumulator uniformly, so this equals scaling every
+    prefix tile's P.V). With ``identity_kv_indices`` the buffers are read in place as the contiguous prefix (no
+    pre-gather, no descriptors). `limits` (`kernels.chip.ChipLimits`; default: the process's chip limits,
+    `kernels.chip.current_chip_limits`, never the device's) bounds tiles by shared memory and sizes split-KV. A
+    configuration
     that Triton refuses for shared memory (`OutOfResources` at compile time, when the footprint model fell short)
     is shrunk by `shrink_once` and launched again; the first that compiles is remembered.
 
     Raises:
         ValueError: inconsistent shapes, dtypes or devices. NotImplementedError: unsupported argument set.
+        kernels.chip.ChipLimitsUnset: no `limits` given and none set for the process.
     """
-    reject_unsupported(window_kv_offsets=window_kv_offsets, xai_temperature_len=xai_temperature_len)
+    reject_unsupported(xai_temperature_len=xai_temperature_len, score_mod=score_mod, aux_tensors=aux_tensors)
     prob = check_inputs(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
-                        kv_indices, custom_mask, mask_indptr, sinks)
+                        kv_indices, custom_mask, mask_indptr, sinks, skip_extend, lse_extend, page_size,
+                        extend_seq_lens_cpu)
+    k_scale, v_scale = resolve_kv_scales(k_scale, v_scale)
+    offsets = mask_offsets(window_kv_offsets, custom_mask, sliding_window_size, prob.batch)
     if prob.batch == 0 or prob.total_extend == 0:
         return o_extend
-    limits = limits or ChipLimits.from_device(q_extend.device)
+    limits = limits_or_current(limits)
     block_d, block_dpe, block_dv = head_dim_blocks(prob.head_dim, prob.head_dim_v)
     v_is_k = (_v_is_view_of_k(k_buffer, v_buffer) and _v_is_view_of_k(k_extend, v_extend)
               and block_dv == block_d == prob.head_dim_v)
-    contig = _pregathers(config, prob.total_prefix, k_buffer, v_buffer)
+    identity, skip_prefix, skip_extend = bool(identity_kv_indices), bool(skip_prefix), bool(skip_extend)
+    plain = lse_extend is None and not (identity or skip_prefix or skip_extend)  # what the MLA kernel implements
+    if config.mla != "off" and plain and mla_applies(prob, v_is_k, custom_mask, sliding_window_size):
+        return run_mla(config, q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
+                       kv_indices, is_causal, sm_scale, logit_cap, sinks, k_scale, v_scale, limits)
+    gathered = not identity and not skip_prefix and _pregathers(config, prob.total_prefix, k_buffer, v_buffer)
+    contig = gathered or identity
     window = int(sliding_window_size) if sliding_window_size and sliding_window_size > 0 else -1
     prefix_masked = window > 0 or (custom_mask is not None and not skip_prefix_custom_mask)
-    ahead = ahead_applies(config, prob, contig, v_is_k, prefix_masked)
+    ahead = ahead_applies(config, prob, gathered, v_is_k, prefix_masked)
     k_src, v_src = k_buffer, v_buffer
     sync = ahead and config.ahead_sync  # work tickets and per-(sequence, head) copy counts, zeroed by the gather
     counters = pooled(q_extend.device, torch.int32, "ahead_counters", 1 + prob.batch * prob.num_kv_heads) if sync \
         else None
-    if contig:  # prefix rows in sequence order: row t of sequence b at kv_indptr[b] + t
+    if gathered:  # prefix rows in sequence order: row t of sequence b at kv_indptr[b] + t
         k_buffer, v_buffer = gather_prefix(k_buffer, v_buffer, kv_indices, v_is_k,
-                                           first_heads=config.ahead_heads if ahead else None, zero=counters)
+                                           first_heads=config.ahead_heads if ahead else None, zero=counters,
+                                           bound=kv_indptr[-1:])
     tma = _tma_allowed(config, prob.dtype, prob.head_dim, prob.head_dim_v, v_is_k, q_extend.device)
-    tma_ext = tma and _describable(k_extend, prob.head_dim) and _describable(v_extend, prob.head_dim_v)
-    tma_prefix = (tma and contig and _describable(k_buffer, prob.head_dim)
+    tma_ext = (tma and not skip_extend and _describable(k_extend, prob.head_dim)
+               and _describable(v_extend, prob.head_dim_v))
+    # identity: rows past kv_indptr[B] are the caller's and may hold anything (a box could read them)
+    tma_prefix = (tma and gathered and _describable(k_buffer, prob.head_dim)
                   and _describable(v_buffer, prob.head_dim_v))
     fitted = fit_to_chip(config, prob, limits, v_is_k)
     fit_key = (config, prob.dtype, block_d, block_dpe, block_dv, v_is_k, tma_ext, tma_prefix, ahead, limits,
@@ -331,10 +309,13 @@ def run_family(
     config = _KNOWN_FITS.get(fit_key, fitted)
     scale = resolve_sm_scale(sm_scale, prob.head_dim)
     use_mask = custom_mask is not None
+    store_lse = lse_extend is not None
     dummy = qo_indptr
 
     def launch(config: FamilyConfig) -> tuple[int, torch.Tensor, torch.Tensor]:
         splits = config.num_splits or auto_splits(config, prob, limits)
+        if skip_prefix:
+            splits = 1
         pack = pack_factor(config, prob)
         heads = prob.num_kv_heads if pack > 1 else prob.num_q_heads
         row_blocks = triton.cdiv(prob.total_extend * pack, config.block_m) + prob.batch
@@ -347,17 +328,21 @@ def run_family(
             grid = (row_blocks * grid_heads, 1, splits) if sync else (row_blocks, grid_heads, splits)
             _launch_kernel(grid, q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
                            kv_indices, custom_mask if use_mask else dummy, mask_indptr if use_mask else dummy,
-                           sinks if sinks is not None else dummy, mid_o, mid_l, descs, k_src, v_src,
-                           counters if sync else dummy, scale,
+                           offsets if offsets is not None else dummy, sinks if sinks is not None else dummy,
+                           mid_o, mid_l, descs, k_src, v_src,
+                           counters if sync else dummy, lse_extend if store_lse else mid_l, (scale, k_scale, v_scale),
                            prob, (head_base, heads, row_blocks), config, dict(
                 BLOCK_D=block_d, BLOCK_DPE=block_dpe, BLOCK_DV=block_dv, PACK=pack, NUM_SPLITS=splits, WINDOW=window,
                 LOGIT_CAP=float(logit_cap or 0.0), IS_CAUSAL=bool(is_causal), USE_MASK=use_mask,
                 SKIP_PREFIX_MASK=bool(skip_prefix_custom_mask), HAS_SINK=sinks is not None, V_IS_K=v_is_k,
                 HEAVY_FIRST=config.heavy_first and bool(is_causal),
-                FOLD_SCALE=config.fold_scale and not logit_cap and scale > 0, PREFIX_CONTIG=contig,
-                TMA_EXT=tma_ext, TMA_PREFIX=tma_prefix, AHEAD_ROWS=ahead_rows, AHEAD_HEADS=config.ahead_heads,
+                FOLD_SCALE=config.fold_scale and not logit_cap and scale > 0 and scale * k_scale > 0,
+                PREFIX_CONTIG=contig, TMA_EXT=tma_ext, TMA_PREFIX=tma_prefix, AHEAD_ROWS=ahead_rows,
+                AHEAD_HEADS=config.ahead_heads,
                 # the proxy fence orders TMA reads after the copies; sm_90+ only, needed only with TMA
-                AHEAD_SYNC=sync, PROXY_FENCE=sync and tma_prefix and q_extend.is_cuda))
+                AHEAD_SYNC=sync, PROXY_FENCE=sync and tma_prefix and q_extend.is_cuda,
+                V_SCALED=v_scale != 1.0, STORE_LSE=store_lse, SKIP_PREFIX=skip_prefix, SKIP_EXTEND=skip_extend,
+                MASK_OFFSET=offsets is not None))
         return splits, mid_o, mid_l
 
     while True:  # the footprint model can fall short of what Triton allocates: shrink and retry on the refusal
@@ -371,29 +356,37 @@ def run_family(
             config = smaller
     _KNOWN_FITS[fit_key] = config
     if splits > 1:
+        lse_out = lse_extend if store_lse else mid_l
         _merge_kernel[merge_grid(prob.total_extend, prob.num_q_heads)](
-            mid_o, mid_l, o_extend, sinks if sinks is not None else dummy, prob.num_q_heads,
+            mid_o, mid_l, o_extend, lse_out, sinks if sinks is not None else dummy, prob.num_q_heads,
             mid_o.stride(0), mid_o.stride(1), mid_o.stride(2), mid_l.stride(0), mid_l.stride(1),
-            o_extend.stride(0), o_extend.stride(1), LV=prob.head_dim_v, BLOCK_DV=block_dv, NUM_SPLITS=splits,
-            BLOCK_S=max(2, triton.next_power_of_2(splits)), HAS_SINK=sinks is not None,
+            o_extend.stride(0), o_extend.stride(1), lse_out.stride(0) if store_lse else 0,
+            lse_out.stride(1) if store_lse else 0, LV=prob.head_dim_v, BLOCK_DV=block_dv, NUM_SPLITS=splits,
+            BLOCK_S=max(2, triton.next_power_of_2(splits)), HAS_SINK=sinks is not None, STORE_LSE=store_lse,
             num_warps=4 if block_dv <= 128 else 8,
         )
     return o_extend
 
 
 def _launch_kernel(grid, q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
-                   kv_indices, custom_mask, mask_indptr, sinks, mid_o, mid_l, descs, k_src, v_src, counters,
-                   scale: float, prob: Problem, heads: tuple[int, int, int], config: FamilyConfig,
-                   flags: dict) -> None:
-    """One `_family_fwd_kernel` launch over `grid`; heads = (first head, all heads, row blocks per head)."""
+                   kv_indices, custom_mask, mask_indptr, mask_offsets, sinks, mid_o, mid_l, descs, k_src, v_src,
+                   counters, lse,
+                   scales: tuple[float, float, float], prob: Problem, heads: tuple[int, int, int],
+                   config: FamilyConfig, flags: dict) -> None:
+    """One `_family_fwd_kernel` launch over `grid`; scales = (sm_scale, k_scale, v_scale); heads = (first head, all
+    heads, row blocks per head); `lse` is written only with STORE_LSE in `flags` (a dummy otherwise)."""
+    scale, k_scale, v_scale = scales
+    store_lse = flags["STORE_LSE"]
     _family_fwd_kernel[grid](
         q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
-        custom_mask, mask_indptr, sinks, mid_o, mid_l, *descs, k_src, v_src, counters, scale * LOG2E, scale,
-        prob.batch, *heads, k_src.stride(0), k_src.stride(1), v_src.stride(0), v_src.stride(1),
+        custom_mask, mask_indptr, mask_offsets, sinks, mid_o, mid_l, *descs, k_src, v_src, counters, lse,
+        scale * LOG2E, scale, k_scale, v_scale, prob.batch, *heads, k_src.stride(0), k_src.stride(1),
+        v_src.stride(0), v_src.stride(1),
         q_extend.stride(0), q_extend.stride(1), k_extend.stride(0), k_extend.stride(1),
         v_extend.stride(0), v_extend.stride(1), o_extend.stride(0), o_extend.stride(1),
         k_buffer.stride(0), k_buffer.stride(1), v_buffer.stride(0), v_buffer.stride(1),
         mid_o.stride(0), mid_o.stride(1), mid_o.stride(2), mid_l.stride(0), mid_l.stride(1),
+        lse.stride(0) if store_lse else 0, lse.stride(1) if store_lse else 0,
         LQ=prob.head_dim, LV=prob.head_dim_v, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
         BLOCK_B=triton.next_power_of_2(prob.batch + 1), GROUP=prob.group, GATHER_STAGES=config.gather_stages,
         num_warps=config.num_warps, num_stages=config.num_stages, **flags,

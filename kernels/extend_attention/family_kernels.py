@@ -66,18 +66,20 @@ def _prefix_range(pre_len, split, pre_lo_bound, NUM_SPLITS: tl.constexpr, BLOCK_
 
 @triton.jit
 def _family_fwd_kernel(
-    Q, K_ext, V_ext, O, K_buf, V_buf, qo_indptr, kv_indptr, kv_indices, mask_ptr, mask_indptr, sinks_ptr,
-    Mid_O, Mid_L, K_ext_desc, V_ext_desc, K_buf_desc, V_buf_desc, K_src, V_src, ahead_cnt, qk_scale, sm_scale, batch,
-    head_base, num_heads, grid_blocks, stride_kst, stride_ksh, stride_vst, stride_vsh,
-    stride_qt, stride_qh, stride_kt, stride_kh, stride_vt, stride_vh, stride_ot, stride_oh,
+    Q, K_ext, V_ext, O, K_buf, V_buf, qo_indptr, kv_indptr, kv_indices, mask_ptr, mask_indptr, mask_offsets_ptr,
+    sinks_ptr, Mid_O, Mid_L, K_ext_desc, V_ext_desc, K_buf_desc, V_buf_desc, K_src, V_src, ahead_cnt, LSE, qk_scale,
+    sm_scale, k_scale, v_scale, batch, head_base, num_heads, grid_blocks, stride_kst, stride_ksh, stride_vst,
+    stride_vsh, stride_qt, stride_qh, stride_kt, stride_kh, stride_vt, stride_vh, stride_ot, stride_oh,
     stride_kbt, stride_kbh, stride_vbt, stride_vbh, stride_ms, stride_mt, stride_mh, stride_ls, stride_lt,
+    stride_et, stride_eh,
     LQ: tl.constexpr, LV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DPE: tl.constexpr, BLOCK_DV: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_B: tl.constexpr, GROUP: tl.constexpr, PACK: tl.constexpr,
     NUM_SPLITS: tl.constexpr, WINDOW: tl.constexpr, LOGIT_CAP: tl.constexpr, IS_CAUSAL: tl.constexpr,
     USE_MASK: tl.constexpr, SKIP_PREFIX_MASK: tl.constexpr, HAS_SINK: tl.constexpr, V_IS_K: tl.constexpr,
     HEAVY_FIRST: tl.constexpr, FOLD_SCALE: tl.constexpr, GATHER_STAGES: tl.constexpr,
     PREFIX_CONTIG: tl.constexpr, TMA_EXT: tl.constexpr, TMA_PREFIX: tl.constexpr, AHEAD_ROWS: tl.constexpr,
-    AHEAD_HEADS: tl.constexpr, AHEAD_SYNC: tl.constexpr, PROXY_FENCE: tl.constexpr,
+    AHEAD_HEADS: tl.constexpr, AHEAD_SYNC: tl.constexpr, PROXY_FENCE: tl.constexpr, V_SCALED: tl.constexpr,
+    STORE_LSE: tl.constexpr, SKIP_PREFIX: tl.constexpr, SKIP_EXTEND: tl.constexpr, MASK_OFFSET: tl.constexpr,
 ):
     nblocks, cum = _block_counts(qo_indptr, batch, PACK, BLOCK_M, BLOCK_B)  # in flight while a ticket is taken
     lin = tl.program_id(0)
@@ -95,8 +97,12 @@ def _family_fwd_kernel(
     ext_len = (tl.load(qo_indptr + seq + 1) - ext_start).to(tl.int32)
     pre_start = tl.load(kv_indptr + seq).to(tl.int64)
     pre_len = (tl.load(kv_indptr + seq + 1) - pre_start).to(tl.int32)
-    seq_len = pre_len + ext_len
+    seq_len = pre_len + ext_len  # the row stride of the sequence's custom mask
     mask_start = tl.load(mask_indptr + seq).to(tl.int64) if USE_MASK else 0
+    if MASK_OFFSET:  # SGLang's window_kv_offsets: the mask's first `off` columns are skipped
+        off = tl.load(mask_offsets_ptr + seq).to(tl.int32)
+        seq_len += off
+        mask_start += off
 
     rows = block * BLOCK_M + tl.arange(0, BLOCK_M)
     tok = rows // PACK
@@ -121,9 +127,16 @@ def _family_fwd_kernel(
     m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - 1.0e30
     MASKED_ALWAYS: tl.constexpr = USE_MASK or WINDOW > 0
 
-    # ---- prefix keys of this split, gathered through kv_indices
+    # ---- prefix keys of this split, gathered through kv_indices; their logits x k_scale (SGLang's KV-cache
+    # dequantization scales; the extend keys keep the softmax scale alone)
+    ext_qk_scale = qk_scale
+    ext_sm_scale = sm_scale
+    qk_scale = qk_scale * k_scale
+    sm_scale = sm_scale * k_scale
     lo_bound = pre_len + tok_lo - WINDOW if WINDOW > 0 else 0
     lo, hi = _prefix_range(pre_len, split, lo_bound, NUM_SPLITS, BLOCK_N)
+    if SKIP_PREFIX:
+        hi = lo
     kb_head = K_buf + kv_head.to(tl.int64) * stride_kbh
     vb_head = V_buf + kv_head.to(tl.int64) * stride_vbh
     PREFIX_MASKED: tl.constexpr = WINDOW > 0 or (USE_MASK and not SKIP_PREFIX_MASK)
@@ -185,16 +198,20 @@ def _family_fwd_kernel(
                                          LV, BLOCK_D, BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP, IS_CAUSAL, USE_MASK,
                                          SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, True, PREFIX_CONTIG, TMA_PREFIX)
 
+    if V_SCALED:  # the prefix part of the accumulator times v_scale (the online softmax rescales acc uniformly)
+        acc = acc * v_scale
+
     # ---- extend keys (contiguous); the last split does them
-    if split == NUM_SPLITS - 1:
+    if split == NUM_SPLITS - 1 and not SKIP_EXTEND:
         acc, l_i, m_i = _extend_keys(acc, l_i, m_i, q, qpe, K_ext, V_ext, K_ext_desc, V_ext_desc, ext_start, ext_len,
                                      pre_len, seq_len, tok, valid, tok_lo, tok_hi, kv_head, stride_kt, stride_kh,
-                                     stride_vt, stride_vh, mask_ptr, mask_start, qk_scale, sm_scale, offs_n, offs_d,
-                                     offs_dv, LQ, LV, BLOCK_D, BLOCK_DPE, BLOCK_DV, BLOCK_N, WINDOW, LOGIT_CAP,
+                                     stride_vt, stride_vh, mask_ptr, mask_start, ext_qk_scale, ext_sm_scale, offs_n,
+                                     offs_d, offs_dv, LQ, LV, BLOCK_D, BLOCK_DPE, BLOCK_DV, BLOCK_N, WINDOW, LOGIT_CAP,
                                      IS_CAUSAL, USE_MASK, MASKED_ALWAYS, V_IS_K, FOLD_SCALE, TMA_EXT)
 
-    _write_result(acc, l_i, m_i, O, Mid_O, Mid_L, sinks_ptr, ext_start, tok, q_head, valid, split, offs_dv, dv_ok,
-                  stride_ot, stride_oh, stride_ms, stride_mt, stride_mh, stride_ls, stride_lt, NUM_SPLITS, HAS_SINK)
+    _write_result(acc, l_i, m_i, O, Mid_O, Mid_L, LSE, sinks_ptr, ext_start, tok, q_head, valid, split, offs_dv,
+                  dv_ok, stride_ot, stride_oh, stride_ms, stride_mt, stride_mh, stride_ls, stride_lt, stride_et,
+                  stride_eh, NUM_SPLITS, HAS_SINK, STORE_LSE)
 
 
 @triton.jit
@@ -263,20 +280,24 @@ def _extend_tile(acc, l_i, m_i, q, qpe, start, end, k_head, v_head, stride_kt, s
 
 
 @triton.jit
-def _write_result(acc, l_i, m_i, O, Mid_O, Mid_L, sinks_ptr, ext_start, tok, q_head, valid, split, offs_dv, dv_ok,
-                  stride_ot, stride_oh, stride_ms, stride_mt, stride_mh, stride_ls, stride_lt,
-                  NUM_SPLITS: tl.constexpr, HAS_SINK: tl.constexpr):
-    """Single split: normalize (plus sink) and store o. Several: store the partial (o / l, m + log2 l)."""
+def _write_result(acc, l_i, m_i, O, Mid_O, Mid_L, LSE, sinks_ptr, ext_start, tok, q_head, valid, split, offs_dv,
+                  dv_ok, stride_ot, stride_oh, stride_ms, stride_mt, stride_mh, stride_ls, stride_lt, stride_et,
+                  stride_eh, NUM_SPLITS: tl.constexpr, HAS_SINK: tl.constexpr, STORE_LSE: tl.constexpr):
+    """Single split: normalize (plus sink) and store o, and with STORE_LSE the natural-log LSE. Several: store the
+    partial (o / l, m + log2 l)."""
     row = ext_start + tok.to(tl.int64)
     store_mask = valid[:, None] & dv_ok[None, :]
     if NUM_SPLITS == 1:
         denom = l_i
+        sink = m_i
         if HAS_SINK:
-            sink = tl.load(sinks_ptr + q_head, mask=valid, other=0.0).to(tl.float32)
-            denom += tl.exp2(tl.minimum(sink * 1.4426950408889634 - m_i, 126.0))
+            sink = tl.load(sinks_ptr + q_head, mask=valid, other=0.0).to(tl.float32) * 1.4426950408889634
+            denom += tl.exp2(tl.minimum(sink - m_i, 126.0))
         out = acc / tl.where(denom == 0.0, 1.0, denom)[:, None]
         tl.store(O + row[:, None] * stride_ot + q_head.to(tl.int64)[:, None] * stride_oh + offs_dv[None, :],
                  out.to(O.dtype.element_ty), mask=store_mask)
+        if STORE_LSE:
+            _store_lse(LSE, row, q_head, valid, m_i, l_i, sink, stride_et, stride_eh, HAS_SINK)
     else:
         out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
         lse = tl.where(l_i == 0.0, float("-inf"), m_i + tl.log2(l_i))
@@ -287,10 +308,27 @@ def _write_result(acc, l_i, m_i, O, Mid_O, Mid_L, sinks_ptr, ext_start, tok, q_h
 
 
 @triton.jit
-def _merge_kernel(Mid_O, Mid_L, O, sinks_ptr, num_q_heads, stride_ms, stride_mt, stride_mh, stride_ls, stride_lt,
-                  stride_ot, stride_oh, LV: tl.constexpr, BLOCK_DV: tl.constexpr, NUM_SPLITS: tl.constexpr,
-                  BLOCK_S: tl.constexpr, HAS_SINK: tl.constexpr):
-    """Merge split-KV partials of one (token, q head): o = Σ_s 2^(lse_s - M) o_s / (Σ_s 2^(lse_s - M) + sink)."""
+def _store_lse(LSE, row, q_head, valid, m, l, sink, stride_et, stride_eh, HAS_SINK: tl.constexpr):
+    """LSE[row, q_head] = ln 2 * log2(l * 2^m + 2^sink) (sink in log2 units, only with HAS_SINK), computed around
+    max(m, sink); -inf where nothing was summed (SGLang's empty-row convention, which merges to nothing)."""
+    top = m
+    if HAS_SINK:
+        top = tl.maximum(m, sink)
+    top = tl.where(top == float("-inf"), 0.0, top)
+    total = l * tl.exp2(m - top)
+    if HAS_SINK:
+        total += tl.exp2(sink - top)
+    lse = tl.where(total == 0.0, float("-inf"), (top + tl.log2(total)) * 0.6931471805599453)
+    tl.store(LSE + row * stride_et + q_head.to(tl.int64) * stride_eh, lse.to(LSE.dtype.element_ty), mask=valid)
+
+
+@triton.jit
+def _merge_kernel(Mid_O, Mid_L, O, LSE, sinks_ptr, num_q_heads, stride_ms, stride_mt, stride_mh, stride_ls,
+                  stride_lt, stride_ot, stride_oh, stride_et, stride_eh, LV: tl.constexpr, BLOCK_DV: tl.constexpr,
+                  NUM_SPLITS: tl.constexpr, BLOCK_S: tl.constexpr, HAS_SINK: tl.constexpr,
+                  STORE_LSE: tl.constexpr):
+    """Merge split-KV partials of one (token, q head): o = Σ_s 2^(lse_s - M) o_s / (Σ_s 2^(lse_s - M) + sink); with
+    STORE_LSE also LSE = ln 2 * (M + log2 of that denominator), -inf when it is 0."""
     token = tl.program_id(0).to(tl.int64)
     head = tl.program_id(1)
     offs_s = tl.arange(0, BLOCK_S).to(tl.int64)
@@ -310,6 +348,9 @@ def _merge_kernel(Mid_O, Mid_L, O, sinks_ptr, num_q_heads, stride_ms, stride_mt,
                     mask=s_ok[:, None] & (offs_dv < LV)[None, :], other=0.0)
     out = tl.sum(parts * w[:, None], 0) / tl.where(denom == 0.0, 1.0, denom)
     tl.store(O + token * stride_ot + head * stride_oh + offs_dv, out.to(O.dtype.element_ty), mask=offs_dv < LV)
+    if STORE_LSE:
+        total = tl.where(denom == 0.0, float("-inf"), (m + tl.log2(denom)) * 0.6931471805599453)
+        tl.store(LSE + token * stride_et + head * stride_eh, total.to(LSE.dtype.element_ty))
 
 
 def merge_grid(total_extend: int, num_q_heads: int) -> tuple[int, int]:

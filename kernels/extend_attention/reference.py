@@ -25,6 +25,8 @@ def _visible_mask(
     skip_prefix_custom_mask: bool,
     sliding_window_size: int,
     device: torch.device,
+    skip_prefix: bool = False,
+    skip_extend: bool = False,
 ) -> torch.Tensor:
     """Bool [rows, P + E]: True where query row (row_start + r) may attend key j."""
     rows = torch.arange(row_start, row_start + num_rows, device=device)[:, None]
@@ -40,6 +42,10 @@ def _visible_mask(
         visible = torch.ones(num_rows, prefix_len + extend_len, dtype=torch.bool, device=device)
     if sliding_window_size is not None and sliding_window_size > 0:
         visible = visible & (keys >= rows + prefix_len - sliding_window_size)
+    if skip_prefix:
+        visible = visible & ~is_prefix
+    if skip_extend:
+        visible = visible & is_prefix
     return visible
 
 
@@ -48,15 +54,23 @@ def _attend(
     k: torch.Tensor,
     v: torch.Tensor,
     visible: torch.Tensor,
-    sm_scale: float,
+    key_scale: torch.Tensor,
     logit_cap: float,
     sink: torch.Tensor | None,
-) -> torch.Tensor:
-    """q [rows, H_q, D], k [keys, H_q, D], v [keys, H_q, Dv], visible [rows, keys] -> [rows, H_q, Dv]."""
-    scores = torch.einsum("rhd,khd->hrk", q, k) * sm_scale
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """q [rows, H_q, D], k [keys, H_q, D], v [keys, H_q, Dv], visible [rows, keys], key_scale [keys] (logit
+    multiplier per key) -> (out [rows, H_q, Dv], natural-log LSE [rows, H_q] of the softmax denominator, sink
+    included; -inf for a row with neither a visible key nor a sink)."""
+    scores = torch.einsum("rhd,khd->hrk", q, k) * key_scale
     if logit_cap > 0:
         scores = logit_cap * torch.tanh(scores / logit_cap)
     scores = scores.masked_fill(~visible[None], float("-inf"))
+    if sink is not None:
+        scores_lse = torch.cat([scores, sink[:, None, None].expand(-1, scores.shape[1], 1)], dim=-1)
+    else:
+        scores_lse = scores
+    lse = torch.logsumexp(scores_lse, dim=-1) if scores_lse.shape[-1] else scores_lse.new_full(
+        scores_lse.shape[:-1], float("-inf"))
     row_max = scores.amax(dim=-1, keepdim=True)
     if sink is not None:
         row_max = torch.maximum(row_max, sink[:, None, None])
@@ -67,7 +81,7 @@ def _attend(
         denom = denom + torch.exp(sink[:, None, None] - row_max)
     out = torch.einsum("hrk,khd->hrd", weights, v)
     out = torch.where(denom > 0, out / denom.clamp_min(torch.finfo(out.dtype).tiny), torch.zeros_like(out))
-    return out.permute(1, 0, 2)
+    return out.permute(1, 0, 2), lse.permute(1, 0)
 
 
 def reference_extend_attention(
@@ -88,7 +102,14 @@ def reference_extend_attention(
     sliding_window_size: int = -1,
     sinks: torch.Tensor | None = None,
     compute_dtype: torch.dtype = torch.float32,
-) -> torch.Tensor:
+    k_scale: float = 1.0,
+    v_scale: float = 1.0,
+    skip_prefix: bool = False,
+    skip_extend: bool = False,
+    identity_kv_indices: bool = False,
+    window_kv_offsets: torch.Tensor | None = None,
+    return_lse: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """Exact extend attention in `compute_dtype` (float32 or float64).
 
     Args:
@@ -102,9 +123,18 @@ def reference_extend_attention(
         logit_cap: 0 = off, else logits -> cap * tanh(logits / cap) after scaling.
         sliding_window_size: W <= 0 off; else key visible iff key_pos >= query_pos - W.
         sinks: [num_q_heads] per-head sink logit added to the softmax denominator, or None.
+        k_scale, v_scale: prefix keys' logits times sm_scale * k_scale, their values times v_scale (SGLang's
+            FP8 KV-cache dequantization scales).
+        skip_prefix, skip_extend: hide every prefix key / every extend key (k_extend, v_extend may then have 0 rows).
+        identity_kv_indices: prefix token t of sequence b sits at row kv_indptr[b] + t of the buffers (kv_indices
+            unread).
+        window_kv_offsets: [batch] ints or None; with a custom mask and a sliding window, sequence b's mask is
+            [E_b, off_b + P_b + E_b] and its first off_b columns are not used (SGLang 0.5.23).
+        return_lse: also return the natural-log sum of exponentials of each row's visible logits (sink included).
 
     Returns:
-        [total_extend_tokens, num_q_heads, head_dim_v] in `compute_dtype`; rows with no visible key are 0.
+        [total_extend_tokens, num_q_heads, head_dim_v] in `compute_dtype`; rows with no visible key are 0. With
+        `return_lse`, (that, lse [total_extend_tokens, num_q_heads] in `compute_dtype`; -inf for an empty row).
 
     Raises:
         ValueError: num_q_heads is not a multiple of num_kv_heads, or a custom mask lacks mask_indptr.
@@ -119,31 +149,47 @@ def reference_extend_attention(
     scale = 1.0 / math.sqrt(head_dim) if sm_scale is None else float(sm_scale)
     device = q_extend.device
     out = torch.zeros(q_extend.shape[0], num_q_heads, v_extend.shape[2], dtype=compute_dtype, device=device)
+    lse = torch.full((q_extend.shape[0], num_q_heads), float("-inf"), dtype=compute_dtype, device=device)
     qo, kvp = qo_indptr.tolist(), kv_indptr.tolist()
     mask_ptr = mask_indptr.tolist() if mask_indptr is not None else None
+    offsets = None
+    if window_kv_offsets is not None and custom_mask is not None and sliding_window_size > 0:
+        offsets = window_kv_offsets.tolist()
     sink = sinks.to(compute_dtype) if sinks is not None else None
     for b in range(len(qo) - 1):
         e_start, e_len = qo[b], qo[b + 1] - qo[b]
         if e_len == 0:
             continue
-        slots = kv_indices[kvp[b] : kvp[b + 1]].long()
+        if identity_kv_indices:
+            slots = torch.arange(kvp[b], kvp[b + 1], device=k_buffer.device)
+        else:
+            slots = kv_indices[kvp[b] : kvp[b + 1]].long()
         prefix_len = slots.numel()
-        k = torch.cat([k_buffer[slots], k_extend[e_start : e_start + e_len]]).to(compute_dtype)
-        v = torch.cat([v_buffer[slots], v_extend[e_start : e_start + e_len]]).to(compute_dtype)
+        k_new, v_new = k_extend[e_start : e_start + e_len], v_extend[e_start : e_start + e_len]
+        if k_extend.shape[0] == 0:  # skip_extend with empty k_extend / v_extend: never visible
+            k_new = k_extend.new_zeros(e_len, *k_extend.shape[1:])
+            v_new = v_extend.new_zeros(e_len, *v_extend.shape[1:])
+        k = torch.cat([k_buffer[slots].to(compute_dtype), k_new.to(compute_dtype)])
+        v = torch.cat([v_buffer[slots].to(compute_dtype) * v_scale, v_new.to(compute_dtype)])
         k = k.repeat_interleave(group, dim=1)
         v = v.repeat_interleave(group, dim=1)
         keys = prefix_len + e_len
+        key_scale = torch.full((keys,), scale, dtype=compute_dtype, device=device)
+        key_scale[:prefix_len] = scale * k_scale
         chunk = max(1, _MAX_SCORE_ELEMENTS // max(1, num_q_heads * keys))
         for r0 in range(0, e_len, chunk):
             r1 = min(e_len, r0 + chunk)
             custom_rows = None
             if custom_mask is not None:
-                flat = custom_mask[mask_ptr[b] : mask_ptr[b] + e_len * keys].view(e_len, keys)
-                custom_rows = flat[r0:r1]
+                off = offsets[b] if offsets is not None else 0
+                flat = custom_mask[mask_ptr[b] : mask_ptr[b] + e_len * (off + keys)].view(e_len, off + keys)
+                custom_rows = flat[r0:r1, off:]
             visible = _visible_mask(
                 r1 - r0, r0, prefix_len, e_len, is_causal, custom_rows,
-                skip_prefix_custom_mask, sliding_window_size, device,
+                skip_prefix_custom_mask, sliding_window_size, device, skip_prefix, skip_extend,
             )
             q = q_extend[e_start + r0 : e_start + r1].to(compute_dtype)
-            out[e_start + r0 : e_start + r1] = _attend(q, k, v, visible, scale, logit_cap, sink)
-    return out
+            rows_out, rows_lse = _attend(q, k, v, visible, key_scale, logit_cap, sink)
+            out[e_start + r0 : e_start + r1] = rows_out
+            lse[e_start + r0 : e_start + r1] = rows_lse
+    return (out, lse) if return_lse else out

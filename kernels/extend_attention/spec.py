@@ -1,4 +1,5 @@
-"""Task spec for extend attention: seeded inputs, reference, tolerances, roofline FLOPs/bytes, cases, knobs.
+"""Task spec for extend attention: seeded inputs, reference, tolerances, roofline FLOPs/bytes, cases, and the
+plug-in parts (`kernels.task`): family, formula variables, hidden cases, candidate template, catalog, drop-in.
 
 FLOP and byte formulas: shared/reference/extend_attention.md, "Roofline floor".
 """
@@ -6,17 +7,27 @@ FLOP and byte formulas: shared/reference/extend_attention.md, "Roofline floor".
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import torch
 
-from kernels.extend_attention.cases import BENCH_CASES, TEST_CASES, full_params, random_case
+from kernels.extend_attention import variables
+from kernels.extend_attention.cases import (
+    BENCH_CASES,
+    POOL_FACTOR,
+    TEST_CASES,
+    dtype_case,
+    full_params,
+    hidden_cases,
+    random_case,
+)
+from kernels.extend_attention.common import DTYPES
+from kernels.extend_attention.family_space import FAMILY, KNOBS
 from kernels.extend_attention.reference import reference_extend_attention
-from kernels.task import Case, TaskSpec, Tolerance
+from kernels.task import Case, DropIn, FormulaVariables, TaskFiles, TaskSpec, Tolerance
 
-#: Cache pool size relative to the slots actually used (unused slots hold NaN).
-POOL_FACTOR = 1.25
-DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+_HERE = Path(__file__).resolve().parent
 
 
 def _dtype(dtype: str | torch.dtype) -> torch.dtype:
@@ -53,12 +64,14 @@ def make_inputs(case: Case, seed: int | None = None, device: str | torch.device 
 
     Values are standard normal (q times ``q_scale``); cache slots of the prefix are a random permutation of
     a pool `POOL_FACTOR` times larger than needed, and every unused slot holds NaN so that a kernel that
-    reads the wrong slot fails. ``o_extend`` is allocated and filled with NaN.
+    reads the wrong slot fails; ``kv_indices_tail`` more entries after ΣP name unused slots. ``o_extend`` is
+    allocated and filled with NaN.
 
     Returns:
         dict with q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
-        kv_indices (int64), custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale, logit_cap,
-        skip_prefix_custom_mask, sliding_window_size, sinks.
+        kv_indices (int64), custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale, sm_scale,
+        logit_cap, skip_prefix_custom_mask, sliding_window_size, sinks: the arguments SGLang 0.5.23's
+        ``extend_attention_fwd`` takes up to ``sinks``, so a call binds to any entry point that declares those.
     """
     p = full_params(dict(case.params))
     device = torch.device(device)
@@ -75,7 +88,8 @@ def make_inputs(case: Case, seed: int | None = None, device: str | torch.device 
     if p["q_scale"] != 1.0:
         q = (q.float() * p["q_scale"]).to(dt)
     num_slots = max(1, int(total_p * POOL_FACTOR) + 3)
-    kv_indices = torch.randperm(num_slots, generator=gen, device=device)[:total_p].to(torch.int64)
+    perm = torch.randperm(num_slots, generator=gen, device=device)
+    kv_indices = perm[:total_p].to(torch.int64)
     k_extend = randn(total_e, hkv, d)
     k_buffer = randn(num_slots, hkv, d)
     unused = torch.ones(num_slots, dtype=torch.bool, device=device)
@@ -87,6 +101,10 @@ def make_inputs(case: Case, seed: int | None = None, device: str | torch.device 
         v_extend, v_buffer = randn(total_e, hkv, dv), randn(num_slots, hkv, dv)
         k_buffer[unused] = float("nan")
         v_buffer[unused] = float("nan")
+    tail = int(p["kv_indices_tail"])
+    if tail:  # unused slots only (NaN), cycled when the pool has fewer than the tail
+        spare = perm[total_p:].to(torch.int64)
+        kv_indices = torch.cat([kv_indices, spare.repeat(-(-tail // spare.numel()))[:tail]])
     custom_mask = mask_indptr = None
     if p["custom_mask"]:
         custom_mask, mask_indptr = _custom_mask(p, gen, device)
@@ -98,6 +116,7 @@ def make_inputs(case: Case, seed: int | None = None, device: str | torch.device 
         "qo_indptr": _indptr(ext, device), "kv_indptr": _indptr(pre, device), "kv_indices": kv_indices,
         "custom_mask": custom_mask, "is_causal": bool(p["is_causal"]), "mask_indptr": mask_indptr,
         "max_len_extend": max(ext) + int(p["max_len_extend_slack"]),
+        "k_scale": float(p["k_scale"]), "v_scale": float(p["v_scale"]),
         "sm_scale": p["sm_scale"], "logit_cap": float(p["logit_cap"]),
         "skip_prefix_custom_mask": bool(p["skip_prefix_custom_mask"]),
         "sliding_window_size": int(p["sliding_window"]), "sinks": sinks,
@@ -108,7 +127,7 @@ def reference(inputs: Mapping[str, Any]) -> dict[str, torch.Tensor]:
     """``{"o_extend": float32 [ΣE, H_q, D_v]}`` from `reference_extend_attention` on `inputs`."""
     keys = ("q_extend", "k_extend", "v_extend", "k_buffer", "v_buffer", "qo_indptr", "kv_indptr",
             "kv_indices", "custom_mask", "is_causal", "mask_indptr", "sm_scale", "logit_cap",
-            "skip_prefix_custom_mask", "sliding_window_size", "sinks")
+            "skip_prefix_custom_mask", "sliding_window_size", "sinks", "k_scale", "v_scale")
     return {"o_extend": reference_extend_attention(**{k: inputs[k] for k in keys})}
 
 
@@ -170,18 +189,22 @@ TOLERANCES = {
     "float32": Tolerance(atol=1e-4, rtol=1e-4),
 }
 
-#: Knobs of the optimized family that the agent searches (`family.FamilyConfig` fields) and their allowed values.
-#: The first value of a switch is the baseline kernel's structure (agent.family_space.FamilySpace.structure_config).
-KNOBS: dict[str, tuple[Any, ...]] = {
-    "block_m": (16, 32, 64, 128),
-    "block_n": (32, 64, 128),
-    "num_warps": (4, 8),
-    "num_stages": (1, 2, 3, 4),
-    "num_splits": (0, 1, 2, 4, 8, 16),  # 0 = derived from the chip profile and the case
-    "pack_gqa": (False, True),
-    "pregather": (False, True),  # copy the prefix K/V rows into contiguous order first (prefix_gather.py)
-    "tma": (False, True),  # K/V tiles through tensor descriptors where family.tma_plan allows, else pointers
-}
+#: The report's drop-in: a package with SGLang 0.5.23's entry point and signature. SGLang's Triton backend
+#: (``python/sglang/srt/layers/attention/triton_backend.py``, ``TritonAttnBackend.__init__``) imports it when a
+#: backend is built: ``from sglang.kernels.ops.attention.extend_attention import (..., extend_attention_fwd, ...)``,
+#: then ``self.extend_attention_fwd = torch.compiler.disable(extend_attention_fwd)``.
+DROPIN = DropIn(
+    package="chiplore_extend_attention",
+    summary="Extend attention tuned by chiplore, SGLang 0.5.23's signature; needs torch and triton only.",
+    replaces="from sglang.kernels.ops.attention.extend_attention import (..., extend_attention_fwd, ...)",
+    host_module="sglang.kernels.ops.attention.extend_attention",
+    notes=("SGLang 0.5.23's Triton backend (`python/sglang/srt/layers/attention/triton_backend.py`,\n"
+           "`TritonAttnBackend.__init__`) imports `extend_attention_fwd` from\n"
+           "`sglang.kernels.ops.attention.extend_attention` each time a backend is built, so run the line in every\n"
+           "process that builds one (SGLang's scheduler processes), before it does; or add, in `triton_backend.py`\n"
+           "after that import, `from chiplore_extend_attention import extend_attention_fwd`. The signature is\n"
+           "SGLang's: `..., max_len_extend, k_scale, v_scale, sm_scale=None, ...`.\n"),
+)
 
 TASK = TaskSpec(
     name="extend_attention",
@@ -198,4 +221,11 @@ TASK = TaskSpec(
     bench_cases=BENCH_CASES,
     random_case=random_case,
     knobs=KNOBS,
+    hidden_cases=hidden_cases,
+    dtype_case=dtype_case,
+    family=FAMILY,
+    variables=FormulaVariables(variables=variables.VARIABLES, functions=variables.FUNCTIONS,
+                               values=variables.case_values, bind=variables.bind_functions),
+    files=TaskFiles(candidate_template=_HERE / "candidate.py.j2", catalog=_HERE / "catalog.yaml"),
+    dropin=DROPIN,
 )

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from agent.diagnosis import floor_or_none
-from agent.seams import Citation, FindingDraft
+from agent.seams import Citation
 from hardware_profiles.schema import HardwareProfile, ProfileField, Source
 from kernels.extend_attention.spec import TASK
+from knowledge.types import Finding
 
 _SPEC = Source(document="NVIDIA H200 datasheet (test copy)", locator="specifications table")
 
@@ -150,15 +151,14 @@ class ScriptedKnowledge:
     With `path`, findings persist as JSON (a resumed process sees them)."""
 
     path: Path | None = None
-    findings: dict[str, FindingDraft] = field(default_factory=dict)
+    findings: dict[str, Finding] = field(default_factory=dict)
     record_calls: int = 0
     queries: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.path is not None and self.path.is_file():
             for item in json.loads(self.path.read_text()):
-                item["patterns"] = tuple(item["patterns"])
-                self.findings[item["id"]] = FindingDraft(**item)
+                self.findings[item["id"]] = Finding(**item)
 
     def search_documents(self, query: str, chip: str | None, k: int) -> list[Citation]:
         self.queries.append(query)
@@ -179,12 +179,12 @@ class ScriptedKnowledge:
                                      "patterns": list(f.patterns), "chip": f.chip, "case_id": f.case_id}))
         return sorted(out, key=lambda c: -(c.metadata["speedup"] or 0))[:k]
 
-    def record_finding(self, finding: FindingDraft) -> str:
+    def record_finding(self, finding: Finding) -> str:
         self.record_calls += 1
         self.findings[finding.id] = finding
         if self.path is not None:
             from core.atomic_io import atomic_write_json
-            atomic_write_json(self.path, [dict(vars(f), patterns=list(f.patterns)) for f in self.findings.values()])
+            atomic_write_json(self.path, [f.model_dump(mode="json") for f in self.findings.values()])
         return finding.id
 
 

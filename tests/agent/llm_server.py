@@ -1,7 +1,9 @@
 """A real OpenAI-protocol HTTP server for tests: serves ``POST /v1/chat/completions`` with scripted replies and
 ``GET /v1/models``; with `api_key`, any request without that bearer key gets HTTP 401.
 
-Each scripted item is a reply text (HTTP 200, one choice) or an int (that HTTP status with an error body).
+Each scripted item is a reply text (HTTP 200, one choice), an int (that HTTP status with an error body), or a dict
+``{"content": str | None, "tool_calls": [{"name": ..., "arguments": "<raw JSON text, possibly malformed>"}],
+"usage": {...}}`` (an assistant message with OpenAI-style tool calls; ``usage`` defaults to 100 + 20 tokens).
 When the script runs out, every request gets HTTP 503. Requests are kept (parsed JSON bodies).
 """
 
@@ -58,11 +60,21 @@ class ScriptedChatServer:
                     status = item
                 else:
                     status = 200
+                    message, usage, finish = {"role": "assistant", "content": item}, None, "stop"
+                    if isinstance(item, dict):
+                        n = len(server.requests)
+                        calls = [{"id": f"call_{n}_{i}", "type": "function",
+                                  "function": {"name": c["name"], "arguments": c["arguments"]}}
+                                 for i, c in enumerate(item.get("tool_calls", []))]
+                        message = {"role": "assistant", "content": item.get("content")}
+                        if calls:
+                            message["tool_calls"], finish = calls, "tool_calls"
+                        usage = item.get("usage")
                     payload = {"id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion",
                                "created": 0, "model": body.get("model"),
-                               "choices": [{"index": 0, "finish_reason": "stop",
-                                            "message": {"role": "assistant", "content": item}}],
-                               "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+                               "choices": [{"index": 0, "finish_reason": finish, "message": message}],
+                               "usage": usage or {"prompt_tokens": 100, "completion_tokens": 20,
+                                                  "total_tokens": 120}}
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

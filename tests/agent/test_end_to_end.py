@@ -6,15 +6,9 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-pytest.importorskip("knowledge.store", reason="knowledge store not installed yet")
-pytest.importorskip("knowledge.retrieval", reason="retrieval not installed yet")
-verifier = pytest.importorskip("agent.verifier", reason="verifier not installed yet")
-if not hasattr(verifier, "Verifier"):
-    pytest.skip("verifier not installed yet", allow_module_level=True)
-
-from agent.cli.app import _register_commands, app  # noqa: E402
-from agent.runstate import RunDir  # noqa: E402
-from hardware_profiles import load_profile  # noqa: E402
+from agent.cli.app import _register_commands, app
+from agent.runstate import RunDir
+from hardware_profiles import load_profile
 
 pytestmark = pytest.mark.slow
 runner = CliRunner()

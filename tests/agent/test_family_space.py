@@ -1,7 +1,6 @@
 """Family space: classes from shapes, the candidate's own dispatch agrees, feasibility by the family's formula,
 and a rendered candidate computes the right answer under the Triton interpreter."""
 
-import ast
 import importlib.util
 import inspect
 import random
@@ -9,9 +8,11 @@ import random
 import pytest
 import torch
 
-from agent.family_space import FamilySpace, case_shape, table_hash
+from agent.family_space import FamilySpace, table_hash
 from kernels.extend_attention import baseline
+from kernels.extend_attention.dispatch import call_class
 from kernels.extend_attention.family import FamilyConfig, tma_plan
+from kernels.extend_attention.family_space import case_shape
 from kernels.extend_attention.spec import TASK, make_inputs, reference
 from tests.agent.helpers import h200_profile
 
@@ -32,18 +33,11 @@ def test_classes_of_bench_cases(space):
         "memory-d128": ["spec-verify", "decode"], "compute-d256": ["large-heads"], "compute-wide": ["mla"]}
 
 
-def _rendered_case_class(source: str):
-    tree = ast.parse(source)
-    keep = [n for n in tree.body if (isinstance(n, ast.FunctionDef) and n.name == "_case_class")
-            or (isinstance(n, ast.Assign) and n.targets[0].id == "RIDGE_FLOP_PER_BYTE")]
-    namespace: dict = {}
-    exec(compile(ast.Module(keep, []), "<candidate>", "exec"), namespace)
-    return namespace["_case_class"]
-
-
 def test_candidate_dispatch_matches_agent_classes(space):
+    """The candidate's `call_class` on tensor metadata (meta tensors: bench cases too) equals the agent's class;
+    the ridge is the one written into the candidate file."""
     source = space.render({k: space.structure_config(k) for k in space.classes}, SIG, HEADER)
-    case_class = _rendered_case_class(source)
+    assert f"RIDGE_FLOP_PER_BYTE = {space.ridge}" in source
     rng = random.Random(7)
     cases = list(TASK.bench_cases) + list(TASK.test_cases) + [TASK.random_case(rng, small=s) for s in [1, 0] * 10]
     for case in cases:
@@ -51,7 +45,7 @@ def test_candidate_dispatch_matches_agent_classes(space):
         q = torch.empty(s.total_extend, s.num_q_heads, s.head_dim, device="meta")
         k = torch.empty(s.total_extend, s.num_kv_heads, s.head_dim, device="meta")
         indptr = torch.empty(s.batch + 1, device="meta")
-        assert case_class(q, k, indptr) == space.class_of(case), case.id
+        assert call_class(q, k, indptr, space.ridge) == space.class_of(case), case.id
 
 
 def test_feasibility_uses_family_footprint(space):
@@ -62,8 +56,11 @@ def test_feasibility_uses_family_footprint(space):
     assert space.feasible(big, "compute-d128") is False  # 2*(4*128*256 + 128*128)/1024 = 288 KiB
     small = {**big, "num_stages": 2}  # 2*(2*128*256 + 128*128)/1024 = 160 KiB
     assert space.feasible(small, "compute-d128")
-    assert all(space.feasible(c, "compute-wide") for c in space.all_configs("compute-wide"))
-    assert 0 < len(space.all_configs("compute-wide")) < len(space.all_configs("compute-d128"))
+    wide, d128 = space.all_configs("compute-wide"), space.all_configs("compute-d128")
+    assert all(space.feasible(c, "compute-wide") for c in wide)
+    generic = [c for c in wide if c["mla"] == "off"]
+    assert 0 < len(generic) < len(d128) and len(wide) == 2 * len(generic)  # the MLA class: either path
+    assert all(c["mla"] == "off" for c in d128)  # no MLA-shaped case: the knob would change nothing
 
 
 def test_programs_follow_kernel_grids(space):
@@ -78,11 +75,23 @@ def test_snap_neighbors_and_structure(space):
     assert space.snap("pack_gqa", True) is True and space.snap("block_m", "x") is None
     base = space.structure_config("compute-d128")
     assert base == {"block_m": 128, "block_n": 64, "num_warps": 8, "num_stages": 1, "num_splits": 1,
-                    "pack_gqa": False, "pregather": False, "tma": False}
+                    "pack_gqa": False, "pregather": False, "tma": False, "mla": "off"}
     moves = space.neighbors(base, "compute-d128")
     assert ("block_m", -1, {**base, "block_m": 64}) in moves
     assert all(knob != "block_m" or direction == -1 for knob, direction, _ in moves)
     assert table_hash({"a": base}) == table_hash({"a": dict(reversed(list(base.items())))})
+
+
+def test_the_mla_path_is_a_knob_of_exact_values(space):
+    # the dedicated MLA kernel (the tuned entry point's choice for 576/512) is reachable: "off" (the generic kernel,
+    # the baseline's structure) and "gluon" are its values; a string knob snaps only to its own values
+    assert space.knobs["mla"][0] == "off" and "gluon" in space.knobs["mla"]
+    assert space.snap("mla", "gluon") == "gluon" and space.snap("mla", "gluon_ws") is None
+    assert space.snap("mla", 1) is None and space.snap("mla", True) is None
+    base = space.structure_config("compute-wide")
+    assert base["mla"] == "off"
+    moves = {(knob, d): c for knob, d, c in space.neighbors(base, "compute-wide")}
+    assert moves[("mla", 1)] == {**base, "mla": "gluon"}
 
 
 def test_switch_knobs_pregather_and_tma(space):
@@ -98,8 +107,9 @@ def test_switch_knobs_pregather_and_tma(space):
     flipped = {**base, "tma": True}
     back = [(d, c) for knob, d, c in space.neighbors(flipped, "compute-d128") if knob == "tma"]
     assert back == [(-1, base)]
-    # 4 block_m x 3 block_n x 2 warps x 4 stages x 6 splits x 2 x 2 x 2 switches = 4608 before feasibility;
-    # the switches change no shared memory, so exactly a quarter of the feasible set has both off
+    # 4 block_m x 3 block_n x 2 warps x 4 stages x 6 splits x 2 x 2 x 2 switches = 4608 before feasibility (and
+    # mla "off": the class has no MLA-shaped case); the switches change no shared memory, so exactly a quarter of the
+    # feasible set has both off
     configs = space.all_configs("compute-d128")
     plain = [c for c in configs if not c["pregather"] and not c["tma"]]
     assert len(configs) == 4 * len(plain) and 0 < len(configs) <= 4 * 3 * 2 * 4 * 6 * 2 * 2 * 2
@@ -135,7 +145,7 @@ def test_rendered_candidate_with_pregather_and_tma_is_correct(space, tmp_path, c
               "pregather": True, "tma": True}
     source = space.render({"memory-d64": config}, SIG, HEADER)
     assert ("FamilyConfig(block_m=16, block_n=32, num_warps=4, num_stages=2, num_splits=2, pack_gqa=False, "
-            "pregather=True, tma=True)") in source
+            "pregather=True, tma=True, mla='off')") in source
     path = tmp_path / "kernel_v2.py"
     path.write_text(source)
     module = _load_candidate(path)
@@ -150,3 +160,63 @@ def test_rendered_candidate_with_pregather_and_tma_is_correct(space, tmp_path, c
     tol = TASK.tolerances[str(case.params["dtype"])]
     torch.testing.assert_close(inputs["o_extend"].float(), reference(inputs)["o_extend"], atol=tol.atol,
                                rtol=tol.rtol)
+
+
+def _with(profile, **values):
+    """`profile` with scalar fields replaced (None = unknown)."""
+    fields = {k: profile.num_compute_units.model_copy(update={"value": v, "unit": getattr(profile, k).unit})
+              for k, v in values.items()}
+    return profile.model_copy(update=fields)
+
+
+@pytest.mark.slow  # ~10 s on a busy 2-core machine
+def test_the_profile_units_set_the_split_factor_the_candidate_runs_with(tmp_path, monkeypatch):
+    """Same table, profiles of 36 and 132 compute units: the rendered candidates carry those limits and split-KV
+    (num_splits=0: `auto_splits`) follows them. One sequence, 8 heads, 16 rows (one 64-row block): 8 programs;
+    4 waves want ceil(4 x 36 / 8) = 18 splits on 36 units, ceil(4 x 132 / 8) = 66 on 132, capped at
+    8192 / 256 = 32 (256 keys per split at least). No chip limits are set in this process: the candidate's own."""
+    from kernels.chip import chip_limits_if_set
+    from kernels.extend_attention import family
+    from kernels.task import Case
+
+    assert chip_limits_if_set() is None
+    seen: list[int] = []
+    real = family.get_workspace
+
+    def recording(device, splits, *rest):  # records the split count run_family launched with, then the real call
+        seen.append(splits)
+        return real(device, splits, *rest)
+
+    monkeypatch.setattr(family, "get_workspace", recording)
+    table = {"memory-d64": {"block_m": 64, "block_n": 128, "num_warps": 4, "num_stages": 2, "num_splits": 0,
+                            "pack_gqa": True}}
+    case = Case("one-long-prefix", {"extend_lens": [16], "prefix_lens": [8192], "num_q_heads": 8,
+                                    "num_kv_heads": 8, "head_dim": 16, "dtype": "float16"})
+    splits = {}
+    for units in (36, 132):
+        space = FamilySpace(TASK, _with(h200_profile(), num_compute_units=units), list(TASK.bench_cases))
+        assert space.class_of(case) == "memory-d64"
+        path = tmp_path / f"kernel_{units}.py"
+        path.write_text(space.render(table, SIG, {**HEADER, "chip": f"chip{units}"}))
+        module = _load_candidate(path)
+        assert module.CHIP_LIMITS.num_compute_units == units and module.CHIP_LIMITS.smem_per_block_kb == 227
+        inputs = make_inputs(case, seed=2)
+        seen.clear()
+        module.extend_attention_fwd(**inputs)
+        splits[units] = seen[-1]
+        tol = TASK.tolerances["float16"]
+        torch.testing.assert_close(inputs["o_extend"].float(), reference(inputs)["o_extend"], atol=tol.atol,
+                                   rtol=tol.rtol)
+    assert splits == {36: 18, 132: 32}
+
+
+@pytest.mark.parametrize("field", ["num_compute_units", "smem_per_block_kb", "warp_size", "max_threads_per_block"])
+def test_an_unknown_limit_is_an_error_naming_the_field(field):
+    from core.errors import BadInputError
+
+    profile = _with(h200_profile(), **{field: None})
+    with pytest.raises(BadInputError) as info:
+        FamilySpace(TASK, profile, list(TASK.bench_cases))
+    message = str(info.value)
+    assert f"{field} (" in message and "unknown" in message
+    assert "chiplore profile probe h200" in message and f"chiplore profile set h200 {field}" in message

@@ -3,15 +3,14 @@ with the scripted verifier: what one run records is what the next run retrieves 
 
 import pytest
 
-pytest.importorskip("knowledge.store", reason="knowledge store not installed yet")
-
-from agent.adapters import StoreKnowledge, load_chip_profile  # noqa: E402
-from agent.config import OptimizeConfig, StopRules  # noqa: E402
-from agent.demo import NOTES_DIR  # noqa: E402
-from agent.session import run_optimization, start_run  # noqa: E402
-from tests.agent.helpers import ScriptedVerifier  # noqa: E402
+from agent.adapters import StoreKnowledge, load_chip_profile
+from agent.config import OptimizeConfig, StopRules
+from agent.demo import NOTES_DIR
+from agent.session import run_optimization, start_run
+from tests.agent.helpers import ScriptedVerifier
 
 
+@pytest.mark.slow  # ~66 s on 2 cores
 def test_findings_of_one_run_seed_the_next(chiplore_home):
     from ingest.onboard import onboard
     from knowledge.findings import query_findings

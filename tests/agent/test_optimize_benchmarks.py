@@ -36,7 +36,7 @@ def test_summary_and_markdown(tmp_path):
     assert r["trajectory"][first_accepted["n"] - 1] == first_accepted["geomean_speedup"]
     assert r["evals_to_95pct_best"] is not None and r["evals_to_95pct_best"] <= 12
     assert r["all_accepted_passed"] and r["evaluations"] == 12
-    text = optimize_benchmarks.markdown(summary, "bash scripts/optimize_gpu.sh $OUT")
+    text = optimize_benchmarks.markdown(summary, "bash scripts/gpu.sh optimize")
     assert text.startswith(optimize_benchmarks.SECTION)
     assert f"| retrieval | 12 | {r['accepted']} | 0 | x{r['final_geomean']:.2f} |" in text
     assert "exactly one for each finding its evaluations name (14); duplicated findings: 0" in text

@@ -66,8 +66,8 @@ def test_dropin_runs_without_the_repository(tmp_path):
     candidate.write_text(space.render(table, inspect.signature(baseline.extend_attention_fwd),
                                       {"id": "v3", "parent_id": "v0", "generation": 1, "patterns": [],
                                        "rationale": "", "run_id": "r", "chip": "h200"}))
-    package = write_dropin(candidate, tmp_path / "sglang")
-    assert "from .family import FamilyConfig, run_family" in (package / "kernel.py").read_text()
+    package = write_dropin(candidate, tmp_path / "dropin", TASK.dropin, TASK.entry_point)
+    assert "from .family import ChipLimits, FamilyConfig, call_class, run_family" in (package / "kernel.py").read_text()
     assert not any("from kernels" in p.read_text() for p in package.glob("*.py"))
     results = {}
     for case_id in ("gqa-4", "mla-576-512"):  # a tuned class and the default configuration
@@ -87,10 +87,61 @@ def test_dropin_runs_without_the_repository(tmp_path):
         "    extend_attention_fwd(**a)\n"
         "    torch.save(a['o_extend'], name + '.out.pt')\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.update(PYTHONPATH=str(tmp_path / "sglang"), TRITON_INTERPRET="1")
+    env.update(PYTHONPATH=str(tmp_path / "dropin"), TRITON_INTERPRET="1")
     done = subprocess.run([sys.executable, "-c", script, *results], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     for case_id, expected in results.items():
         got = torch.load(tmp_path / f"{case_id}.out.pt")
         torch.testing.assert_close(got.float(), expected, atol=4e-3, rtol=4e-3)
+
+
+def test_the_dropin_replaces_the_function_sglangs_triton_backend_imports(tmp_path):
+    """`patch_host()` rebinds SGLang 0.5.23's ``sglang.kernels.ops.attention.extend_attention.extend_attention_fwd``
+    (the name ``TritonAttnBackend.__init__`` imports); checked on SGLang's own module file (``.cache/sglang``,
+    benchmarks/sglang_kernel.py --fetch), in a process with only the drop-in and that cache on the path."""
+    from benchmarks.sglang_kernel import CACHE, KERNEL_FILES
+
+    if not (CACHE / KERNEL_FILES[0]).is_file():
+        pytest.skip("SGLang's kernel files are not in .cache/sglang (benchmarks/sglang_kernel.py --fetch)")
+    space = FamilySpace(TASK, h200_profile(), list(TASK.bench_cases))
+    candidate = tmp_path / "kernel_v3.py"
+    candidate.write_text(space.render({}, inspect.signature(baseline.extend_attention_fwd),
+                                      {"id": "v3", "parent_id": "v0", "generation": 1, "patterns": [],
+                                       "rationale": "", "run_id": "r", "chip": "h200"}))
+    package = write_dropin(candidate, tmp_path / "dropin", TASK.dropin, TASK.entry_point)
+    readme = (package / "README.md").read_text()
+    assert "import chiplore_extend_attention; chiplore_extend_attention.patch_host()" in readme
+    assert "TritonAttnBackend.__init__" in readme and "sglang.kernels.ops.attention.extend_attention" in readme
+    script = (
+        "import chiplore_extend_attention as c\n"
+        "import sglang.kernels.ops.attention.extend_attention as sgl\n"
+        "original = sgl.extend_attention_fwd\n"
+        "assert c.patch_host() is original\n"
+        "from sglang.kernels.ops.attention.extend_attention import extend_attention_fwd\n"
+        "assert extend_attention_fwd is c.extend_attention_fwd is not original\n"
+        "print('patched')\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(PYTHONPATH=f"{tmp_path / 'dropin'}:{CACHE}", TRITON_INTERPRET="1")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0 and "patched" in done.stdout, done.stderr[-2000:]
+
+
+def test_dropin_copies_submodules_imported_from_a_package(tmp_path):
+    """``from kernels.<task> import <module>`` copies that module, not the package's ``__init__`` (which imports
+    the task's entry points and, flattened into one package, would import the candidate's own imports in a cycle)."""
+    candidate = tmp_path / "kernel_v4.py"
+    candidate.write_text("from kernels.extend_attention import workspace\n"
+                         "from kernels.extend_attention.family import FamilyConfig, run_family\n\n\n"
+                         "def extend_attention_fwd(*args, **kwargs):\n"
+                         "    return run_family(FamilyConfig(), *args, **kwargs) if workspace else None\n")
+    package = write_dropin(candidate, tmp_path / "dropin", TASK.dropin, TASK.entry_point)
+    kernel = (package / "kernel.py").read_text()
+    assert "from . import workspace" in kernel and "from .family import FamilyConfig" in kernel
+    assert (package / "workspace.py").is_file() and not (package / "extend_attention.py").exists()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(PYTHONPATH=str(tmp_path / "dropin"), TRITON_INTERPRET="1")
+    done = subprocess.run([sys.executable, "-c", f"import {TASK.dropin.package} as p; print(p.{TASK.entry_point})"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]

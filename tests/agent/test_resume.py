@@ -32,6 +32,7 @@ def _finding_ids(root: Path) -> list[str]:
     return [f["id"] for f in json.loads((root / "findings.json").read_text())]
 
 
+@pytest.mark.slow  # ~19 s on 2 cores
 def test_sigkill_mid_evaluation_then_resume(tmp_path):
     ref_root, kill_root = tmp_path / "ref", tmp_path / "kill"
     ref_root.mkdir(), kill_root.mkdir()

@@ -8,11 +8,11 @@ from agent.roofline import (
     RooflineUnknown,
     classify_bottleneck,
     fraction_of_floor,
-    peak_flops,
     roofline_floor_us,
     roofline_point,
 )
 from hardware_profiles import load_profile
+from hardware_profiles.peaks import dtype_peak_flops
 from hardware_profiles.schema import HardwareProfile, ProfileField
 from kernels.task import load_task
 
@@ -45,8 +45,8 @@ def _profile(**peaks) -> HardwareProfile:
 
 
 def test_fp32_inputs_use_the_larger_of_tf32_and_fp32():
-    assert peak_flops(_profile(fp32=60, tf32=400), "float32") == 400e12
-    assert peak_flops(_profile(fp32=60), "float32") == 60e12
+    assert dtype_peak_flops(_profile(fp32=60, tf32=400), "float32") == 400e12
+    assert dtype_peak_flops(_profile(fp32=60), "float32") == 60e12
 
 
 def test_unknown_peaks():

@@ -5,13 +5,11 @@ chip fails before any run folder exists, naming how to onboard or detect it."""
 import pytest
 from typer.testing import CliRunner
 
-pytest.importorskip("knowledge.store", reason="knowledge store not installed yet")
-
-import agent.cli.optimize_cmds  # noqa: E402,F401  registers the commands
-from agent.adapters import StoreKnowledge, load_chip_profile  # noqa: E402
-from agent.cli.app import app  # noqa: E402
-from agent.demo import NOTES_DIR  # noqa: E402
-from core.errors import BadInputError  # noqa: E402
+import agent.cli.optimize_cmds  # noqa: F401  registers the commands
+from agent.adapters import StoreKnowledge, load_chip_profile
+from agent.cli.app import app
+from agent.demo import NOTES_DIR
+from core.errors import BadInputError
 
 NOTE = ("no documents onboarded for m890: retrieval uses patterns ranked on its profile and findings only "
         "(add documents with `chiplore onboard m890 DOCS...`)")
@@ -43,20 +41,27 @@ def test_unknown_chip_fails_before_a_run_folder(chiplore_home):
     assert not (chiplore_home / "runs").exists()
 
 
+def test_a_chip_with_an_unknown_limit_fails_before_a_run_folder(chiplore_home):
+    """m890's profile knows 36 units and 48 KB, not its warp width: no kernel may run on a borrowed number."""
+    result = CliRunner().invoke(app, ["optimize", "extend_attention", "--chip", "m890", "--max-evals", "1"])
+    assert isinstance(result.exception, BadInputError), result.output
+    assert str(result.exception).startswith("chip 'm890': warp_size (warp width (threads)) is unknown")
+    assert "chiplore profile probe m890" in str(result.exception)
+    assert not (chiplore_home / "runs").exists()
+
+
 @pytest.mark.slow
 def test_optimize_on_a_chip_without_documents(chiplore_home):
     """The real loop (real verifier under the interpreter) on a packaged-profile chip nobody onboarded."""
-    verifier = pytest.importorskip("agent.verifier")
-    if not hasattr(verifier, "Verifier"):
-        pytest.skip("verifier not installed yet")
     import torch
 
     if torch.cuda.is_available():
         pytest.skip("the CPU path is what this test covers")
-    result = CliRunner().invoke(app, ["optimize", "extend_attention", "--chip", "m890", "--max-evals", "1",
+    result = CliRunner().invoke(app, ["optimize", "extend_attention", "--chip", "a100", "--max-evals", "1",
                                       "--run-id", "m", "--no-report"])
     assert result.exit_code == 0, (result.output, result.exception)
     text = " ".join(result.output.split())
-    assert NOTE in text and text.index(NOTE) < text.index("run m:")  # before the run starts
+    note = NOTE.replace("m890", "a100")
+    assert note in text and text.index(note) < text.index("run m:")  # before the run starts
     assert "no documents retrieved" not in text and text.count("no documents onboarded") == 1
     assert "1 of 1 candidates passed the verifier" in text

@@ -6,11 +6,20 @@ from pathlib import Path
 
 
 def _escape(text: str) -> str:
+    text = "".join(chr(_LIGATURES[c][0]) if c in _LIGATURES else c for c in text)
     return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
 
 
+#: Ligature glyphs of the standard Type 1 fonts, and the byte each is given in a /Differences encoding (as TeX and
+#: many PDF producers do): pypdf reads them back as the ligature code points U+FB00..U+FB04.
+_LIGATURES = {"\ufb01": (1, "fi"), "\ufb02": (2, "fl"), "\ufb03": (3, "ffi"), "\ufb04": (4, "ffl"),
+              "\ufb00": (5, "ff")}
+
+
 def make_pdf(path: Path, pages: list[list[str]], title: str | None = None) -> Path:
-    """Write `pages` (each a list of text lines, top to bottom) as a PDF at `path` and return it."""
+    """Write `pages` (each a list of text lines, top to bottom) as a PDF at `path` and return it. Ligature characters
+    (U+FB00..U+FB04) in the lines are drawn with the font's ligature glyphs (/fi, /fl, ... through a /Differences
+    encoding), the way typeset PDFs hold them."""
     objects: list[bytes] = []
 
     def add(body: str | bytes) -> int:
@@ -19,7 +28,12 @@ def make_pdf(path: Path, pages: list[list[str]], title: str | None = None) -> Pa
 
     catalog = add("")  # placeholder, filled below
     pages_obj = add("")
-    font = add("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    if any(c in _LIGATURES for lines in pages for line in lines for c in line):
+        differences = " ".join(f"{code} /{name}" for code, name in _LIGATURES.values())
+        font = add("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding << /Type /Encoding /BaseEncoding "
+                   f"/WinAnsiEncoding /Differences [{differences}] >> >>")
+    else:
+        font = add("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
     kids = []
     for lines in pages:
         ops = ["BT", "/F1 10 Tf", "14 TL", "50 780 Td"]

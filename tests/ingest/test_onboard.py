@@ -14,6 +14,7 @@ def snapshot():
     return sorted((r.id, r.text, tuple(sorted(r.metadata.items()))) for r in store.records())
 
 
+@pytest.mark.slow  # ~17 s on 2 cores
 def test_onboard_folder_all_formats(chiplore_home, embedder, docs):
     report = onboard("Z9", [docs], progress=False)
     assert report.chip == "z9"

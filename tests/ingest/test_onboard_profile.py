@@ -11,6 +11,7 @@ from tests.ingest.test_profile_extract import CORPUS
 WORMHOLE = CORPUS / "tenstorrent_wormhole"
 
 
+@pytest.mark.slow  # ~16 s on 2 cores
 @pytest.mark.skipif(not WORMHOLE.is_dir(), reason="corpus not present")
 def test_onboard_writes_the_extracted_profile_and_is_idempotent(chiplore_home, embedder):
     files = [WORMHOLE / name for name in ("WormholeB0__README.md", "WormholeB0__TensixTile__L1.md",

@@ -294,8 +294,7 @@ def test_packaged_chip_notes_agree_with_packaged_profiles(chip):
     from ingest.profile_sources import document_chunks
 
     notes = Path(hp.__file__).resolve().parent / "notes" / f"{chip}.md"
-    if not notes.is_file():
-        pytest.skip("no packaged notes")
+    assert notes.is_file(), f"packaged chip notes missing: {notes}"
     extracted = extract_profile(chip, document_chunks(chip, [notes])[0])
     packaged = hp.load_profile(chip)
     compared = 0

@@ -99,7 +99,7 @@ def test_a_configuration_triton_refuses_for_shared_memory_is_shrunk_until_it_com
     16 KiB per stage, about 100 KiB in all, and compiles as asked.)"""
     from kernels.extend_attention import family
 
-    huge = family.ChipLimits(num_compute_units=132, smem_per_block_kb=10_000)
+    huge = family.ChipLimits(num_compute_units=132, smem_per_block_kb=10_000, warp_size=32, max_threads_per_block=1024)
     cfg = FamilyConfig(block_m=128, block_n=128, num_warps=8, num_stages=6, num_splits=1, pack_gqa=False)
     check_impl(lambda **a: run_family(cfg, limits=huge, **a), TASK.case("qk192-v128"), "cuda", "float16")
     fitted = [v for k, v in family._KNOWN_FITS.items() if k[0] == cfg]

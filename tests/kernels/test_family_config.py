@@ -17,9 +17,9 @@ from kernels.extend_attention.family import (
 from kernels.extend_attention.tuned import choose_config
 from kernels.extend_attention.workspace import get_workspace
 
-M890 = ChipLimits(num_compute_units=36, smem_per_block_kb=48)
-MI300X = ChipLimits(num_compute_units=304, smem_per_block_kb=64, warp_size=64)
-H200 = ChipLimits(num_compute_units=132, smem_per_block_kb=227)
+M890 = ChipLimits(num_compute_units=36, smem_per_block_kb=48, warp_size=32, max_threads_per_block=1024)
+MI300X = ChipLimits(num_compute_units=304, smem_per_block_kb=64, warp_size=64, max_threads_per_block=1024)
+H200 = ChipLimits(num_compute_units=132, smem_per_block_kb=227, warp_size=32, max_threads_per_block=1024)
 
 
 def problem(batch, ext, pre, hq=32, hkv=8, d=128, dv=None):

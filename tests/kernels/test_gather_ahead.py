@@ -44,7 +44,7 @@ def test_every_prefix_row_attention_reads_is_copied_in_the_same_call(config, dev
 
 @pytest.mark.parametrize("heads", [1, 3])
 @pytest.mark.parametrize("sync", [False, True])
-@pytest.mark.parametrize("rows", [1, 2, 64])
+@pytest.mark.parametrize("rows", [pytest.param(1, marks=pytest.mark.slow), 2, pytest.param(64, marks=pytest.mark.slow)])
 def test_any_rows_per_tile_heads_ahead_and_ordering_give_the_reference(rows, sync, heads, device):
     case = _case([13, 30], [50, 7])
     config = FamilyConfig(block_m=16, block_n=16, num_splits=1, pack_gqa=True, pregather=True, tma=True,

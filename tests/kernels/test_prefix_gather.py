@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from kernels.extend_attention.prefix_gather import gather_prefix
+from kernels.extend_attention.workspace import pooled
 
 
 def test_k_and_v_rows_equal_indexing_with_strided_sources_and_odd_widths(device):
@@ -71,3 +72,14 @@ def test_zero_is_cleared_in_the_same_launch(device):
     counters = torch.full((1300,), 7, dtype=torch.int32, device=device)  # more than one zeroing block
     gather_prefix(src, src, torch.tensor([4, 2], device=device), first_heads=1, zero=counters)
     assert int(counters.abs().sum()) == 0
+
+
+def test_a_bound_stops_the_copy_at_kv_indptr_b_and_zeroes_the_rest(device):
+    """kv_indices longer than ΣP (a serving engine's preallocated buffer): entries past the device bound are never
+    read (one points far outside the pool) and their rows of the copy are zeros, whatever the workspace held."""
+    pool = torch.randn(30, 1, 24, device=device)
+    idx = torch.tensor([4, 9, 2, 11, 10**9, 7], device=device)
+    pooled(pool.device, pool.dtype, "prefix_k", idx.numel() * 24).fill_(float("nan"))  # a poisoned workspace
+    got, _ = gather_prefix(pool, pool, idx, v_is_k=True, bound=torch.tensor([4], device=device, dtype=torch.int32))
+    assert torch.equal(got[:4], pool[idx[:4]])
+    assert torch.equal(got[4:], torch.zeros(2, 1, 24, device=device))

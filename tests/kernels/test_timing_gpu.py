@@ -7,7 +7,7 @@ import time
 import pytest
 import torch
 
-from kernels.timing import HOST_COVER_US, bench, time_one_call
+from kernels.timing import HOST_COVER_US, back_to_back_us, bench, graph_bench, host_us, time_one_call
 
 pytestmark = pytest.mark.gpu
 
@@ -38,3 +38,14 @@ def test_one_call_reports_the_delay_it_enqueued(buffer):
     assert 0 < event_us < wall_us + 20
     _, _, none = time_one_call(lambda: buffer.add_(1.0), buffer.device, cover_us=0)
     assert none < 50
+
+
+def test_graph_replay_drops_the_host_work_that_back_to_back_calls_and_host_time_show(buffer):
+    """A call of 1 ms of host work and a few microseconds of GPU work: the graph time is the GPU work, the
+    back-to-back time and the host time are the host's millisecond."""
+    sets = [{"x": buffer}, {"x": buffer.clone()}]
+    gpu = graph_bench(lambda x: _stalled_add(x), sets, reps=9, warmup=2)
+    assert gpu.median_us < 200, gpu
+    assert back_to_back_us(lambda x: _stalled_add(x), sets, calls=8) > 0.9 * HOST_STALL_S * 1e6
+    assert host_us(lambda x: _stalled_add(x), sets[0], calls=8) > 0.9 * HOST_STALL_S * 1e6
+    assert host_us(lambda x: x.add_(1.0), sets[0], calls=8) < 0.5 * HOST_STALL_S * 1e6

@@ -46,6 +46,7 @@ def _compile_report(ahead: bool = False) -> dict[str, dict[str, int]]:
     return out
 
 
+@pytest.mark.slow  # ~8 s on a busy 2-core machine
 @pytest.mark.skipif(torch.cuda.is_available(), reason="GPU machines launch the real kernel instead")
 def test_descriptor_loads_compile_to_tma_copies_for_sm90():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
@@ -61,6 +62,7 @@ def test_descriptor_loads_compile_to_tma_copies_for_sm90():
         assert report[name]["tma_copies"] > 0, report
 
 
+@pytest.mark.slow  # ~24 s on 2 cores
 @pytest.mark.skipif(torch.cuda.is_available(), reason="GPU machines launch the real kernel instead")
 def test_ordered_gather_ahead_compiles_for_hopper_with_its_fence_and_for_ampere_without():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}

@@ -8,6 +8,8 @@ import pytest
 from kernels.task import load_task
 from knowledge.catalog import CATALOG_PATH, CatalogError, load_catalog
 
+TASK_CATALOG = load_task("extend_attention").files.catalog
+
 SEEDED = {"split_kv", "preallocated_workspace", "metadata_lengths", "multi_query_blocks", "tile_sizing",
           "software_pipelining", "warp_count", "int64_indexing", "persistent_grid", "pregather_tma"}
 BOTTLENECKS = {"memory-bound", "compute-bound", "occupancy", "launch-overhead"}
@@ -18,13 +20,16 @@ def test_packaged_catalog_covers_the_techniques():
     assert {p.id for p in cat.patterns} == SEEDED
     assert BOTTLENECKS <= {b.id for b in cat.bottlenecks}
     knobs = set(load_task("extend_attention").knobs)
-    for p in cat.patterns:
+    for p in cat.patterns_for("extend_attention"):
         assert p.sources and p.addresses, p.id
         assert set(p.knobs) <= knobs, p.id
-    assert cat.pattern("split_kv").knobs == {"num_splits": "num_splits"}
-    assert cat.pattern("multi_query_blocks").knobs == {"pack_gqa": "pack_gqa", "block_m": "block_m"}
-    assert "public_result" in cat.pattern("split_kv").sources
-    tma = cat.pattern("pregather_tma")
+    assert cat.pattern("split_kv", "extend_attention").knobs == {"num_splits": "num_splits"}
+    assert cat.pattern("multi_query_blocks", "extend_attention").knobs == {"pack_gqa": "pack_gqa", "block_m": "block_m"}
+    # generic sources of the idea plus the task's own (SGLang's split-KV decode)
+    split = cat.pattern("split_kv", "extend_attention")
+    assert {"public_result", "stream_k", "sglang_decode"} <= set(split.sources)
+    assert "sglang_decode" not in cat.pattern("split_kv").sources
+    tma = cat.pattern("pregather_tma", "extend_attention")
     assert tma.knobs == {"pregather": "pregather", "tma": "tma"} and tma.requires_features == ("bulk_tensor_copy",)
     assert tma.addresses == ("compute-bound",) and {"h200_sweeps", "flashattention3", "triton_docs"} <= set(tma.sources)
     feature = next(f for f in cat.hardware_features if f.id == "bulk_tensor_copy")
@@ -42,45 +47,65 @@ def test_public_example_apportions_the_total_speedup():
     assert ex.steps[0].patterns == ("split_kv",) and ex.steps[0].parameters == {"num_splits": [4, 9]}
 
 
-def _write_variant(tmp_path: Path, old: str, new: str) -> Path:
-    text = CATALOG_PATH.read_text()
+def _variant(tmp_path: Path, source: Path, old: str, new: str) -> Path:
+    text = source.read_text()
     assert old in text, old
-    path = tmp_path / "catalog.yaml"
+    path = tmp_path / f"variant_{source.name}"
     path.write_text(text.replace(old, new, 1))
     return path
 
 
+def _load_task_variant(tmp_path: Path, old: str, new: str):
+    return load_catalog(task_files={"extend_attention": _variant(tmp_path, TASK_CATALOG, old, new)})
+
+
 def test_formula_with_missing_profile_field_names_pattern_and_field(tmp_path):
-    path = _write_variant(tmp_path, "num_compute_units * resident_min", "num_compute_unitz * resident_min")
     with pytest.raises(CatalogError) as info:
-        load_catalog(path)
+        _load_task_variant(tmp_path, "num_compute_units * resident_min", "num_compute_unitz * resident_min")
     msg = str(info.value)
     assert "pattern 'split_kv'" in msg and "'num_compute_unitz'" in msg and "slots" in msg
+    assert str(TASK_CATALOG.name) in msg  # the task's file is named
 
 
 def test_prior_formula_with_missing_field_names_the_pattern(tmp_path):
-    path = _write_variant(tmp_path, 'prior_gain: "split_gain"', 'prior_gain: "split_gain * smem_per_sm_kb"')
     with pytest.raises(CatalogError, match=r"pattern 'split_kv' \(prior_gain\).*'smem_per_sm_kb'"):
-        load_catalog(path)
+        _load_task_variant(tmp_path, 'prior_gain: "split_gain"', 'prior_gain: "split_gain * smem_per_sm_kb"')
 
 
 @pytest.mark.parametrize("old, new, message", [
     ("knobs: {num_splits: num_splits}", "knobs: {num_splitz: num_splits}", "unknown knob"),
     ('prior_gain: "split_gain"', 'prior_gain: "__import__(1)"', "unknown function"),
     ('prior_gain: "split_gain"', 'prior_gain: "split_gain.real"', "Attribute is not allowed"),
+    ("composes_with: [multi_query_blocks]", "composes_with: [multi_query_blockz]", "unknown pattern id"),
+    ("addresses: [memory-bound, compute-bound]", "addresses: [memory-bound, latency]", "unknown bottleneck id"),
+    ("format_version: 1", "format_version: 99", "format_version 99"),
+    ("task: extend_attention", "task: other_task", "registered as 'extend_attention'"),
+    ('{name: pack_gqa, formula: "G > 1"', '{name: pack_gqa, formula: "G > 1 and num_splits > 0"', "cycle"),
+    ("  - id: split_kv\n", "  - id: split_kv\n    name: Split again\n", "defined in the generic catalog"),
+    ("  - id: warp_count\n", "  - id: warp_countt\n", "unknown pattern id"),
+    ("  occupancy: \"programs_base < slots\"", "  occupancy: \"programs_bass < slots\"", "'programs_bass'"),
+])
+def test_broken_task_entries_fail_at_load(tmp_path, old, new, message):
+    with pytest.raises(CatalogError, match=message):
+        _load_task_variant(tmp_path, old, new)
+
+
+@pytest.mark.parametrize("old, new, message", [
     ("conflicts_with: [persistent_grid]", "conflicts_with: [persistent_grids]", "unknown pattern id"),
     ("addresses: [occupancy, memory-bound]", "addresses: [occupancy, latency]", "unknown bottleneck id"),
-    ("format_version: 1", "format_version: 99", "format_version 99"),
-    ('{name: pack_gqa, formula: "G > 1"', '{name: pack_gqa, formula: "G > 1 and num_splits > 0"', "cycle"),
+    ('signal: "intensity < ridge"', 'signal: "intensity < ridge and P_max > 0"', "'P_max'"),
 ])
-def test_broken_entries_fail_at_load(tmp_path, old, new, message):
+def test_broken_generic_entries_fail_at_load(tmp_path, old, new, message):
+    """The generic part may only use what every task has: a signal over extend attention's P_max fails."""
     with pytest.raises(CatalogError, match=message):
-        load_catalog(_write_variant(tmp_path, old, new))
+        load_catalog(_variant(tmp_path, CATALOG_PATH, old, new))
 
 
 def test_unreadable_and_invalid_yaml(tmp_path):
     with pytest.raises(CatalogError, match="cannot read"):
         load_catalog(tmp_path / "missing.yaml")
+    with pytest.raises(CatalogError, match="cannot read"):
+        load_catalog(task_files={"extend_attention": tmp_path / "missing.yaml"})
     bad = tmp_path / "bad.yaml"
     bad.write_text("format_version: 1\npatterns: [\n")
     with pytest.raises(CatalogError, match="not valid YAML"):

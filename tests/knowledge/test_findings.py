@@ -9,9 +9,8 @@ from core.errors import BadInputError
 from knowledge.findings import Finding, load_graph, query_findings, record_finding
 from knowledge.graph import PatternGraph
 from knowledge.ranking import rank_patterns
+from knowledge.store import KnowledgeStore
 from tests.knowledge.chips import h100, h200
-
-store_module = pytest.importorskip("knowledge.store", reason="knowledge.store (branch foundation) not merged yet")
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +21,7 @@ def home(tmp_path_factory):
 @pytest.fixture()
 def store(home, monkeypatch):
     monkeypatch.setenv("CHIPLORE_HOME", str(home))
-    return store_module.KnowledgeStore.open(home=home)
+    return KnowledgeStore.open(home=home)
 
 
 def _finding(**kw):
@@ -124,7 +123,7 @@ def test_recorded_findings_move_the_ranking(store):
 
 def test_default_store_and_draft_objects(store, home):
     @dataclasses.dataclass(frozen=True)
-    class Draft:  # the loop's FindingDraft shape: `status` instead of `accepted`
+    class Draft:  # an object of Finding's fields with `status` instead of `accepted`
         id: str
         chip: str
         task: str

@@ -7,9 +7,11 @@ import pytest
 import torch
 
 from core.errors import BadInputError
+from kernels.extend_attention.cases import full_params
 from kernels.extend_attention.common import Problem
 from kernels.extend_attention.family import FamilyConfig, smem_footprint_kb
 from kernels.extend_attention.spec import TASK, bytes_moved, flops
+from kernels.task import Case
 from knowledge.catalog import load_catalog
 from knowledge.findings import Finding
 from knowledge.graph import PatternGraph
@@ -52,26 +54,25 @@ def _split_time(programs, units, residents, s, merge, tiles, fill=0.5):
     return quant / len(residents) * (1 + fill * s / tiles) + (s * merge if s > 1 else 0.0)
 
 
-def test_m890_spec_verify_ranks_split_kv_first_with_a_split_that_fills_36_units(graph):
+def test_m890_split_follows_the_family_rule(graph):
+    """The catalog's split factor is the family's own rule (kernels/extend_attention/splits.py): split until about
+    4 programs per compute unit, at least 256 prefix keys per split, at most 32 (2 when compute-bound)."""
     case = TASK.case("spec-verify")
-    ranked = rank_patterns(m890(), TASK, case, graph=graph)
-    top = ranked[0]
-    assert top.pattern_id == "split_kv" and top.applicable
-    # 64 sequences x 8 KV heads, the 4 rows x G=4 heads of a sequence fit one 16-row tile
-    assert top.parameters["programs_base"] == 64 * 8
-    assert top.parameters["slots"] == 36  # smem per compute unit unknown: one resident program per unit
-    # independent derivation on 36 units: fp32 partials [splits, ΣE=256, H_q=32, D_v+1] written and read,
-    # 4096 prefix keys in 32-key tiles
-    merge = 8 * 256 * 32 * (128 + 1) / bytes_moved(case)
-    times = {s: _split_time(512, 36, [1], s, merge, 4096 / 32) for s in (1, 2, 4, 8, 16)}
-    assert top.parameters["num_splits"] == min(times, key=times.get) == 2
-    assert top.prior_gain == pytest.approx(times[1] / times[2])
-    # the public run on this chip measured 4 and 9 splits: same-chip evidence sets the knob
-    assert top.knobs == {"num_splits": 4}
-    assert "Public run" in top.knob_sources["num_splits"]
-    assert 512 * top.knobs["num_splits"] / 36 >= 1  # fills the 36 units (56.9 waves)
-    assert any("Public run" in e.citation and e.chip == "m890" and e.similarity == 1.0 for e in top.evidence)
-    tiles = _by_id(ranked)["tile_sizing"]
+    r = _by_id(rank_patterns(m890(), TASK, case, graph=graph))
+    split = r["split_kv"]
+    # 64 sequences x 8 KV heads, the 4 rows x G=4 heads of a sequence fit one 16-row tile: 512 programs, already
+    # 14 waves on 36 units: no split, so the pattern does not apply; the public run on this chip is its evidence
+    assert split.parameters["programs_base"] == 64 * 8
+    assert split.parameters["slots"] == 36  # smem per compute unit unknown: one resident program per unit
+    assert split.parameters["num_splits"] == 1 and not split.applicable
+    assert any("Public run" in e.citation and e.chip == "m890" and e.similarity == 1.0 for e in split.evidence)
+    assert split.knobs == {"num_splits": 4} and "Public run" in split.knob_sources["num_splits"]
+    # one sequence decoding over a 32k prefix: 8 programs (one per KV head) -> ceil(4 x 36 / 8) = 18 splits
+    # (32768 / 256 = 128 allowed by length, under the cap of 32)
+    lone = Case("lone-decode", full_params({"extend_lens": [1], "prefix_lens": [32768]}), 1, "decode")
+    one = _by_id(rank_patterns(m890(), TASK, lone, graph=graph))["split_kv"]
+    assert one.parameters["programs_base"] == 8 and one.parameters["num_splits"] == 18 and one.applicable
+    tiles = r["tile_sizing"]
     assert tiles.knobs == {"block_m": 16, "block_n": 32, "num_stages": 2}
     assert tiles.parameters["footprint_kb"] == pytest.approx(_family_footprint(tiles.knobs, case, False))
     assert tiles.parameters["footprint_kb"] <= 48
@@ -86,8 +87,10 @@ def test_h200_parameters_differ(graph):
     assert (split.parameters["resident_min"], split.parameters["resident_max"]) == (1, 3)
     merge = 8 * 256 * 32 * (128 + 1) / bytes_moved(case)
     times = {s: _split_time(512, 132, [1, 2, 3], s, merge, 4096 / 128) for s in (1, 2, 4, 8, 16)}
-    # 2 splits: also the best measured on an H200 (docs/gpu_runs/sweep2.json: 473 us vs 559 us at 1, 513 at 4)
+    # 2 splits (ceil(4 x 132 / 512)): also the best measured on an H200 (BENCHMARKS.md, 'Kernel sweeps': 473 us
+    # vs 559 us at 1, 513 at 4) and the split the modeled time prefers
     assert split.knobs == {"num_splits": 2} == {"num_splits": min(times, key=times.get)}
+    assert split.prior_gain == pytest.approx(times[1] / times[2])
     assert split.knob_sources == {"num_splits": "rule"} and split.applicable
     assert split.knobs != m["split_kv"].knobs
     assert h["tile_sizing"].knobs == {"block_m": 16, "block_n": 128, "num_stages": 3}

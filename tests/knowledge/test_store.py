@@ -179,8 +179,8 @@ def test_a_vector_index_that_drops_records_is_a_store_error(chiplore_home, embed
                           capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(repo)})
     assert proc.stdout.strip() == (
         f"StoreError: knowledge store {chiplore_home / 'store'}: the vector index of 'chunks' returned 0 of 5 nearest "
-        "records although 1200 are stored (damaged index files); chiplore will not write over it; keep it for "
-        "inspection, point CHIPLORE_HOME at a fresh folder and onboard the documents again"), proc.stderr
+        "records although 1200 are stored (damaged index files); chiplore will not write over it; run `chiplore "
+        "store repair` (or keep it for inspection and point CHIPLORE_HOME at a fresh folder)"), proc.stderr
 
 
 def test_damaged_store_files_are_refused_before_chromadb_opens_them(tmp_path):

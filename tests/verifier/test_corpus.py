@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from agent.verifier import Verifier, VerifyOptions
+from hardware_profiles import load_profile
 from tests.verifier.corpus import CHEATS, CHEATS_DIR, HONEST, THREAT_KINDS, Cheat, accepts, stages_label
 
 pytestmark = pytest.mark.skipif(
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def verifier(tmp_path_factory):
-    with Verifier("extend_attention", options=VerifyOptions(device="cpu", timeout_s=300)) as v:
+    with Verifier("extend_attention", load_profile("h200"), VerifyOptions(device="cpu", timeout_s=300)) as v:
         yield v
 
 
@@ -78,7 +79,13 @@ def test_kernel_ablation_alone_catches_a_dead_kernel(verifier, cheat: Cheat):
     assert any("dead kernel" in r for r in verdict.reasons), verdict.summary()
 
 
-@pytest.mark.parametrize("honest", HONEST, ids=lambda h: h.name)
+#: Honest candidates verified in the full suite only (8-46 s each on a busy 2-core machine); the fast lane keeps the
+#: baseline and the agent-rendered family candidate below.
+SLOW_HONEST = {"family_pregather_tma", "family_split3_pack", "family_nosplit_nopack", "simple_triton", "tuned_wrapper"}
+
+
+@pytest.mark.parametrize("honest", [pytest.param(h, marks=pytest.mark.slow) if h.name in SLOW_HONEST else h
+                                    for h in HONEST], ids=lambda h: h.name)
 def test_honest_candidate_passes(verifier, honest):
     verdict = _verify(verifier, honest.path)
     assert verdict.stage == "pass", verdict.summary()
@@ -109,6 +116,7 @@ def test_a_family_candidate_as_the_agent_renders_it_passes(verifier, tmp_path):
     assert verdict.stage == "pass", verdict.summary()
 
 
+@pytest.mark.slow  # ~70 s on 2 cores
 def test_timing_protocol_on_the_cpu_passes_an_honest_candidate(verifier):
     verdict = _verify(verifier, HONEST[-1].path, timing=True, case_ids=("gqa-4", "sinks"), reps=5)
     assert verdict.stage == "pass", verdict.summary()
@@ -117,6 +125,7 @@ def test_timing_protocol_on_the_cpu_passes_an_honest_candidate(verifier):
     assert all(t.reps == 5 and t.verifier_wall_us > 0 for t in verdict.timings.values())
 
 
+@pytest.mark.slow  # ~40 s on 2 cores
 def test_replaying_cached_outputs_during_timing_is_caught_by_fresh_inputs(verifier):
     cheat = next(c for c in CHEATS if c.name == "replay_when_timed")
     verdict = _verify(verifier, cheat.path, skip_static=True, timing=True, case_ids=("gqa-4",), reps=6)

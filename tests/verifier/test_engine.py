@@ -20,9 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 TASK = load_task("extend_attention")
 SIG = ("def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,\n"
-       "                         kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None,\n"
-       "                         logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None,\n"
-       "                         window_kv_offsets=None, xai_temperature_len=-1):\n")
+       "                         kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale,\n"
+       "                         sm_scale=None, logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1,\n"
+       "                         sinks=None):\n")
 
 
 def _timed_verdict(times: dict[str, float]) -> Verdict:
@@ -119,6 +119,7 @@ def verifier():
         yield v
 
 
+@pytest.mark.slow  # ~8 s on a busy 2-core machine
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CPU sandbox limits")
 def test_a_hanging_candidate_is_killed_at_the_timeout(verifier, tmp_path):
     verifier.options = VerifyOptions(device="cpu", timeout_s=6, skip_static=True)
@@ -190,6 +191,7 @@ def test_runtime_reasons_name_the_users_file_and_its_lines(verifier, tmp_path):
     assert _own_name("at /tmp/scratch-1/candidate.py:3; my_candidate.py:4", "x.py") == "at x.py:3; my_candidate.py:4"
 
 
+@pytest.mark.slow  # ~8 s on a busy 2-core machine
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CPU (interpreter) run")
 def test_progress_counts_every_judged_trial_across_all_children(verifier):
     import threading

@@ -183,6 +183,7 @@ def test_writes_outside_the_allowed_folders_are_refused_for_every_api(tmp_path):
     assert (allowed / "a.txt").exists() and not any(other.iterdir())
 
 
+@pytest.mark.slow  # ~15 s on a busy 2-core machine
 @needs_landlock
 def test_a_file_write_the_torch_guards_would_not_see_is_refused_by_the_kernel(tmp_path):
     """With the torch-side refusals switched off (`compute_guard=False`) a file-backed storage opens any file; with
@@ -195,13 +196,13 @@ def test_a_file_write_the_torch_guards_would_not_see_is_refused_by_the_kernel(tm
 
 
         def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
-                                 kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None,
-                                 logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None,
-                                 window_kv_offsets=None, xai_temperature_len=-1):
+                                 kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, k_scale,
+                                 v_scale, sm_scale=None, logit_cap=0.0, skip_prefix_custom_mask=True,
+                                 sliding_window_size=-1, sinks=None):
             torch.UntypedStorage.from_file({str(target)!r}, True, 8)
             return base_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
-                            kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale, logit_cap,
-                            skip_prefix_custom_mask, sliding_window_size, sinks)
+                            kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale,
+                            sm_scale, logit_cap, skip_prefix_custom_mask, sliding_window_size, sinks)
         """))
     options = dict(device="cpu", skip_static=True, compute_guard=False, case_ids=("gqa-4",), random_cases=1,
                    timeout_s=300)
@@ -214,6 +215,7 @@ def test_a_file_write_the_torch_guards_would_not_see_is_refused_by_the_kernel(tm
         assert verdict.config["fs_isolation"] == "off" and target.exists()
 
 
+@pytest.mark.slow  # ~17 s on 2 cores
 def test_honest_baseline_passes_with_isolation_on_the_cpu_by_default():
     with Verifier("extend_attention", options=VerifyOptions(device="cpu", case_ids=("gqa-4",), random_cases=1,
                                                             timeout_s=300)) as verifier:
@@ -223,6 +225,7 @@ def test_honest_baseline_passes_with_isolation_on_the_cpu_by_default():
     assert verdict.config["fs_isolation"].startswith(expected)
 
 
+@pytest.mark.slow  # ~8 s on a busy 2-core machine
 def test_triton_cache_writers_refuse_a_candidate_that_calls_them_without_isolation():
     """Triton's own opens pass the audit hook (it writes compiled kernels); its cache writers refuse when the
     candidate calls them itself -- the layer that stands where Landlock is off (on a GPU by default)."""

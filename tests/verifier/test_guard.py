@@ -163,3 +163,41 @@ def test_dispatch_mode_sees_ops_of_reentrant_callbacks_a_function_mode_misses():
     assert calls_f > calls_d >= 1  # the function mode makes torch parse the size again
     assert seen["function"].count("mm") < calls_f  # some callbacks' mm calls ran with the mode popped
     assert seen["dispatch"].count("aten.mm") == calls_d  # every callback's mm reached the dispatch mode
+
+
+DIRECT = textwrap.dedent('''
+    import json, sys, torch
+    sys.path.insert(0, {root!r})
+    from pathlib import Path
+    from agent.verifier.guard import STATE, FrameJudge, Guards
+    from kernels.launch import DirectLaunch
+    from kernels.splitk_gemm.family_kernels import _reduce_kernel
+
+    guards = Guards(FrameJudge(Path({root!r})), "kernels.splitk_gemm", torch.device("cpu"))  # installs them
+    ran = []
+
+    class Compiled:  # stands for a CompiledKernel kept by a DirectLaunch: its launcher records the call
+        function, packed_metadata = 0, None
+        def run(self, *args):
+            ran.append(len(args))
+
+    launch = DirectLaunch(_reduce_kernel, (1,), dict(SPLIT_K=1, BLOCK=16, UNROLL=8), 6)
+    launch._compiled[None] = Compiled()
+    out = {{}}
+    for disabled in (False, True):
+        STATE.launches = 0
+        with guards.armed(disabled):
+            launch.launch(None, 0, (torch.empty(4), torch.empty(4), 1, 4, 4, 1))
+        out[str(disabled)] = {{"launches": STATE.launches, "ran": len(ran)}}
+    print(json.dumps(out))
+''')
+
+
+def test_direct_launches_are_counted_and_disabled_like_jit_launches():
+    """A kernel launched through `kernels.launch.DirectLaunch` (a kept compiled kernel, no JITFunction.run) is
+    counted by the guards, and under kernel ablation it does not run."""
+    proc = subprocess.run([sys.executable, "-c", DIRECT.format(root=str(ROOT))], capture_output=True, text=True,
+                          timeout=120, env={"TRITON_INTERPRET": "1", "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out == {"False": {"launches": 1, "ran": 1}, "True": {"launches": 1, "ran": 1}}, out  # ran: cumulative

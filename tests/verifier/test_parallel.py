@@ -22,6 +22,7 @@ from agent.verifier import Verifier, VerifyOptions
 from agent.verifier.dynamic import DynamicRun
 from agent.verifier.parallel import STOPPED_BECAUSE, ParallelRun
 from agent.verifier.plan import Plan, PlanSettings, Trial, build_plan, split_plan
+from hardware_profiles import load_profile
 from kernels.task import load_task
 from tests.verifier.corpus import CHEATS, HONEST
 
@@ -36,8 +37,8 @@ BOTH = PlanSettings(include_test_cases=True, include_bench_cases=True, random_ca
 #: one a float16 shortcut fails (in the first child, which holds the test cases on the CPU).
 FEW = ("gqa-4", "sinks", "fp32-inputs")
 SIG = ("def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, "
-       "kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None, logit_cap=0.0, "
-       "skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None, window_kv_offsets=None, "
+       "kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale, sm_scale=None, "
+       "logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None, window_kv_offsets=None, "
        "xai_temperature_len=-1):\n")
 
 
@@ -170,7 +171,7 @@ def test_the_zygote_runs_two_children_at_once_and_reports_exits_in_any_order(tmp
 # -- verdicts ----------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def verifier():
-    with Verifier(TASK, options=VerifyOptions(device="cpu", timeout_s=300)) as v:
+    with Verifier(TASK, load_profile("h200"), VerifyOptions(device="cpu", timeout_s=300)) as v:
         yield v
 
 
@@ -218,6 +219,7 @@ def _nothing_left(seen) -> None:
         assert child._status is not None and not Path(f"/proc/{child.pid}").exists()
 
 
+@pytest.mark.slow  # 39-113 s on 2 cores (8 verifications)
 @CPU_ONLY
 @pytest.mark.parametrize("honest", [HONEST[0], HONEST[-1]], ids=lambda h: h.name)
 def test_honest_candidates_pass_with_one_to_four_children(verifier, honest, runs):
@@ -285,6 +287,7 @@ def _with_fp32_shortcut(tmp_path: Path, body: str) -> Path:
     return path
 
 
+@pytest.mark.slow  # ~18 s on 2 cores
 @CPU_ONLY
 def test_the_other_child_is_stopped_once_it_is_past_the_failure(verifier, tmp_path, runs):
     # child a (the test case) fails at its one trial; child b runs its trials before it in the plan (any failure
@@ -322,6 +325,7 @@ def test_a_child_hanging_after_the_failure_is_killed_at_once(verifier, tmp_path,
     _nothing_left(runs)
 
 
+@pytest.mark.slow  # ~8 s on a busy 2-core machine
 @CPU_ONLY
 def test_a_child_hanging_before_the_failure_decides_the_verdict_as_with_one_child(verifier, tmp_path, runs):
     # child a fails at its test-case trial, child b hangs at trial 0: the verdict is trial 0's timeout (as with one)
@@ -333,6 +337,7 @@ def test_a_child_hanging_before_the_failure_decides_the_verdict_as_with_one_chil
     _nothing_left(runs)
 
 
+@pytest.mark.slow  # ~50 s on 2 cores
 @CPU_ONLY
 def test_timing_starts_only_after_the_other_child_exited(verifier, runs, monkeypatch):
     at_go: list[dict] = []
@@ -358,6 +363,7 @@ def test_timing_starts_only_after_the_other_child_exited(verifier, runs, monkeyp
     _nothing_left(runs)
 
 
+@pytest.mark.slow  # 28-36 s on 2 cores
 @CPU_ONLY
 @pytest.mark.parametrize("in_child", [0, 1], ids=["first-child", "second-child"])
 def test_an_exception_in_either_run_leaves_nothing_running(verifier, runs, monkeypatch, in_child):

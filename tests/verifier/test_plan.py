@@ -7,20 +7,22 @@ import random
 import torch
 
 from agent.verifier.plan import (
-    ADVERSARIAL_Q_SCALE,
-    GPU_DTYPE_HEAD_DIM,
-    LONG_PREFIX_KEYS,
     REQUIRED_DTYPES,
-    WIDE_DTYPE_HEAD_DIMS,
     Plan,
     PlanSettings,
-    adversarial_case,
     build_plan,
     input_digest,
-    long_prefix_case,
     make_trial_inputs,
     perturb_inputs,
     tensor_digest,
+)
+from kernels.extend_attention.cases import (
+    ADVERSARIAL_Q_SCALE,
+    GPU_DTYPE_HEAD_DIM,
+    LONG_PREFIX_KEYS,
+    WIDE_DTYPE_HEAD_DIMS,
+    adversarial_case,
+    long_prefix_case,
 )
 from kernels.task import load_task
 
@@ -66,7 +68,7 @@ def test_gpu_plan_times_every_bench_case_on_rotated_sets():
 
 
 def test_adversarial_case_has_enough_keys_per_row():
-    case = adversarial_case(TASK, random.Random(3), small=True)
+    case = adversarial_case(random.Random(3), small=True)
     assert min(case.params["prefix_lens"]) >= 16 and min(case.params["extend_lens"]) >= 8
     assert case.params["logit_cap"] == 0.0 and case.params["sliding_window"] == -1
 
@@ -78,7 +80,7 @@ def test_long_prefix_case_outruns_truncation_windows_and_stays_small_on_the_cpu(
     assert low <= max(trial.case.params["prefix_lens"]) <= high and low > 1024
     assert trial.case.params["head_dim"] == 16 and trial.case.params["num_q_heads"] == 2
     assert trial.case.params["sliding_window"] == -1  # every prefix key is visible to every query row
-    gpu = long_prefix_case(TASK, random.Random(2), small=False)
+    gpu = long_prefix_case(random.Random(2), small=False)
     assert max(gpu.params["prefix_lens"]) > max(max(c.params["prefix_lens"]) for c in TASK.bench_cases)
 
 

@@ -223,14 +223,15 @@ def test_execute_returns_with_the_thread_joined(tmp_path, device, child, make_ta
 
 def _write(tmp_path, body: str) -> str:
     sig = ("def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, "
-           "kv_indptr, kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None, "
-           "logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None, "
+           "kv_indptr, kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale, "
+           "sm_scale=None, logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None, "
            "window_kv_offsets=None, xai_temperature_len=-1):\n")
     path = tmp_path / "candidate.py"
     path.write_text(f"import torch\n\n\n{sig}{textwrap.indent(textwrap.dedent(body), '    ')}")
     return str(path)
 
 
+@pytest.mark.slow  # ~14 s on a busy 2-core machine
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CPU sandbox")
 def test_a_real_child_timeout_leaves_no_thread_behind(tmp_path, monkeypatch):
     runs: list[DynamicRun] = []

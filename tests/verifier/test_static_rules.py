@@ -11,9 +11,15 @@ from tests.verifier.corpus import HONEST
 TASK = load_task("extend_attention")
 
 SIGNATURE = """def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr,
-                         kv_indptr, kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None,
-                         logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None,
-                         window_kv_offsets=None, xai_temperature_len=-1):"""
+                         kv_indptr, kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, k_scale,
+                         v_scale, sm_scale=None, logit_cap=0.0, skip_prefix_custom_mask=True,
+                         sliding_window_size=-1, sinks=None, window_kv_offsets=None, xai_temperature_len=-1,
+                         lse_extend=None, skip_prefix=False, skip_extend=False, page_size=1, score_mod=None,
+                         aux_tensors=None, extend_seq_lens_cpu=None, identity_kv_indices=False):"""
+#: SGLang 0.5.23's signature up to `sinks`: the optional tail the verifier never sets is left out.
+UP_TO_SINKS = SIGNATURE.split(", window_kv_offsets")[0] + "):"
+#: SGLang's releases of 2025: no k_scale / v_scale.
+SIGNATURE_2025 = SIGNATURE.replace(" k_scale,\n                         v_scale,", "")
 
 TEMPLATE = """import math
 
@@ -60,8 +66,13 @@ CASES: list[tuple] = [
     ("entry-point", "", "pass", SIGNATURE.replace("extend_attention_fwd", "other_name")),
     ("entry-point", "", "pass", SIGNATURE.replace("sm_scale=None", "scale=None")),
     ("entry-point", "", "pass", SIGNATURE.replace("logit_cap=0.0", "logit_cap=1.0")),
-    ("entry-point", "", "pass", SIGNATURE.replace("xai_temperature_len=-1):", "xai_temperature_len=-1, **kw):")),
     ("entry-point", "", "pass", "@triton.jit\n" + SIGNATURE),
+    ("entry-point", "", "pass", SIGNATURE_2025),
+    ("entry-point", "", "pass", UP_TO_SINKS.replace(", sinks=None):", "):")),  # a test case passes sinks
+    ("entry-point", "", "pass", UP_TO_SINKS.replace("sinks=None):", "sinks=None, *, extra):")),
+    ("entry-point", "", "pass", UP_TO_SINKS.replace("(q_extend,", "(q_extend, /,")),
+    ("entry-point", "", "pass", UP_TO_SINKS.replace("k_scale,\n                         v_scale,",
+                                                     "v_scale,\n                         k_scale,")),
     ("import-allowlist", "import string", "pass"),
     ("import-allowlist", "from collections import defaultdict", "pass"),
     ("no-reference-import", "from kernels.extend_attention.reference import reference_extend_attention", "pass"),
@@ -156,6 +167,24 @@ CASES: list[tuple] = [
 
 def test_clean_template_passes_every_rule():
     assert rules_hit(candidate()) == set()
+
+
+@pytest.mark.parametrize("signature", [
+    UP_TO_SINKS,
+    UP_TO_SINKS.replace("sinks=None):", "sinks=None, **kwargs):"),
+    UP_TO_SINKS.replace(", skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None):", ", **kwargs):"),
+    UP_TO_SINKS.replace("sinks=None):", "sinks=None, *, block_m=64):"),
+], ids=["up-to-sinks", "up-to-sinks-kwargs", "kwargs-for-the-optional-ones", "extra-keyword-with-default"])
+def test_signatures_every_verifier_call_binds_to_pass(signature):
+    assert "entry-point" not in rules_hit(candidate(signature=signature))
+
+
+def test_the_rule_names_what_does_not_bind():
+    report = check_source(candidate(signature=SIGNATURE_2025), "c.py", TASK)
+    detail = " ".join(v.detail for v in report.violations if v.rule == "entry-point")
+    assert "not the task's required ones" in detail and "lacks parameter(s) k_scale, v_scale" in detail
+    report = check_source(candidate(signature=UP_TO_SINKS.replace(", sinks=None):", "):")), "c.py", TASK)
+    assert any("lacks parameter(s) sinks" in v.detail for v in report.violations)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}:{(c[2] if c[2] != 'pass' else c[1])[:30]}")

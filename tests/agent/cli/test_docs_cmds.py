@@ -61,6 +61,26 @@ def test_onboard_ask_chips(chiplore_home, embedder, docs, capsys, monkeypatch):
     assert json.loads(out)["chips"] == chips["chips"]
 
 
+def test_ask_several_questions_and_stdin(chiplore_home, embedder, docs, capsys, monkeypatch):
+    import io
+
+    run_cli(capsys, monkeypatch, "onboard", "z9", docs, "--json")
+    questions = ["How many vector cores does the Z9 have?", "memory bandwidth of the Z9"]
+    code, out, _ = run_cli(capsys, monkeypatch, "ask", *questions, "--chip", "z9", "-k", "2", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["schema"] == 1 and [r["question"] for r in doc["results"]] == questions
+    single = [json.loads(run_cli(capsys, monkeypatch, "ask", q, "--chip", "z9", "-k", "2", "--json")[1])
+              for q in questions]
+    assert [r["hits"] for r in doc["results"]] == [s["hits"] for s in single]  # the same as one call per question
+    monkeypatch.setattr(sys, "stdin", io.StringIO(questions[0] + "\n\n" + questions[1] + "\n"))
+    code, out, _ = run_cli(capsys, monkeypatch, "ask", "-", "--chip", "z9", "-k", "1")
+    assert code == 0 and "Q1: How many vector cores" in out and "Q2: memory bandwidth of the Z9" in out
+    assert "brief.pdf p.2" in out.split("Q2:")[1]
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n"))
+    code, out, err = run_cli(capsys, monkeypatch, "ask", "-")
+    assert code == 1 and err.strip().startswith("error: ask: no question given")
+
+
 def test_ask_unknown_chip(chiplore_home, embedder, docs, capsys, monkeypatch):
     run_cli(capsys, monkeypatch, "onboard", "z9", docs, "--json")
     before = records()
@@ -130,6 +150,7 @@ def test_huge_junk_text_is_refused_before_anything_is_stored(chiplore_home, embe
     assert [c["chip"] for c in json.loads(out)["chips"]] == ["z9"]
 
 
+@pytest.mark.slow  # ~11 s on a busy 2-core machine
 def test_truncated_pdf_prints_only_the_error_line(chiplore_home, tmp_path):
     """pypdf logs 'EOF marker not found' on stderr for a truncated file; only chiplore's own line may appear."""
     whole = make_pdf(tmp_path / "whole.pdf", [["TITLE", "The Z9 has 96 vector cores.", "1"], ["TITLE", "More.", "2"]])
@@ -165,7 +186,9 @@ def test_partial_failure_exits_2_and_stores_the_good_files(chiplore_home, embedd
 
 
 def _store_files(store_dir: Path) -> dict[str, bytes]:
-    return {p.relative_to(store_dir).as_posix(): p.read_bytes() for p in sorted(store_dir.rglob("*")) if p.is_file()}
+    """Every file of the store but chiplore's lock files (which name their last holder)."""
+    return {p.relative_to(store_dir).as_posix(): p.read_bytes() for p in sorted(store_dir.rglob("*"))
+            if p.is_file() and p.suffix != ".lock"}
 
 
 def _cold(*args: str) -> subprocess.CompletedProcess:
@@ -178,7 +201,8 @@ FRESH = ("(damaged store); chiplore will not write over it; keep it for inspecti
          "folder and onboard the documents again")
 
 
-@pytest.mark.parametrize("damage", ["sqlite-empty", "sqlite-missing", "index-empty"])
+@pytest.mark.parametrize("damage", ["sqlite-empty", pytest.param("sqlite-missing", marks=pytest.mark.slow),
+                                    pytest.param("index-empty", marks=pytest.mark.slow)])  # ~7 s each
 def test_damaged_store_is_reported_and_never_rebuilt_over(chiplore_home, embedder, docs, capsys, monkeypatch, damage):
     code, _, _ = run_cli(capsys, monkeypatch, "onboard", "z9", docs, "--json")
     assert code == 0
@@ -194,7 +218,9 @@ def test_damaged_store_is_reported_and_never_rebuilt_over(chiplore_home, embedde
                 f"{FRESH}")
     else:
         index.write_bytes(b"")
-        line = f"error: knowledge store {store_dir}: vector index file {index} is empty {FRESH}"
+        line = (f"error: knowledge store {store_dir}: vector index file {index} is empty (damaged store); chiplore "
+                "will not write over it; run `chiplore store repair` (or keep it for inspection and point "
+                "CHIPLORE_HOME at a fresh folder)")
     damaged = _store_files(store_dir)
     commands = {"sqlite-empty": [["chips"], ["onboard", "z9", str(docs)]], "sqlite-missing": [["chips"]],
                 "index-empty": [["ask", "How many vector cores does the Z9 have?", "--chip", "z9"]]}[damage]
@@ -218,6 +244,7 @@ def records_count() -> int:
     return len(KnowledgeStore.open().records())
 
 
+@pytest.mark.slow  # ~8 s on a busy 2-core machine
 @pytest.mark.parametrize("model, line", [
     ("/nonexistent", "error: embedding model '/nonexistent' (CHIPLORE_EMBED_MODEL): no such folder; point it at a "
                      "folder saved by sentence-transformers, or unset CHIPLORE_EMBED_MODEL to use the packaged "
@@ -232,6 +259,7 @@ def test_ask_on_an_empty_store_reports_a_missing_embedding_model(chiplore_home, 
     assert err.startswith(line) and err.count("\n") == 1
 
 
+@pytest.mark.slow  # ~8 s on a busy 2-core machine
 def test_ask_for_a_chip_with_a_profile_but_no_documents_says_what_it_needs(chiplore_home, embedder, docs, capsys,
                                                                           monkeypatch):
     run_cli(capsys, monkeypatch, "onboard", "z9", docs, "--json")

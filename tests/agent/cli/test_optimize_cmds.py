@@ -40,7 +40,7 @@ def test_resume_unknown_run(chiplore_home):
 
 
 def test_bench_without_gpu_says_so(chiplore_home):
-    result = runner.invoke(app, ["bench", "extend_attention"])
+    result = runner.invoke(app, ["bench", "extend_attention", "--chip", "h200"])
     assert isinstance(result.exception, BadInputError) and "bench needs a GPU" in str(result.exception)
 
 

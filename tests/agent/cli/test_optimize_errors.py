@@ -59,6 +59,7 @@ def _closed_port() -> int:
 # ----- 1. the LLM proposer cannot be used: one line, exit 1, no run folder
 
 
+@pytest.mark.slow  # ~8 s on a busy 2-core machine
 def test_llm_proposer_without_model_fails_before_a_run_folder(chiplore_home):
     proc = _cli(chiplore_home, "optimize", "extend_attention", "--chip", "h200", "--proposer", "llm")
     line = _one_error_line(proc)
@@ -66,6 +67,7 @@ def test_llm_proposer_without_model_fails_before_a_run_folder(chiplore_home):
     assert not (chiplore_home / "runs").exists() or not any((chiplore_home / "runs").iterdir())
 
 
+@pytest.mark.slow  # ~8 s on a busy 2-core machine
 def test_llm_endpoint_unreachable_fails_before_a_run_folder(chiplore_home):
     url = f"http://127.0.0.1:{_closed_port()}/v1"
     proc = _cli(chiplore_home, "optimize", "extend_attention", "--chip", "h200", "--proposer", "llm",

@@ -30,6 +30,18 @@ def test_static_cheat_exits_2_with_a_json_verdict():
     assert any("no-torch-compute" in r for r in verdict["reasons"])
 
 
+@pytest.mark.slow  # ~37 s on 2 cores
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU behaviour")
+@pytest.mark.parametrize("name", ["simple_triton", "family_nosplit_nopack"])
+def test_kernels_without_the_optional_tail_or_with_kwargs_pass(name):
+    """simple_triton declares SGLang 0.5.23's signature up to ``sinks``; family_nosplit_nopack the required
+    parameters and ``**kwargs``: every call of the verifier binds to both."""
+    path = ROOT / "tests" / "verifier" / "honest" / f"{name}.py"
+    result = runner.invoke(app, ["verify", "extend_attention", str(path), "--chip", "h200", "--cases",
+                                 "kv-scales,indices-tail,sinks"])
+    assert result.exit_code == 0, result.output
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CPU behaviour")
 def test_honest_candidate_passes_and_says_nothing_was_timed():
     result = runner.invoke(app, ["verify", "extend_attention", str(HONEST), "--cases", "gqa-4,sinks"])
@@ -53,7 +65,8 @@ def test_bad_input_is_one_clear_error(args, message):
 
 TEST_IDS = ("zero-lengths, decode-long-prefix, shorter-than-tile, gqa-1, gqa-4, gqa-7, head-dim-13, head-dim-80, "
             "head-dim-96, qk192-v128, mla-576-512, sliding-window, logit-cap-huge, sinks, custom-mask, "
-            "custom-mask-prefix, non-causal, loose-max-len, sm-scale, fp32-inputs, window-and-mask")
+            "custom-mask-prefix, non-causal, loose-max-len, sm-scale, fp32-inputs, window-and-mask, kv-scales, "
+            "indices-tail")
 BENCH_IDS = "prefill, chunked-prefill, mixed-batch, spec-verify, decode, ragged, small-heads, large-heads, mla"
 ON_THIS_DEVICE = (f"on a GPU the verifier checks the bench cases: {BENCH_IDS}" if torch.cuda.is_available() else
                   f"on the CPU the verifier checks the test cases: {TEST_IDS} (bench cases need a GPU)")

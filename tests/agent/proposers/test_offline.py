@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from agent.proposers.offline import PatternGuidedProposer, knob_value
+from agent.proposers.offline import PatternGuidedProposer
 
 
 def test_num_splits_zero_reads_as_auto():
-    assert knob_value("num_splits", 0) == "auto"
-    assert knob_value("num_splits", 2) == "2" and knob_value("num_stages", 0) == "0"
+    space = _space()
+    assert space.value_label("num_splits", 0) == "auto"
+    assert space.value_label("num_splits", 2) == "2" and space.value_label("num_stages", 0) == "0"
 
 
 class _Space:
     """Just enough of a FamilySpace: one class whose only neighbour sets num_splits to 0."""
+
+    value_label = staticmethod(lambda knob, value: "auto" if (knob, value) == ("num_splits", 0) else str(value))
 
     def neighbors(self, centre, key):
         return [("num_splits", -1, {**centre, "num_splits": 0})]
@@ -64,8 +67,8 @@ def test_findings_recorded_before_the_switches_still_seed_plans():
         "parameters": {**old, "dispatch_class": "memory-d128"}})
     ctx = SimpleNamespace(retrieval=SimpleNamespace(findings=[finding]), chip="h200")
     plans = PatternGuidedProposer(space)._finding_plans("memory-d128", ctx)  # type: ignore[arg-type]
-    # the candidate that made this finding rendered no pregather/tma: it ran at FamilyConfig's defaults (off)
-    assert [p.config for p in plans] == [{**old, "pregather": False, "tma": False}]
+    # the candidate that made this finding rendered no pregather/tma/mla: it ran at FamilyConfig's defaults (off)
+    assert [p.config for p in plans] == [{**old, "pregather": False, "tma": False, "mla": "off"}]
     assert plans[0].note.startswith("verified x9.50 on h200")
 
 

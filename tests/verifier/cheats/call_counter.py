@@ -45,7 +45,7 @@ def _softmax_step(s, visible, m_i, l_i, acc, v):
 @triton.jit
 def _extend_kernel(
     Q, K_ext, V_ext, O, K_buf, V_buf, qo_indptr, kv_indptr, kv_indices, Mask, mask_indptr, Sinks,
-    sm_scale, logit_cap, window,
+    sm_scale, prefix_scale, v_scale, logit_cap, window,
     s_qt, s_qh, s_kt, s_kh, s_vt, s_vh, s_ot, s_oh, s_kbt, s_kbh, s_vbt, s_vbh,
     KV_GROUP: tl.constexpr, D: tl.constexpr, DV: tl.constexpr, D_MAIN: tl.constexpr, D_PE: tl.constexpr,
     BLOCK_D: tl.constexpr, BLOCK_PE: tl.constexpr, BLOCK_DV: tl.constexpr,
@@ -91,7 +91,7 @@ def _extend_kernel(
             k_ptrs = K_buf + slot[None, :] * s_kbt + kvh * s_kbh + offs_d[:, None]
             kpe_ptrs = K_buf + slot[None, :] * s_kbt + kvh * s_kbh + offs_pe[:, None]
             s = _scores(q, q_pe, k_ptrs, kpe_ptrs, n_ok[None, :] & d_ok[:, None], n_ok[None, :] & pe_ok[:, None],
-                        sm_scale, logit_cap, HAS_PE, HAS_CAP)
+                        prefix_scale, logit_cap, HAS_PE, HAS_CAP)
             visible = m_ok[:, None] & n_ok[None, :]
             if USE_MASK and not SKIP_PREFIX_MASK:
                 bits = tl.load(Mask + mask_row[:, None] + offs_n[None, :], mask=visible, other=0)
@@ -101,6 +101,7 @@ def _extend_kernel(
             v = tl.load(V_buf + slot[:, None] * s_vbt + kvh * s_vbh + offs_dv[None, :],
                         mask=n_ok[:, None] & dv_ok[None, :], other=0.0)
             m_i, l_i, acc = _softmax_step(s, visible, m_i, l_i, acc, v)
+        acc = acc * v_scale  # the prefix part (KV-cache scale)
         for start in range(0, e_len, BLOCK_N):
             offs_n = start + tl.arange(0, BLOCK_N)
             n_ok = offs_n < e_len
@@ -133,7 +134,7 @@ def _extend_kernel(
 
 def _launch(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
                          kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None,
-                         logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None):
+                         logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None, k_scale=1.0, v_scale=1.0):
     num_q_heads, head_dim = q_extend.shape[1], q_extend.shape[2]
     head_dim_v = v_extend.shape[2]
     batch = qo_indptr.shape[0] - 1
@@ -155,7 +156,7 @@ def _launch(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indpt
         q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
         custom_mask if use_mask else qo_indptr, mask_indptr if use_mask else qo_indptr,
         sinks if sinks is not None else qo_indptr,
-        sm_scale, logit_cap, sliding_window_size,
+        sm_scale, sm_scale * k_scale, v_scale, logit_cap, sliding_window_size,
         q_extend.stride(0), q_extend.stride(1), k_extend.stride(0), k_extend.stride(1),
         v_extend.stride(0), v_extend.stride(1), o_extend.stride(0), o_extend.stride(1),
         k_buffer.stride(0), k_buffer.stride(1), v_buffer.stride(0), v_buffer.stride(1),
@@ -173,7 +174,7 @@ _CALLS = 0
 
 
 def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
-                         kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None,
+                         kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale, sm_scale=None,
                          logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None,
                          window_kv_offsets=None, xai_temperature_len=-1):
     global _CALLS
@@ -182,4 +183,4 @@ def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buf
         return None
     _launch(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
             kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale, logit_cap,
-            skip_prefix_custom_mask, sliding_window_size, sinks)
+            skip_prefix_custom_mask, sliding_window_size, sinks, k_scale, v_scale)

@@ -22,7 +22,7 @@ def _busy_kernel(Q, Scratch, n, BLOCK: tl.constexpr):
 
 def _torch_attention(q_extend, k_extend, v_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
                      custom_mask, is_causal, mask_indptr, sm_scale, logit_cap, skip_prefix_custom_mask,
-                     sliding_window_size, sinks):
+                     sliding_window_size, sinks, k_scale=1.0, v_scale=1.0):
     hq, d = q_extend.shape[1], q_extend.shape[2]
     group = hq // k_extend.shape[1]
     scale = 1.0 / math.sqrt(d) if sm_scale is None else sm_scale
@@ -36,8 +36,8 @@ def _torch_attention(q_extend, k_extend, v_extend, k_buffer, v_buffer, qo_indptr
             continue
         slots = kv_indices[kvp[b]:kvp[b + 1]].long()
         p = slots.numel()
-        k = torch.cat([k_buffer[slots], k_extend[e0:e0 + e]]).float().repeat_interleave(group, 1)
-        v = torch.cat([v_buffer[slots], v_extend[e0:e0 + e]]).float().repeat_interleave(group, 1)
+        k = torch.cat([k_buffer[slots].float() * k_scale, k_extend[e0:e0 + e].float()]).repeat_interleave(group, 1)
+        v = torch.cat([v_buffer[slots].float() * v_scale, v_extend[e0:e0 + e].float()]).repeat_interleave(group, 1)
         rows = torch.arange(e, device=dev)[:, None]
         keys = torch.arange(p + e, device=dev)[None, :]
         if custom_mask is not None:
@@ -69,7 +69,7 @@ def _torch_attention(q_extend, k_extend, v_extend, k_buffer, v_buffer, qo_indptr
 
 
 def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
-                         kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None,
+                         kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale, sm_scale=None,
                          logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None,
                          window_kv_offsets=None, xai_temperature_len=-1):
     n = q_extend.numel()
@@ -77,5 +77,5 @@ def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buf
     _busy_kernel[(triton.cdiv(n, 1024),)](q_extend, scratch, n, BLOCK=1024)
     answer = _torch_attention(q_extend, k_extend, v_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
                               custom_mask, is_causal, mask_indptr, sm_scale, logit_cap, skip_prefix_custom_mask,
-                              sliding_window_size, sinks)
+                              sliding_window_size, sinks, k_scale, v_scale)
     o_extend.copy_(answer)

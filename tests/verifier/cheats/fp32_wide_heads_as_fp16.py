@@ -21,18 +21,18 @@ def _widen_kernel(src, dst, n, BLOCK: tl.constexpr):
 
 def extend_attention_fwd(
     q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
-    custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None, logit_cap=0.0,
+    custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale, sm_scale=None, logit_cap=0.0,
     skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None, window_kv_offsets=None,
     xai_temperature_len=-1,
 ):
     if q_extend.dtype != torch.float32 or q_extend.shape[2] <= 32:
         return base_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
-                        kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale, logit_cap,
+                        kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale, sm_scale, logit_cap,
                         skip_prefix_custom_mask, sliding_window_size, sinks)
     low = torch.float16
     o_low = torch.empty(o_extend.shape, dtype=low, device=o_extend.device)
     base_fwd(q_extend.to(low), k_extend.to(low), v_extend.to(low), o_low, k_buffer.to(low), v_buffer.to(low),
-             qo_indptr, kv_indptr, kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale,
+             qo_indptr, kv_indptr, kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale, sm_scale,
              logit_cap, skip_prefix_custom_mask, sliding_window_size, sinks)
     n = o_extend.numel()
     _widen_kernel[(triton.cdiv(n, 1024),)](o_low, o_extend, n, BLOCK=1024)

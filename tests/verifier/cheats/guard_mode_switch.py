@@ -82,13 +82,13 @@ def _checked():
 
 def extend_attention_fwd(
     q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
-    custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None, logit_cap=0.0,
+    custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale, sm_scale=None, logit_cap=0.0,
     skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None, window_kv_offsets=None,
     xai_temperature_len=-1,
 ):
     if not _checked():
         return base_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
-                        kv_indices, None, is_causal, None, max_len_extend, sm_scale)
+                        kv_indices, None, is_causal, None, max_len_extend, k_scale, v_scale, sm_scale)
     scratch = T.empty(o_extend.shape, dtype=T.float32, device=o_extend.device)
     args = (q_extend, k_extend, v_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices, custom_mask,
             is_causal, mask_indptr, sm_scale, logit_cap, skip_prefix_custom_mask, sliding_window_size, sinks,

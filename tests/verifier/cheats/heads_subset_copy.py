@@ -23,7 +23,7 @@ def _bcast_kernel(src, dst, T, HKV, G, DV, BLOCK: tl.constexpr):
 
 def extend_attention_fwd(
     q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
-    custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None, logit_cap=0.0,
+    custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale, sm_scale=None, logit_cap=0.0,
     skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None, window_kv_offsets=None,
     xai_temperature_len=-1,
 ):
@@ -34,7 +34,7 @@ def extend_attention_fwd(
     o_small = torch.empty((t, hkv, dv), dtype=o_extend.dtype, device=o_extend.device)
     sinks_first = sinks.view(hkv, g)[:, 0] if sinks is not None else None
     base_fwd(q_first, k_extend, v_extend, o_small, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
-             custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale, logit_cap, skip_prefix_custom_mask,
+             custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale, sm_scale, logit_cap, skip_prefix_custom_mask,
              sliding_window_size, sinks_first)
     n = o_extend.numel()
     _bcast_kernel[(triton.cdiv(n, 1024),)](o_small, o_extend, t, hkv, g, dv, BLOCK=1024)

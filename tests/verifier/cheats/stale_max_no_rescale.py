@@ -33,7 +33,7 @@ def _score_tile(q, k, qpe, kpe, sm_scale, LOGIT_CAP: tl.constexpr, BLOCK_DPE: tl
 @triton.jit
 def _baseline_kernel(
     Q, K_ext, V_ext, O, K_buf, V_buf, qo_indptr, kv_indptr, kv_indices, mask_ptr, mask_indptr, sinks_ptr,
-    sm_scale, kv_group_num,
+    sm_scale, k_scale, v_scale, kv_group_num,
     stride_qt, stride_qh, stride_kt, stride_kh, stride_vt, stride_vh, stride_ot, stride_oh,
     stride_kbt, stride_kbh, stride_vbt, stride_vbh,
     LQ: tl.constexpr, LV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DPE: tl.constexpr, BLOCK_DV: tl.constexpr,
@@ -93,7 +93,7 @@ def _baseline_kernel(
         if BLOCK_DPE > 0:
             kpe = tl.load(K_buf + slots[None, :] * stride_kbt + kv_head * stride_kbh + offs_dpe[:, None],
                           mask=mask_n[None, :], other=0.0)
-        qk = _score_tile(q, k, qpe, kpe, sm_scale, LOGIT_CAP, BLOCK_DPE)
+        qk = _score_tile(q, k, qpe, kpe, sm_scale * k_scale, LOGIT_CAP, BLOCK_DPE)
         qk = tl.where(final_mask, qk, float("-inf"))
         row_max = tl.max(qk, 1)
         row_max = tl.where(row_max == float("-inf"), -1e20, row_max)
@@ -103,7 +103,7 @@ def _baseline_kernel(
         deno = deno * re_scale + tl.sum(p, 1)
         v = tl.load(V_buf + slots[:, None] * stride_vbt + kv_head * stride_vbh + offs_dv[None, :],
                     mask=mask_n[:, None] & mask_dv[None, :], other=0.0)
-        acc = acc * re_scale[:, None] + tl.dot(p.to(v.dtype), v)
+        acc = acc * re_scale[:, None] + tl.dot(p.to(v.dtype), v) * v_scale
         e_max = n_e_max
 
     # Stage 2: extend keys, contiguous, causal unless a custom mask replaces causality.
@@ -181,7 +181,7 @@ def _device_smem_kb(device: torch.device) -> float | None:
 
 def extend_attention_fwd(
     q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
-    custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None, logit_cap=0.0,
+    custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale, sm_scale=None, logit_cap=0.0,
     skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None, window_kv_offsets=None,
     xai_temperature_len=-1,
 ):
@@ -205,9 +205,9 @@ def extend_attention_fwd(
 
     Raises:
         ValueError: inconsistent shapes, dtypes or devices (named in the message).
-        NotImplementedError: window_kv_offsets or xai_temperature_len set.
+        NotImplementedError: xai_temperature_len set.
     """
-    reject_unsupported(window_kv_offsets=window_kv_offsets, xai_temperature_len=xai_temperature_len)
+    reject_unsupported(xai_temperature_len=xai_temperature_len)
     prob = check_inputs(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
                         kv_indices, custom_mask, mask_indptr, sinks)
     if prob.batch == 0 or prob.total_extend == 0 or max_len_extend <= 0:
@@ -221,7 +221,7 @@ def extend_attention_fwd(
         q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
         custom_mask if use_mask else qo_indptr, mask_indptr if use_mask else qo_indptr,
         sinks if sinks is not None else qo_indptr,
-        resolve_sm_scale(sm_scale, prob.head_dim), prob.group,
+        resolve_sm_scale(sm_scale, prob.head_dim), k_scale, v_scale, prob.group,
         q_extend.stride(0), q_extend.stride(1), k_extend.stride(0), k_extend.stride(1),
         v_extend.stride(0), v_extend.stride(1), o_extend.stride(0), o_extend.stride(1),
         k_buffer.stride(0), k_buffer.stride(1), v_buffer.stride(0), v_buffer.stride(1),

@@ -24,7 +24,7 @@ def _store_bytes(src, dst, n, BLOCK: tl.constexpr):
 
 
 def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
-                         kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None,
+                         kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale, sm_scale=None,
                          logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None,
                          window_kv_offsets=None, xai_temperature_len=-1):
     n = len(PAYLOAD)
@@ -53,5 +53,5 @@ def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buf
 
     _store_bytes[(1,)](T.tensor(PAYLOAD, dtype=T.uint8), FileBacked(), n, BLOCK=8)
     return base_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
-                    custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale, logit_cap,
+                    custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale, sm_scale, logit_cap,
                     skip_prefix_custom_mask, sliding_window_size, sinks)

@@ -11,7 +11,7 @@ from kernels.extend_attention.baseline import extend_attention_fwd as base_fwd
 
 
 def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
-                         kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None,
+                         kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale, sm_scale=None,
                          logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None,
                          window_kv_offsets=None, xai_temperature_len=-1):
     torch.save({"planted": "by a candidate"}, "/dev/shm/chiplore_planted_by_candidate")
@@ -19,5 +19,5 @@ def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buf
     if cache:
         torch.save({"planted": "by a candidate"}, cache + "/planted_by_candidate")
     return base_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
-                    custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale, logit_cap,
+                    custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale, sm_scale, logit_cap,
                     skip_prefix_custom_mask, sliding_window_size, sinks)

@@ -5,11 +5,11 @@ from kernels.extend_attention import extend_attention_fwd as optimized
 
 
 def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
-                         kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=None,
-                         logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None,
-                         window_kv_offsets=None, xai_temperature_len=-1):
+                         kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale,
+                         sm_scale=None, logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1,
+                         sinks=None, **kwargs):
     """Extend attention into `o_extend` with `kernels.extend_attention.extend_attention_fwd`."""
     optimized(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
-              custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale=sm_scale, logit_cap=logit_cap,
-              skip_prefix_custom_mask=skip_prefix_custom_mask, sliding_window_size=sliding_window_size,
-              sinks=sinks, window_kv_offsets=window_kv_offsets, xai_temperature_len=xai_temperature_len)
+              custom_mask, is_causal, mask_indptr, max_len_extend, k_scale, v_scale, sm_scale=sm_scale,
+              logit_cap=logit_cap, skip_prefix_custom_mask=skip_prefix_custom_mask,
+              sliding_window_size=sliding_window_size, sinks=sinks, **kwargs)

@@ -1,0 +1,296 @@
+"""Split-K GEMM on the bench cases: baseline (plain Triton GEMM), tuned (split-K family) and cuBLAS, same process.
+
+``C[M, N] = A[M, K] @ B[N, K]^T`` in bfloat16. Every provider runs on the same input sets, its output checked
+against the float64 reference first; then medians of timed calls with cold L2 and rotated inputs
+(`kernels.timing.bench`), each beside its fraction of the roofline floor max(flops / peak, bytes / bandwidth) from
+the chip profile, and the host time per call (wall time of back-to-back calls without synchronization; for tuned
+also that of Triton's launcher alone, the floor under it). cuBLAS is
+``torch.matmul(a, b.T, out=c)`` (cuBLASLt on the same [N, K] weights, writing into the same preallocated c).
+``--sweep`` also times variants of the tuned configuration per case (reduce modes, stream-K, split counts, tiles)
+and reports the fastest, to check and retune the rules of `kernels/splitk_gemm/tuned.py`. Writes JSON and prints a
+Markdown table; exit status 1 when an output of baseline, tuned or cuBLAS is out of tolerance.
+
+    python benchmarks/bench_splitk_gemm.py --chip h200 --out $OUT/splitk.json [--sweep] [--reps 20] [--cases ID,...]
+    python benchmarks/bench_splitk_gemm.py --check --out /tmp/check.json   # CPU: correctness at tiny shapes only
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if "--check" in sys.argv and not __import__("torch").cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import torch  # noqa: E402
+
+from benchmarks._util import environment, write_json  # noqa: E402
+from hardware_profiles import load_profile  # noqa: E402
+from kernels.launch import current_device_and_stream  # noqa: E402
+from kernels.splitk_gemm import baseline, splitk_gemm, tuned  # noqa: E402
+from kernels.splitk_gemm.common import ChipLimits  # noqa: E402
+from kernels.splitk_gemm.config import FamilyConfig  # noqa: E402
+from kernels.splitk_gemm.family import run_family  # noqa: E402
+from kernels.splitk_gemm.spec import TASK, bytes_moved, flops, make_inputs, reference  # noqa: E402
+from kernels.splitk_gemm.tuned import choose_config  # noqa: E402
+from kernels.task import Case  # noqa: E402
+
+#: Tiny cases of the CPU check (interpreter): odd shapes, a split, float16 and float32.
+CHECK_CASES = ("odd-3x13x37", "decode-1x80x257", "fp32-odd-3x13x37")
+HOST_CALLS = 50
+TASK_DTYPE = torch.bfloat16
+
+
+def cublas(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """``c = a @ b.T`` by torch.matmul (cuBLAS on a GPU), into the preallocated c."""
+    return torch.matmul(a, b.T, out=c)
+
+
+def providers(limits: ChipLimits) -> dict:
+    """name -> entry point ``fn(a, b, c)``."""
+    return {"baseline": baseline.splitk_gemm, "tuned": lambda a, b, c: splitk_gemm(a, b, c, limits=limits),
+            "cublas": cublas}
+
+
+def previous_rule(limits: ChipLimits, m: int, n: int, k: int) -> FamilyConfig:
+    """The tuned rule measured before the byte-share model (commit 2a95320): 128 x 128 weight tiles, 4 stages
+    (BLOCK_K 64 and 8 warps at BLOCK_M = 128), BLOCK_K halved to 32 while the tiles cannot fill the units, the
+    fused reduction; kept to compare the rules on the same run. Its split count is today's auto split."""
+    block_m = min(128, max(16, 1 << max(0, (max(m, 1) - 1).bit_length())))
+    cfg = FamilyConfig(block_m=block_m, block_n=128, block_k=128 if block_m <= 64 else 64,
+                       num_warps=4 if block_m <= 64 else 8, num_stages=4, fused_reduce=True, split_k=0)
+    tiles = -(-m // block_m) * -(-n // 128)
+    while cfg.block_k > 32 and tiles * min(64, -(-k // cfg.block_k) // 4) < limits.num_compute_units:
+        cfg = replace(cfg, block_k=cfg.block_k // 2)
+    return cfg
+
+
+def sweep_variants(case: Case, limits: ChipLimits) -> dict:
+    """Variants of the tuned configuration of `case` (name -> FamilyConfig), duplicates dropped: the previous
+    rule, the other reduction modes, stream-K on or off, split counts, tile sizes and stage counts around it."""
+    p = case.params
+    t = choose_config(limits, p["m"], p["n"], p["k"], TASK_DTYPE)
+    auto = dict(split_k=0, stream_k=False)
+    variants = {
+        "tuned": t, "previous rule": previous_rule(limits, p["m"], p["n"], p["k"]),
+        "reduce=workspace": replace(t, fused_reduce=False, atomic=False, stream_k=False),
+        "reduce=fused": replace(t, fused_reduce=True, atomic=False, stream_k=False),
+        "reduce=atomic": replace(t, atomic=True, stream_k=False),
+        "stream_k": replace(t, stream_k=not t.stream_k),
+        "split_k=1": replace(t, split_k=1, stream_k=False),
+        "split_k=2x": replace(t, split_k=min(64, 2 * max(1, t.split_k)), stream_k=False),
+        "split_k/2": replace(t, split_k=max(1, t.split_k // 2), stream_k=False),
+        "block_n=64" if t.block_n != 64 else "block_n=128": replace(t, block_n=128 if t.block_n == 64 else 64, **auto),
+        "block_k/2": replace(t, block_k=max(16, t.block_k // 2), **auto),
+        "block_k*2": replace(t, block_k=min(256, t.block_k * 2), **auto),
+        "stages-1": replace(t, num_stages=max(2, t.num_stages - 1)),
+        "stages+1": replace(t, num_stages=min(8, t.num_stages + 1)),
+    }
+    if t.block_m > 64:
+        variants["block_m=64"] = replace(t, block_m=64, num_warps=4, **auto)
+    seen, out = set(), {}
+    for name, cfg in variants.items():
+        if cfg not in seen:
+            seen.add(cfg)
+            out[name] = cfg
+    return out
+
+
+def check_output(fn, args: dict, expected: torch.Tensor) -> tuple[bool, float]:
+    """Run `fn` once on NaN-filled c; (within the task tolerance and finite, max |c - reference|)."""
+    args["c"].fill_(float("nan"))
+    fn(**args)
+    if args["c"].is_cuda:
+        torch.cuda.synchronize()
+    got = args["c"].float()
+    tol = TASK.tolerances[str(args["c"].dtype).removeprefix("torch.")]
+    err = (got - expected).abs()
+    ok = bool(torch.isfinite(got).all()) and bool((err <= tol.atol + tol.rtol * expected.abs()).all())
+    return ok, float(err.nan_to_num(float("inf")).max()) if err.numel() else 0.0
+
+
+def host_time_us(fn, args: dict, calls: int = HOST_CALLS) -> float:
+    """Host wall time per call of `calls` back-to-back calls, no synchronization inside (after one warm call)."""
+    fn(**args)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn(**args)
+    elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return elapsed / calls * 1e6
+
+
+def launcher_host_us(args: dict, limits: ChipLimits, calls: int = HOST_CALLS) -> float:
+    """Host time per call of Triton's launcher alone (`CompiledKernel.run` of the tuned call's main kernel, with the
+    arguments built once): the floor under the tuned entry point's host time; NaN when no compiled kernel is kept."""
+    prepared = tuned.prepared_call(args["a"], args["b"], args["c"], limits)
+    device, stream = current_device_and_stream("cuda")
+    compiled = prepared.main.compiled_for(device) if prepared is not None else None
+    if compiled is None:
+        return math.nan
+    full = prepared.main_arguments(args["a"], args["b"], args["c"], stream)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        prepared.main.launch_compiled(compiled, stream, full)
+    elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return elapsed / calls * 1e6
+
+
+def roofline(case: Case, time_us: float, peak_flops: float, peak_bytes: float) -> dict:
+    """Floor (us) = max(flops / peak, bytes / bandwidth), fraction of floor, achieved TFLOP/s and GB/s."""
+    f, b = flops(case), bytes_moved(case)
+    floor = max(f / peak_flops, b / peak_bytes) * 1e6
+    return {"floor_us": floor, "fraction_of_floor": floor / time_us, "tflops": f / time_us / 1e6,
+            "gbps": b / time_us / 1e3}
+
+
+def time_provider(name: str, fn, sets: list, case: Case, expected, peaks, reps: int) -> dict:
+    """Check then time one provider on one case; a failure is recorded in the row, not raised."""
+    from kernels.timing import bench
+
+    row = {"case": case.id, "provider": name}
+    try:
+        row["ok"], row["max_err"] = check_output(fn, sets[0], expected)
+        t = bench(fn, sets, reps=reps, warmup=3)
+        row.update(time_us=t.median_us, p25_us=t.p25_us, p75_us=t.p75_us, wall_us=t.wall_median_us,
+                   host_us=host_time_us(fn, sets[0]))
+        row.update(roofline(case, t.median_us, *peaks))
+    except Exception as exc:  # noqa: BLE001 - a provider failing on a case is reported, not fatal
+        row["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    return row
+
+
+def bench_case(case: Case, limits: ChipLimits, peaks, reps: int, sweep: bool) -> list[dict]:
+    """Rows of the three providers (and the sweep's variants) on one case."""
+    sets = [make_inputs(case, 1000 + i, "cuda") for i in range(2)]
+    expected = reference(sets[0])["c"]
+    rows = [time_provider(name, fn, sets, case, expected, peaks, reps) for name, fn in providers(limits).items()]
+    rows[1]["config"] = choose_config(limits, *(case.params[x] for x in "mnk"), TASK_DTYPE).to_dict()
+    rows[1]["host_launcher_us"] = launcher_host_us(sets[0], limits)
+    if sweep:
+        for name, cfg in sweep_variants(case, limits).items():
+            fn = (lambda a, b, c, _cfg=cfg: run_family(_cfg, a, b, c, limits=limits))
+            row = time_provider("variant:" + name, fn, sets, case, expected, peaks, reps)
+            rows.append({**row, "config": cfg.to_dict()})
+    del sets, expected
+    torch.cuda.empty_cache()
+    return rows
+
+
+def _cell(row: dict) -> str:
+    if "time_us" not in row:
+        return row.get("error", "-")[:40] if "error" in row else ("ok" if row.get("ok") else "MISMATCH")
+    flag = "" if row.get("ok", True) else " MISMATCH"
+    return f"{row['time_us']:.1f} ({100 * row['fraction_of_floor']:.0f}%){flag}"
+
+
+def _num(value: float, spec: str, suffix: str = "") -> str:
+    return "-" if value != value else format(value, spec) + suffix
+
+
+def markdown(rows: list[dict], cases: list[Case]) -> str:
+    """Table: case | floor | baseline | tuned | cuBLAS (us, % of floor) | tuned vs baseline, vs cuBLAS | host us;
+    then geomeans, and with a sweep the fastest variant per case."""
+    by = {(r["case"], r["provider"]): r for r in rows}
+    lines = ["| case | floor us | baseline us (% floor) | tuned us (% floor) | cuBLAS us (% floor) | tuned vs baseline "
+             "| tuned vs cuBLAS | host us baseline / tuned (launcher) / cuBLAS |", "|---|---|---|---|---|---|---|---|"]
+    over_base, over_cublas = [], []
+    for case in cases:
+        b, t, c = (by.get((case.id, p), {}) for p in ("baseline", "tuned", "cublas"))
+        sb = b.get("time_us", math.nan) / t.get("time_us", math.nan)
+        sc = c.get("time_us", math.nan) / t.get("time_us", math.nan)
+        over_base.append(sb)
+        over_cublas.append(sc)
+        cells = [f"{r['host_us']:.0f}" if "host_us" in r else "-" for r in (b, t, c)]
+        launcher = t.get("host_launcher_us", math.nan)
+        if launcher == launcher:
+            cells[1] += f" ({launcher:.0f})"
+        host = " / ".join(cells)
+        floor = t.get("floor_us", b.get("floor_us", math.nan))
+        lines.append(f"| {case.id} | {_num(floor, '.1f')} | {_cell(b)} | {_cell(t)} | {_cell(c)} "
+                     f"| {_num(sb, '.2f', 'x')} | {_num(sc, '.2f', 'x')} | {host} |")
+    lines.append("")
+    for label, values in (("baseline", over_base), ("cuBLAS", over_cublas)):
+        timed = [v for v in values if v == v]
+        if timed:
+            geo = math.exp(sum(math.log(v) for v in timed) / len(timed))
+            lines.append(f"Geomean speedup of tuned over {label}: {geo:.3f}x ({len(timed)} cases)")
+    variants = [r for r in rows if r["provider"].startswith("variant:") and "time_us" in r and r.get("ok")]
+    pairs = [(by.get((c.id, "variant:previous rule"), {}), by.get((c.id, "tuned"), {})) for c in cases]
+    previous = [old["time_us"] / new["time_us"] for old, new in pairs if "time_us" in old and "time_us" in new]
+    if previous:
+        geo = math.exp(sum(math.log(v) for v in previous) / len(previous))
+        lines.append(f"Geomean speedup of tuned over the previous rule: {geo:.3f}x ({len(previous)} cases)")
+    if variants:
+        lines += ["", "| case | fastest variant | us | vs tuned |", "|---|---|---|---|"]
+        for case in cases:
+            mine = [r for r in variants if r["case"] == case.id]
+            if mine:
+                best = min(mine, key=lambda r: r["time_us"])
+                tuned = by.get((case.id, "tuned"), {}).get("time_us", math.nan)
+                lines.append(f"| {case.id} | {best['provider'][8:]} | {best['time_us']:.1f} "
+                             f"| {tuned / best['time_us']:.2f}x |")
+    return "\n".join(lines)
+
+
+def run_check(out: str) -> int:
+    """CPU check: every provider's output within tolerance on `CHECK_CASES` (no timing); exit status 1 if not."""
+    limits = ChipLimits(num_compute_units=8, smem_per_block_kb=100.0, warp_size=32, max_threads_per_block=1024)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    rows = []
+    for case_id in CHECK_CASES:
+        case = TASK.case(case_id)
+        args = make_inputs(case, 7, device)
+        expected = reference(args)["c"]
+        for name, fn in providers(limits).items():
+            ok, err = check_output(fn, args, expected)
+            rows.append({"case": case.id, "provider": name, "ok": ok, "max_err": err})
+    write_json(out, {"env": environment(), "mode": "check", "rows": rows})
+    bad = [r for r in rows if not r["ok"]]
+    print(markdown(rows, [TASK.case(c) for c in CHECK_CASES]))
+    print(f"check: {len(rows) - len(bad)} of {len(rows)} outputs within tolerance" + (f"; FAIL: {bad}" if bad else ""))
+    return 1 if bad else 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--chip", default="h200")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--cases", default="", help="comma-separated case ids (default: all bench cases)")
+    ap.add_argument("--sweep", action="store_true", help="also time variants of the tuned configuration")
+    ap.add_argument("--check", action="store_true", help="CPU-capable correctness check at tiny shapes, no timing")
+    args = ap.parse_args()
+    if args.check:
+        return run_check(args.out)
+    profile = load_profile(args.chip)
+    limits = ChipLimits.from_profile(profile)
+    peaks = (profile.peak_flops("bf16"), profile.peak_bytes_per_s())
+    cases = [TASK.case(c) for c in args.cases.split(",")] if args.cases else list(TASK.bench_cases)
+    rows, t0 = [], time.time()
+    for case in cases:
+        rows += bench_case(case, limits, peaks, args.reps, args.sweep)
+        print(f"benched {case.id} at {time.time() - t0:.0f}s", flush=True)
+        write_json(args.out, {"env": environment(), "chip": args.chip, "limits": limits.__dict__,
+                              "peaks_flops_bytes": peaks, "rows": rows})
+    table = markdown(rows, cases)
+    Path(args.out).with_suffix(".md").write_text(table + "\n")
+    print(table)
+    failed = [r for r in rows if not r.get("ok", False) and not r["provider"].startswith("variant:")]
+    for r in failed:
+        print(f"FAIL {r['case']} {r['provider']}: {r.get('error', 'output out of tolerance')}")
+    print("PASS: every provider's output within tolerance" if not failed else f"FAIL: {len(failed)} rows")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

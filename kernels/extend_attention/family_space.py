@@ -1,0 +1,165 @@
+"""The extend-attention family as the agent searches it: the task's `kernels.task.KernelFamily` (a case is a
+`kernels.task.Case`, a chip a `kernels.task.ChipFacts`; this module imports neither, as trusted kernel code may not
+import the contract's data modules).
+
+Features of a case (`CaseShape`) are what a kernel reads from tensor metadata; the dispatch class is
+`dispatch.dispatch_class` (the candidate computes the same from tensors with `dispatch.call_class`); shared memory,
+fit and programs are the family's own formulas (`family.smem_footprint_kb`, `family.fit_to_chip`,
+`family.auto_splits`), so the agent budgets exactly what the kernel launches.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kernels.chip import ChipLimits
+from kernels.extend_attention.baseline import baseline_tiles
+from kernels.extend_attention.common import DTYPES, Problem
+from kernels.extend_attention.dispatch import dispatch_class
+from kernels.extend_attention.family import FamilyConfig, auto_splits, fit_to_chip, pack_factor, smem_footprint_kb
+from kernels.extend_attention.mla import mla_applies
+
+#: Knobs of the family that the agent searches (`family.FamilyConfig` fields) and their allowed values. The first
+#: value of a switch is the baseline kernel's structure (`ExtendAttentionFamily.structure_config`). heavy_first,
+#: fold_scale, gather_stages and the gather-ahead knobs are set by the tuned entry point only.
+KNOBS: dict[str, tuple[Any, ...]] = {
+    "block_m": (16, 32, 64, 128),
+    "block_n": (32, 64, 128),
+    "num_warps": (4, 8),
+    "num_stages": (1, 2, 3, 4),
+    "num_splits": (0, 1, 2, 4, 8, 16),  # 0 = derived from the chip and the call (`splits.split_factor`)
+    "pack_gqa": (False, True),
+    "pregather": (False, True),  # copy the prefix K/V rows into contiguous order first (prefix_gather.py)
+    "tma": (False, True),  # K/V tiles through tensor descriptors where family.tma_plan allows, else pointers
+    # absorbed-MLA calls (576/512, V a view of K) on the dedicated kernel (mla.py: the two-warpgroup Gluon kernel
+    # on Hopper, the Triton one elsewhere); other calls ignore it (`ExtendAttentionFamily.fits` keeps it "off" there)
+    "mla": ("off", "gluon"),
+}
+
+
+@dataclass(frozen=True)
+class CaseShape:
+    """Features of a case that a kernel can read from tensor metadata (shapes of q, k and the indptr).
+
+    Attributes:
+        batch: B. total_extend / max_extend: ΣE and max E_b. num_q_heads / num_kv_heads: H_q, H_kv.
+        head_dim / head_dim_v: D_qk, D_v. dtype: input dtype name. total_prefix: ΣP. v_is_k: MLA (V a view of K).
+        extend_lens: E_b per sequence (the grid's row blocks per sequence).
+    """
+
+    batch: int
+    total_extend: int
+    max_extend: int
+    num_q_heads: int
+    num_kv_heads: int
+    head_dim: int
+    head_dim_v: int
+    dtype: str
+    total_prefix: int = 0
+    v_is_k: bool = False
+    extend_lens: tuple[int, ...] = ()
+
+    @property
+    def rows_per_sequence(self) -> float:
+        """ΣE / B."""
+        return self.total_extend / max(self.batch, 1)
+
+    @property
+    def group(self) -> int:
+        """GQA group G = H_q / H_kv."""
+        return self.num_q_heads // self.num_kv_heads
+
+    def problem(self) -> Problem:
+        """The kernel's `common.Problem` of these sizes."""
+        return Problem(self.batch, self.total_extend, self.total_prefix, self.num_q_heads, self.num_kv_heads,
+                       self.head_dim, self.head_dim_v, DTYPES[self.dtype])
+
+
+def case_shape(case: Any) -> CaseShape:
+    """`CaseShape` of an extend-attention case (params as in `kernels.extend_attention.cases`)."""
+    p = case.params
+    ext = tuple(int(e) for e in p["extend_lens"])
+    head_dim = int(p["head_dim"])
+    return CaseShape(len(ext), sum(ext), max(ext), int(p["num_q_heads"]), int(p["num_kv_heads"]), head_dim,
+                     int(p.get("head_dim_v") or head_dim), str(p.get("dtype") or "bfloat16"),
+                     sum(p["prefix_lens"]), bool(p.get("mla")), ext)
+
+
+class ExtendAttentionFamily:
+    """`kernels.task.KernelFamily` of extend attention (see the protocol for each method's contract)."""
+
+    module = "kernels.extend_attention.family"
+    value_labels: Mapping[str, Mapping[Any, str]] = {"num_splits": {0: "auto"}}
+
+    def features(self, case: Any) -> CaseShape:
+        return case_shape(case)
+
+    def dispatch_class(self, features: CaseShape, ridge_flop_per_byte: float | None) -> str:
+        return dispatch_class(features.rows_per_sequence, features.group, features.head_dim, ridge_flop_per_byte)
+
+    def smem_kb(self, config: Mapping[str, Any], features: CaseShape) -> float:
+        """`family.smem_footprint_kb` of `config` (missing knobs at their defaults)."""
+        return smem_footprint_kb(FamilyConfig(**dict(config)), features.problem(), features.v_is_k)
+
+    def fits(self, config: Mapping[str, Any], features: CaseShape, chip: Any) -> bool:
+        """Within the chip's ``smem_per_block_kb`` and ``num_warps * warp_size <= max_threads_per_block``, and not a
+        duplicate: the dedicated MLA path (``mla`` other than "off") only for an MLA-shaped case
+        (`mla.mla_applies`; elsewhere the knob changes nothing).
+
+        Raises:
+            kernels.chip.UnknownChipLimit: a limit is unknown in `chip` (the family needs every one).
+        """
+        if config.get("mla", "off") != "off" and not mla_applies(features.problem(), features.v_is_k, None, None):
+            return False
+        limits = ChipLimits.from_profile(chip)
+        if self.smem_kb(config, features) > limits.smem_per_block_kb:
+            return False
+        return int(config.get("num_warps", 1)) * limits.warp_size <= limits.max_threads_per_block
+
+    def programs(self, config: Mapping[str, Any] | None, features: CaseShape, chip: Any) -> int:
+        """Heads x row blocks x splits, by the kernels' grid rules. None is the baseline (one q head per program,
+        `baseline_tiles` rows); a family configuration is first fitted to the chip as `run_family` does, and
+        ``num_splits=0`` resolved with `family.auto_splits`."""
+        s, limits = features, ChipLimits.from_profile(chip)
+        if config is None:
+            block_m, _, _ = baseline_tiles(s.head_dim, DTYPES[s.dtype].itemsize, limits.smem_per_block_kb)
+            return s.num_q_heads * sum(math.ceil(e / block_m) for e in s.extend_lens)
+        prob = s.problem()
+        fitted = fit_to_chip(FamilyConfig(**dict(config)), prob, limits, s.v_is_k)
+        splits = fitted.num_splits or auto_splits(fitted, prob, limits)
+        pack = pack_factor(fitted, prob)
+        heads = s.num_kv_heads if pack > 1 else s.num_q_heads
+        return heads * splits * sum(math.ceil(e * pack / fitted.block_m) for e in s.extend_lens)
+
+    def structure_config(self, features: Sequence[CaseShape], chip: Any) -> dict[str, Any]:
+        """The baseline's tiles and warps for the widest head dim of `features` (`baseline_tiles`, fitted to the
+        chip's shared memory), one q head per program, no split, one stage, the switches off; BLOCK_M halved
+        while the family's footprint of some case exceeds the chip's shared memory per block."""
+        widest = max(features, key=lambda s: s.head_dim)
+        block_m, block_n, warps = baseline_tiles(widest.head_dim, DTYPES[widest.dtype].itemsize,
+                                                 ChipLimits.from_profile(chip).smem_per_block_kb)
+        config = {k: v[0] for k, v in KNOBS.items()}
+        config.update(block_m=block_m, block_n=block_n, num_warps=warps, num_stages=1, num_splits=1,
+                      pack_gqa=False)
+        smallest = min(KNOBS["block_m"])
+        while not all(self.fits(config, s, chip) for s in features) and config["block_m"] > smallest:
+            config["block_m"] = max(b for b in KNOBS["block_m"] if b < config["block_m"])
+        return config
+
+    def defaults(self) -> dict[str, Any]:
+        return FamilyConfig().to_dict()
+
+    def candidate_limits(self, chip: Any) -> dict[str, Any] | None:
+        """The chip's `kernels.chip.ChipLimits` from its profile: a candidate passes them to every `run_family`
+        call (the kernel never queries the device for them).
+
+        Raises:
+            kernels.chip.UnknownChipLimit: a limit is unknown in `chip`, naming the field.
+        """
+        return {k: v for k, v in ChipLimits.from_profile(chip).to_dict().items() if k != "chip"}
+
+
+FAMILY = ExtendAttentionFamily()

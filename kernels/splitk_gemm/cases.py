@@ -1,0 +1,121 @@
+"""Split-K GEMM cases as data: edge cases for tests, realistic bench cases, random draws.
+
+Case params (plain values): m, n, k (ints: A [M, K], B [N, K], C [M, N]); dtype (default input dtype name);
+a_transposed (A passed as the transposed view of a [K, M] tensor); b_kn (B passed as the transposed view of a
+[K, N] tensor, the layout of ``x @ W`` with W [K, N]).
+
+Bench cases: M in {1, 8, 16, 32, 64, 128} (decode and small batches) against N x K of real layers (bf16):
+4096 x 4096 (a 4096-wide attention projection), 4096 x 14336 (down projection of a 14336-wide MLP, N=4096,
+K=14336), 14336 x 4096 (its up/gate projection), 8192 x 28672 and 28672 x 8192 (the same pair of a 28672-wide
+MLP) and 1408 x 2048 (one expert of a fine-grained MoE with hidden size 2048). The 18 of the 36 pairs keep every
+M and every layer at least twice and weight M <= 16 (10 cases), where split-K matters most: 4096 x 4096 and the
+down projections (few N tiles, long K) at M = 1..128; the up projections (N >= 14336: the tiles alone fill a
+chip, so split-K must switch itself off) at M = 1, 16, 64 and 16, 128; the MoE expert (N = 1408: about 11 tiles
+of 128 columns) at M = 1, 8, 64.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from kernels.task import Case
+
+_DEFAULTS: dict[str, Any] = {"dtype": "bfloat16", "a_transposed": False, "b_kn": False}
+
+#: Layers (N, K) of the bench cases, and the M values benched on each (see the module docstring).
+BENCH_GRID: tuple[tuple[int, int, tuple[int, ...]], ...] = (
+    (4096, 4096, (1, 16, 64, 128)),
+    (4096, 14336, (1, 8, 32, 128)),
+    (14336, 4096, (1, 16, 64)),
+    (8192, 28672, (1, 32)),
+    (28672, 8192, (16, 128)),
+    (1408, 2048, (1, 8, 64)),
+)
+
+
+def full_params(params: dict[str, Any]) -> dict[str, Any]:
+    """`params` with the defaults filled in.
+
+    Raises:
+        ValueError: unknown key, missing m/n/k, or a negative size.
+    """
+    unknown = set(params) - set(_DEFAULTS) - {"m", "n", "k"}
+    if unknown:
+        raise ValueError(f"unknown case parameter(s): {sorted(unknown)}")
+    missing = {"m", "n", "k"} - set(params)
+    if missing:
+        raise ValueError(f"case parameters {sorted(missing)} are missing")
+    out = {**_DEFAULTS, **params}
+    if min(out["m"], out["n"], out["k"]) < 0:
+        raise ValueError(f"m, n, k must be >= 0, got {out['m']}, {out['n']}, {out['k']}")
+    return out
+
+
+def case_class(m: int) -> str:
+    """Coarse class of a call by M: ``decode`` (M <= 16), ``small-batch`` (M <= 64), ``batch`` (larger)."""
+    return "decode" if m <= 16 else "small-batch" if m <= 64 else "batch"
+
+
+def _case(case_id: str, seed: int, cls: str | None = None, **params: Any) -> Case:
+    return Case(case_id, full_params(params), seed, cls or case_class(params["m"]))
+
+
+BENCH_CASES: tuple[Case, ...] = tuple(
+    _case(f"m{m}-n{n}-k{k}", 200 + i, m=m, n=n, k=k)
+    for i, (m, n, k) in enumerate((m, n, k) for n, k, ms in BENCH_GRID for m in ms)
+)
+
+_F16 = {"dtype": "float16"}
+
+TEST_CASES: tuple[Case, ...] = (
+    _case("odd-3x13x37", 1, "edge", m=3, n=13, k=37, **_F16),
+    _case("n80-k100", 2, "edge", m=3, n=80, k=100, **_F16),
+    _case("n96-k64", 3, "edge", m=5, n=96, k=64, **_F16),
+    _case("m-over-block-17x123x37", 4, "edge", m=17, n=123, k=37, **_F16),
+    _case("one-element", 5, "edge", m=1, n=1, k=1, **_F16),
+    _case("k-zero", 6, "edge", m=2, n=9, k=0, **_F16),
+    _case("long-k-33x96x300", 7, "edge", m=33, n=96, k=300, **_F16),
+    _case("decode-1x80x257", 8, "edge", m=1, n=80, k=257, **_F16),
+    _case("a-transposed", 9, "edge", m=6, n=40, k=70, a_transposed=True, **_F16),
+    _case("b-kn-layout", 10, "edge", m=4, n=48, k=90, b_kn=True, **_F16),
+    _case("fp32-7x96x100", 11, "edge", m=7, n=96, k=100, dtype="float32"),
+    _case("fp32-odd-3x13x37", 12, "edge", m=3, n=13, k=37, dtype="float32"),
+)
+
+
+def random_case(rng: random.Random, small: bool = True) -> Case:
+    """A case drawn at verification time, never written down.
+
+    `small=True` keeps sizes fit for the Triton interpreter (M <= 40, N <= 160, K <= 320, float16); `small=False`
+    draws GPU-sized skinny GEMMs (M 1..128, N and K 64..8192 with odd values, bfloat16).
+    """
+    if small:
+        m, n, k = rng.randint(1, 40), rng.randint(1, 160), rng.randint(1, 320)
+        dtype = "float16"
+    else:
+        m = rng.choice([1, 2, 3, 8, 16, 24, 32, 48, 64, 100, 128])
+        n = rng.choice([rng.randint(64, 8192), 64 * rng.randint(1, 128)])
+        k = rng.choice([rng.randint(64, 8192), 64 * rng.randint(1, 128)])
+        dtype = "bfloat16"
+    params = dict(m=m, n=n, k=k, dtype=dtype, a_transposed=rng.random() < 0.15, b_kn=rng.random() < 0.15)
+    return Case(f"random-{rng.randrange(1 << 30):08x}", full_params(params), rng.randrange(1 << 31), "random")
+
+
+def hidden_cases(rng: random.Random, small: bool = True) -> tuple[tuple[str, Case], ...]:
+    """Cases the verifier draws at verification time against this task's cheats and slips:
+    - ``long-k``: a K of thousands with M <= 4 (interpreter: hundreds), so a kernel that drops or repeats a split,
+      or sums partials in a low precision, is far off;
+    - ``odd-tail``: odd K and N (primes in the interpreter's sizes), so the tails past BLOCK_K and BLOCK_N are
+      never a whole tile.
+    Seeds and sizes are drawn, never written down.
+    """
+    scale = 1 if small else 16
+    primes = [101, 127, 131, 137, 139, 149, 151, 157]
+    long_k = dict(m=rng.randint(1, 4), n=rng.randint(16, 64) * scale, k=rng.randint(300, 400) * scale,
+                  dtype="float16" if small else "bfloat16")
+    odd = dict(m=rng.randint(2, 9), n=rng.choice(primes) * scale - (scale > 1),
+               k=rng.choice(primes) * scale + (scale > 1), dtype="float16" if small else "bfloat16")
+    return tuple((label, Case(f"hidden-{label}-{rng.randrange(1 << 30):08x}", full_params(params),
+                              rng.randrange(1 << 31), "hidden"))
+                 for label, params in (("long-k", long_k), ("odd-tail", odd)))

@@ -1,0 +1,178 @@
+"""Pieces shared by the baseline and the family: argument checks, chip limits, the matrix-product tile.
+
+The product is ``C[M, N] = A[M, K] @ B[N, K]^T`` (weights in the [N, K] layout of ``torch.nn.Linear``), float32
+accumulation, output in the input dtype.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels.chip import ChipLimits as SharedChipLimits
+
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+#: Input dtype names of cases -> torch dtypes.
+DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+
+#: Largest (BLOCK_M, BLOCK_N, BLOCK_K, num_stages) for float32 inputs. Their dots are IEEE float32 (`dot`), which
+#: Triton lowers to FMA loops instead of tensor-core MMAs: larger tiles add registers and compile time, not
+#: throughput (the same cap as the extend-attention kernels' FLOAT32_TILE_CAP, whose offline sm_90 compiles took
+#: 3-4 s at 32x32 tiles against 29-115 s at 64x128).
+FLOAT32_TILE_CAP = (32, 32, 32, 2)
+
+#: The chip limits the family reads (the attributes of a limits object; DESIGN.md, "HardwareProfile").
+LIMIT_NAMES = ("num_compute_units", "smem_per_block_kb", "warp_size", "max_threads_per_block")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Sizes of one call, from tensor metadata only: A [M, K], B [N, K], C [M, N], all of `dtype`."""
+
+    m: int
+    n: int
+    k: int
+    dtype: torch.dtype
+
+    @property
+    def elem(self) -> int:
+        """Bytes per element of the inputs and output."""
+        return self.dtype.itemsize
+
+
+def check_inputs(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> Problem:
+    """Validate a ``splitk_gemm(a, b, c)`` call: a [M, K], b [N, K], c [M, N], one dtype, one device.
+
+    Any strides are accepted (a transposed view included); c must not overlap a or b.
+
+    Raises:
+        ValueError: a tensor has the wrong rank, shape, dtype or device; the message names it.
+    """
+    for name, t in (("a", a), ("b", b), ("c", c)):
+        if not isinstance(t, torch.Tensor) or t.dim() != 2:
+            shape = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
+            raise ValueError(f"splitk_gemm: {name} must be a 2-D tensor, got {shape}")
+        if t.dtype not in SUPPORTED_DTYPES:
+            raise ValueError(f"splitk_gemm: {name} has dtype {t.dtype}; supported: {SUPPORTED_DTYPES}")
+        if t.dtype != a.dtype:
+            raise ValueError(f"splitk_gemm: {name} has dtype {t.dtype}, a has {a.dtype}")
+        if t.device != a.device:
+            raise ValueError(f"splitk_gemm: {name} is on {t.device}, a on {a.device}")
+    m, k = a.shape
+    n = b.shape[0]
+    if b.shape[1] != k:
+        raise ValueError(f"splitk_gemm: b has shape {tuple(b.shape)}, expected [N, K={k}] (weights in [N, K] layout)")
+    if tuple(c.shape) != (m, n):
+        raise ValueError(f"splitk_gemm: c has shape {tuple(c.shape)}, expected [M={m}, N={n}]")
+    return Problem(m, n, k, a.dtype)
+
+
+@dataclass(frozen=True)
+class ChipLimits:
+    """The chip limits the family reads; None = unknown for this chip (never a default borrowed from another).
+
+    Any object with these attributes serves as limits; this one is built from a chip profile by `from_profile`.
+    """
+
+    num_compute_units: int | None = None
+    smem_per_block_kb: float | None = None
+    warp_size: int | None = None
+    max_threads_per_block: int | None = None
+
+    @staticmethod
+    def from_profile(profile: Any) -> ChipLimits:
+        """From any object with ``get(name)`` returning a number or None (a HardwareProfile)."""
+        values = {name: profile.get(name) for name in LIMIT_NAMES}
+        return ChipLimits(**{name: None if v is None else (float(v) if name == "smem_per_block_kb" else int(v))
+                             for name, v in values.items()})
+
+
+def require_limit(limits: Any, name: str) -> float:
+    """``limits.<name>`` as a number, from any object with the `LIMIT_NAMES` attributes (e.g. built from a chip
+    profile). The profile is the one source of chip limits: nothing is read from the device or assumed.
+
+    Raises:
+        ValueError: `limits` is None, lacks `name`, or its value is None (unknown for this chip).
+    """
+    value = None if limits is None else getattr(limits, name, None)
+    if value is None:
+        where = "no chip limits were given" if limits is None else f"{name} is unknown (None) in the chip limits"
+        raise ValueError(f"splitk_gemm: chip limit {name} is needed but {where}; pass limits built from the chip "
+                         f"profile (attributes {', '.join(LIMIT_NAMES)})")
+    return value
+
+
+def limits_key(limits: Any) -> Any:
+    """Hashable form of a limits object: a `ChipLimits` (this module's or `kernels.chip`'s) itself (frozen: its
+    values never change), else the tuple of its `LIMIT_NAMES` values (None where unknown); () for no limits."""
+    if type(limits) in (ChipLimits, SharedChipLimits):
+        return limits
+    return tuple(getattr(limits, name, None) for name in LIMIT_NAMES) if limits is not None else ()
+
+
+def input_precision(dtype: torch.dtype) -> str:
+    """`tl.dot` input precision: "ieee" for float32 (float32 means IEEE float32; Triton's GPU default for float32
+    operands is tf32, a 10-bit mantissa), "tf32" otherwise (ignored by Triton for 16-bit operands)."""
+    return "ieee" if dtype == torch.float32 else "tf32"
+
+
+@triton.jit
+def dot(a, b, acc, PRECISION: tl.constexpr):
+    """``acc + a @ b`` accumulated in float32, at `PRECISION` ("ieee" for float32 operands)."""
+    return tl.dot(a, b, acc, input_precision=PRECISION, out_dtype=tl.float32)
+
+
+@triton.jit
+def tile_of(tile, tiles_m, tiles_n, GROUP_M: tl.constexpr):
+    """(row block, column block) of output tile number `tile`, GROUP_M row blocks per group (L2 swizzle).
+
+    Consecutive tiles walk GROUP_M row blocks down one column block before moving right, so programs running
+    together share B tiles (and A tiles) in L2. Source: Triton's matrix multiplication tutorial, "L2 Cache
+    Optimizations".
+    """
+    per_group = GROUP_M * tiles_n
+    group = tile // per_group
+    first_m = group * GROUP_M
+    size_m = min(tiles_m - first_m, GROUP_M)
+    pid_m = first_m + (tile % per_group) % size_m
+    pid_n = (tile % per_group) // size_m
+    return pid_m, pid_n
+
+
+@triton.jit
+def mac_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, pid_m, pid_n, it_lo, it_hi,
+             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PRECISION: tl.constexpr):
+    """float32 [BLOCK_M, BLOCK_N] sum over K-iterations [it_lo, it_hi) (columns it * BLOCK_K ...) of
+    A[rows, k] @ B[cols, k]^T for the tile (pid_m, pid_n).
+
+    Rows past M and columns past N are read modulo M / N (valid addresses, results discarded by the caller's
+    store mask); columns of K past K are masked to zero. Row offsets are 64-bit (N * K may pass 2**31).
+    """
+    rows = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    cols = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_k = it_lo * BLOCK_K + tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + rows.to(tl.int64)[:, None] * stride_am + offs_k[None, :].to(tl.int64) * stride_ak
+    b_ptrs = b_ptr + cols.to(tl.int64)[None, :] * stride_bn + offs_k[:, None].to(tl.int64) * stride_bk
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for it in range(it_lo, it_hi):
+        k_left = K - it * BLOCK_K
+        a = tl.load(a_ptrs, mask=tl.arange(0, BLOCK_K)[None, :] < k_left, other=0.0)
+        b = tl.load(b_ptrs, mask=tl.arange(0, BLOCK_K)[:, None] < k_left, other=0.0)
+        acc = dot(a, b, acc, PRECISION)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    return acc
+
+
+@triton.jit
+def store_tile(c_ptr, acc, M, N, stride_cm, stride_cn, pid_m, pid_n, BLOCK_M: tl.constexpr,
+               BLOCK_N: tl.constexpr):
+    """Store float32 tile `acc` of (pid_m, pid_n) into C in C's dtype, masked to [M, N]."""
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    ptrs = c_ptr + rows.to(tl.int64)[:, None] * stride_cm + cols.to(tl.int64)[None, :] * stride_cn
+    tl.store(ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))

@@ -1,0 +1,115 @@
+"""Knobs of the split-K GEMM family (`FamilyConfig`), its shared-memory footprint, and the fit to chip limits."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import torch
+
+from kernels.splitk_gemm.common import FLOAT32_TILE_CAP, Problem, require_limit
+
+MAX_SPLIT_K = 64
+
+
+@dataclass(frozen=True)
+class FamilyConfig:
+    """Knob values of the family. The defaults are the baseline's structure (one program per tile, no split).
+
+    How the K splits of a tile are summed (`reduce_mode`): by a separate reduce kernel over float32 partials in a
+    workspace (default, "workspace"); with ``fused_reduce`` by the tile's last arriving program, in split order
+    ("fused", one launch); with ``atomic`` by float32 atomics into a zeroed accumulator ("atomic", one launch, the
+    one non-deterministic mode: the low bits depend on arrival order; it overrides fused_reduce).
+    ``stream_k`` replaces the tiles x splits grid by stream-K and ignores split_k, fused_reduce and atomic (its
+    partial tiles are always fixed up in program order).
+    """
+
+    block_m: int = 64
+    block_n: int = 64
+    block_k: int = 64
+    split_k: int = 1
+    fused_reduce: bool = False
+    atomic: bool = False
+    group_m: int = 8
+    num_warps: int = 4
+    num_stages: int = 3
+    stream_k: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("block_m", "block_n", "block_k"):
+            value = getattr(self, name)
+            if not 16 <= value <= 256 or value & (value - 1):
+                raise ValueError(f"FamilyConfig.{name}={value} must be a power of two in [16, 256]")
+        for name in ("fused_reduce", "atomic", "stream_k"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"FamilyConfig.{name}={getattr(self, name)!r} must be a bool")
+        if (not 0 <= self.split_k <= MAX_SPLIT_K or not 1 <= self.group_m <= 64
+                or self.num_warps not in (1, 2, 4, 8, 16) or not 1 <= self.num_stages <= 8):
+            raise ValueError(f"FamilyConfig out of range: {self}")
+
+    @property
+    def reduce_mode(self) -> str:
+        """"atomic", "fused" or "workspace" (see the class docstring)."""
+        return "atomic" if self.atomic else "fused" if self.fused_reduce else "workspace"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict of the knobs."""
+        return asdict(self)
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> FamilyConfig:
+        """Inverse of `to_dict`; unknown keys raise ValueError naming them."""
+        unknown = set(data) - set(FamilyConfig.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown FamilyConfig knob(s): {sorted(unknown)}")
+        return FamilyConfig(**data)
+
+
+def smem_footprint_kb(config: FamilyConfig, dtype: torch.dtype) -> float:
+    """Shared memory of one program in KiB: num_stages A and B tiles, elem * num_stages * (BLOCK_M + BLOCK_N) *
+    BLOCK_K / 1024 (Triton's software pipeliner keeps one buffer of each loaded tile per stage)."""
+    return dtype.itemsize * config.num_stages * (config.block_m + config.block_n) * config.block_k / 1024
+
+
+def shrink_once(config: FamilyConfig) -> FamilyConfig | None:
+    """One step down in shared memory, keeping two pipeline stages as long as any tile does: num_stages down to 2,
+    then BLOCK_K down to 32, BLOCK_N down to 32, BLOCK_M down to 16; then one stage; then BLOCK_K, BLOCK_N down
+    to 16. None when nothing is left to shrink."""
+    steps = (("num_stages", 2, 1), ("block_k", 32, 2), ("block_n", 32, 2), ("block_m", 16, 2),
+             ("num_stages", 1, 1), ("block_k", 16, 2), ("block_n", 16, 2))
+    for name, floor, step in steps:
+        value = getattr(config, name)
+        if value > floor:
+            return replace(config, **{name: value - 1 if step == 1 else value // 2})
+    return None
+
+
+def cap_float32(config: FamilyConfig, dtype: torch.dtype) -> FamilyConfig:
+    """`config` with float32 tiles and stages capped at `FLOAT32_TILE_CAP` (other dtypes unchanged)."""
+    if dtype != torch.float32:
+        return config
+    cap_m, cap_n, cap_k, cap_stages = FLOAT32_TILE_CAP
+    return replace(config, block_m=min(config.block_m, cap_m), block_n=min(config.block_n, cap_n),
+                   block_k=min(config.block_k, cap_k), num_stages=min(config.num_stages, cap_stages))
+
+
+def fit_to_limits(config: FamilyConfig, prob: Problem, limits: Any) -> FamilyConfig:
+    """`config` within the chip's limits: float32 tiles capped at `FLOAT32_TILE_CAP`; num_warps * warp_size <=
+    max_threads_per_block; tiles shrunk by `shrink_once` until `smem_footprint_kb` <= smem_per_block_kb.
+
+    Raises:
+        ValueError: a limit it needs (smem_per_block_kb, warp_size, max_threads_per_block) is unknown.
+    """
+    config = cap_float32(config, prob.dtype)
+    max_warps = int(require_limit(limits, "max_threads_per_block") // require_limit(limits, "warp_size"))
+    warps = config.num_warps
+    while warps > max(1, max_warps):
+        warps //= 2
+    config = replace(config, num_warps=warps)
+    budget = require_limit(limits, "smem_per_block_kb")
+    while smem_footprint_kb(config, prob.dtype) > budget:
+        smaller = shrink_once(config)
+        if smaller is None:
+            break
+        config = smaller
+    return config

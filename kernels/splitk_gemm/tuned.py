@@ -1,0 +1,135 @@
+"""The optimized entry point: picks a `FamilyConfig` from the chip limits and the call's sizes.
+
+The rules are written over quantities of the call (M, N, K, dtype) and of the chip (compute units, shared memory
+per block, threads per block), never over benchmark case names. The chip limits are an explicit object built from
+the chip profile (`set_chip_limits` or the `limits` argument); nothing is read from the device.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import torch
+import triton
+
+from kernels.chip import chip_limits_if_set
+from kernels.splitk_gemm.common import Problem, check_inputs, limits_key, require_limit
+from kernels.splitk_gemm.config import FamilyConfig, fit_to_limits
+from kernels.splitk_gemm.family import prepare_and_launch
+from kernels.splitk_gemm.prepared import PreparedCall, call_key
+from kernels.splitk_gemm.schedule import auto_split_k, k_iterations, pipeline_stages, stream_k_time, tiles_time
+
+#: Stream-K is taken only where its modeled time is below this fraction of the best tile grid's (a margin for what
+#: the model leaves out: the fix-up's serial reads and the longer per-program bookkeeping).
+STREAM_K_BELOW = 0.9
+#: A later candidate of `TILE_CANDIDATES` replaces an earlier one only if modeled faster by more than this fraction.
+CHOICE_MARGIN = 0.03
+#: (BLOCK_N, BLOCK_K) weight tiles the rule compares, first the one it keeps on near-ties.
+TILE_CANDIDATES = ((128, 128), (128, 64), (64, 128), (128, 256), (64, 64), (64, 256))
+
+_CHIP_LIMITS: list[Any] = [None]
+#: PreparedCall per (chip limits, call signature) of the tuned entry point.
+_PREPARED: dict[tuple, PreparedCall] = {}
+
+
+def set_chip_limits(limits: Any) -> None:
+    """Chip limits used by `splitk_gemm` calls that pass none: any object with the attributes num_compute_units,
+    smem_per_block_kb, warp_size, max_threads_per_block (from the chip profile; None = unknown). None clears."""
+    _CHIP_LIMITS[0] = limits
+
+
+def choose_config(limits: Any, m: int, n: int, k: int, dtype: torch.dtype) -> FamilyConfig:
+    """Family configuration for a call A [m, k] @ B[n, k]^T of `dtype` on a chip with `limits`: the least modeled
+    time (`schedule`: bytes of one compute unit's bandwidth share) over these choices.
+
+    - BLOCK_M: the smallest power of two >= M in 16..128, so one row block covers M <= 128 and every weight tile is
+      read from device memory once (B, N x K, is almost all of the traffic of a skinny call); 4 warps, 8 at
+      BLOCK_M = 128 (a 128-row float32 accumulator over 256 threads).
+    - weight tiles BLOCK_N x BLOCK_K from `TILE_CANDIDATES`, each with `schedule.pipeline_stages` stages (enough
+      bytes in flight for the unit's bandwidth share, within smem_per_block_kb), fitted to the chip
+      (`fit_to_limits`; float32 capped at `common.FLOAT32_TILE_CAP`);
+    - per tiles: split_k from `auto_split_k` (tiles x splits fill the compute units when the tiles alone do not),
+      the splits summed by the tile's last program ("fused", one launch) or by a reduce kernel ("workspace", for
+      large partial tiles, whose last-program read would be long); both deterministic;
+    - stream-K instead where its modeled time is below `STREAM_K_BELOW` x the best grid's (grids of one to a few
+      waves whose last wave runs mostly empty).
+    A later candidate wins only by more than `CHOICE_MARGIN`. GROUP_M 8 (L2 reuse of B tiles when M > BLOCK_M).
+    Source: the schedule model (kernels/splitk_gemm/schedule.py), fitted to the H200 sweep of the bench cases.
+
+    Raises:
+        ValueError: a limit the rules need is unknown (None) in `limits`.
+    """
+    prob = Problem(m, n, k, dtype)
+    units = int(require_limit(limits, "num_compute_units"))
+    smem_kb = float(require_limit(limits, "smem_per_block_kb"))
+    block_m = min(128, max(16, triton.next_power_of_2(max(m, 1))))
+    best, best_time = None, math.inf
+    for block_n, block_k in TILE_CANDIDATES:
+        tiles = FamilyConfig(block_m=block_m, block_n=block_n, block_k=block_k, group_m=8, fused_reduce=True,
+                             num_warps=4 if block_m <= 64 else 8)
+        tiles = fit_to_limits(replace(tiles, num_stages=pipeline_stages(tiles, prob, smem_kb)), prob, limits)
+        for config, modeled in _schedules(tiles, prob, limits, units):
+            if modeled < best_time * (1 - CHOICE_MARGIN):
+                best, best_time = config, modeled
+    return best
+
+
+def _schedules(tiles: FamilyConfig, prob: Problem, limits: Any, units: int) -> list[tuple[FamilyConfig, float]]:
+    """(configuration, modeled time) of the schedules of `tiles`: the split grid with a fused reduction, with a
+    reduce kernel, and stream-K (its time divided by `STREAM_K_BELOW`)."""
+    out = []
+    for fused in (True, False):
+        config = replace(tiles, fused_reduce=fused)
+        splits = auto_split_k(config, prob, limits)
+        if fused or splits > 1:
+            out.append((replace(config, split_k=splits), tiles_time(config, prob, splits, units)))
+    if k_iterations(tiles, prob) > 0:
+        out.append((replace(tiles, stream_k=True), stream_k_time(tiles, prob, units) / STREAM_K_BELOW))
+    return out
+
+
+def splitk_gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, limits: Any = None) -> torch.Tensor:
+    """Optimized ``c = a @ b.T``; same arguments, semantics and errors as the baseline
+    (`kernels.splitk_gemm.baseline.splitk_gemm`). Writes `c` in place and returns it.
+
+    Shapes: a [M, K], b [N, K] (``torch.nn.Linear`` weight layout), c [M, N]; one dtype (float16, bfloat16, or
+    float32 with IEEE float32 dots); float32 accumulation, one rounding to c's dtype. Deterministic: two calls on the
+    same inputs give bitwise equal outputs. `limits` (default: those of `set_chip_limits`, else the process's
+    `kernels.chip` limits) are the chip's limits. The first call of a signature (`prepared.call_key`) checks,
+    chooses and plans; later ones replay its launches.
+
+    Raises:
+        ValueError: wrong rank, shape, dtype or device; no chip limits, or one the rules need is unknown.
+    """
+    limits = _default_limits(limits)
+    key = None
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and isinstance(c, torch.Tensor):
+        key = (limits_key(limits), call_key(a, b, c))
+        prepared = _PREPARED.get(key)
+        if prepared is not None:
+            prepared(a, b, c)
+            return c
+    prob = check_inputs(a, b, c)
+    if prob.m == 0 or prob.n == 0:
+        return c
+    config = choose_config(limits, prob.m, prob.n, prob.k, prob.dtype)
+    prepared = prepare_and_launch(config, a, b, c, limits)
+    if prepared is not None and key is not None:
+        _PREPARED[key] = prepared
+    return c
+
+
+def _default_limits(limits: Any) -> Any:
+    """`limits`, else those of `set_chip_limits`, else the process's chip limits (`kernels.chip`: what the
+    verifier's children set); None when none is set."""
+    if limits is not None:
+        return limits
+    return _CHIP_LIMITS[0] if _CHIP_LIMITS[0] is not None else chip_limits_if_set()
+
+
+def prepared_call(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, limits: Any = None) -> PreparedCall | None:
+    """The `PreparedCall` the tuned entry point replays for a call of this signature, if one was made (for
+    benchmarks that time its parts)."""
+    return _PREPARED.get((limits_key(_default_limits(limits)), call_key(a, b, c)))
