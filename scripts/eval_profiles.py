@@ -4,7 +4,8 @@ Sets (``--set``, repeatable; default ``corpus`` and ``dev``):
 
 - ``corpus``: the real documents of ``shared/corpus`` (``profiles_truth_dev.json``: Wormhole n150, MI300X);
 - ``dev``: the fictional datasheets of ``tests/data/datasheets/*/`` (one ``truth.json`` each);
-- ``heldout``: the held-out datasheets of ``tests/data/datasheets_heldout/*/``, scored last (issue 18).
+- ``heldout``: the held-out datasheets of ``tests/data/datasheets_heldout/*/``, scored last (issue 18);
+- ``heldout2``: the second held-out set, ``tests/data/datasheets_heldout_v2/*/`` (written after the rules).
 
 For each chip the documents go through `ingest.profile_sources.document_chunks` (the onboarding loaders and
 chunker) and `ingest.profile_extract.extract_profile_with_report`; with ``--pdf`` each datasheet written in
@@ -22,7 +23,7 @@ are listed as "not in schema" and left out of the scores.
 
 Usage::
 
-    python scripts/eval_profiles.py [--set corpus|dev|heldout ...] [--pdf] [--corpus DIR] [--json OUT.json]
+    python scripts/eval_profiles.py [--set corpus|dev|heldout|heldout2 ...] [--pdf] [--corpus DIR] [--json OUT.json]
         [--benchmarks BENCHMARKS.md] [--check]
 
 ``--check`` exits 1 unless every set scored meets the bar: stated >= 90 %, every not_stated field null, every
@@ -59,6 +60,7 @@ CHIPS = {
 DATASHEET_SETS = {
     "dev": _REPO / "tests" / "data" / "datasheets",
     "heldout": _REPO / "tests" / "data" / "datasheets_heldout",
+    "heldout2": _REPO / "tests" / "data" / "datasheets_heldout_v2",
 }
 #: truth field -> (profile field, factor from the profile unit to the truth unit)
 SCALAR_MAP = {
@@ -278,7 +280,7 @@ def corpus_cases(corpus: Path) -> list[Case]:
 
 def datasheet_cases(folder: Path, pdf_dir: Path | None = None) -> list[Case]:
     """One case per datasheet folder (its documents and truth.json); with `pdf_dir`, also the PDF form of each
-    Markdown datasheet (rendered there)."""
+    Markdown datasheet (rendered there) whose truth does not say ``"_pdf": false``."""
     cases = []
     for sub in sorted(p for p in folder.iterdir() if (p / "truth.json").is_file()):
         data = json.loads((sub / "truth.json").read_text(encoding="utf-8"))
@@ -288,7 +290,7 @@ def datasheet_cases(folder: Path, pdf_dir: Path | None = None) -> list[Case]:
             paths = sorted(p for p in sub.iterdir() if p.suffix.lower() in DOC_SUFFIXES)
             cases.append(Case(key, truth["_chip"], paths, truth, truth.get("_product")))
             markdown_docs = [p for p in paths if p.suffix.lower() == ".md"]
-            if pdf_dir is not None and markdown_docs:
+            if pdf_dir is not None and markdown_docs and truth.get("_pdf", True):
                 pdfs = [render_pdf(p, pdf_dir / sub.name) for p in markdown_docs]
                 others = [p for p in paths if p not in markdown_docs]
                 cases.append(Case(f"{key} (pdf)", truth["_chip"], others + pdfs, truth, truth.get("_product"),
@@ -335,12 +337,13 @@ def default_corpus() -> Path:
 
 _TITLES = {"corpus": "Shared corpus (real documents: Wormhole n150, MI300X)",
            "dev": "Development datasheets (8 fictional chips)",
-           "heldout": "Held-out datasheets (4 fictional chips, scored last)"}
+           "heldout": "Held-out datasheets v1 (4 fictional chips, scored last)",
+           "heldout2": "Held-out datasheets v2 (5 fictional chips, written after the rules)"}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--set", dest="sets", action="append", choices=("corpus", "dev", "heldout"),
+    parser.add_argument("--set", dest="sets", action="append", choices=tuple(["corpus", *DATASHEET_SETS]),
                         help="which truth to score (repeatable; default: corpus and dev)")
     parser.add_argument("--pdf", action="store_true", help="also score the PDF form of Markdown datasheets")
     parser.add_argument("--corpus", type=Path, default=default_corpus(),
