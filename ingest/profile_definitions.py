@@ -24,7 +24,7 @@ will would shall should must run runs running execute executes executed share sh
 contain contains containing include includes including provide provides deliver delivers offer offers reach
 reaches issue issues issued give gives up than as into over under total together inside within while where when
 since there it they them which what how why then also not only more most very such new
-""".split())
+""".split()) | frozenset(w.lower() for w in WORD_NUMBERS)  # "ten Stream Processors (SPs)": the term has no count
 _UNIT_WORD = re.compile(r"^(?:[KMGTP]i?B|[kKMGTP]?B/s|bytes?|bits?|[kKMGT]?Hz|[KMGTP]?FLOPS?|[TPG]?OPS|TF|x|%|"
                         r"[KMGT]bps|GT/s|MT/s|W|mm|nm|ns|us|ms|cycles?|clocks?)$", re.IGNORECASE)
 _DETERMINER = re.compile(r"^(?:the|a|an|its|their|our|each|every|one|single|this|that)\s+", re.IGNORECASE)
@@ -257,7 +257,10 @@ def definitions_in(unit: Unit, mentions) -> tuple[list[Definition], list[tuple[s
 
     def add(term: str, definiens: str, head: str | None = None, explicit: bool = False,
             among: tuple[str, ...] | None = None, members: str = "") -> None:
+        term = _MODEL_PREFIX.sub("", term) or term  # "A VX-300 engine is ...": the term is "engine"
         if term_key(term):
+            first = definiens.split("; ")[0]
+            definiens = first if len(first.split()) >= 4 else definiens  # the clause that defines, not the next one
             definiens = " ".join(definiens.split()[:_MAX_DEFINIENS_WORDS])
             defs.append(Definition(term, definiens, head_np(definiens) if head is None else head, unit, explicit,
                                    among, members))
@@ -310,12 +313,24 @@ def definitions_in(unit: Unit, mentions) -> tuple[list[Definition], list[tuple[s
         add(match.group("t"), f"memory {match.group('d')}", head="", among=MEMORIES)
     for match in _GROUP_OF.finditer(text):
         count, members = match.group("n"), noun_phrase(match.group("c").split())
-        if members:
+        if members and is_group_noun(match.group("t")):
             add(tail_np(match.group("t")), f"a group of {count} {members} executed together",
                 head=f"group of {members}", explicit=True, members=members)
     return defs, aliases
 
 
+def is_group_noun(phrase: str) -> bool:
+    """Whether the last word of `phrase` can be a noun naming a group ("squads", "SIMD groups"), not a verb or a
+    function word that "of" follows ("consisting of 32 lanes", "made of", "each of", "up to 4 of")."""
+    words = phrase.split()
+    last = words[-1].lower() if words else ""
+    return bool(last) and not re.search(r"(?:ing|ed)$", last) and last not in _OF_FOLLOWS
+
+
+_OF_FOLLOWS = frozenset("made consist consists composed all each one most some any many none both up out part "
+                        "instead because ahead".split())
+#: Product-model words in front of a defined term ("VX-300 engine", "the H9 core").
+_MODEL_PREFIX = re.compile(r"^(?:(?:the|a|an)\s+)?(?:[A-Za-z]{1,6}-?\d{1,4}[A-Za-z]{0,3}\s+)+(?=[A-Za-z])")
 #: "strands of 32 threads", "warps of 64 work-items": the term names a group of that many members.
 _GROUP_OF = re.compile(rf"(?<![\w\-])(?P<t>(?:[A-Za-z][\w\-]*\s+){{0,1}}[A-Za-z][\w\-]*)\s+of\s+(?P<n>{_NUMBER})\s+"
                        r"(?P<c>[A-Za-z][\w\-]*)", re.IGNORECASE)
@@ -372,7 +387,7 @@ _CONTAINS = re.compile(rf"\b(?:a|an|the|one)\s+(?P<p>(?:[A-Za-z][\w\-]*\s+){{0,2
                        rf"holds|includes|consists of|has)\s+(?P<n>{_NUMBER})\s+(?P<c>(?:[A-Za-z][\w\-]*\s*){{1,3}})",
                        re.IGNORECASE)
 _EACH_WITH = re.compile(rf"(?<![\w.,])(?P<m>{_NUMBER})\s+(?P<p>(?:[A-Za-z][\w\-]*\s+){{0,2}}?[A-Za-z][\w\-]*),?\s+"
-                        rf"each\s+(?:with|of|has|holding|containing)\s+(?P<n>{_NUMBER})\s+"
+                        rf"each\s+(?:with|of|has|holding|containing|housing|comprising|including|carrying)\s+(?P<n>{_NUMBER})\s+"
                         rf"(?P<c>(?:[A-Za-z][\w\-]*\s*){{1,3}})", re.IGNORECASE)
 _PER_PARENT = re.compile(rf"(?<![\w.,])(?P<n>{_NUMBER})\s+(?P<c>(?:[A-Za-z][\w\-]*\s+){{0,2}}?[A-Za-z][\w\-]*)\s+"
                          rf"per\s+(?P<p>(?:[A-Za-z][\w\-]*\s*){{1,3}})", re.IGNORECASE)

@@ -30,6 +30,7 @@ from hardware_profiles.schema import SCALAR_FIELDS
 from hardware_profiles.yaml_io import check_chip_name
 from ingest.profile_definitions import is_abbreviation as _is_abbreviation
 from ingest.profile_definitions import singular
+from ingest.profile_derive import compute_units_from_hierarchy
 from ingest.profile_glossary import Glossary, build_glossary
 from ingest.profile_llm import ProposalModel, propose_candidates
 from ingest.profile_resolve import (  # noqa: F401  ExtractionReport is part of this module's API
@@ -41,7 +42,7 @@ from ingest.profile_resolve import (  # noqa: F401  ExtractionReport is part of 
 )
 from ingest.profile_rules import DTYPES, Candidate, RuleOutput, peak_candidates, prefetch_labels, scalar_candidates
 from ingest.profile_tables import list_item_records, table_records
-from ingest.profile_text import ChipTokens, Record, brands_of, chip_tokens, products_in, prose_records
+from ingest.profile_text import ChipTokens, Record, brands_of, chip_tokens, families_of, products_in, prose_records
 from knowledge.types import Chunk
 
 _BACKENDS = {
@@ -129,7 +130,8 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Cand
                               documents=sorted({c.source for c in chunks}))
     out = RuleOutput()
     merged = merge_windows(chunks)
-    tokens = ChipTokens(tokens, brands_of(tokens, [c.text for c, _ in merged]))
+    texts = [c.text for c, _ in merged]
+    tokens = ChipTokens(tokens, brands_of(tokens, texts), families_of(texts))
     glossary = build_glossary(merged)
     glossary.chip_names = {w for w in re.split(r"[_\-\s]+", (product or name).lower())
                            if len(w) >= 3 and w.isalpha()} | {b.lower() for b in tokens.brands}
@@ -147,6 +149,8 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Cand
     for field_name, unit in SCALAR_FIELDS.items():
         mine = [c for c in out.candidates if c.field == field_name]
         fields[field_name] = resolve_field(field_name, unit, mine, out.learned_sub.get(field_name, []), report)
+    if fields["num_compute_units"].value is None and fields["num_compute_units"].kind != "conflict":
+        fields["num_compute_units"] = compute_units_from_hierarchy(glossary, records) or fields["num_compute_units"]
     peaks = {}
     for dtype in DTYPES:
         mine = [c for c in out.candidates if c.field == f"peak_tflops.{dtype}"]

@@ -69,6 +69,7 @@ FIELD_BY_SCOPE: dict[tuple[str, str], str] = {
     ("compute_units", "chip"): "num_compute_units", ("compute_units", ""): "num_compute_units",
     ("warp_width", ""): "warp_size", ("warp_width", "warp"): "warp_size", ("warp_width", "cu"): "warp_size",
     ("warp_width", "chip"): "warp_size", ("warp_width", "sub"): "warp_size", ("warp_width", "part"): "warp_size",
+    ("warp_width", "block"): "warp_size",  # one width at every scope ("threads of a block run in warps of 32")
     ("block_threads", "block"): "max_threads_per_block",
     ("register_count", "cu"): "registers_per_compute_unit", ("register_count", ""): "registers_per_compute_unit",
     ("shared_memory", "block"): "smem_per_block_kb", ("shared_memory", "cu"): "smem_per_compute_unit_kb",

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ingest.profile_definitions import (
@@ -50,6 +51,7 @@ CONCEPTS = ConceptSpace({
         "a processor core that runs thread blocks and has its own shared memory and registers",
         "the basic building block to which blocks of threads are assigned",
         "a self-contained processor with its own local memory",
+        "the unit that a runtime schedules kernel work onto, one thread block or work-group at a time",
     ],
     "warp": [
         "warp", "wavefront",
@@ -126,6 +128,9 @@ class Glossary:
     used: Counter = field(default_factory=Counter)
     texts: list[str] = field(default_factory=list)
     chip_names: set[str] = field(default_factory=set)
+    #: Groups of threads named by their size ("squads of 64 threads", "wavefronts of 64 work-items"): term key ->
+    #: ``warp`` or ``block``, also for a term used only in that one phrase.
+    groups: dict[str, str] = field(default_factory=dict)
     _mentions: dict[str, int] = field(default_factory=dict)
 
     def mentions(self, key: str) -> int:
@@ -240,6 +245,7 @@ def build_glossary(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> Glossary:
                                                                                     True))
                    and (not d.members or _generic_concept(d.members) == "thread")]
     prefetch(term_key(d.term) for d in definitions)
+    _classify_bare_terms(glossary)  # generic names first, so definitions read with them ("work-groups")
     _classify_definitions(glossary, definitions)
     _classify_bare_terms(glossary)
     if glossary.compute_unit() is None:
@@ -308,13 +314,19 @@ def _partitions_from_containment(glossary: Glossary) -> None:
 def _classify_definitions(glossary: Glossary, definitions: list[Definition]) -> None:
     """Match each definition to a concept: by its head noun phrase when that names a concept, else by the whole
     definiens. Two passes: the second reads each definiens with the terms found in the first rewritten to generic
-    words (``A group of bundles placed on one tile`` -> ``A group of warps placed on one compute unit``)."""
+    words (``A group of bundles placed on one tile`` -> ``A group of warps placed on one compute unit``); the
+    generic names already in the glossary (`_classify_bare_terms`) are rewritten in both passes."""
+    bare = dict(glossary.terms)
     for _ in range(2):
         found: dict[str, Term] = {}
-        prefetch([glossary.rewrite(_mask(d.head, d.term)) for d in definitions if d.head]
-                 + [glossary.rewrite(_mask(d.definiens, d.term)) for d in definitions])
+        prefetch([_masked(glossary, d, d.head) for d in definitions if d.head]
+                 + [_masked(glossary, d, d.definiens) for d in definitions])
         for d in definitions:
             key = glossary.aliases.get(term_key(d.term), term_key(d.term))
+            if d.members and key:  # "squads of 64 threads": a group of threads, whatever else the term is
+                group = _definition_concept(glossary, d)
+                if group is not None and group.concept in ("warp", "block"):
+                    glossary.groups[key] = group.concept
             if not key or key in _GENERIC_KEYS or len(key.split()) > 4 or _generic_name(key) or _CACHE_NAME.search(key):
                 continue  # caches and cache levels ("the L2", "Infinity Cache") are read by the field rules
             choice = _definition_concept(glossary, d)
@@ -326,7 +338,7 @@ def _classify_definitions(glossary: Glossary, definitions: list[Definition]) -> 
             if best is None or choice.similarity > best.similarity:
                 found[key] = Term(name=written_form(d.term), concept=choice.concept, similarity=choice.similarity,
                                   quote=" ".join(d.unit.text.split()), chunk=d.unit.chunk)
-        glossary.terms = found
+        glossary.terms = {**{k: t for k, t in bare.items() if k not in found}, **found}
     for alias, key in glossary.aliases.items():
         if key in glossary.terms:
             glossary.terms[key].aliases.add(alias)
@@ -365,15 +377,15 @@ def _definition_concept(glossary: Glossary, d: Definition):
     """The concept of a definition: its head noun phrase when that names one ("the compute unit of ..."), except
     that threads in the plural make a group of threads ("The filaments that a core issues together": a warp or a
     work-group, told by the rest of the definiens); else the whole definiens."""
-    head = glossary.rewrite(_mask(d.head, d.term)) if d.head else ""
+    head = _masked(glossary, d, d.head) if d.head else ""
     if head and head != "it":
         choice = CONCEPTS.choose(head, min_similarity=HEAD_SIMILARITY, min_margin=0.1)
         if choice is not None and choice.concept == "thread" and d.head.split()[-1].lower().endswith("s"):
-            return CONCEPTS.choose(glossary.rewrite(_mask(d.definiens, d.term)), among=("warp", "block"),
+            return CONCEPTS.choose(_masked(glossary, d, d.definiens), among=("warp", "block"),
                                    min_similarity=DEFINITION_SIMILARITY, min_margin=0.03)
         if choice is not None:
             return choice
-    return CONCEPTS.choose(glossary.rewrite(_mask(d.definiens, d.term)), among=d.among,
+    return CONCEPTS.choose(_masked(glossary, d, d.definiens), among=d.among,
                            min_similarity=DEFINITION_SIMILARITY, min_margin=0.03)
 
 
@@ -405,10 +417,19 @@ def _classify_bare_terms(glossary: Glossary) -> None:
                                    chunk=None, defined=False)  # type: ignore[arg-type]
 
 
-def _mask(text: str, term: str) -> str:
-    """`text` with the defined term itself replaced by "it" (its own name must not decide what it means)."""
-    words = [re.escape(w) for w in term_key(term).split()]
-    if not words:
-        return text
-    pattern = r"(?<![\w\-])" + r"\s+".join(words[:-1] + [words[-1] + r"(?:s|es)?"]) + r"(?![\w\-])"
-    return re.sub(pattern, "it", text, flags=re.IGNORECASE)
+def _mask(text: str, term: str, aliases: Iterable[str] = ()) -> str:
+    """`text` with the defined term itself and its `aliases` (``VP`` for "vector processor (VP)") replaced by "it":
+    its own names must not decide what it means."""
+    for name in sorted({term_key(term), *aliases}, key=len, reverse=True):
+        words = [re.escape(w) for w in name.split()]
+        if words:
+            pattern = r"(?<![\w\-])" + r"\s+".join(words[:-1] + [words[-1] + r"(?:s|es)?"]) + r"(?![\w\-])"
+            text = re.sub(pattern, "it", text, flags=re.IGNORECASE)
+    return text
+
+
+def _masked(glossary: Glossary, d: Definition, text: str) -> str:
+    """`text` of definition `d` with its term and the term's aliases masked (`_mask`), then rewritten to generic
+    words."""
+    key = glossary.aliases.get(term_key(d.term), term_key(d.term))
+    return glossary.rewrite(_mask(text, d.term, [a for a, k in glossary.aliases.items() if k == key] + [key]))

@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from ingest.profile_definitions import noun_phrase, term_key
 from ingest.profile_fields import SCALABLE, Match, field_for, is_profile_quantity, match_quantity
 from ingest.profile_glossary import Glossary
-from ingest.profile_scope import THE_NOUN_HAS, noun_level, parens, scope_noun, scope_of
-from ingest.profile_text import Record, products_in
+from ingest.profile_labels import ENABLED_SUBSET, PHYSICAL_TOTAL, _np_after, labels, own_words, sentence_after
+from ingest.profile_scope import THE_NOUN_HAS, noun_level, scope_noun, scope_of
+from ingest.profile_text import Record
 from ingest.units import TARGET_UNITS, Quantity, find_quantities
 
 _BOUND_BEFORE = re.compile(r"(?:over|more than|at least|greater than|nearly|almost|about|approximately|~|>|<)\s*$",
@@ -107,113 +108,6 @@ class RuleOutput:
 
 # ---------------------------------------------------------------- what a number is about
 
-_PRODUCT_WRITTEN = re.compile(r"(?<![\w\-])[A-Za-z]{1,6}-?\d{1,4}[A-Za-z]{0,3}(?![\w\-])")
-
-
-def _clean_label(text: str) -> str:
-    """A label for matching: unit parentheticals (``(KiB)``, ``(TFLOPS)``), footnote marks and product names out."""
-    text = re.sub(r"\(\s*(?:[KMGT]i?B|[KMGT]B/s|GB/s|TB/s|MHz|GHz|TFLOPS?|TOPS|count|threads|%)\s*\)", " ", text,
-                  flags=re.IGNORECASE)
-    named = set(products_in(text))
-    text = _PRODUCT_WRITTEN.sub(lambda m: " " if m.group(0).replace("-", "").lower() in named else m.group(0), text)
-    text = re.sub(r"[*_`\u2020\u2021\u00b9\u00b2\u00b3]|\(\d\)", " ", text)
-    return " ".join(text.split())
-
-
-def _np_after(text: str) -> str:
-    """Words a number is attached to after it: ``of LDS``, ``vector register file``, ``compute engines``."""
-    words = text.replace("(", " ( ").split()
-    if words and words[0].lower() in ("x", "\u00d7"):
-        words = words[1:]  # "1x Matrix Unit"
-    if words and words[0].lower() == "of":
-        words = words[1:]
-        if words and words[0].lower() in ("the", "a", "an"):
-            words = words[1:]
-    out = []
-    for word in words[:5]:
-        bare = word.strip(",.;:)")
-        if not bare or bare == "(" or bare.lower() in _STOPWORDS or not re.match(r"[A-Za-z]", bare):
-            break
-        out.append(bare)
-        if bare != word:
-            break
-    return " ".join(out)
-
-
-#: "N <things>, of which M are enabled": M of the N things (the product's); N is the die's, not the product's.
-_ENABLED_SUBSET = re.compile(r"\bof (?:which|them|these)\s+(?:only\s+)?$", re.IGNORECASE)
-_PHYSICAL_TOTAL = re.compile(r"^\s*(?:[A-Za-z][\w\-]*,?\s+){1,3}of (?:which|them|these)\s+(?:only\s+)?\d+\s+"
-                             r"(?:are|is)\s+(?:enabled|active|available|usable|functional|in use|exposed)",
-                             re.IGNORECASE)
-
-
-def _counted_before(sentence: str, clause: str) -> str:
-    """The things counted last before `clause` in `sentence` (``cores`` in "72 cores, of which ...")."""
-    at = sentence.find(clause)
-    found = re.findall(r"\d[\d,]*\s+((?:[A-Za-z][\w\-]*\s*){1,3})", sentence[:at] if at > 0 else "")
-    return _np_after(found[-1]) if found else ""
-
-
-def _sentence_after(record: Record, quantity: Quantity) -> str:
-    """The rest of the record's sentence after `quantity` (beyond its clause), or "" when the clause is not in it."""
-    at = record.key.find(record.text)
-    return record.key[at + quantity.end:] if at >= 0 else ""
-
-
-def _antecedent(sentence: str, clause: str) -> str:
-    """What "it" stands for in `clause`: the noun phrase of the last "N <unit> of <noun phrase>" before it."""
-    at = sentence.find(clause)
-    found = re.findall(r"\d\s*[A-Za-z]{1,6}\s+of\s+((?:[A-Za-z][\w\-]*\s*){1,4})", sentence[:at] if at > 0 else "")
-    return _np_after(found[-1]) if found else ""
-
-
-def _np_before(text: str) -> str:
-    """Words a number is attached to before it: ``memory bandwidth`` in ``memory bandwidth of 5.3 TB/s``."""
-    words = re.sub(r"[:=]", " ", text).split()
-    while words and words[-1].lower().strip(",") in _STOPWORDS | {"up", "is", "are", "reaches", "has", "have",
-                                                                   "delivers", "provides", "holds", "runs", "run"}:
-        words.pop()
-    out: list[str] = []
-    for word in reversed(words[-5:]):
-        bare = word.strip(",.;:()")
-        if not bare or bare.lower() in _STOPWORDS or not re.match(r"[A-Za-z]", bare) or word.endswith((",", ";")):
-            break
-        out.insert(0, bare)
-    return " ".join(out)
-
-
-def _labels(record: Record, quantity: Quantity, every: list[Quantity], glossary: Glossary) -> list[str]:
-    """Texts that name `quantity`, rewritten to generic terms: for a table cell its row label and column header
-    (and what the cell adds after the number: ``per tile``, ``GDDR7``); for a sentence the words the number is
-    attached to (first two entries), then the clause around it (see `_ATTACHED`)."""
-    if record.is_table:
-        rest = record.text[quantity.end:] if record.text[quantity.start:quantity.end] == quantity.text else ""
-        label = _clean_label(record.label)
-        header = _clean_label(record.header) if not products_in(record.header) else ""
-        parts = [label, header if len(label.split()) <= 1 else "", _clean_label(rest)]
-        text = _clean_label(" ".join(p for p in parts if p))
-        return [glossary.rewrite(text)] if text else []
-    text = record.text
-    start = max((q.end for q in every if q.end <= quantity.start), default=0)
-    end = min((q.start for q in every if q.start >= quantity.end), default=len(text))
-    after, before = _np_after(text[quantity.end:end]), _np_before(text[start:quantity.start])
-    if re.match(r"\s*of\s+(?:it|them)\b", text[quantity.end:end]) and record.key:
-        after = _antecedent(record.key, text) or after  # "48 KB of it": of the thing named before
-    if _ENABLED_SUBSET.search(text[:quantity.start]) and record.key:
-        after = _counted_before(record.key, text) or after  # "72 cores, of which 64 are enabled": 64 cores
-    lead = " ".join(text[start:quantity.start].split()[-6:])
-    attached = f"{lead} {quantity.unit} {after}" if quantity.dimension == "count" else f"{before} {after}"
-    if quantity.dimension == "count" and glossary.concept(after) == "thread":
-        after = ""  # "1024 threads": what is counted is threads; the words before say which quantity it is
-    window = " ".join(f"{text[start:quantity.start]} {quantity.unit} {text[quantity.end:end]}".split()[-24:])
-    inside = next((text[:a].strip() for a, b in parens(text) if a <= quantity.start < b), "")
-    inside = " ".join(inside.split()[-16:])
-    if _ANAPHORA.match(text) and record.prev:
-        window = f"{' '.join(record.prev.split()[-16:])} {window}"  # "this is 288 GB/s in aggregate"
-    variants = [after, " ".join(attached.split()), window, inside]
-    return [glossary.rewrite(_clean_label(v)) if v else "" for v in variants]
-
-
 #: How many of a sentence's labels (`_labels`) are the words the number is attached to; the others are the clause
 #: around it, which names the number only loosely and must match more closely (`_MIN_SIMILARITY`).
 _ATTACHED = 2
@@ -223,9 +117,10 @@ _ATTACHED = 2
 _MIN_SIMILARITY = {("compute_units", "table"): 0.6, ("compute_units", "attached"): 0.7,
                    ("shared_memory", "attached"): 0.55, ("shared_memory", "clause"): 0.6,
                    ("memory_bandwidth", "attached"): 0.42, ("engine_clock", "attached"): 0.42}
-_DEFAULT_SIMILARITY = {"table": 0.0, "attached": 0.5, "clause": 0.55}
+_DEFAULT_SIMILARITY = {"table": 0.0, "attached": 0.5, "clause": 0.55, "own": 0.5}
+
+
 _GROUP_SIZES = ("warp_width", "block_threads")
-_ANAPHORA = re.compile(r"^\s*(?:this|that|these|it|which)\s+(?:is|are|gives|comes|amounts|totals)\b", re.IGNORECASE)
 _PEAK_CUE = re.compile(r"peak|theoretical|aggregate|total|maximum|\bmax\b|up to|bandwidth", re.IGNORECASE)
 
 
@@ -246,12 +141,15 @@ def what_it_is(record: Record, quantity: Quantity, every: list[Quantity], glossa
     the words the number is attached to, else (not for counts) its clause. The most similar reading decides, and
     when that is a look-alike (``(1.1 GHz base)``: a base clock) the number states no profile quantity. A label
     that names a cache level decides between the L2 and other caches."""
-    labels = _labels(record, quantity, every, glossary)
-    counts_groups = quantity.dimension == "count" and not record.is_table and bool(labels) and bool(labels[0]) \
-        and glossary.concept(labels[0]) in ("warp", "block")  # "64 warps" counts warps: not the size of one
-    groups = [("table", labels)] if record.is_table else [("attached", labels[:_ATTACHED])]
+    named = labels(record, quantity, every, glossary)
+    counts_groups = quantity.dimension == "count" and not record.is_table and bool(named) and bool(named[0]) \
+        and glossary.concept(named[0]) in ("warp", "block")  # "64 warps" counts warps: not the size of one
+    groups = [("table", named)] if record.is_table else [("attached", named[:_ATTACHED])]
+    own = own_words(record, quantity)
+    if own:
+        groups.insert(0, ("own", [glossary.rewrite(f"{own} {quantity.unit}")]))
     if not record.is_table and quantity.dimension != "count":
-        groups.append(("clause", labels[_ATTACHED:]))  # a count names what it counts next to it, not in its clause
+        groups.append(("clause", named[_ATTACHED:]))  # a count names what it counts next to it, not in its clause
     for source, texts in groups:
         best: Match | None = None
         for label in filter(None, texts):
@@ -276,6 +174,16 @@ def what_it_is(record: Record, quantity: Quantity, every: list[Quantity], glossa
 
 # ---------------------------------------------------------------- candidates
 
+def _holds_compute_units(record: Record, quantity: Quantity, glossary: Glossary) -> bool:
+    """Whether the thing `quantity` counts holds compute units in these documents (`Glossary.contains`)."""
+    key = term_key(_np_after(record.text[quantity.end:]) if not record.is_table else record.label)
+    key = glossary.aliases.get(key, key)
+    units = glossary.compute_unit_keys()
+    return bool(key) and key not in units and any(glossary.aliases.get(c.parent, c.parent) == key
+                                                  and glossary.aliases.get(c.child, c.child) in units
+                                                  for c in glossary.contains)
+
+
 def _per_time(quantity: Quantity) -> bool:
     """A rate per clock, cycle or pin (``2KBytes/clock``, ``18 Gbps per pin``) is not a chip figure; a size per
     unit (``128 KiB per core``) is, at that unit's scope."""
@@ -295,7 +203,7 @@ def prefetch_labels(records: list[Record], glossary: Glossary) -> None:
         every = find_quantities(record.text, record.default_unit)
         for quantity in every[:1] if record.is_table else every:
             if quantity.dimension in ("count", "bytes", "bytes_per_s", "hz") and not _per_time(quantity):
-                texts += _labels(record, quantity, every, glossary)
+                texts += labels(record, quantity, every, glossary)
     prefetch(texts)
 
 
@@ -310,7 +218,7 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
             continue
         if _is_bound(record, quantity) or _DEFAULT_AFTER.match(record.text[quantity.end:]):
             continue
-        if quantity.dimension == "count" and _PHYSICAL_TOTAL.match(_sentence_after(record, quantity)):
+        if quantity.dimension == "count" and PHYSICAL_TOTAL.match(sentence_after(record, quantity)):
             continue  # the die's total, of which fewer are enabled in the product
         match = what_it_is(record, quantity, every, glossary)
         if match is None:
@@ -318,8 +226,10 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
             continue
         if match.quantity == "memory_bandwidth" and not record.is_table and not _PEAK_CUE.search(record.key):
             continue  # a device's memory bandwidth is written as its peak (or total, aggregate, maximum)
+        if match.quantity == "compute_units" and _holds_compute_units(record, quantity, glossary):
+            continue  # "4 core arrays; each core array contains 20 cores": a count of partitions
         scope = scope_of(record, quantity, glossary)
-        if _ENABLED_SUBSET.search(record.text[:quantity.start]):
+        if ENABLED_SUBSET.search(record.text[:quantity.start]):
             scope = "chip"  # the enabled ones are the product's
         _learn_sub_values(record, match.quantity, quantity.dimension, glossary, out)
         name = field_for(match.quantity, scope)
@@ -424,7 +334,7 @@ def _report_unit_problem(record: Record, quantity: Quantity, every: list[Quantit
     unknown = _UNKNOWN_UNIT_AFTER.match(record.text[quantity.end:]) if quantity.dimension == "count" else None
     if quantity.dimension != "flops" and not unknown:
         return
-    for label in _labels(record, quantity, every, glossary)[:2]:
+    for label in labels(record, quantity, every, glossary)[:2]:
         match = match_quantity(label, "bytes_per_s") if label else None
         if match is not None and match.similarity >= 0.6:
             problem = (f"unknown unit {unknown.group(1)!r}" if unknown else
@@ -486,8 +396,10 @@ def _dtypes_near(record: Record, quantities: list[Quantity], n: int) -> list[tup
         end = quantities[n + 1].start if n + 1 < len(quantities) else len(text)
         windows = [text[quantities[n].end:end], text[start:quantities[n].start]]
         at = record.key.find(text) if n + 1 == len(quantities) else -1
-        if at >= 0:  # the clause's last figure: its data types may go on in the sentence ("for BF16 and FP16")
-            rest = record.key[at + quantities[n].end:]
+        rest = record.key[at + quantities[n].end:] if at >= 0 else ""
+        if re.match(r"\s*(?:for|of|in|on|with)\b", rest):
+            # the clause's last figure: its own phrase may go on in the sentence ("for BF16 and FP16"), but not
+            # into the next figure's clause ("0.8 PFLOPS and dense FP8 at 1.6 PFLOPS")
             following = [q for q in find_quantities(rest) if q.dimension == "flops"]
             windows[0] = rest[:following[0].start] if following else rest
     for window in windows:

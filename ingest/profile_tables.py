@@ -56,6 +56,11 @@ def _cell_record(header: str, label: str, value: str, caption: str, chunk: Chunk
 
 
 _FOOTNOTE_MARKS = "*†‡§¹²³⁴"
+#: A column that says who shares or uses a memory ("Shared by: the work-items of one work-group") names no scope
+#: of the size beside it (the memory is sized per its owner).
+_SHARING = re.compile(r"\b(?:shared|used|accessed|visible)\s+(?:by|to)\b|\bscope\b|\bsharing\b", re.IGNORECASE)
+#: A cell that says before its figure that the figure is with sparsity ("(with sparsity) 4,800 TFLOPS").
+_SPARSE_WORDS = re.compile(r"sparsity|sparse", re.IGNORECASE)
 
 
 def _marked_sparse(label: str, text: str) -> bool:
@@ -88,12 +93,13 @@ def _row_records(header: list[str], row: list[str], caption: str, chunk: Chunk, 
         name = normalize_space(header[i]) if i < len(header) else ""
         locator = locator_of(chunk, f"{where}row '{label}'" + (f", column '{name}'" if name else ""))
         others = " ".join(normalize_space(c) for j, c in enumerate(row[1:], start=1) if j != i
-                          and not re.search(r"\d", c))
+                          and not re.search(r"\d", c) and not _SHARING.search(header[j] if j < len(header) else ""))
         for part_label, part_name, part in _split_cell(label, name, cell):
             record = _cell_record(part_name, part_label, part, caption, chunk, tokens, locator, product=row_product,
                                   unit=row_unit)
             record.quote = normalize_space(f"{name}: {cell}") if name else cell
             record.row = others
+            record.sparse = record.sparse or bool(_SPARSE_WORDS.search(re.split(r"\d", part, maxsplit=1)[0]))
             out.append(record)
     return out
 

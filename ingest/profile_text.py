@@ -59,12 +59,14 @@ _MULTI = re.compile(
     r"\d+-(?:gpu|apu|socket|processor|oam)\b|\bnode\b|\bentire board\b|\bsystem-level\b|\bper board\b|"
     # a number of chips named by their model: "an eight-H1 server", "8x MI300X", "two KX-2 accelerators"
     r"(?:\d+|two|three|four|six|eight|sixteen)(?:[ -]|x\s)(?!(?:FP|BF|TF|INT|HBM|G?DDR|LPDDR|PCIe|L|Gen)-?\d)"
-    r"(?-i:[A-Z][A-Za-z]{0,5}-?\d{1,4}[A-Za-z]{0,3})\b)",
+    r"(?-i:(?:[A-Z][a-z]{2,}\s)?[A-Z][A-Za-z]{0,5}-?\d{1,4}[A-Za-z]{0,3})\b)",  # with its brand: "two Nova N4"
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(
     r"(?<=[.!?:])(?:[A-Z]{1,5}\d{2,4}-\d+(?:,\s*[A-Z]{1,5}\d{2,4}-\d+)*)?\s+(?=[A-Z\u2022(\[*`\"'\u201c]|-\s)"
 )
+#: The ideographic full stop (Chinese, Japanese) and its half-width form end a sentence.
+_CJK_FULL_STOP = re.compile(r"[\u3002\uff61]\s*")
 _CLAUSE_SPLIT = re.compile(r",\s+|;\s+|\s+(?:and|while|whereas|but|although)\s+", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[*\-+\u2022]|\d+\.)\s+")
 
@@ -117,9 +119,10 @@ class ChipTokens(set):
     front of them (``Lumen`` in "Lumen L5"): a brand word makes a token that looks like a cache level or a
     version (``Lumen L3``, ``Vireo V1``) a product name."""
 
-    def __init__(self, tokens=(), brands=()) -> None:
+    def __init__(self, tokens=(), brands=(), families=()) -> None:
         super().__init__(tokens)
         self.brands: frozenset[str] = frozenset(b.lower() for b in brands)
+        self.families: frozenset[str] = frozenset(families) - frozenset(tokens)
 
 
 def chip_tokens(chip: str) -> ChipTokens:
@@ -142,6 +145,17 @@ def brands_of(tokens: set[str], texts: list[str]) -> set[str]:
     return brands
 
 
+def families_of(texts: list[str]) -> set[str]:
+    """Model tokens the documents use as the name of a series or family (``VX-300`` in "the VX-300 series"): a
+    statement naming one is about every member, the chip's included (neutral, not another product's)."""
+    out: set[str] = set()
+    for text in texts:
+        for match in _FAMILY.finditer(text):
+            out.add(re.sub(r"-", "", match.group(1)).lower())
+    return out
+
+
+_FAMILY = re.compile(r"\b([A-Za-z]{1,6}-?\d{1,4}[A-Za-z]{0,3})\s+(?:series|family|product line|line-up|lineup)\b")
 _SENTENCE_WORDS = frozenset("the this that each every our its their with from for and when while".split())
 
 
@@ -185,7 +199,8 @@ def _verdict(named: list[str], tokens: set[str]) -> str | None:
         return None
     if any(t in tokens for t in named):
         return "chip"
-    if all(any(tok.startswith(t) for tok in tokens) for t in named):
+    families = getattr(tokens, "families", frozenset())
+    if all(any(tok.startswith(t) for tok in tokens) or t in families for t in named):
         return None
     return "other"
 
@@ -293,7 +308,9 @@ def sentences(paragraph: str) -> list[str]:
     if not text:
         return []
     text = re.sub(r"(?<=[a-z/%)])\.([A-Z]{1,5}\d{2,4}-\d+)(?=\s)", r". \1", text)
-    out = [re.sub(r"^-\s+", "", s.strip()) for s in _SENTENCE_END.split(text) if s.strip()]
+    text = _CJK_FULL_STOP.sub("\u3002\n", text)  # "。" ends a sentence with or without a space after it
+    out = [re.sub(r"^-\s+", "", s.strip()) for part in text.split("\n") for s in _SENTENCE_END.split(part)
+           if s.strip()]
     return [piece for s in out for piece in (_cut_long(s) if len(s) > MAX_SENTENCE_CHARS else (s,))]
 
 
@@ -368,6 +385,8 @@ def prose_records(text: str, chunk: Chunk, tokens: set[str]) -> list[Record]:
             prev_clause: tuple[str, str] | None = None
             for index, clause in enumerate(parts):
                 levels = level_cues(without_parentheticals(clause)) | (subject_levels if index else set())
+                if index and re.match(r"\s*\d", clause):  # "carries four HX-7 chips and 512 GB": the same verb's
+                    levels |= level_cues(without_parentheticals(parts[index - 1])) & {"multi"}  # object, its chips
                 product = clause_product(clause, sentence, context, tokens, prev_clause)
                 prev_clause = (clause, product)
                 subject = next((p for p in reversed(parts[:index]) if not _ASIDE.match(p)), "")

@@ -9,11 +9,15 @@ Dimensions and base units:
 | ``flops`` | FLOP/s, OP/s | ``163.4 TFLOPS``, ``1,307.4 TF``, ``2.6 PFLOP/s``, ``2,614.9 TOPs`` |
 | ``hz`` | Hz | ``2,100 MHz``, ``1 GHz`` |
 | ``transfers_per_s`` | transfer/s | ``12 GT/s``, ``5.2 Gbps`` (per pin) |
+
+A bit rate spelled out (``3,200 Gbit/s``) is a data rate, an eighth of the same figure in bytes/s; the
+abbreviations ``Gbps`` and ``Gb/s`` are what datasheets write for per-pin and per-link signalling rates, read as
+``transfers_per_s``.
 | ``count`` | 1 | ``304``, ``64K`` (65536), ``8K`` |
 
 Conventions (see `hardware_profiles.schema`):
 
-- IEC prefixes are binary (KiB, MiB, GiB, TiB).
+- IEC prefixes are binary (KiB, MiB, GiB, TiB), in rates too (MiB/s).
 - KB and MB are binary too: on-chip memories (caches, shared memory, register files) are sized in powers of two and
   written with JEDEC's binary KB and MB (JESD100B.01) by every vendor; a device query reports them so (an H100's
   "50 MB" L2 is 52,428,800 bytes, ``cudaDeviceProp.l2CacheSize``).
@@ -57,8 +61,12 @@ _add("bytes", 1e12, "tb", "terabyte", "terabytes")
 _BINARY_OF_DECIMAL = {1e9: _GI, 1e12: _TI}
 for _prefix, _factor in (("k", 1e3), ("m", 1e6), ("g", 1e9), ("t", 1e12), ("p", 1e15)):
     for _tail in ("b/s", "b/sec", "b/second", "bps", "b per second", "b/s.", "bytes/s", "bytes per second",
-                  "byte/s", "ib/s"):
+                  "byte/s"):
         _add("bytes_per_s", _factor, _prefix + _tail)
+    _add("bytes_per_s", _factor / 8, _prefix + "bit/s", _prefix + "bits/s", _prefix + "bit/sec")
+#: IEC rates are binary like IEC sizes (1 MiB/s = 1,048,576 B/s).
+for _prefix, _factor in (("k", _KI), ("m", _MI), ("g", _GI), ("t", _TI)):
+    _add("bytes_per_s", _factor, _prefix + "ib/s", _prefix + "ib/sec", _prefix + "ib per second")
 _add("bytes_per_s", 1e12, "terabytes per second", "terabytes/s")
 _add("bytes_per_s", 1e9, "gigabytes per second", "gigabytes/s")
 for _prefix, _factor in (("", 1), ("k", 1e3), ("m", 1e6), ("g", 1e9), ("t", 1e12), ("p", 1e15), ("e", 1e18)):
@@ -71,7 +79,7 @@ _add("hz", 1, "hz")
 _add("hz", 1e3, "khz")
 _add("hz", 1e6, "mhz")
 _add("hz", 1e9, "ghz")
-_add("transfers_per_s", 1e9, "gt/s", "gbps", "gb/s/pin", "gbit/s")
+_add("transfers_per_s", 1e9, "gt/s", "gbps", "gb/s/pin")
 _add("transfers_per_s", 1e6, "mt/s", "mbps")
 
 #: Target unit names used by profiles -> (dimension, factor from the base unit).
@@ -95,8 +103,8 @@ _NUMBER = (
     r"(?:(?P<frac>[½¼¾])|(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?P<fracb>[½¼¾])?)"
 )
 _UNIT_WORD = (
-    r"(?:terabytes?|gigabytes?|megabytes?|kilobytes?|[kmgt]-bytes?|[kmgtpe]i?b(?:ytes?)?|bytes?|[kmgtp]?flops?|"
-    r"[kmgtp]?ops|tera-?flops|teraflop|petaflops|gigaflops|iops|tf|pf|pops|[kmg]?hz|[gm]t/s|[gm]bps|gbit/s)"
+    r"(?:[kmgt]bits?/s|terabytes?|gigabytes?|megabytes?|kilobytes?|[kmgt]-bytes?|[kmgtpe]i?b(?:ytes?)?|bytes?|[kmgtp]?flops?|"
+    r"[kmgtp]?ops|tera-?flops|teraflop|petaflops|gigaflops|iops|tf|pf|pops|[kmg]?hz|[gm]t/s|[gm]bps)"
 )
 _RATE = r"(?:\s*/\s*s(?:ec(?:ond)?)?\b|/s|\s+per\s+second\b|ps\b)?"
 _PER = r"(?P<per>(?:\s*/\s*|\s+per\s+)(?P<per_what>clock|clk|cycle|cu|sm|core|lane|pin|channel|stack)\b)?"

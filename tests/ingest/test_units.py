@@ -194,3 +194,14 @@ def test_bytes_and_bits_per_second_by_case():
     assert parse_quantity("819 GBps").dimension == "bytes_per_s" and parse_quantity("819 GBps").value == 819e9
     assert parse_quantity("5.2 Gbps").dimension == "transfers_per_s"
     assert parse_quantity("100 Gb/s").dimension == "transfers_per_s"
+
+
+def test_spelled_out_bit_rates_are_data_rates_and_iec_rates_are_binary():
+    """"3,200 Gbit/s" is 400 GB/s of data (an eighth); "MiB/s" is binary like "MiB"; the abbreviations Gbps and
+    Gb/s stay signalling rates, and "per pin" marks a pin's rate whatever the spelling."""
+    assert [(q.value, q.dimension) for q in find_quantities("3,200 Gbit/s")] == [(400e9, "bytes_per_s")]
+    assert [(q.value, q.dimension) for q in find_quantities("32,000 Gbit/s")] == [(4e12, "bytes_per_s")]
+    assert [(q.value, q.dimension) for q in find_quantities("2,288,818 MiB/s")] == [(2_288_818 * 2**20,
+                                                                                   "bytes_per_s")]
+    assert find_quantities("18 Gbps")[0].dimension == "transfers_per_s"
+    assert find_quantities("16 Gbit/s per pin")[0].per == "pin"
