@@ -8,6 +8,7 @@ import pytest
 
 from ingest.profile_extract import extract_profile
 from ingest.profile_sources import document_chunks
+from ingest.profile_text import sentences
 
 
 def _profile(tmp_path, chip: str, text: str, name: str = "sheet.md"):
@@ -41,10 +42,15 @@ def test_a_notes_cell_with_its_own_words_is_not_the_row_value(tmp_path):
 
 
 def test_a_bilingual_label_is_read_by_its_english_gloss(tmp_path):
-    p = _profile(tmp_path, "zq5", "# ZQ-5 规格\n\n| 项目 | ZQ-5 |\n|---|---|\n| 计算单元数量 (Compute units) | 80 |\n"
-                                  "| 显存容量 (Memory capacity) | 64 GB |\n")
-    assert p.get("num_compute_units") == 80
+    """A Japanese notes cell "基本クロック (base) 1.2 GHz" is a base clock by its gloss, not the row's engine clock;
+    the ideographic full stop ends a sentence."""
+    p = _profile(tmp_path, "zq5", "# ZQ-5 仕様\n\n| 項目 | ZQ-5 | 備考 |\n|---|---|---|\n"
+                                  "| 動作クロック (Engine clock) | 1.9 GHz | 基本クロック (base) 1.2 GHz |\n"
+                                  "| メモリ容量 (Memory capacity) | 64 GB | |\n")
+    assert p.get("clock_mhz") == pytest.approx(1900) and p.clock_mhz.kind == "stated"
     assert p.get("mem_capacity_gb") == pytest.approx(64e9 / 2**30)
+    assert sentences("演算の単位はスラブです。A slab is the compute unit.") == ["演算の単位はスラブです。",
+                                                                           "A slab is the compute unit."]
 
 
 def test_a_dram_technology_after_a_capacity_names_device_memory(tmp_path):
