@@ -19,7 +19,8 @@ def _profile(tmp_path, chip: str, text: str, name: str = "sheet.md"):
 
 def test_the_size_of_a_group_of_threads_is_the_warp_width(tmp_path):
     """"crews of 32 threads that step together": the size of a warp, not a count of warps."""
-    p = _profile(tmp_path, "zq5", "# ZQ-5\n\nThe core is the ZQ-5's compute unit. The ZQ-5 has 40 cores. Each core runs its threads in crews of 32 threads "
+    p = _profile(tmp_path, "zq5", "# ZQ-5\n\nThe core is the ZQ-5's compute unit. The ZQ-5 has 40 cores. "
+                                  "Each core runs its threads in crews of 32 threads "
                                   "that step together. A work-group holds up to 512 threads.\n")
     assert p.get("warp_size") == 32 and p.get("max_threads_per_block") == 512
     assert p.get("num_compute_units") == 40
@@ -82,7 +83,8 @@ def test_the_object_of_a_multi_chip_verb_is_not_the_chips(tmp_path):
 
 def test_a_series_name_is_about_every_member(tmp_path):
     """"The ZQ-500 series" names the family of the ZQ-520: its statements are the chip's, not another product's."""
-    p = _profile(tmp_path, "zq520", "# ZQ-500 series\n\nThe core is the compute unit of the ZQ-500 series. Every ZQ-500 series "
+    p = _profile(tmp_path, "zq520", "# ZQ-500 series\n\nThe core is the compute unit of the ZQ-500 series. "
+                                    "Every ZQ-500 series "
                                     "core runs wavefronts of 64 threads.\n\n"
                                     "| Spec | ZQ-510 | ZQ-520 |\n|---|---|---|\n| Cores | 20 | 40 |\n")
     assert p.get("warp_size") == 64 and p.get("num_compute_units") == 40
