@@ -7,16 +7,21 @@ the chip profile, and the host time per call (wall time of back-to-back calls wi
 also that of Triton's launcher alone, the floor under it). cuBLAS is
 ``torch.matmul(a, b.T, out=c)`` (cuBLASLt on the same [N, K] weights, writing into the same preallocated c).
 ``--sweep`` also times variants of the tuned configuration per case (reduce modes, stream-K, split counts, tiles)
-and reports the fastest, to check and retune the rules of `kernels/splitk_gemm/tuned.py`. Writes JSON and prints a
-Markdown table; exit status 1 when an output of baseline, tuned or cuBLAS is out of tolerance.
+and reports the fastest, to check and retune the rules of `kernels/splitk_gemm/tuned.py`. ``--candidate NAME=FILE``
+(repeatable) also times a candidate file's ``splitk_gemm(a, b, c)`` (e.g. the best kernel of a ``chiplore
+optimize`` run, which carries its chip limits) as provider ``candidate:NAME``, with its geomeans over the baseline
+and cuBLAS and the issue's targets against cuBLAS (>= 0.9x geomean; faster where M <= 16). Writes JSON and prints
+Markdown tables; exit status 1 when an output of baseline, tuned, cuBLAS or a candidate is out of tolerance.
 
     python benchmarks/bench_splitk_gemm.py --chip h200 --out $OUT/splitk.json [--sweep] [--reps 20] [--cases ID,...]
+        [--candidate retrieval=RUN/report/splitk_gemm_best_v7.py ...]
     python benchmarks/bench_splitk_gemm.py --check --out /tmp/check.json   # CPU: correctness at tiny shapes only
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import math
 import os
 import sys
@@ -32,9 +37,9 @@ import torch  # noqa: E402
 
 from benchmarks._util import environment, write_json  # noqa: E402
 from hardware_profiles import load_profile  # noqa: E402
+from kernels.chip import ChipLimits  # noqa: E402
 from kernels.launch import current_device_and_stream  # noqa: E402
 from kernels.splitk_gemm import baseline, splitk_gemm, tuned  # noqa: E402
-from kernels.splitk_gemm.common import ChipLimits  # noqa: E402
 from kernels.splitk_gemm.config import FamilyConfig  # noqa: E402
 from kernels.splitk_gemm.family import run_family  # noqa: E402
 from kernels.splitk_gemm.spec import TASK, bytes_moved, flops, make_inputs, reference  # noqa: E402
@@ -56,6 +61,30 @@ def providers(limits: ChipLimits) -> dict:
     """name -> entry point ``fn(a, b, c)``."""
     return {"baseline": baseline.splitk_gemm, "tuned": lambda a, b, c: splitk_gemm(a, b, c, limits=limits),
             "cublas": cublas}
+
+
+#: The issue's targets for a kernel against cuBLAS: geomean speedup over the bench cases, and M of the cases where it
+#: must be faster (issue 17, "Must show").
+CUBLAS_GEOMEAN_TARGET = 0.9
+FASTER_THAN_CUBLAS_MAX_M = 16
+
+
+def load_candidate(path: str | Path):
+    """The entry point (``splitk_gemm``) of a candidate file.
+
+    Raises:
+        SystemExit: the file does not exist or defines no entry point (one line naming it).
+    """
+    path = Path(path)
+    if not path.is_file():
+        sys.exit(f"bench_splitk_gemm: candidate {path} does not exist")
+    spec = importlib.util.spec_from_file_location(f"candidate_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fn = getattr(module, TASK.entry_point, None)
+    if not callable(fn):
+        sys.exit(f"bench_splitk_gemm: candidate {path} defines no {TASK.entry_point}()")
+    return fn
 
 
 def previous_rule(limits: ChipLimits, m: int, n: int, k: int) -> FamilyConfig:
@@ -169,11 +198,15 @@ def time_provider(name: str, fn, sets: list, case: Case, expected, peaks, reps: 
     return row
 
 
-def bench_case(case: Case, limits: ChipLimits, peaks, reps: int, sweep: bool) -> list[dict]:
-    """Rows of the three providers (and the sweep's variants) on one case."""
+def bench_case(case: Case, limits: ChipLimits, peaks, reps: int, sweep: bool,
+               candidates: dict | None = None) -> list[dict]:
+    """Rows of the three providers, the `candidates` (name -> entry point; provider ``candidate:<name>``) and the
+    sweep's variants on one case."""
     sets = [make_inputs(case, 1000 + i, "cuda") for i in range(2)]
     expected = reference(sets[0])["c"]
     rows = [time_provider(name, fn, sets, case, expected, peaks, reps) for name, fn in providers(limits).items()]
+    rows += [time_provider(f"candidate:{name}", fn, sets, case, expected, peaks, reps)
+             for name, fn in (candidates or {}).items()]
     rows[1]["config"] = choose_config(limits, *(case.params[x] for x in "mnk"), TASK_DTYPE).to_dict()
     rows[1]["host_launcher_us"] = launcher_host_us(sets[0], limits)
     if sweep:
@@ -242,8 +275,52 @@ def markdown(rows: list[dict], cases: list[Case]) -> str:
     return "\n".join(lines)
 
 
-def run_check(out: str) -> int:
-    """CPU check: every provider's output within tolerance on `CHECK_CASES` (no timing); exit status 1 if not."""
+def _geomean(values: list[float]) -> float:
+    timed = [v for v in values if v == v]
+    return math.exp(sum(math.log(v) for v in timed) / len(timed)) if timed else math.nan
+
+
+def candidate_markdown(rows: list[dict], cases: list[Case]) -> str:
+    """Per candidate provider (``candidate:NAME``): a table case | baseline | cuBLAS | candidate (us, % of floor) |
+    vs baseline | vs cuBLAS, its geomeans, and one PASS/FAIL line per target against cuBLAS
+    (`CUBLAS_GEOMEAN_TARGET`; faster than cuBLAS on every case with M <= `FASTER_THAN_CUBLAS_MAX_M`)."""
+    by = {(r["case"], r["provider"]): r for r in rows}
+    names = list(dict.fromkeys(r["provider"] for r in rows if r["provider"].startswith("candidate:")))
+    lines = []
+    for provider in names:
+        name = provider.removeprefix("candidate:")
+        lines += [f"Candidate {name}:", "", "| case | baseline us (% floor) | cuBLAS us (% floor) | "
+                  f"{name} us (% floor) | vs baseline | vs cuBLAS |", "|---|---|---|---|---|---|"]
+        over_base, over_cublas, small = [], [], []
+        for case in cases:
+            b, c, x = (by.get((case.id, p), {}) for p in ("baseline", "cublas", provider))
+            ok = x.get("ok", False)
+            sb = b.get("time_us", math.nan) / x["time_us"] if "time_us" in x and ok else math.nan
+            sc = c.get("time_us", math.nan) / x["time_us"] if "time_us" in x and ok else math.nan
+            over_base.append(sb)
+            over_cublas.append(sc)
+            if case.params["m"] <= FASTER_THAN_CUBLAS_MAX_M:
+                small.append((case.id, sc))
+            lines.append(f"| {case.id} | {_cell(b)} | {_cell(c)} | {_cell(x)} | {_num(sb, '.2f', 'x')} "
+                         f"| {_num(sc, '.2f', 'x')} |")
+        geo_base, geo_cublas = _geomean(over_base), _geomean(over_cublas)
+        counted = sum(v == v for v in over_cublas)
+        lines += ["", f"Geomean speedup of {name} over baseline: {_num(geo_base, '.3f', 'x')}; over cuBLAS: "
+                  f"{_num(geo_cublas, '.3f', 'x')} ({counted} of {len(cases)} cases timed and correct)"]
+        verdict = "PASS" if counted == len(cases) and geo_cublas >= CUBLAS_GEOMEAN_TARGET else "FAIL"
+        lines.append(f"{verdict} {name}: geomean over cuBLAS {_num(geo_cublas, '.3f', 'x')} "
+                     f"(target >= {CUBLAS_GEOMEAN_TARGET}x)")
+        slower = [cid for cid, v in small if not v > 1.0]
+        verdict = "PASS" if small and not slower else "FAIL"
+        lines.append(f"{verdict} {name}: faster than cuBLAS on {len(small) - len(slower)} of {len(small)} cases "
+                     f"with M <= {FASTER_THAN_CUBLAS_MAX_M}" + (f" (not on {', '.join(slower)})" if slower else ""))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def run_check(out: str, candidates: dict | None = None) -> int:
+    """CPU check: every provider's (and candidate's) output within tolerance on `CHECK_CASES` (no timing); exit
+    status 1 if not."""
     limits = ChipLimits(num_compute_units=8, smem_per_block_kb=100.0, warp_size=32, max_threads_per_block=1024)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     rows = []
@@ -251,7 +328,8 @@ def run_check(out: str) -> int:
         case = TASK.case(case_id)
         args = make_inputs(case, 7, device)
         expected = reference(args)["c"]
-        for name, fn in providers(limits).items():
+        named = {**providers(limits), **{f"candidate:{n}": fn for n, fn in (candidates or {}).items()}}
+        for name, fn in named.items():
             ok, err = check_output(fn, args, expected)
             rows.append({"case": case.id, "provider": name, "ok": ok, "max_err": err})
     write_json(out, {"env": environment(), "mode": "check", "rows": rows})
@@ -269,20 +347,30 @@ def main() -> int:
     ap.add_argument("--cases", default="", help="comma-separated case ids (default: all bench cases)")
     ap.add_argument("--sweep", action="store_true", help="also time variants of the tuned configuration")
     ap.add_argument("--check", action="store_true", help="CPU-capable correctness check at tiny shapes, no timing")
+    ap.add_argument("--candidate", action="append", default=[], metavar="NAME=FILE",
+                    help="also time a candidate file's splitk_gemm as provider candidate:NAME (repeatable)")
     args = ap.parse_args()
+    candidates = {}
+    for spec in args.candidate:
+        name, sep, path = spec.partition("=")
+        if not sep or not name:
+            ap.error(f"--candidate {spec!r}: expected NAME=FILE")
+        candidates[name] = load_candidate(path)
     if args.check:
-        return run_check(args.out)
+        return run_check(args.out, candidates)
     profile = load_profile(args.chip)
     limits = ChipLimits.from_profile(profile)
     peaks = (profile.peak_flops("bf16"), profile.peak_bytes_per_s())
     cases = [TASK.case(c) for c in args.cases.split(",")] if args.cases else list(TASK.bench_cases)
     rows, t0 = [], time.time()
     for case in cases:
-        rows += bench_case(case, limits, peaks, args.reps, args.sweep)
+        rows += bench_case(case, limits, peaks, args.reps, args.sweep, candidates)
         print(f"benched {case.id} at {time.time() - t0:.0f}s", flush=True)
         write_json(args.out, {"env": environment(), "chip": args.chip, "limits": limits.__dict__,
                               "peaks_flops_bytes": peaks, "rows": rows})
     table = markdown(rows, cases)
+    if candidates:
+        table += "\n\n" + candidate_markdown(rows, cases)
     Path(args.out).with_suffix(".md").write_text(table + "\n")
     print(table)
     failed = [r for r in rows if not r.get("ok", False) and not r["provider"].startswith("variant:")]

@@ -28,8 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from hardware_profiles import load_profile  # noqa: E402
+from kernels.chip import ChipLimits  # noqa: E402
 from kernels.splitk_gemm import family, tuned  # noqa: E402
-from kernels.splitk_gemm.common import ChipLimits, check_inputs, limits_key  # noqa: E402
+from kernels.splitk_gemm.common import check_inputs  # noqa: E402
 from kernels.splitk_gemm.family import plan_launch, run_family  # noqa: E402
 from kernels.splitk_gemm.prepared import PreparedCall, call_key  # noqa: E402
 from kernels.splitk_gemm.spec import TASK  # noqa: E402
@@ -68,8 +69,8 @@ def case_row(case, limits: ChipLimits, calls: int) -> dict:
     a, b = torch.empty(m, k, dtype=torch.bfloat16), torch.empty(n, k, dtype=torch.bfloat16)
     c = torch.empty(m, n, dtype=torch.bfloat16)
     config = tuned.choose_config(limits, m, n, k, torch.bfloat16)
-    tuned._PREPARED[(limits_key(limits), call_key(a, b, c))] = prepared_for(config, a, b, c, limits)
-    family._PREPARED[(config, limits_key(limits), call_key(a, b, c))] = prepared_for(config, a, b, c, limits)
+    tuned._PREPARED[(limits, call_key(a, b, c))] = prepared_for(config, a, b, c, limits)
+    family._PREPARED[(config, limits, call_key(a, b, c))] = prepared_for(config, a, b, c, limits)
     row = {"case": case.id, "mode": "stream-K" if config.stream_k else f"{config.reduce_mode} x{config.split_k}",
            "tuned_us": per_call_us(lambda: tuned.splitk_gemm(a, b, c, limits=limits), calls),
            "run_family_us": per_call_us(lambda: run_family(config, a, b, c, limits=limits), calls),

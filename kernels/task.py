@@ -5,7 +5,7 @@ the task; ``agent/``, ``knowledge/`` and the verifier read it only through the o
 
 - `TaskSpec` (DESIGN.md, "Task spec"): entry point, seeded inputs, float32 reference, per-dtype tolerances,
   compulsory FLOPs/bytes (roofline floor), test and bench cases as data, random and hidden cases for the verifier,
-  the family's knobs.
+  the inputs the verifier redraws per timed call and perturbs in place, the family's knobs.
 - `KernelFamily` (`TaskSpec.family`): the optimized family as the agent searches it: features of a case read from
   tensor metadata, the dispatch class, the shared-memory footprint and fit of a configuration to the chip, the
   programs a launch has, the baseline kernel's structure as a family configuration.
@@ -227,6 +227,14 @@ class TaskSpec:
         dtype_case: ``(rng, dtype, small) -> Case``: a hidden case in input dtype `dtype` that the verifier adds
             when no other trial has that dtype (float32: compute must be IEEE float32). None: a random case with
             ``params["dtype"]`` replaced.
+        fresh_inputs: inputs the verifier redraws in place (standard-normal values of the same shape and dtype, into
+            the same storage, from a secret seed; names drawn in order from one generator) before every timed call
+            and in its perturbation trial, so that no two timed calls see the same values and an output replayed
+            from a cache keyed on pointers or shapes is caught. Name inputs for which standard-normal values are a
+            valid input of every case: the per-call activations (extend attention: ``q_extend``; split-K GEMM:
+            ``a``). Empty: timed calls reuse the values of their rotation sets.
+        negated_inputs: inputs the perturbation trial negates in place as well (extend attention: the values
+            ``v_extend``, ``v_buffer``); a name whose storage an earlier name already negated is skipped.
         knobs: the optimized family's knobs and their allowed values (the first value of a switch is the
             baseline's structure).
         family: the family as the agent searches it (`KernelFamily`); None for a task without a family.
@@ -250,6 +258,8 @@ class TaskSpec:
     bench_cases: tuple[Case, ...]
     random_case: Callable[..., Case]
     knobs: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    fresh_inputs: tuple[str, ...] = ()
+    negated_inputs: tuple[str, ...] = ()
     interpreter_tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
     hidden_cases: Callable[[random.Random, bool], tuple[tuple[str, Case], ...]] = _no_hidden_cases
     dtype_case: Callable[[random.Random, str, bool], Case] | None = None
@@ -295,6 +305,7 @@ class TaskSpec:
 #: imports torch), so that reading the registry costs nothing.
 TASK_MODULES: dict[str, str] = {
     "extend_attention": "kernels.extend_attention.spec",
+    "splitk_gemm": "kernels.splitk_gemm.spec",
 }
 
 #: The task commands use when none is named (``chiplore patterns``, ``chiplore demo``).

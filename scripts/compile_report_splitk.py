@@ -24,7 +24,7 @@ import triton  # noqa: E402
 from triton.backends.nvidia.compiler import get_ptxas  # noqa: E402
 
 from hardware_profiles import load_profile  # noqa: E402
-from kernels.splitk_gemm.common import ChipLimits  # noqa: E402
+from kernels.chip import ChipLimits  # noqa: E402
 from kernels.splitk_gemm.offline_compile import compile_config  # noqa: E402
 from kernels.splitk_gemm.spec import TASK  # noqa: E402
 from kernels.splitk_gemm.tuned import choose_config  # noqa: E402

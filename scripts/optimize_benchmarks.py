@@ -5,15 +5,19 @@
                                                              # the retrieval run's report to docs/example_run/
 
 RESULTS is the folder optimize_gpu.py wrote (``runs/<name>/state.json`` per run, ``kill_check.json``,
-``env.json``). A run's final geomean is over the cases of baseline time / best kernel time, the best kernel's time
-being the median of every timing of its code in the run. "Evaluations to 95% of the best configuration": the best
-configuration is the higher final geomean of the two optimize runs; for each run, the first evaluation whose
-accepted candidate measured at least 95% of that (None: never within its budget).
+``env.json``, and ``bench.md`` where the suite benched the runs' best kernels in one process, as
+``optimize-splitk`` does with benchmarks/bench_splitk_gemm.py). The runs' task is read from their state; the
+section is that task's (`section_title`). A run's final geomean is over the cases of baseline time / best kernel
+time, the best kernel's time being the median of every timing of its code in the run. "Evaluations to 95% of the
+best configuration": the best configuration is the higher final geomean of the two optimize runs; for each run, the
+first evaluation whose accepted candidate measured at least 95% of that (None: never within its budget).
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import importlib.util
 import json
 import math
 import re
@@ -23,7 +27,25 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+from kernels.task import DEFAULT_TASK, load_task  # noqa: E402
+
 SECTION = "## Agent loop: `chiplore optimize` on the H200 (issue 6)"
+
+
+def section_title(task: str) -> str:
+    """The BENCHMARKS.md section of a task's optimize runs: `SECTION` for the default task (extend attention)."""
+    return SECTION if task == DEFAULT_TASK else f"## Agent loop: `chiplore optimize {task}` on the H200"
+
+
+def baseline_summary(task: str) -> str:
+    """First clause of the task's baseline module docstring (up to its first comma or full stop), without a leading
+    ``Baseline:``."""
+    spec = importlib.util.find_spec(load_task(task).baseline_module)
+    doc = ast.get_docstring(ast.parse(Path(spec.origin).read_text())) or ""
+    first = doc.split("\n\n")[0].replace("\n", " ").split(". ")[0].split(", ")[0].rstrip(".")
+    return first.removeprefix("Baseline:").strip()
 
 
 def trajectory(state: dict[str, Any]) -> list[float]:
@@ -94,7 +116,10 @@ def summarize(*folders: Path) -> dict[str, Any]:
     kill_file, env_file = _first(folders_, "kill_check.json"), _first(folders_, "env.json")
     kill = json.loads(kill_file.read_text()) if kill_file else None
     env = json.loads(env_file.read_text()) if env_file else {}
-    return {"env": env, "runs": runs, "best_geomean_any_run": best, "kill_check": kill}
+    tasks = {s["config"]["task"] for s in states.values()}
+    bench = [f / "bench.md" for f in folders_ if (f / "bench.md").exists()]
+    return {"env": env, "task": tasks.pop() if len(tasks) == 1 else DEFAULT_TASK, "runs": runs,
+            "best_geomean_any_run": best, "kill_check": kill, "bench_md": [p.read_text() for p in bench]}
 
 
 def _f(value: float | None, fmt: str = "{:.2f}") -> str:
@@ -104,13 +129,14 @@ def _f(value: float | None, fmt: str = "{:.2f}") -> str:
 def markdown(summary: dict[str, Any], command: str) -> str:
     """The BENCHMARKS.md section."""
     env, runs = summary["env"], summary["runs"]
-    lines = [SECTION, "",
+    task = summary.get("task", DEFAULT_TASK)
+    lines = [section_title(task), "",
              f"Command: `{command}` (then `python scripts/optimize_benchmarks.py RESULTS --write`). "
              f"Date {env.get('date', '?')}, machine {env.get('device', '?')} x{env.get('gpus', '?')}, "
              f"commit {env.get('commit', '?')}, torch {env.get('torch', '?')}, triton {env.get('triton', '?')}. "
-             "H200 onboarded from `chiplore profile detect --as h200` and the shipped note "
+             f"Task `{task}`. H200 onboarded from `chiplore profile detect --as h200` and the shipped note "
              "`hardware_profiles/notes/h200.md`; empty findings store; offline pattern-guided proposer. Every "
-             "speedup is over the baseline (SGLang-structured Triton kernel) timed in the same run; every accepted "
+             f"speedup is over the baseline ({baseline_summary(task)}) timed in the same run; every accepted "
              "kernel passed the verifier.", ""]
     lines += ["| run | evaluations | accepted | failed verification | final geomean over baseline | "
               "evaluations to 95% of the best configuration | wall min | stop |",
@@ -144,21 +170,27 @@ def markdown(summary: dict[str, Any], command: str) -> str:
                   f"evaluations name ({k.get('findings_of_evaluations', '?')}); duplicated findings: "
                   f"{k['duplicated_findings']} (uninterrupted run: {k['uninterrupted_findings']} findings). "
                   f"{'PASS' if k['ok'] else 'FAIL'}.", ""]
-    lines += ["Example report of the run with retrieval: [docs/example_run/report.md](docs/example_run/report.md).",
-              ""]
+    for text in summary.get("bench_md", ()):
+        lines += ["Same-process bench of the baseline, cuBLAS and each run's best kernel (its report's "
+                  "`*_best_v*.py`), after the runs:", "", text.rstrip(), ""]
+    if task == DEFAULT_TASK:
+        lines += ["Example report of the run with retrieval: "
+                  "[docs/example_run/report.md](docs/example_run/report.md).", ""]
     return "\n".join(lines)
 
 
-def write(summary_md: str, results: list[Path]) -> None:
-    """Replace (or append) the section in BENCHMARKS.md; copy the retrieval run's report to docs/example_run/ without
-    its drop-in package (`chiplore report` generates that from the run; the tree keeps no copy of the kernels)."""
+def write(summary_md: str, results: list[Path], task: str = DEFAULT_TASK) -> None:
+    """Replace (or append) the task's section in BENCHMARKS.md; for the default task copy the retrieval run's report
+    to docs/example_run/ without its drop-in package (`chiplore report` generates that from the run; the tree keeps
+    no copy of the kernels)."""
     bench = ROOT / "BENCHMARKS.md"
     text = bench.read_text()
-    pattern = re.compile(re.escape(SECTION) + r".*?(?=\n## |\Z)", re.DOTALL)
-    text = pattern.sub(summary_md.rstrip() + "\n", text) if SECTION in text else text.rstrip() + "\n\n" + summary_md
+    title = section_title(task)
+    pattern = re.compile(re.escape(title) + r".*?(?=\n## |\Z)", re.DOTALL)
+    text = pattern.sub(summary_md.rstrip() + "\n", text) if title in text else text.rstrip() + "\n\n" + summary_md
     bench.write_text(text)
     report = _first(results, "runs/retrieval/report")
-    if report is not None:
+    if report is not None and task == DEFAULT_TASK:
         target = ROOT / "docs" / "example_run"
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(report, target, ignore=shutil.ignore_patterns("dropin", "sglang"))
@@ -174,7 +206,7 @@ def main() -> None:
     text = markdown(summary, args.command)
     print(text)
     if args.write:
-        write(text, args.results)
+        write(text, args.results, summary["task"])
     if not summary["runs"]:
         sys.exit(1)
 

@@ -3,11 +3,14 @@
     bash scripts/gpu.sh optimize:600         # = python scripts/optimize_gpu.py --out $OUT/optimize
     SUITE_ARGS_optimize="--part runs --minutes 9.3" bash scripts/gpu.sh optimize   # two device commands when
     SUITE_ARGS_optimize="--part kill --minutes 4" bash scripts/gpu.sh optimize     # verifying is slow
+    bash scripts/gpu.sh optimize-splitk:590  # --task splitk_gemm --part runs, then the bench (scripts/gpu.sh)
+
+``--task`` (default extend_attention) names the task every run optimizes.
 
 1. Onboard (CHIPLORE_HOME under a scratch folder): ``chiplore profile detect --as h200`` and
    ``chiplore onboard h200 hardware_profiles/notes/h200.md``; the home is then copied once per job, so every
    optimize run starts from an empty findings store.
-2. ``chiplore optimize extend_attention --chip h200 --max-evals 40`` (run ``retrieval``) and the same with
+2. ``chiplore optimize TASK --chip h200 --max-evals 40`` (run ``retrieval``) and the same with
    ``--no-retrieval`` (run ``no-retrieval``), each on its own GPU when there are several, with a wall-clock
    budget so the whole script ends within ``--minutes``.
 3. Kill check: run ``uninterrupted`` (``--max-evals K``) and run ``killed``: SIGKILL to its process group while
@@ -123,8 +126,9 @@ def onboard(base: Path, logs: Path) -> None:
     run_logged(cli("profile", "show", "h200"), env, logs / "onboard.log", timeout=60)
 
 
-def optimize_args(name: str, max_evals: int, budget_min: float | None, extra: list[str]) -> list[str]:
-    args = ["optimize", "extend_attention", "--chip", "h200", "--max-evals", str(max_evals), "--run-id", name,
+def optimize_args(name: str, max_evals: int, budget_min: float | None, extra: list[str],
+                  task: str = "extend_attention") -> list[str]:
+    args = ["optimize", task, "--chip", "h200", "--max-evals", str(max_evals), "--run-id", name,
             "--patience", str(max_evals), "--record-findings", *extra]
     if budget_min is not None:
         args += ["--budget-min", f"{budget_min:.2f}"]
@@ -157,16 +161,17 @@ def findings_of(home: Path, name: str, out: Path) -> list[str]:
         return []
 
 
-def kill_check(homes: dict[str, Path], gpus: tuple[str, str], k: int, out: Path) -> dict[str, object]:
+def kill_check(homes: dict[str, Path], gpus: tuple[str, str], k: int, out: Path,
+               task: str = "extend_attention") -> dict[str, object]:
     """Uninterrupted run of `k` evaluations next to one SIGKILLed mid-evaluation and resumed."""
     logs = out / "logs"
-    ref = start_logged(optimize_args("uninterrupted", k, None, []), env_for(homes["uninterrupted"], gpus[0]),
+    ref = start_logged(optimize_args("uninterrupted", k, None, [], task), env_for(homes["uninterrupted"], gpus[0]),
                        logs / "uninterrupted.log")
     if gpus[0] == gpus[1]:
         ref.wait()
     target = max(2, k // 2)
     env = env_for(homes["killed"], gpus[1])
-    proc = start_logged(optimize_args("killed", k, None, []), env, logs / "killed.log")
+    proc = start_logged(optimize_args("killed", k, None, [], task), env, logs / "killed.log")
     state_file = homes["killed"] / "runs" / "killed" / "state.json"
     hit = wait_for_pending(state_file, target, proc, timeout=600)
     if proc.poll() is None:
@@ -200,10 +205,11 @@ def kill_check(homes: dict[str, Path], gpus: tuple[str, str], k: int, out: Path)
     return result
 
 
-def safe_kill_check(homes: dict[str, Path], gpus: tuple[str, str], k: int, out: Path) -> dict[str, object]:
+def safe_kill_check(homes: dict[str, Path], gpus: tuple[str, str], k: int, out: Path,
+                    task: str = "extend_attention") -> dict[str, object]:
     """`kill_check`, with any failure recorded (logs under OUT/logs) instead of ending the script."""
     try:
-        return kill_check(homes, gpus, k, out)
+        return kill_check(homes, gpus, k, out, task)
     except Exception as exc:  # noqa: BLE001  the optimize runs' results must still be collected
         return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "max_evals": k}
 
@@ -211,6 +217,7 @@ def safe_kill_check(homes: dict[str, Path], gpus: tuple[str, str], k: int, out: 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--task", default="extend_attention", help="the task every run optimizes")
     parser.add_argument("--minutes", type=float, default=8.0, help="wall-clock budget of the whole script")
     parser.add_argument("--max-evals", type=int, default=40)
     parser.add_argument("--kill-evals", type=int, default=6)
@@ -241,7 +248,7 @@ def main() -> None:
     gpus = inherited.split(",") if inherited else [str(i) for i in range(int(env["gpus"]))]
     used = (time.monotonic() - t0) / 60
     if args.part == "kill":
-        kill = safe_kill_check(homes, (gpus[0], gpus[1 % len(gpus)]), args.kill_evals, out)
+        kill = safe_kill_check(homes, (gpus[0], gpus[1 % len(gpus)]), args.kill_evals, out, args.task)
     else:
         kill_gpus = (gpus[2], gpus[3] if len(gpus) >= 4 else gpus[2]) if len(gpus) >= 3 else None
         # with fewer than 3 GPUs the kill check runs after the optimize runs: keep ~3.3 min for it
@@ -255,18 +262,18 @@ def main() -> None:
                                  ("no-retrieval", ["--no-retrieval"], gpus[1 % len(gpus)])):
             if name not in wanted:
                 continue
-            p = start_logged(optimize_args(name, args.max_evals, max(budget, 0.5), extra), env_for(homes[name], gpu),
-                             out / "logs" / f"{name}.log")
+            p = start_logged(optimize_args(name, args.max_evals, max(budget, 0.5), extra, args.task),
+                             env_for(homes[name], gpu), out / "logs" / f"{name}.log")
             procs.append(p)
             if len(gpus) == 1:
                 p.wait()
         kill = None
         if args.part == "all" and kill_gpus is not None:
-            kill = safe_kill_check(homes, kill_gpus, args.kill_evals, out)
+            kill = safe_kill_check(homes, kill_gpus, args.kill_evals, out, args.task)
         for p in procs:
             p.wait()
         if args.part == "all" and kill is None:
-            kill = safe_kill_check(homes, (gpus[0], gpus[1 % len(gpus)]), args.kill_evals, out)
+            kill = safe_kill_check(homes, (gpus[0], gpus[1 % len(gpus)]), args.kill_evals, out, args.task)
     if kill is not None:
         (out / "kill_check.json").write_text(json.dumps(kill, indent=2))
     for name, home in homes.items():

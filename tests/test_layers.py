@@ -145,3 +145,88 @@ def test_nothing_below_the_cli_imports_it():
     bad = sorted((m, t) for m, targets in IMPORTS.items() if not m.startswith("agent.cli")
                  for t in targets if t == "agent.cli" or t.startswith("agent.cli."))
     assert not bad, bad
+
+
+def _documentation_strings(tree: ast.AST) -> set[int]:
+    """ids of the string constants that document: docstrings, and the ``help=`` / ``description=`` texts of CLI
+    options and tool parameters."""
+    out = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and body and \
+                isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            out.add(id(body[0].value))
+        if isinstance(node, ast.keyword) and node.arg in ("help", "description"):
+            out |= {id(n) for n in ast.walk(node.value) if isinstance(n, ast.Constant)}
+    return out
+
+
+def _task_mentions_in_code(path: Path, names: tuple[str, ...]) -> list[str]:
+    """Where a .py file names one of `names` outside comments and documentation: identifiers, attributes, import
+    names and string constants other than docstrings and help texts (``file:line name``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docs = _documentation_strings(tree)
+    hits = []
+    for node in ast.walk(tree):
+        texts = []
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            texts.append(node.value)
+        elif isinstance(node, ast.Name):
+            texts.append(node.id)
+        elif isinstance(node, ast.Attribute):
+            texts.append(node.attr)
+        elif isinstance(node, ast.alias):
+            texts.append(node.name)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            texts.append(node.module)
+        hits += [f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')} {n}" for t in texts for n in names
+                 if n in t]
+    return hits
+
+
+def test_outside_kernels_no_code_names_a_task():
+    """agent/, knowledge/ and ingest/ reach every task through the contract only: a registered task's name (or the
+    module of its spec) appears there in comments and documentation at most, never in code or data files
+    (issue 17: ``git grep extend_attention agent/ knowledge/ ingest/`` finds nothing but documentation)."""
+    from kernels.task import TASK_MODULES
+
+    names = tuple(TASK_MODULES)
+    assert {"extend_attention", "splitk_gemm"} <= set(names)
+    hits = []
+    for package in ("agent", "knowledge", "ingest"):
+        for path in sorted((ROOT / package).rglob("*")):
+            if not path.is_file() or "__pycache__" in path.parts or path.suffix in (".md", ".pyc"):
+                continue
+            if path.suffix == ".py":
+                hits += _task_mentions_in_code(path, names)
+            else:
+                text = path.read_text(encoding="utf-8", errors="replace")
+                hits += [f"{path.relative_to(ROOT)} {n}" for n in names if n in text]
+    assert not hits, f"task-specific names outside kernels/: {hits}"
+
+
+def _layout_picture() -> str:
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    section = text.split("## Layout: folders and the imports between them", 1)[1]
+    return section.split("```", 2)[1]
+
+
+def test_layout_picture_matches_the_packages_and_the_task_folders():
+    """docs/ARCHITECTURE.md's picture names the packages top to bottom in the reverse of the layer order checked
+    above (kernels apart, at the bottom), every registered task's folder, and for each task folder only modules and
+    files that exist in it."""
+    import re
+
+    from kernels.task import TASK_MODULES
+
+    picture = _layout_picture()
+    tops = [m.group(1) for m in re.finditer(r"^   ([a-z_]+)/", picture, re.MULTILINE)]
+    assert tops == list(reversed(PACKAGES[1:])) + ["kernels"], tops
+    blocks = re.findall(r"^ {13}([a-z_<>]+)/ +(.*(?:\n {32}.*)*)", picture, re.MULTILINE)
+    named = {folder: re.split(r",\s*", " ".join(body.split())) for folder, body in blocks}
+    tasks = {module.split(".")[1] for module in TASK_MODULES.values()}
+    assert tasks <= set(named), (tasks, set(named))
+    for task in tasks:
+        folder = ROOT / "kernels" / task
+        missing = [n for n in named[task] if not list(folder.glob(n if "." in n else f"{n}.py"))]  # family*: globs
+        assert not missing, f"kernels/{task}/ has no {missing} (docs/ARCHITECTURE.md layout picture)"

@@ -27,7 +27,16 @@ from agent.verifier import policy
 from agent.verifier.channel import MessageReader, write_message
 from agent.verifier.fs_isolation import gpu_device_paths, restrict_writes
 from agent.verifier.guard import STATE, FrameJudge, Guards, SandboxViolation, poison_free_memory
-from agent.verifier.plan import Plan, TimedCase, Trial, fresh_queries, input_digest, make_trial_inputs, perturb_inputs
+from agent.verifier.plan import (
+    Plan,
+    TimedCase,
+    Trial,
+    fresh_values,
+    input_digest,
+    make_trial_inputs,
+    perturb_inputs,
+    redraw_inputs,
+)
 from agent.verifier.signature import bind_call, expected_parameters
 from agent.verifier.timing import exposed_reps, gpu_timer, timed_reps, wall_timer
 from hardware_profiles.virtual import enter_partition
@@ -243,7 +252,7 @@ class Child:
     def run_trial(self, fn: types.FunctionType, trial: Trial) -> bool:
         if trial.kind == "perturb" and trial.base is not None:
             inputs = self.kept.pop(trial.base)
-            perturb_inputs(inputs, trial.perturb_seed)
+            perturb_inputs(self.task, inputs, trial.perturb_seed)
         else:
             inputs = make_trial_inputs(self.task, trial.case, trial.seed, self.device)
         if trial.id in self.bases:
@@ -281,7 +290,7 @@ class Child:
         last_seed: dict[int, int] = {}
 
         def refresh(args: dict[str, Any], i: int) -> None:
-            args["q_extend"].copy_(fresh_queries(args["q_extend"], timed.call_seeds[i]))
+            redraw_inputs(self.task, args, timed.call_seeds[i])
             last_seed[id(args)] = timed.call_seeds[i]
 
         self.send({"type": "case_begin", "case": timed.case.id})
@@ -296,7 +305,7 @@ class Child:
         problems = list(STATE.violations) + self.guards.after_call(threads, stream)
         for i, (s, c) in enumerate(zip(sets, clones)):
             if id(s) in last_seed:
-                c["q_extend"] = fresh_queries(s["q_extend"], last_seed[id(s)])
+                c.update(fresh_values(self.task, s, last_seed[id(s)]))
             problems += [f"input {k} of rotation set {i} was modified by the candidate (input mutation)"
                          for k, v in c.items() if not _bit_equal(v, s[k])]
         if problems:

@@ -270,7 +270,7 @@ class DynamicRun:
     def _perturbed(self, inputs: dict[str, Any], seed: int) -> Prepared:
         """A perturbation trial: its base trial's inputs edited in place, digested, and their reference (here, not
         prefetched: the edit needs the base trial judged first)."""
-        perturb_inputs(inputs, seed)
+        perturb_inputs(self.task, inputs, seed)
         return Prepared(inputs, input_digest(inputs, skip=(self.output,)), self.task.reference(inputs)[self.output])
 
     def _tolerance(self, dtype: str) -> Tolerance:

@@ -5,7 +5,11 @@ classification of Python frames as trusted, transparent or untrusted.
 third-party packages): Triton, the task's kernel modules and this harness are trusted; anything else (the
 candidate file, code it compiled) is not. Frames are classified by their code object's filename (a module's
 ``__file__`` is writable by the module, a code object's filename is not) and the result is cached per code object,
-so judging a frame is one dictionary lookup. Reading ``frame.f_code`` raises an audit event; the guards set
+so judging a frame is one dictionary lookup. One kind of code without a file is Triton's own: the argument binder
+each ``@triton.jit`` function builds with ``exec`` (``triton.runtime.jit.create_function_from_signature``: a
+function ``dynamic_func`` whose globals are Triton's namespace, holding ``triton.runtime.jit.JITCallable``). Its frames
+are trusted, judged per frame by their globals (a code object can be rebound to other globals; the globals dict
+of a frame cannot be chosen by code that may not call ``exec``). Reading ``frame.f_code`` raises an audit event; the guards set
 `SandboxState.in_guard` while they judge, so the audit hook returns at once for those.
 """
 
@@ -80,6 +84,7 @@ class FrameJudge:
         self._cache: dict[str, str] = {}
         self._by_code: dict[CodeType, str] = {}
         self._harness_code: dict[CodeType, bool] = {}
+        self._jit_callable = _triton_jit_callable()
 
     def kind(self, filename: str) -> str:
         """'trusted', 'transparent' or 'untrusted' for a module or code filename."""
@@ -108,6 +113,14 @@ class FrameJudge:
             found = self._by_code[code] = self.kind(code.co_filename)
         return found
 
+    def is_triton_binder(self, frame: FrameType) -> bool:
+        """Whether `frame` runs Triton's exec-built argument binder (``dynamic_func`` in Triton's namespace, whose
+        ``JITCallable`` is the installed Triton's class; source: triton/runtime/jit.py,
+        ``create_function_from_signature``, Triton 3.x)."""
+        code = frame.f_code
+        return (code.co_name == "dynamic_func" and code.co_filename == "<string>"
+                and self._jit_callable is not None and frame.f_globals.get("JITCallable") is self._jit_callable)
+
     def _classify(self, filename: str) -> str:
         if filename.startswith("<frozen"):
             return "transparent"
@@ -131,10 +144,19 @@ class FrameJudge:
             if frame is boundary:
                 return frame, "untrusted"
             kind = self.code_kind(frame.f_code)
+            if kind == "untrusted" and self.is_triton_binder(frame):
+                kind = "trusted"
             if kind != "transparent":
                 return frame, kind
             frame = frame.f_back
         return None, "trusted"
+
+
+def _triton_jit_callable() -> type | None:
+    """Triton's ``JITCallable`` class (None where this Triton has none)."""
+    from triton.runtime import jit
+
+    return getattr(jit, "JITCallable", None)
 
 
 def where(frame: FrameType | None) -> str:

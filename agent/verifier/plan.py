@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import torch
 
+from core.errors import BadInputError
 from kernels.task import Case, TaskSpec
 
 TrialKind = Literal["check", "perturb", "ablate"]
@@ -52,9 +53,10 @@ class Trial:
 
 @dataclass(frozen=True)
 class TimedCase:
-    """A bench case timed on rotated input sets. Before call i (warm-up calls first) the queries of the set in use
-    are regenerated in place from ``call_seeds[i]``, so no two calls see the same inputs; ``captures`` are the
-    secret (rep, set) pairs whose outputs are re-checked against references computed by the verifier."""
+    """A bench case timed on rotated input sets. Before call i (warm-up calls first) the task's fresh inputs
+    (`TaskSpec.fresh_inputs`) of the set in use are redrawn in place from ``call_seeds[i]``, so no two calls see
+    the same inputs; ``captures`` are the secret (rep, set) pairs whose outputs are re-checked against references
+    computed by the verifier."""
 
     case: Case
     seeds: tuple[int, ...]
@@ -144,13 +146,26 @@ def _selected(cases: tuple[Case, ...], ids: tuple[str, ...]) -> list[Case]:
     return [c for c in cases if not ids or c.id in ids]
 
 
+def _check_case_ids(task: TaskSpec, ids: tuple[str, ...]) -> None:
+    known = [c.id for c in task.bench_cases] + [c.id for c in task.test_cases]
+    unknown = [i for i in ids if i not in known]
+    if unknown:
+        raise BadInputError(f"case ids: {', '.join(unknown)} not a bench or test case of {task.name} "
+                            f"(known: {', '.join(known)})")
+
+
 def build_plan(task: TaskSpec, device: str, settings: PlanSettings, rng: random.Random | None = None) -> Plan:
     """Trials in the order the child runs them: a hidden random case, its in-place perturbation, the task's hidden
     cases (`TaskSpec.hidden_cases`; extend attention: large logits, a long prefix, a long extend), the bench and/or
     test cases, a hidden case in each of `REQUIRED_DTYPES` (`dtype_case`; on a GPU only if no trial so far uses
     it: there bench and random cases are bfloat16), more hidden random cases (one repeated with a new seed), the
     kernel ablation; then the timing plan: the bench cases (the selected test cases when no bench case is checked
-    -- a CPU protocol test); rotation set 0 reuses the case's trial seed."""
+    -- a CPU protocol test); rotation set 0 reuses the case's trial seed.
+
+    Raises:
+        BadInputError: `settings.case_ids` names a case that is neither a bench nor a test case of `task`.
+    """
+    _check_case_ids(task, settings.case_ids)
     rng = rng or secret_rng()
     trials: list[Trial] = []
 
@@ -249,22 +264,41 @@ def make_trial_inputs(task: TaskSpec, case: Case, seed: int, device: str | torch
     return task.make_inputs(case, seed, device, case.params.get("dtype"))
 
 
-def fresh_queries(q: torch.Tensor, seed: int) -> torch.Tensor:
-    """Standard-normal queries shaped and typed like `q`, deterministic in `seed` on a given device type."""
-    gen = torch.Generator(device=q.device).manual_seed(seed)
-    return torch.randn(q.shape, generator=gen, device=q.device, dtype=torch.float32).to(q.dtype)
+def fresh_values(task: TaskSpec, inputs: Mapping[str, Any], seed: int) -> dict[str, torch.Tensor]:
+    """Fresh standard-normal values of the task's `TaskSpec.fresh_inputs`, ``{name: tensor}`` shaped and typed like
+    ``inputs[name]``: one generator seeded with `seed` on the inputs' device draws them in the order named, so the
+    values are deterministic in `seed` on a given device type (the parent and the child draw the same)."""
+    out: dict[str, torch.Tensor] = {}
+    gen = None
+    for name in task.fresh_inputs:
+        like = inputs[name]
+        if gen is None:
+            gen = torch.Generator(device=like.device).manual_seed(seed)
+        out[name] = torch.randn(like.shape, generator=gen, device=like.device, dtype=torch.float32).to(like.dtype)
+    return out
 
 
-def perturb_inputs(inputs: dict[str, Any], seed: int) -> None:
-    """Edit inputs in place (same storages, same pointers): fresh q values and negated v.
+def redraw_inputs(task: TaskSpec, inputs: dict[str, Any], seed: int) -> None:
+    """Copy `fresh_values` into the task's fresh inputs in place (same storages, same pointers)."""
+    for name, values in fresh_values(task, inputs, seed).items():
+        inputs[name].copy_(values)
+
+
+def perturb_inputs(task: TaskSpec, inputs: dict[str, Any], seed: int) -> None:
+    """Edit inputs in place (same storages, same pointers): the task's fresh inputs redrawn (`redraw_inputs`) and its
+    `TaskSpec.negated_inputs` negated (each storage once: a name whose storage an earlier one negated is skipped).
 
     Deterministic in `seed` on a given device type; the parent applies it to its own copy. A candidate that
     replays an output cached on pointers or shapes keeps the old answer and fails.
     """
-    inputs["q_extend"].copy_(fresh_queries(inputs["q_extend"], seed))
-    inputs["v_extend"].neg_()
-    if inputs["v_buffer"].untyped_storage().data_ptr() != inputs["v_extend"].untyped_storage().data_ptr():
-        inputs["v_buffer"].neg_()
+    redraw_inputs(task, inputs, seed)
+    negated: set[int] = set()
+    for name in task.negated_inputs:
+        tensor = inputs[name]
+        storage = tensor.untyped_storage().data_ptr()
+        if storage not in negated:
+            tensor.neg_()
+            negated.add(storage)
 
 
 _INT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}

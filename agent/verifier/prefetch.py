@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from agent.verifier.plan import Plan, TimedCase, TimingPlan, Trial, fresh_queries, input_digest, make_trial_inputs
+from agent.verifier.plan import Plan, TimedCase, TimingPlan, Trial, fresh_values, input_digest, make_trial_inputs
 from kernels.task import TaskSpec
 
 
@@ -47,13 +47,13 @@ def prepare_trial(task: TaskSpec, trial: Trial, device: torch.device, output: st
 
 def prepare_rotation_set(task: TaskSpec, timing: TimingPlan, timed: TimedCase, s: int, device: torch.device,
                          output: str, into: TimingReferences) -> None:
-    """Digest of rotation set `s` of `timed`, and references of its captured calls (the set with the queries of
-    that call), into `into`."""
+    """Digest of rotation set `s` of `timed`, and references of its captured calls (the set with the fresh inputs
+    of that call, `plan.fresh_values`), into `into`."""
     inputs = make_trial_inputs(task, timed.case, timed.seeds[s], device)
     into.digests[(timed.case.id, s)] = input_digest(inputs, skip=(output,))
     for rep, _ in [c for c in timed.captures if c[1] == s]:
-        q = fresh_queries(inputs["q_extend"], timed.call_seeds[timing.warmup + rep])
-        into.refs[(timed.case.id, rep)] = task.reference({**inputs, "q_extend": q})[output]
+        fresh = fresh_values(task, inputs, timed.call_seeds[timing.warmup + rep])
+        into.refs[(timed.case.id, rep)] = task.reference({**inputs, **fresh})[output]
 
 
 class TrialPrefetcher:

@@ -10,9 +10,9 @@ log-sum-exp a second kernel merges (Flash-Decoding, Dao et al. 2023). The rule:
 
 with cap = `MAX_SPLITS`, or `MAX_COMPUTE_BOUND_SPLITS` for a compute-bound call (more than `COMPUTE_BOUND_ROWS`
 query rows per sequence after GQA packing), and 1 without a prefix. Source: BENCHMARKS.md, 'Kernel sweeps' (H200,
-bf16): decode and speculative verify are fastest at 2 splits (spec-verify 473 us against 559 us at 1 and 513 us at
-4), chunked prefill (512 programs on 132 SMs) 2168 -> 2060 us with 2 splits, while the mixed batch (1024 programs,
-about 8 per SM) slows 665 -> 807 us with 2.
+bf16): decode and speculative verify run fastest with split-KV 2-4 (sweep 3), chunked prefill (512 programs on 132
+SMs) 2168 -> 2060 us with 2 splits, while the mixed batch (1024 programs, about 8 per SM) slows from 659.8 us (its
+best) to 807 us with 2.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Pieces shared by the baseline and the family: argument checks, chip limits, the matrix-product tile.
+"""Pieces shared by the baseline and the family: argument checks, reading a chip limit, the matrix-product tile.
 
 The product is ``C[M, N] = A[M, K] @ B[N, K]^T`` (weights in the [N, K] layout of ``torch.nn.Linear``), float32
 accumulation, output in the input dtype.
@@ -7,13 +7,12 @@ accumulation, output in the input dtype.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 import triton
 import triton.language as tl
 
-from kernels.chip import ChipLimits as SharedChipLimits
+from kernels.chip import ChipLimits, ChipLimitsUnset
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 #: Input dtype names of cases -> torch dtypes.
@@ -24,9 +23,6 @@ DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch
 #: throughput (the same cap as the extend-attention kernels' FLOAT32_TILE_CAP, whose offline sm_90 compiles took
 #: 3-4 s at 32x32 tiles against 29-115 s at 64x128).
 FLOAT32_TILE_CAP = (32, 32, 32, 2)
-
-#: The chip limits the family reads (the attributes of a limits object; DESIGN.md, "HardwareProfile").
-LIMIT_NAMES = ("num_compute_units", "smem_per_block_kb", "warp_size", "max_threads_per_block")
 
 
 @dataclass(frozen=True)
@@ -71,47 +67,19 @@ def check_inputs(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> Problem:
     return Problem(m, n, k, a.dtype)
 
 
-@dataclass(frozen=True)
-class ChipLimits:
-    """The chip limits the family reads; None = unknown for this chip (never a default borrowed from another).
-
-    Any object with these attributes serves as limits; this one is built from a chip profile by `from_profile`.
-    """
-
-    num_compute_units: int | None = None
-    smem_per_block_kb: float | None = None
-    warp_size: int | None = None
-    max_threads_per_block: int | None = None
-
-    @staticmethod
-    def from_profile(profile: Any) -> ChipLimits:
-        """From any object with ``get(name)`` returning a number or None (a HardwareProfile)."""
-        values = {name: profile.get(name) for name in LIMIT_NAMES}
-        return ChipLimits(**{name: None if v is None else (float(v) if name == "smem_per_block_kb" else int(v))
-                             for name, v in values.items()})
-
-
-def require_limit(limits: Any, name: str) -> float:
-    """``limits.<name>`` as a number, from any object with the `LIMIT_NAMES` attributes (e.g. built from a chip
-    profile). The profile is the one source of chip limits: nothing is read from the device or assumed.
+def require_limit(limits: ChipLimits | None, name: str) -> float:
+    """``limits.<name>`` (a field of `kernels.chip.ChipLimits`, built from the chip profile, where every limit is
+    known). The profile is the one source of chip limits: nothing is read from the device or assumed.
 
     Raises:
-        ValueError: `limits` is None, lacks `name`, or its value is None (unknown for this chip).
+        kernels.chip.ChipLimitsUnset: `limits` is None (none given and none set for the process); the message names
+            the limit the call needs.
     """
-    value = None if limits is None else getattr(limits, name, None)
-    if value is None:
-        where = "no chip limits were given" if limits is None else f"{name} is unknown (None) in the chip limits"
-        raise ValueError(f"splitk_gemm: chip limit {name} is needed but {where}; pass limits built from the chip "
-                         f"profile (attributes {', '.join(LIMIT_NAMES)})")
-    return value
-
-
-def limits_key(limits: Any) -> Any:
-    """Hashable form of a limits object: a `ChipLimits` (this module's or `kernels.chip`'s) itself (frozen: its
-    values never change), else the tuple of its `LIMIT_NAMES` values (None where unknown); () for no limits."""
-    if type(limits) in (ChipLimits, SharedChipLimits):
-        return limits
-    return tuple(getattr(limits, name, None) for name in LIMIT_NAMES) if limits is not None else ()
+    if limits is None:
+        raise ChipLimitsUnset(
+            f"splitk_gemm: chip limit {name} is needed but no chip limits were given; pass limits=ChipLimits(...) "
+            f"built from the chip profile, or set them for the process with kernels.chip.set_chip_limits")
+    return getattr(limits, name)
 
 
 def input_precision(dtype: torch.dtype) -> str:

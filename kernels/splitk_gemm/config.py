@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from kernels.chip import ChipLimits
 from kernels.splitk_gemm.common import FLOAT32_TILE_CAP, Problem, require_limit
 
 MAX_SPLIT_K = 64
@@ -93,12 +94,12 @@ def cap_float32(config: FamilyConfig, dtype: torch.dtype) -> FamilyConfig:
                    block_k=min(config.block_k, cap_k), num_stages=min(config.num_stages, cap_stages))
 
 
-def fit_to_limits(config: FamilyConfig, prob: Problem, limits: Any) -> FamilyConfig:
+def fit_to_limits(config: FamilyConfig, prob: Problem, limits: ChipLimits | None) -> FamilyConfig:
     """`config` within the chip's limits: float32 tiles capped at `FLOAT32_TILE_CAP`; num_warps * warp_size <=
     max_threads_per_block; tiles shrunk by `shrink_once` until `smem_footprint_kb` <= smem_per_block_kb.
 
     Raises:
-        ValueError: a limit it needs (smem_per_block_kb, warp_size, max_threads_per_block) is unknown.
+        kernels.chip.ChipLimitsUnset: `limits` is None.
     """
     config = cap_float32(config, prob.dtype)
     max_warps = int(require_limit(limits, "max_threads_per_block") // require_limit(limits, "warp_size"))

@@ -5,20 +5,21 @@ split into chunks computed by separate programs; 0 = sized from the chip's compu
 fused_reduce and atomic (how the splits' float32 partials are summed: `FamilyConfig.reduce_mode`,
 `family_kernels`), group_m (L2 swizzle of the tile order), num_warps, num_stages (software-pipelining depth of the
 A/B loads) and stream_k (instead of a grid of tiles x splits, one program per compute unit, each with an equal
-share of all tiles' K-iterations). Chip limits come as an explicit object (attributes `common.LIMIT_NAMES`, built
-from the chip profile); a limit a call needs that is unknown is an error naming it. Every launch is free of host
-synchronization, and partials live in preallocated workspaces reused across calls (`workspace.py`).
+share of all tiles' K-iterations). Chip limits are a `kernels.chip.ChipLimits` built from the chip profile (the
+`limits` argument, else the process's); a call that needs one without any limits given is an error naming it.
+Every launch is free of host synchronization, and partials live in preallocated workspaces reused across calls
+(`workspace.py`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from triton.runtime.errors import OutOfResources
 
-from kernels.splitk_gemm.common import ChipLimits, Problem, check_inputs, limits_key
+from kernels.chip import ChipLimits, chip_limits_if_set
+from kernels.splitk_gemm.common import Problem, check_inputs
 from kernels.splitk_gemm.config import FamilyConfig, cap_float32, fit_to_limits, shrink_once, smem_footprint_kb
 from kernels.splitk_gemm.dispatch import call_class
 from kernels.splitk_gemm.family_kernels import ATOMIC, FUSED, WORKSPACE
@@ -41,11 +42,11 @@ class LaunchPlan:
     stream_k: bool
 
 
-def plan_launch(config: FamilyConfig, prob: Problem, limits: Any) -> LaunchPlan:
+def plan_launch(config: FamilyConfig, prob: Problem, limits: ChipLimits | None) -> LaunchPlan:
     """The `LaunchPlan` of `config` (fitted to `limits` when given, else float32-capped only) for `prob`.
 
     Raises:
-        ValueError: a limit it needs is unknown.
+        kernels.chip.ChipLimitsUnset: `limits` is None and the plan needs one (split_k = 0, stream-K).
     """
     config = fit_to_limits(config, prob, limits) if limits is not None else cap_float32(config, prob.dtype)
     iterations = k_iterations(config, prob)
@@ -63,26 +64,29 @@ _PREPARED: dict[tuple, PreparedCall] = {}
 
 
 def run_family(config: FamilyConfig, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor,
-               limits: Any = None) -> torch.Tensor:
+               limits: ChipLimits | None = None) -> torch.Tensor:
     """``c = a @ b.T`` with the family at `config`; writes `c` in place and returns it.
 
     Args:
         a: [M, K], b: [N, K] (weights in the ``torch.nn.Linear`` layout), c: [M, N]; one dtype (float16,
             bfloat16, float32 with IEEE float32 dots), any strides. float32 accumulation, one rounding to c's dtype.
-        limits: chip limits (attributes `common.LIMIT_NAMES`, from the chip profile). With limits the tiles are
-            fitted to them (`fit_to_limits`); without, `config` runs as given (float32 tiles capped). split_k=0
-            and stream-K need num_compute_units. A configuration Triton refuses for resources (`OutOfResources`
-            at compile time) is shrunk by `shrink_once` and launched again; the first that compiles is remembered.
+        limits: the chip's `kernels.chip.ChipLimits` (from its profile); default: the process's
+            (`kernels.chip.set_chip_limits`), if set. With limits the tiles are fitted to them (`fit_to_limits`);
+            without, `config` runs as given (float32 tiles capped). split_k=0 and stream-K need num_compute_units.
+            A configuration Triton refuses for resources (`OutOfResources` at compile time) is shrunk by
+            `shrink_once` and launched again; the first that compiles is remembered.
     The first call of a signature (`prepared.call_key`: shapes, strides, dtypes, devices, alignment) checks and
     plans; later calls of that signature replay its `PreparedCall`.
 
     Raises:
-        ValueError: wrong rank, shape, dtype or device; a needed chip limit is unknown.
+        ValueError: wrong rank, shape, dtype or device.
+        kernels.chip.ChipLimitsUnset: no limits (given or set) where `config` needs one.
         triton.runtime.errors.OutOfResources: not even the smallest tiles compile.
     """
+    limits = limits if limits is not None else chip_limits_if_set()
     key = None
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and isinstance(c, torch.Tensor):
-        key = (config, limits_key(limits), call_key(a, b, c))
+        key = (config, limits, call_key(a, b, c))
         prepared = _PREPARED.get(key)
         if prepared is not None:
             prepared(a, b, c)
@@ -94,7 +98,7 @@ def run_family(config: FamilyConfig, a: torch.Tensor, b: torch.Tensor, c: torch.
 
 
 def prepare_and_launch(config: FamilyConfig, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor,
-                       limits: Any) -> PreparedCall | None:
+                       limits: ChipLimits | None) -> PreparedCall | None:
     """Check the call, plan `config` for it, launch, and return the `PreparedCall` that launched (None when M or N
     is 0: nothing to launch). Shrinks the configuration on OutOfResources (`run_family`).
 

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any
 
 import triton
 
+from kernels.chip import ChipLimits
 from kernels.splitk_gemm.common import Problem, require_limit
 from kernels.splitk_gemm.config import MAX_SPLIT_K, FamilyConfig, smem_footprint_kb
 from kernels.splitk_gemm.family_kernels import REDUCE_UNROLL
@@ -173,7 +173,7 @@ def split_candidates(config: FamilyConfig, prob: Problem) -> list[int]:
 SPLIT_MARGIN = 0.05
 
 
-def auto_split_k(config: FamilyConfig, prob: Problem, limits: Any) -> int:
+def auto_split_k(config: FamilyConfig, prob: Problem, limits: ChipLimits | None) -> int:
     """Split-K factor of a call: the fewest splits among `split_candidates` whose `tiles_time` on the chip's compute
     units is within `SPLIT_MARGIN` of the least. Skinny calls (few tiles, long K) split until tiles x splits fill
     the units; a grid that fills them keeps one split unless splitting evens out its last wave by more than the
@@ -182,7 +182,7 @@ def auto_split_k(config: FamilyConfig, prob: Problem, limits: Any) -> int:
     axes leave units idle), with wave quantization as in FlashAttention-2's num_splits heuristic.
 
     Raises:
-        ValueError: num_compute_units unknown.
+        kernels.chip.ChipLimitsUnset: `limits` is None.
     """
     units = int(require_limit(limits, "num_compute_units"))
     times = {splits: tiles_time(config, prob, splits, units) for splits in split_candidates(config, prob)}
@@ -190,12 +190,12 @@ def auto_split_k(config: FamilyConfig, prob: Problem, limits: Any) -> int:
     return min(splits for splits, modeled in times.items() if modeled <= least * (1 + SPLIT_MARGIN))
 
 
-def program_count(config: FamilyConfig, prob: Problem, limits: Any) -> int:
+def program_count(config: FamilyConfig, prob: Problem, limits: ChipLimits | None) -> int:
     """Programs launched by the main kernel of ``run_family(config)``: tiles x splits, or for stream-K
     `stream_k_programs` (the tile schedule when K = 0).
 
     Raises:
-        ValueError: a limit it needs (num_compute_units for split_k=0 or stream-K) is unknown.
+        kernels.chip.ChipLimitsUnset: `limits` is None where a limit is needed (split_k=0 or stream-K).
     """
     tiles, iterations = tile_count(config, prob), k_iterations(config, prob)
     if config.stream_k and iterations > 0:

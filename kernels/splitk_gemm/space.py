@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kernels.chip import ChipLimits
 from kernels.splitk_gemm.baseline import baseline_tiles
-from kernels.splitk_gemm.common import DTYPES, ChipLimits, Problem
+from kernels.splitk_gemm.common import DTYPES, Problem
 from kernels.splitk_gemm.config import FamilyConfig, smem_footprint_kb
 from kernels.splitk_gemm.dispatch import dispatch_class
 from kernels.splitk_gemm.family import plan_launch
@@ -76,8 +77,10 @@ class SplitKGemmFamily:
 
     def programs(self, config: Mapping[str, Any] | None, features: GemmShape, chip: Any) -> int:
         """Programs of the main kernel: the baseline's tiles (config None), or `family.plan_launch` of `config` on
-        the chip's limits (fitted; split_k = 0 and stream-K sized from the compute units). A limit the plan needs
-        that the chip lacks raises ValueError naming it, as the kernel would."""
+        the chip's limits (fitted; split_k = 0 and stream-K sized from the compute units).
+
+        Raises:
+            kernels.chip.UnknownChipLimit: a limit is unknown in `chip`, naming the field."""
         prob = features.problem()
         if config is None or prob.m == 0 or prob.n == 0:
             block_m, block_n, _, _, _ = baseline_tiles(prob)
@@ -99,6 +102,15 @@ class SplitKGemmFamily:
 
     def defaults(self) -> dict[str, Any]:
         return FamilyConfig().to_dict()
+
+    def candidate_limits(self, chip: Any) -> dict[str, Any]:
+        """The chip's `kernels.chip.ChipLimits` from its profile, ``{field: value}``: a candidate passes them to every
+        `run_family` call, so its tiles are fitted and split_k = 0 / stream-K sized for the chip it was written for.
+
+        Raises:
+            kernels.chip.UnknownChipLimit: a limit is unknown in `chip`, naming the field.
+        """
+        return {k: v for k, v in ChipLimits.from_profile(chip).to_dict().items() if k != "chip"}
 
 
 FAMILY = SplitKGemmFamily()

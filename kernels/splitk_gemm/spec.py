@@ -1,4 +1,5 @@
-"""Task spec for split-K GEMM: seeded inputs, reference, tolerances, roofline FLOPs/bytes, cases, knobs.
+"""Task spec for split-K GEMM: seeded inputs, reference, tolerances, roofline FLOPs/bytes, cases, and the plug-in
+parts (`kernels.task`): family, formula variables, hidden cases, candidate template, catalog, drop-in.
 
 ``C[M, N] = A[M, K] @ B[N, K]^T`` (weights in the ``torch.nn.Linear`` [N, K] layout), float32 accumulation,
 output in the input dtype. Entry point ``splitk_gemm(a, b, c)``, writing ``c`` in place and returning it.
@@ -7,15 +8,19 @@ output in the input dtype. Entry point ``splitk_gemm(a, b, c)``, writing ``c`` i
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import torch
 
-from kernels.splitk_gemm.cases import BENCH_CASES, TEST_CASES, full_params, random_case
+from kernels.splitk_gemm import variables
+from kernels.splitk_gemm.cases import BENCH_CASES, TEST_CASES, full_params, hidden_cases, random_case
 from kernels.splitk_gemm.common import DTYPES
 from kernels.splitk_gemm.reference import reference_gemm
-from kernels.splitk_gemm.space import KNOBS
-from kernels.task import Case, TaskSpec, Tolerance
+from kernels.splitk_gemm.space import FAMILY, KNOBS
+from kernels.task import Case, DropIn, FormulaVariables, TaskFiles, TaskSpec, Tolerance
+
+_HERE = Path(__file__).resolve().parent
 
 
 def _dtype(dtype: str | torch.dtype) -> torch.dtype:
@@ -88,11 +93,11 @@ TOLERANCES = {
     "float32": Tolerance(atol=1e-4, rtol=1e-4),
 }
 
-#: The report's drop-in package for this task (the plug-in contract's DropIn fields): a module with the task's
-#: ``splitk_gemm(a, b, c)``, in place of ``torch.nn.functional.linear(x, weight)`` for bias-free skinny layers.
-DROPIN = {"package": "chiplore_splitk_gemm",
-          "summary": "Split-K GEMM c = a @ b.T for skinny (decode / small-batch) linear layers, tuned by chiplore.",
-          "replaces": "torch.nn.functional.linear(x, weight, out=c)  # bias-free, weight [N, K]"}
+#: The report's drop-in package: a module with the task's ``splitk_gemm(a, b, c)``, in place of
+#: ``torch.nn.functional.linear(x, weight)`` for bias-free skinny layers.
+DROPIN = DropIn(package="chiplore_splitk_gemm",
+                summary="Split-K GEMM c = a @ b.T for skinny (decode / small-batch) linear layers, tuned by chiplore.",
+                replaces="torch.nn.functional.linear(x, weight, out=c)  # bias-free, weight [N, K]")
 
 TASK = TaskSpec(
     name="splitk_gemm",
@@ -109,4 +114,12 @@ TASK = TaskSpec(
     bench_cases=BENCH_CASES,
     random_case=random_case,
     knobs=KNOBS,
+    fresh_inputs=("a",),
+    negated_inputs=("b",),
+    hidden_cases=hidden_cases,
+    family=FAMILY,
+    variables=FormulaVariables(variables=variables.VARIABLES, functions=variables.FUNCTIONS,
+                               values=variables.case_values, bind=variables.bind),
+    files=TaskFiles(candidate_template=_HERE / "candidate.py.j2", catalog=_HERE / "catalog.yaml"),
+    dropin=DROPIN,
 )

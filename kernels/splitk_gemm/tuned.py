@@ -1,21 +1,21 @@
 """The optimized entry point: picks a `FamilyConfig` from the chip limits and the call's sizes.
 
 The rules are written over quantities of the call (M, N, K, dtype) and of the chip (compute units, shared memory
-per block, threads per block), never over benchmark case names. The chip limits are an explicit object built from
-the chip profile (`set_chip_limits` or the `limits` argument); nothing is read from the device.
+per block, threads per block), never over benchmark case names. The chip limits are a `kernels.chip.ChipLimits`
+built from the chip profile: the `limits` argument, else the process's (`kernels.chip.set_chip_limits` /
+`kernels.chip.chip_limits`); nothing is read from the device.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any
 
 import torch
 import triton
 
-from kernels.chip import chip_limits_if_set
-from kernels.splitk_gemm.common import Problem, check_inputs, limits_key, require_limit
+from kernels.chip import ChipLimits, limits_or_current
+from kernels.splitk_gemm.common import Problem, check_inputs, require_limit
 from kernels.splitk_gemm.config import FamilyConfig, fit_to_limits
 from kernels.splitk_gemm.family import prepare_and_launch
 from kernels.splitk_gemm.prepared import PreparedCall, call_key
@@ -29,18 +29,11 @@ CHOICE_MARGIN = 0.03
 #: (BLOCK_N, BLOCK_K) weight tiles the rule compares, first the one it keeps on near-ties.
 TILE_CANDIDATES = ((128, 128), (128, 64), (64, 128), (128, 256), (64, 64), (64, 256))
 
-_CHIP_LIMITS: list[Any] = [None]
 #: PreparedCall per (chip limits, call signature) of the tuned entry point.
 _PREPARED: dict[tuple, PreparedCall] = {}
 
 
-def set_chip_limits(limits: Any) -> None:
-    """Chip limits used by `splitk_gemm` calls that pass none: any object with the attributes num_compute_units,
-    smem_per_block_kb, warp_size, max_threads_per_block (from the chip profile; None = unknown). None clears."""
-    _CHIP_LIMITS[0] = limits
-
-
-def choose_config(limits: Any, m: int, n: int, k: int, dtype: torch.dtype) -> FamilyConfig:
+def choose_config(limits: ChipLimits, m: int, n: int, k: int, dtype: torch.dtype) -> FamilyConfig:
     """Family configuration for a call A [m, k] @ B[n, k]^T of `dtype` on a chip with `limits`: the least modeled
     time (`schedule`: bytes of one compute unit's bandwidth share) over these choices.
 
@@ -59,7 +52,7 @@ def choose_config(limits: Any, m: int, n: int, k: int, dtype: torch.dtype) -> Fa
     Source: the schedule model (kernels/splitk_gemm/schedule.py), fitted to the H200 sweep of the bench cases.
 
     Raises:
-        ValueError: a limit the rules need is unknown (None) in `limits`.
+        kernels.chip.ChipLimitsUnset: `limits` is None.
     """
     prob = Problem(m, n, k, dtype)
     units = int(require_limit(limits, "num_compute_units"))
@@ -76,7 +69,7 @@ def choose_config(limits: Any, m: int, n: int, k: int, dtype: torch.dtype) -> Fa
     return best
 
 
-def _schedules(tiles: FamilyConfig, prob: Problem, limits: Any, units: int) -> list[tuple[FamilyConfig, float]]:
+def _schedules(tiles: FamilyConfig, prob: Problem, limits: ChipLimits, units: int) -> list[tuple[FamilyConfig, float]]:
     """(configuration, modeled time) of the schedules of `tiles`: the split grid with a fused reduction, with a
     reduce kernel, and stream-K (its time divided by `STREAM_K_BELOW`)."""
     out = []
@@ -90,23 +83,24 @@ def _schedules(tiles: FamilyConfig, prob: Problem, limits: Any, units: int) -> l
     return out
 
 
-def splitk_gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, limits: Any = None) -> torch.Tensor:
+def splitk_gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, limits: ChipLimits | None = None) -> torch.Tensor:
     """Optimized ``c = a @ b.T``; same arguments, semantics and errors as the baseline
     (`kernels.splitk_gemm.baseline.splitk_gemm`). Writes `c` in place and returns it.
 
     Shapes: a [M, K], b [N, K] (``torch.nn.Linear`` weight layout), c [M, N]; one dtype (float16, bfloat16, or
     float32 with IEEE float32 dots); float32 accumulation, one rounding to c's dtype. Deterministic: two calls on the
-    same inputs give bitwise equal outputs. `limits` (default: those of `set_chip_limits`, else the process's
-    `kernels.chip` limits) are the chip's limits. The first call of a signature (`prepared.call_key`) checks,
-    chooses and plans; later ones replay its launches.
+    same inputs give bitwise equal outputs. `limits` (`kernels.chip.ChipLimits`; default: the process's,
+    `kernels.chip.current_chip_limits`) are the chip's limits. The first call of a signature (`prepared.call_key`)
+    checks, chooses and plans; later ones replay its launches.
 
     Raises:
-        ValueError: wrong rank, shape, dtype or device; no chip limits, or one the rules need is unknown.
+        ValueError: wrong rank, shape, dtype or device.
+        kernels.chip.ChipLimitsUnset: no `limits` given and none set for the process.
     """
-    limits = _default_limits(limits)
+    limits = limits_or_current(limits)
     key = None
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and isinstance(c, torch.Tensor):
-        key = (limits_key(limits), call_key(a, b, c))
+        key = (limits, call_key(a, b, c))
         prepared = _PREPARED.get(key)
         if prepared is not None:
             prepared(a, b, c)
@@ -121,15 +115,8 @@ def splitk_gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, limits: Any =
     return c
 
 
-def _default_limits(limits: Any) -> Any:
-    """`limits`, else those of `set_chip_limits`, else the process's chip limits (`kernels.chip`: what the
-    verifier's children set); None when none is set."""
-    if limits is not None:
-        return limits
-    return _CHIP_LIMITS[0] if _CHIP_LIMITS[0] is not None else chip_limits_if_set()
-
-
-def prepared_call(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, limits: Any = None) -> PreparedCall | None:
-    """The `PreparedCall` the tuned entry point replays for a call of this signature, if one was made (for
-    benchmarks that time its parts)."""
-    return _PREPARED.get((limits_key(_default_limits(limits)), call_key(a, b, c)))
+def prepared_call(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor,
+                  limits: ChipLimits | None = None) -> PreparedCall | None:
+    """The `PreparedCall` the tuned entry point replays for a call of this signature on `limits` (default: the
+    process's), if one was made (for benchmarks that time its parts)."""
+    return _PREPARED.get((limits_or_current(limits), call_key(a, b, c)))

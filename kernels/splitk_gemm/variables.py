@@ -14,7 +14,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from kernels.splitk_gemm.common import DTYPES, ChipLimits, Problem
+from kernels.chip import ChipLimits
+from kernels.splitk_gemm.common import DTYPES, Problem
 from kernels.splitk_gemm.config import FamilyConfig
 from kernels.splitk_gemm.schedule import stream_k_time, tile_count, tiles_time
 from kernels.splitk_gemm.tuned import choose_config

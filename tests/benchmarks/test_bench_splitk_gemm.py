@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.bench_splitk_gemm import CHECK_CASES, markdown
+from benchmarks.bench_splitk_gemm import CHECK_CASES, candidate_markdown, markdown
 from kernels.splitk_gemm.spec import TASK
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -16,12 +16,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_check_mode_runs_every_provider_within_tolerance(tmp_path):
     out = tmp_path / "check.json"
+    candidate = ROOT / "kernels" / "splitk_gemm" / "baseline.py"  # any file defining splitk_gemm(a, b, c)
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_splitk_gemm.py"), "--check", "--out",
-                           str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+                           str(out), "--candidate", f"run={candidate}"], capture_output=True, text=True, timeout=600,
+                          cwd=ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = json.loads(out.read_text())["rows"]
     assert {(r["case"], r["provider"]) for r in rows} == {
-        (c, p) for c in CHECK_CASES for p in ("baseline", "tuned", "cublas")}
+        (c, p) for c in CHECK_CASES for p in ("baseline", "tuned", "cublas", "candidate:run")}
     assert all(r["ok"] for r in rows) and all("time_us" not in r for r in rows), "the CPU check times nothing"
 
 
@@ -66,3 +68,27 @@ def test_host_overhead_script_times_every_bench_case(tmp_path):
     rows = json.loads(out.read_text())["rows"]
     assert [r["case"] for r in rows] == [c.id for c in TASK.bench_cases]
     assert all(r[name] > 0 for r in rows for name in ("tuned_us", "run_family_us", "call_key_us"))
+
+
+def test_a_missing_candidate_is_one_clear_error(tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_splitk_gemm.py"), "--check", "--out",
+                           str(tmp_path / "x.json"), "--candidate", f"run={tmp_path / 'none.py'}"],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 1 and "none.py does not exist" in proc.stderr
+
+
+def test_candidate_table_geomeans_and_cublas_targets():
+    by_m = {c.params["m"]: c for c in TASK.bench_cases}
+    small, big = by_m[1], by_m[128]  # M = 1 is held to "faster than cuBLAS", M = 128 only to the geomean
+    rows = [_row(small.id, "baseline", 40.0), _row(small.id, "cublas", 12.0), _row(small.id, "candidate:r", 10.0),
+            _row(big.id, "baseline", 90.0), _row(big.id, "cublas", 30.0), _row(big.id, "candidate:r", 40.0)]
+    table = candidate_markdown(rows, [small, big])
+    assert f"over baseline: {math.sqrt(4.0 * 2.25):.3f}x; over cuBLAS: {math.sqrt(1.2 * 0.75):.3f}x (2 of 2" in table
+    assert f"PASS r: geomean over cuBLAS {math.sqrt(1.2 * 0.75):.3f}x (target >= 0.9x)" in table
+    assert "PASS r: faster than cuBLAS on 1 of 1 cases with M <= 16" in table
+    rows[2] = _row(small.id, "candidate:r", 13.0)
+    table = candidate_markdown(rows, [small, big])
+    assert f"FAIL r: geomean over cuBLAS {math.sqrt(12 / 13 * 0.75):.3f}x" in table
+    assert f"FAIL r: faster than cuBLAS on 0 of 1 cases with M <= 16 (not on {small.id})" in table
+    rows[2] = _row(small.id, "candidate:r", 10.0, ok=False)  # a wrong output counts as no time
+    assert "(1 of 2 cases timed and correct)" in candidate_markdown(rows, [small, big])

@@ -12,17 +12,22 @@ TASK_CATALOG = load_task("extend_attention").files.catalog
 
 SEEDED = {"split_kv", "preallocated_workspace", "metadata_lengths", "multi_query_blocks", "tile_sizing",
           "software_pipelining", "warp_count", "int64_indexing", "persistent_grid", "pregather_tma"}
+#: Patterns that only split-K GEMM's catalog part defines.
+GEMM_ONLY = {"fused_split_reduce"}
 BOTTLENECKS = {"memory-bound", "compute-bound", "occupancy", "launch-overhead"}
 
 
 def test_packaged_catalog_covers_the_techniques():
     cat = load_catalog()
-    assert {p.id for p in cat.patterns} == SEEDED
+    assert {p.id for p in cat.patterns} == SEEDED | GEMM_ONLY
     assert BOTTLENECKS <= {b.id for b in cat.bottlenecks}
-    knobs = set(load_task("extend_attention").knobs)
-    for p in cat.patterns_for("extend_attention"):
-        assert p.sources and p.addresses, p.id
-        assert set(p.knobs) <= knobs, p.id
+    for task in ("extend_attention", "splitk_gemm"):
+        knobs = set(load_task(task).knobs)
+        for p in cat.patterns_for(task):
+            assert p.sources and p.addresses, (task, p.id)
+            assert set(p.knobs) <= knobs, (task, p.id)
+    assert GEMM_ONLY & {p.id for p in cat.patterns_for("splitk_gemm")} == GEMM_ONLY
+    assert not GEMM_ONLY & {p.id for p in cat.patterns_for("extend_attention")}
     assert cat.pattern("split_kv", "extend_attention").knobs == {"num_splits": "num_splits"}
     assert cat.pattern("multi_query_blocks", "extend_attention").knobs == {"pack_gqa": "pack_gqa", "block_m": "block_m"}
     # generic sources of the idea plus the task's own (SGLang's split-KV decode)

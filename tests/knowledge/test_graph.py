@@ -78,7 +78,7 @@ def test_truncated_or_tampered_file_is_rebuilt(tmp_path):
     raw = path.read_bytes()
     path.write_bytes(raw[: len(raw) // 2])
     g = PatternGraph.load(path)
-    assert g.stats()["nodes.pattern"] == 10 and g.stats()["nodes.finding"] == 0
+    assert g.stats()["nodes.pattern"] == len(load_catalog().patterns) and g.stats()["nodes.finding"] == 0
     assert PatternGraph.load(path).stats() == g.stats()  # the rebuilt file is valid
     doc = json.loads(path.read_text())
     doc["payload"]["nodes"][0]["type"] = "tampered"
@@ -100,7 +100,7 @@ def test_unwritable_location_still_loads(tmp_path):
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the graph folder should be")
     g = PatternGraph.load(blocker / "graph.json")  # rebuilt in memory, saving skipped
-    assert g.stats()["nodes.pattern"] == 10
+    assert g.stats()["nodes.pattern"] == len(load_catalog().patterns)
     with pytest.raises(StoreError, match="cannot write"):
         g.save(blocker / "graph.json")
     assert blocker.read_text().startswith("a file")
@@ -183,6 +183,31 @@ def test_sigkill_at_random_times_leaves_a_loadable_graph(tmp_path):
         assert proc.returncode == -signal.SIGKILL
         reported = [int(x.split()[1]) for x in rest.splitlines() if x.startswith("saved")]
         g = PatternGraph.load(path)
-        assert g.stats()["nodes.pattern"] == 10
+        assert g.stats()["nodes.pattern"] == len(load_catalog().patterns)
         if reported:
             assert reported[-1] <= len(g.finding_ids()) <= reported[-1] + 1
+
+
+def _gemm_finding(i: int, speedup: float) -> dict:
+    f = Finding(chip="h200", task="splitk_gemm", case_id="m1-n4096-k14336", case_class="decode",
+                patterns=("split_kv",), parameters={"split_k": 0, "block_m": 16},
+                baseline_time_us=100.0 * speedup, candidate_time_us=100.0, verdict_stage="pass",
+                verdict_id=f"g{i}", run_id="run-g", date="2026-12-01", accepted=True)
+    return f.record({"num_compute_units": 132.0, "smem_per_block_kb": 227.0, "bw_per_flop": 0.0034,
+                     "warp_size": 32.0})
+
+
+def test_split_k_is_one_pattern_node_applied_to_both_tasks_with_their_own_rules():
+    """split_kv names split-K too: each task applies it with its own rules and knob (extend attention: the prefix
+    split, num_splits; GEMM: the K split, split_k), and a finding of either task is evidence on the one node."""
+    catalog = load_catalog()
+    applied = {task: catalog.pattern("split_kv", task) for task in ("extend_attention", "splitk_gemm")}
+    assert set(applied["extend_attention"].knobs) == {"num_splits"} and set(applied["splitk_gemm"].knobs) == {"split_k"}
+    assert {"grid", "tiles", "split"} <= set(applied["extend_attention"].rules)
+    assert set(applied["splitk_gemm"].rules) == {"gemm_tiles", "gemm_split"}
+    g = PatternGraph.build(catalog, [_finding(0, speedup=4.0), _gemm_finding(0, speedup=3.0)])
+    assert {"extend_attention/split", "splitk_gemm/gemm_split"} <= set(g.related("split_kv", "requires"))
+    evidence = [e for e in g.evidence("split_kv") if e.kind == "finding"]
+    assert {e.task for e in evidence} == {"extend_attention", "splitk_gemm"} and all(e.supports for e in evidence)
+    gemm = [e for e in g.evidence("split_kv", task="splitk_gemm") if e.kind == "finding"]
+    assert len(gemm) == 1 and gemm[0].log_gain == pytest.approx(math.log(3.0))  # one pattern: the whole ln 3

@@ -87,8 +87,8 @@ def test_h200_parameters_differ(graph):
     assert (split.parameters["resident_min"], split.parameters["resident_max"]) == (1, 3)
     merge = 8 * 256 * 32 * (128 + 1) / bytes_moved(case)
     times = {s: _split_time(512, 132, [1, 2, 3], s, merge, 4096 / 128) for s in (1, 2, 4, 8, 16)}
-    # 2 splits (ceil(4 x 132 / 512)): also the best measured on an H200 (BENCHMARKS.md, 'Kernel sweeps': 473 us
-    # vs 559 us at 1, 513 at 4) and the split the modeled time prefers
+    # 2 splits (ceil(4 x 132 / 512)): within the split-KV 2-4 measured best on an H200 (BENCHMARKS.md, 'Kernel
+    # sweeps', sweep 3) and the split the modeled time prefers
     assert split.knobs == {"num_splits": 2} == {"num_splits": min(times, key=times.get)}
     assert split.prior_gain == pytest.approx(times[1] / times[2])
     assert split.knob_sources == {"num_splits": "rule"} and split.applicable

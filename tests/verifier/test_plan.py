@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 import torch
 
 from agent.verifier.plan import (
@@ -24,9 +25,11 @@ from kernels.extend_attention.cases import (
     adversarial_case,
     long_prefix_case,
 )
+from core.errors import BadInputError
 from kernels.task import load_task
 
 TASK = load_task("extend_attention")
+EXTEND, GEMM = TASK, load_task("splitk_gemm")
 CPU = PlanSettings(include_test_cases=True, include_bench_cases=False, random_cases=3, small=True, timing=False)
 GPU = PlanSettings(include_test_cases=False, include_bench_cases=True, random_cases=2, small=False, timing=True,
                    reps=7, rotations=2)
@@ -128,15 +131,45 @@ def test_perturbation_is_in_place_deterministic_and_moves_the_reference():
     a = make_trial_inputs(TASK, case, 5, "cpu")
     ptrs = {k: v.data_ptr() for k, v in a.items() if isinstance(v, torch.Tensor)}
     before = TASK.reference(a)["o_extend"]
-    perturb_inputs(a, 99)
+    perturb_inputs(TASK, a, 99)
     assert ptrs == {k: v.data_ptr() for k, v in a.items() if isinstance(v, torch.Tensor)}
     b = make_trial_inputs(TASK, case, 5, "cpu")
-    perturb_inputs(b, 99)
+    perturb_inputs(TASK, b, 99)
     assert input_digest(a) == input_digest(b)
     assert (TASK.reference(a)["o_extend"] - before).abs().max() > 0.1
 
 
 def test_perturbation_of_mla_views_stays_consistent():
     a = make_trial_inputs(TASK, TASK.case("mla-576-512"), 5, "cpu")
-    perturb_inputs(a, 1)
+    perturb_inputs(TASK, a, 1)
     assert torch.equal(a["v_extend"], a["k_extend"][..., :512])
+
+
+def test_gemm_perturbation_redraws_a_and_negates_b_in_place():
+    gemm = load_task("splitk_gemm")
+    case = gemm.case("a-transposed")  # a is a transposed view: the redraw writes through its strides
+    inputs = make_trial_inputs(gemm, case, 5, "cpu")
+    ptrs = {k: (v.data_ptr(), v.stride()) for k, v in inputs.items()}
+    a0, b0 = inputs["a"].clone(), inputs["b"].clone()
+    before = gemm.reference(inputs)["c"]
+    perturb_inputs(gemm, inputs, 7)
+    assert ptrs == {k: (v.data_ptr(), v.stride()) for k, v in inputs.items()}
+    assert torch.equal(inputs["b"], -b0) and not torch.equal(inputs["a"], a0)
+    gen = torch.Generator().manual_seed(7)
+    assert torch.equal(inputs["a"], torch.randn(a0.shape, generator=gen).to(a0.dtype))
+    assert (gemm.reference(inputs)["c"] - before).abs().max() > 0.1
+
+
+@pytest.mark.parametrize("task", [EXTEND, GEMM], ids=["extend_attention", "splitk_gemm"])
+def test_an_unknown_case_id_is_one_error_naming_it(task):
+    """A misspelt case id used to drop the case silently (the GPU test timed one of its two cases)."""
+    known = task.bench_cases[0].id
+    with pytest.raises(BadInputError, match=r"case ids: no-such-case not a bench or test case of " + task.name):
+        build_plan(task, "cpu", _only(known, "no-such-case"))
+    plan = build_plan(task, "cpu", _only(known))
+    assert [t.case.id for t in plan.trials if t.label == "bench case"] == [known]
+
+
+def _only(*ids: str) -> PlanSettings:
+    return PlanSettings(include_test_cases=False, include_bench_cases=True, random_cases=1, small=True, timing=False,
+                        case_ids=ids)

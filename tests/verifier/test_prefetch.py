@@ -19,7 +19,7 @@ from agent.verifier.plan import (
     Plan,
     PlanSettings,
     build_plan,
-    fresh_queries,
+    fresh_values,
     input_digest,
     make_trial_inputs,
     perturb_inputs,
@@ -74,8 +74,9 @@ def test_prefetched_trials_and_timing_references_equal_the_serial_ones(device):
                 assert timing.digests[(timed.case.id, s)] == input_digest(inputs, skip=(OUT,))
                 for rep, s2 in timed.captures:
                     if s2 == s:
-                        q = fresh_queries(inputs["q_extend"], timed.call_seeds[plan.timing.warmup + rep])
-                        ref = TASK.reference({**inputs, "q_extend": q})[OUT]
+                        fresh = fresh_values(TASK, inputs, timed.call_seeds[plan.timing.warmup + rep])
+                        assert set(fresh) == {"q_extend"}
+                        ref = TASK.reference({**inputs, **fresh})[OUT]
                         assert torch.equal(timing.refs[(timed.case.id, rep)], ref)
         assert len(timing.refs) == sum(len(t.captures) for t in plan.timing.cases)
     finally:
@@ -177,7 +178,7 @@ class FakeChild:
                 raise ChildTimeout()
             if trial.kind == "perturb":
                 inputs = kept.pop(trial.base)
-                perturb_inputs(inputs, trial.perturb_seed)
+                perturb_inputs(TASK, inputs, trial.perturb_seed)
             else:
                 inputs = make_trial_inputs(TASK, trial.case, trial.seed, self.device)
             kept[trial.id] = inputs

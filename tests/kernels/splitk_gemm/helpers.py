@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import torch
 
-from kernels.splitk_gemm.common import ChipLimits
+from kernels.chip import ChipLimits
 from kernels.splitk_gemm.spec import TASK, make_inputs, reference
 
 #: Limits of a small chip for interpreter runs (few units, so skinny test shapes split).

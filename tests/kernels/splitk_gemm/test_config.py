@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from hardware_profiles import load_profile
+from kernels.chip import ChipLimits, ChipLimitsUnset, UnknownChipLimit, chip_limits, set_chip_limits
 from kernels.splitk_gemm import workspace
-from kernels.splitk_gemm.common import ChipLimits, Problem
+from kernels.splitk_gemm.common import Problem
 from kernels.splitk_gemm.config import FamilyConfig, fit_to_limits, shrink_once, smem_footprint_kb
 from kernels.splitk_gemm.family import plan_launch, run_family
 from kernels.splitk_gemm.schedule import (
@@ -25,13 +26,13 @@ from kernels.splitk_gemm.schedule import (
     tiles_time,
     weighted_stage_bytes,
 )
+from kernels.splitk_gemm.space import FAMILY
 from kernels.splitk_gemm.spec import TASK, make_inputs
 from kernels.splitk_gemm.tuned import (
     CHOICE_MARGIN,
     STREAM_K_BELOW,
     TILE_CANDIDATES,
     choose_config,
-    set_chip_limits,
     splitk_gemm,
 )
 from tests.kernels.splitk_gemm.helpers import SMALL_CHIP, check_impl
@@ -176,31 +177,36 @@ def test_program_counts():
 
 
 @pytest.mark.parametrize("missing", ["num_compute_units", "smem_per_block_kb", "warp_size", "max_threads_per_block"])
-def test_unknown_limit_is_an_error_naming_it(missing):
-    limits = ChipLimits(**{**H200.__dict__, missing: None})
-    with pytest.raises(ValueError, match=missing):
-        choose_config(limits, 1, 4096, 4096, torch.bfloat16)
+def test_unknown_limit_in_the_profile_is_an_error_naming_it(missing):
+    profile = {**{k: v for k, v in H200.to_dict().items() if k != "chip"}, missing: None}
+    with pytest.raises(UnknownChipLimit, match=missing):
+        FAMILY.programs(dict(split_k=0), FAMILY.features(TASK.case("m1-n4096-k4096")), profile)
 
 
 def test_no_limits_is_an_error_for_the_tuned_entry_point():
     args = make_inputs(TASK.case("odd-3x13x37"))
-    set_chip_limits(None)
-    with pytest.raises(ValueError, match="no chip limits were given"):
-        splitk_gemm(**args)
+    previous = set_chip_limits(None)
+    try:
+        with pytest.raises(ChipLimitsUnset, match="set_chip_limits"):
+            splitk_gemm(**args)
+    finally:
+        set_chip_limits(previous)
 
 
 def test_auto_split_needs_compute_units():
     args = make_inputs(TASK.case("odd-3x13x37"))
-    with pytest.raises(ValueError, match="num_compute_units"):
-        run_family(FamilyConfig(split_k=0), **args)
-
-
-def test_set_chip_limits_is_used(device):
-    set_chip_limits(SMALL_CHIP)
+    previous = set_chip_limits(None)
     try:
-        check_impl(splitk_gemm, TASK.case("decode-1x80x257"), device)
+        with pytest.raises(ChipLimitsUnset, match="num_compute_units"):
+            run_family(FamilyConfig(split_k=0), **args)
     finally:
-        set_chip_limits(None)
+        set_chip_limits(previous)
+
+
+def test_the_process_chip_limits_are_used(device):
+    with chip_limits(SMALL_CHIP):
+        check_impl(splitk_gemm, TASK.case("decode-1x80x257"), device)
+        check_impl(lambda **args: run_family(FamilyConfig(split_k=0), **args), TASK.case("decode-1x80x257"), device)
 
 
 @pytest.mark.parametrize("bad, message", [

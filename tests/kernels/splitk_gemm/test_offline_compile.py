@@ -33,7 +33,7 @@ CONFIGS = {
 
 def _compile_report() -> dict:
     """Per config: shared memory (KiB) against the model, cubin size, and PTX instruction counts."""
-    from kernels.splitk_gemm.common import ChipLimits
+    from kernels.chip import ChipLimits
     from kernels.splitk_gemm.config import FamilyConfig, smem_footprint_kb
     from kernels.splitk_gemm.offline_compile import compile_config, unordered_accesses
 

@@ -13,7 +13,7 @@ import torch
 import yaml
 
 from hardware_profiles import load_profile
-from kernels.splitk_gemm.common import ChipLimits
+from kernels.chip import ChipLimits, UnknownChipLimit
 from kernels.splitk_gemm.config import FamilyConfig, smem_footprint_kb
 from kernels.splitk_gemm.dispatch import call_class
 from kernels.splitk_gemm.family import plan_launch
@@ -85,7 +85,7 @@ def test_structure_config_is_the_baselines_structure_and_fits():
 
 # --- candidate template --------------------------------------------------------------------------------------------
 
-def _render(table: dict, limits: ChipLimits | None) -> str:
+def _render(table: dict, limits: ChipLimits) -> str:
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              keep_trailing_newline=True)
     template = env.from_string((FOLDER / "candidate.py.j2").read_text())
@@ -93,7 +93,7 @@ def _render(table: dict, limits: ChipLimits | None) -> str:
     configs = [(k, ", ".join(f"{n}={v!r}" for n, v in cfg.items())) for k, cfg in table.items()]
     return template.render(header=header, configs=configs, family_module=FAMILY.module, ridge=None,
                            signature="a, b, c", call_args="a=a, b=b, c=c", entry_point=TASK.entry_point,
-                           limits=limits.__dict__ if limits else None)
+                           limits={k: v for k, v in limits.to_dict().items() if k != "chip"})
 
 
 def _load(source: str, tmp_path: Path):
@@ -114,10 +114,13 @@ def test_rendered_candidate_runs_its_table(tmp_path, device):
         check_impl(fn, TASK.case(case_id), device)
 
 
-def test_rendered_candidate_without_limits_fails_clearly_where_it_needs_them(tmp_path, device):
-    fn = _load(_render({"m16-deep": dict(split_k=0)}, None), tmp_path)
-    with pytest.raises(ValueError, match="num_compute_units"):
-        fn(**make_inputs(TASK.case("decode-1x80x257"), device=device))
+def test_candidate_limits_are_the_profiles_and_an_unknown_one_is_named():
+    assert FAMILY.candidate_limits(H200) == dict(num_compute_units=132, smem_per_block_kb=227.0, warp_size=32,
+                                                 max_threads_per_block=1024)
+    known = {"num_compute_units": 36, "smem_per_block_kb": 64.0, "warp_size": 32, "max_threads_per_block": 1024}
+    for missing in known:
+        with pytest.raises(UnknownChipLimit, match=missing):
+            FAMILY.candidate_limits({**known, missing: None})
 
 
 # --- catalog --------------------------------------------------------------------------------------------------------

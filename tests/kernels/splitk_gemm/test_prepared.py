@@ -11,7 +11,6 @@ import torch
 
 from kernels.launch import DirectLaunch
 from kernels.splitk_gemm import family, splitk_gemm, tuned, workspace
-from kernels.splitk_gemm.common import limits_key
 from kernels.splitk_gemm.config import FamilyConfig
 from kernels.splitk_gemm.family import run_family
 from kernels.splitk_gemm.family_kernels import _reduce_kernel
@@ -76,7 +75,7 @@ def test_a_replay_takes_the_pool_buffers_again_after_the_pool_grew(device):
     run = functools.partial(run_family, config, limits=SMALL_CHIP)
     check_impl(run, CASE, device)
     args = _args(device)
-    prepared = family._PREPARED[(config, limits_key(SMALL_CHIP), call_key(args["a"], args["b"], args["c"]))]
+    prepared = family._PREPARED[(config, SMALL_CHIP, call_key(args["a"], args["b"], args["c"]))]
     first = prepared._held[2]
     check_impl(run, type(CASE)("big", {"m": 48, "n": 200, "k": 300, "dtype": "float16"}, 1), device)
     check_impl(run, CASE, device)

@@ -12,9 +12,10 @@ import random
 import pytest
 import torch
 
+from kernels.chip import ChipLimits
 from kernels.splitk_gemm import baseline, splitk_gemm
 from kernels.splitk_gemm.cases import hidden_cases
-from kernels.splitk_gemm.common import ChipLimits, Problem
+from kernels.splitk_gemm.common import Problem
 from kernels.splitk_gemm.config import FamilyConfig
 from kernels.splitk_gemm.family import plan_launch, run_family
 from kernels.splitk_gemm.spec import TASK, make_inputs

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from hardware_profiles import load_profile
+from kernels.chip import ChipLimits
 from kernels.splitk_gemm import baseline, splitk_gemm, workspace
-from kernels.splitk_gemm.common import ChipLimits
 from kernels.splitk_gemm.config import FamilyConfig
 from kernels.splitk_gemm.family import run_family
 from kernels.splitk_gemm.spec import TASK, make_inputs

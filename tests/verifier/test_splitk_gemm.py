@@ -1,0 +1,101 @@
+"""The verifier on the second task, split-K GEMM (CPU, Triton interpreter): the baseline passes; cheats adapted to
+GEMM (tests/verifier/splitk_gemm_cheats/) are rejected at their stage, also with the static stage skipped; the
+timing plan's per-call redraw (`TaskSpec.fresh_inputs`: GEMM's ``a``) gives the references the parent checks.
+
+The corpus of tests/verifier/corpus.py is extend attention's (one task per corpus file); these are GEMM's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from agent.verifier import Verifier, VerifyOptions
+from agent.verifier.plan import PlanSettings, build_plan, fresh_values, input_digest, make_trial_inputs
+from agent.verifier.prefetch import TrialPrefetcher
+from hardware_profiles import load_profile
+from kernels.task import load_task
+
+ROOT = Path(__file__).resolve().parents[2]
+CHEATS = Path(__file__).resolve().parent / "splitk_gemm_cheats"
+TASK = load_task("splitk_gemm")
+S, R, M = "static_rejected", "runtime_error", "mismatch"
+
+pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="CPU verifier run (Triton interpreter)")
+
+#: (cheat file stem, stage with every layer, stage with the static stage skipped, reason of the latter)
+GEMM_CHEATS = (
+    ("torch_matmul", S, R, "forbidden torch operation"),
+    ("partial_columns", M, M, "NaN/inf"),
+    ("k_tail_dropped", M, M, "outside |got-expected|"),
+    ("ptr_cache", S, M, "did not move"),
+    ("sampled_rows", M, M, "outside |got-expected|"),
+    ("no_split_reduce", M, M, "outside |got-expected|"),
+    ("global_shape", S, M, "outside |got-expected|"),
+)
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    with Verifier("splitk_gemm", load_profile("h200"), VerifyOptions(device="cpu", timeout_s=300)) as v:
+        yield v
+
+
+def _verify(verifier: Verifier, path: Path, **options):
+    verifier.options = VerifyOptions(device="cpu", timeout_s=300, **options)
+    return verifier.verify(path)
+
+
+def test_every_cheat_file_is_listed():
+    assert {p.stem for p in CHEATS.glob("*.py")} == {name for name, *_ in GEMM_CHEATS}
+
+
+def test_baseline_passes(verifier):
+    verdict = _verify(verifier, ROOT / "kernels" / "splitk_gemm" / "baseline.py")
+    assert verdict.stage == "pass", verdict.summary()
+    checked = set(verdict.errors)
+    assert {c.id for c in TASK.test_cases} <= checked
+    assert any(c.startswith("hidden-long-k-") for c in checked) and any(c.startswith("hidden-odd-tail-")
+                                                                       for c in checked)
+
+
+@pytest.mark.parametrize("name, full, dynamic, reason", GEMM_CHEATS, ids=[c[0] for c in GEMM_CHEATS])
+def test_gemm_cheat_is_rejected(verifier, name, full, dynamic, reason):
+    verdict = _verify(verifier, CHEATS / f"{name}.py")
+    assert verdict.stage == full, verdict.summary()
+    if full != S:
+        assert any(reason in r for r in verdict.reasons), verdict.summary()
+    alone = _verify(verifier, CHEATS / f"{name}.py", skip_static=True)
+    assert alone.stage == dynamic, alone.summary()
+    assert any(reason in r for r in alone.reasons), alone.summary()
+
+
+def test_timing_references_use_the_redrawn_activations():
+    """On a GPU the child redraws ``a`` before every timed call; the parent's references of the captured calls are
+    the product of those redrawn activations with the set's weights (computed here independently)."""
+    settings = PlanSettings(include_test_cases=True, include_bench_cases=False, random_cases=1, small=True,
+                            timing=True, reps=4, rotations=2, case_ids=("odd-3x13x37", "n80-k100"))
+    plan = build_plan(TASK, "cpu", settings)
+    assert plan.timing is not None
+    fetcher = TrialPrefetcher(TASK, plan, torch.device("cpu"), "c").start()
+    try:
+        for trial in [t for t in plan.trials if t.kind != "perturb"]:
+            fetcher.take(trial)
+        timing = fetcher.finish()
+        for timed in plan.timing.cases:
+            for rep, s in timed.captures:
+                inputs = make_trial_inputs(TASK, timed.case, timed.seeds[s], "cpu")
+                assert timing.digests[(timed.case.id, s)] == input_digest(inputs, skip=("c",))
+                seed = timed.call_seeds[plan.timing.warmup + rep]
+                fresh = fresh_values(TASK, inputs, seed)
+                assert set(fresh) == {"a"} and fresh["a"].shape == inputs["a"].shape
+                gen = torch.Generator().manual_seed(seed)
+                a = torch.randn(inputs["a"].shape, generator=gen).to(inputs["a"].dtype)
+                expected = (a.double() @ inputs["b"].double().T).float()
+                assert torch.equal(timing.refs[(timed.case.id, rep)], expected)
+                assert not torch.equal(expected, TASK.reference(inputs)["c"])
+        assert len(timing.refs) == sum(len(t.captures) for t in plan.timing.cases) > 0
+    finally:
+        fetcher.close()
