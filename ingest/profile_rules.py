@@ -121,6 +121,8 @@ _DEFAULT_SIMILARITY = {"table": 0.0, "attached": 0.5, "clause": 0.55, "own": 0.5
 
 
 _GROUP_SIZES = ("warp_width", "block_threads")
+#: A label that is only a scope ("per compute unit", "each core") names no quantity.
+_SCOPE_ONLY = re.compile(r"^\s*(?:per|each|every)\s+(?:[\w\-]+\s*){1,3}$", re.IGNORECASE)
 _PEAK_CUE = re.compile(r"peak|theoretical|aggregate|total|maximum|\bmax\b|up to|bandwidth", re.IGNORECASE)
 
 
@@ -153,6 +155,8 @@ def what_it_is(record: Record, quantity: Quantity, every: list[Quantity], glossa
     for source, texts in groups:
         best: Match | None = None
         for label in filter(None, texts):
+            if _SCOPE_ONLY.match(label):
+                continue  # "(512 KiB per slice)": "per compute unit" says where, not what
             if quantity.dimension == "bytes":
                 level = _cache_level(label)
                 if level == 2 and re.search(r"cache|\bL2\b|slice", label, re.IGNORECASE):

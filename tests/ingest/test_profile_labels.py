@@ -112,3 +112,11 @@ def test_compute_units_from_the_hierarchy_never_from_a_predecessor(tmp_path):
     q = _profile(tmp_path, "zq5", "# ZQ-5\n\nThe ZQ-3, the previous part, held 3 core arrays; each core array "
                                   "contains 16 cores. The core is the compute unit.\n", "predecessor.md")
     assert q.get("num_compute_units") is None
+
+
+def test_a_scope_alone_names_no_quantity(tmp_path):
+    """"(256 KiB per core)" after a per-sub-unit register file: "per core" says where, the clause says what."""
+    p = _profile(tmp_path, "zq5", "# ZQ-5\n\nThe core is the ZQ-5's compute unit. Each core has 96 KiB of shared "
+                                  "memory. Each lane group has its own 64 KiB vector register file (256 KiB per core).\n")
+    assert p.get("smem_per_compute_unit_kb") == 96
+    assert p.get("registers_per_compute_unit") == 256 * 1024 // 4
