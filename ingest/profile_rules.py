@@ -26,7 +26,7 @@ from ingest.profile_definitions import noun_phrase, term_key
 from ingest.profile_fields import SCALABLE, Match, field_for, is_profile_quantity, match_quantity
 from ingest.profile_glossary import Glossary
 from ingest.profile_labels import ENABLED_SUBSET, PHYSICAL_TOTAL, _np_after, labels, own_words, sentence_after
-from ingest.profile_scope import THE_NOUN_HAS, noun_level, scope_noun, scope_of
+from ingest.profile_scope import THE_NOUN_HAS, noun_level, parens, scope_noun, scope_of
 from ingest.profile_text import Record
 from ingest.units import TARGET_UNITS, Quantity, find_quantities
 
@@ -121,7 +121,7 @@ _DEFAULT_SIMILARITY = {"table": 0.0, "attached": 0.5, "clause": 0.55, "own": 0.5
 
 
 _GROUP_SIZES = ("warp_width", "block_threads")
-#: A label that is only a scope ("per compute unit", "each core") names no quantity.
+#: A label that is only a scope ("per compute unit", "each core") names no quantity inside a parenthetical.
 _SCOPE_ONLY = re.compile(r"^\s*(?:per|each|every)\s+(?:[\w\-]+\s*){1,3}$", re.IGNORECASE)
 _PEAK_CUE = re.compile(r"peak|theoretical|aggregate|total|maximum|\bmax\b|up to|bandwidth", re.IGNORECASE)
 
@@ -152,11 +152,12 @@ def what_it_is(record: Record, quantity: Quantity, every: list[Quantity], glossa
         groups.insert(0, ("own", [glossary.rewrite(f"{own} {quantity.unit}")]))
     if not record.is_table and quantity.dimension != "count":
         groups.append(("clause", named[_ATTACHED:]))  # a count names what it counts next to it, not in its clause
+    in_parens = not record.is_table and any(a <= quantity.start < b for a, b in parens(record.text))
     for source, texts in groups:
         best: Match | None = None
         for label in filter(None, texts):
-            if _SCOPE_ONLY.match(label):
-                continue  # "(512 KiB per slice)": "per compute unit" says where, not what
+            if in_parens and _SCOPE_ONLY.match(label):
+                continue  # "(512 KiB per slice)": "per compute unit" says where, not what; its clause says what
             if quantity.dimension == "bytes":
                 level = _cache_level(label)
                 if level == 2 and re.search(r"cache|\bL2\b|slice", label, re.IGNORECASE):
