@@ -35,6 +35,7 @@ from agent.verifier.plan import (
     input_digest,
     make_trial_inputs,
     perturb_inputs,
+    prefill_output,
     redraw_inputs,
 )
 from agent.verifier.signature import bind_call, expected_parameters
@@ -175,14 +176,15 @@ class Child:
             return None
         return fn
 
-    def call(self, fn: types.FunctionType, inputs: dict[str, Any], label: str, disable_kernels: bool = False
-             ) -> dict[str, Any] | None:
-        """One guarded call with every before/after check; None after reporting a failure."""
+    def call(self, fn: types.FunctionType, inputs: dict[str, Any], label: str, disable_kernels: bool = False,
+             prefill: str = "nan", prefill_seed: int = 0) -> dict[str, Any] | None:
+        """One guarded call with every before/after check, the output prefilled as `prefill` says
+        (`plan.prefill_output`); None after reporting a failure."""
         out = inputs[self.output]
         digest = input_digest(inputs, skip=(self.output,))
         clones = {k: v.clone() for k, v in inputs.items() if isinstance(v, torch.Tensor) and k != self.output}
         poison_free_memory(self.device, out.numel() * out.element_size())
-        out.fill_(float("nan"))
+        prefill_output(out, prefill, prefill_seed)  # type: ignore[arg-type]
         storage = (out.data_ptr(), out.untyped_storage().data_ptr(), out.untyped_storage().nbytes())
         threads = set(threading.enumerate())
         stream = torch.cuda.current_stream() if self.device.type == "cuda" else None
@@ -258,7 +260,8 @@ class Child:
         if trial.id in self.bases:
             self.kept[trial.id] = inputs
         label = f"trial {trial.id} ({trial.case.id}, {trial.label})"
-        facts = self.call(fn, inputs, label, disable_kernels=trial.kind == "ablate")
+        facts = self.call(fn, inputs, label, disable_kernels=trial.kind == "ablate", prefill=trial.prefill,
+                          prefill_seed=trial.seed)
         if facts is None:
             return False
         self.send({"type": "trial", "id": trial.id, **facts}, inputs[self.output])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import torch
@@ -20,6 +20,18 @@ from core.errors import BadInputError
 from kernels.task import Case, TaskSpec
 
 TrialKind = Literal["check", "perturb", "ablate"]
+
+#: What the output holds when the candidate is called. "nan": an element the kernel does not write fails as NaN.
+#: "zeros" (fresh memory) and "noise" (standard-normal values in the output dtype: a stale earlier result) are what
+#: an output allocated with ``torch.empty`` holds in real use; an element left unwritten fails those too (it is not
+#: the answer). Drawn per trial from the secret seed, so a kernel that reads its output first (only an answer
+#: accumulated into a prefilled output depends on it) and computes honestly only when it finds the verifier's NaN
+#: is checked on the other fills as well.
+Prefill = Literal["nan", "zeros", "noise"]
+PREFILLS: tuple[Prefill, ...] = ("nan", "zeros", "noise")
+#: Labels of the check trials whose prefill is drawn (not the first trial, nor a perturbation's base); the others
+#: (the first hidden shape and its perturbation, the task's hidden cases, the ablation) keep NaN, which names an unwritten output as such in the first failing trial.
+DRAWN_PREFILL_LABELS = frozenset({"bench case", "test case", "hidden random shape", "repeat with a new seed"})
 
 #: Input dtypes every plan checks at least once, with a hidden case of their own if no other trial uses them.
 #: float32: a float32 call must be computed in IEEE float32 (tf32 or float16 compute fails the float32 tolerance of
@@ -40,15 +52,19 @@ class Trial:
     label: str
     base: int | None = None
     perturb_seed: int = 0
+    prefill: Prefill = "nan"
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "kind": self.kind, "case": self.case.to_json(), "seed": self.seed,
-                "label": self.label, "base": self.base, "perturb_seed": self.perturb_seed}
+                "label": self.label, "base": self.base, "perturb_seed": self.perturb_seed, "prefill": self.prefill}
 
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> Trial:
+        prefill = d.get("prefill", "nan")
+        if prefill not in PREFILLS:
+            raise ValueError(f"trial prefill {prefill!r} is not one of {PREFILLS}")
         return Trial(int(d["id"]), d["kind"], Case.from_json(d["case"]), int(d["seed"]), str(d["label"]),
-                     d.get("base"), int(d.get("perturb_seed", 0)))
+                     d.get("base"), int(d.get("perturb_seed", 0)), prefill)
 
 
 @dataclass(frozen=True)
@@ -193,6 +209,7 @@ def build_plan(task: TaskSpec, device: str, settings: PlanSettings, rng: random.
         if i == 0:
             add("check", extra.case, "repeat with a new seed")
     add("ablate", task.random_case(rng, True), "every Triton launch disabled")
+    trials = _draw_prefills(trials, rng)
     timing = None
     checked = {t.case.id: t.seed for t in trials if t.label in ("bench case", "test case")}
     if settings.timing and checked:
@@ -201,6 +218,32 @@ def build_plan(task: TaskSpec, device: str, settings: PlanSettings, rng: random.
                  for case in _selected(pool, settings.case_ids) if case.id in checked]
         timing = TimingPlan(tuple(timed), settings.warmup, settings.reps)
     return Plan(task.name, device, tuple(trials), timing)
+
+
+def _draw_prefills(trials: list[Trial], rng: random.Random) -> list[Trial]:
+    """`trials` with the prefill of each check trial labelled in `DRAWN_PREFILL_LABELS` drawn (NaN with
+    probability 1/2, else zeros or noise), and, where there are at least two such trials, one "zeros" and one
+    "noise" among them whatever the draw: every plan calls the candidate on finite prefills."""
+    bases = {t.base for t in trials if t.base is not None}
+    drawn = [i for i, t in enumerate(trials)
+             if i > 0 and i not in bases and t.kind == "check" and t.label in DRAWN_PREFILL_LABELS]
+    fills = {i: rng.choice(("nan", "nan", "zeros", "noise")) for i in drawn}
+    if len(drawn) >= 2:
+        zero_at, noise_at = rng.sample(drawn, 2)
+        fills[zero_at], fills[noise_at] = "zeros", "noise"
+    return [replace(t, prefill=fills[i]) if i in fills else t for i, t in enumerate(trials)]
+
+
+def prefill_output(out: torch.Tensor, prefill: Prefill, seed: int) -> None:
+    """Fill the output `out` in place as `prefill` says (`Prefill`); "noise" is standard normal from a generator
+    seeded with `seed` on `out`'s device, rounded to `out`'s dtype."""
+    if prefill == "nan":
+        out.fill_(float("nan"))
+    elif prefill == "zeros":
+        out.zero_()
+    else:
+        gen = torch.Generator(device=out.device).manual_seed(seed ^ 0x0F111)
+        out.copy_(torch.randn(out.shape, generator=gen, device=out.device, dtype=torch.float32))
 
 
 def split_plan(plan: Plan, children: int = 2) -> tuple[Plan, ...]:
