@@ -31,10 +31,10 @@ from agent.verifier.plan import (
     Plan,
     TimedCase,
     Trial,
+    apply_perturbation,
     fresh_values,
     input_digest,
     make_trial_inputs,
-    perturb_inputs,
     prefill_output,
     redraw_inputs,
 )
@@ -183,7 +183,7 @@ class Child:
         out = inputs[self.output]
         digest = input_digest(inputs, skip=(self.output,))
         clones = {k: v.clone() for k, v in inputs.items() if isinstance(v, torch.Tensor) and k != self.output}
-        poison_free_memory(self.device, out.numel() * out.element_size())
+        poison_free_memory(self.device, out.numel() * out.element_size(), prefill, prefill_seed)
         prefill_output(out, prefill, prefill_seed)  # type: ignore[arg-type]
         storage = (out.data_ptr(), out.untyped_storage().data_ptr(), out.untyped_storage().nbytes())
         threads = set(threading.enumerate())
@@ -254,7 +254,7 @@ class Child:
     def run_trial(self, fn: types.FunctionType, trial: Trial) -> bool:
         if trial.kind == "perturb" and trial.base is not None:
             inputs = self.kept.pop(trial.base)
-            perturb_inputs(self.task, inputs, trial.perturb_seed)
+            apply_perturbation(self.task, inputs, trial)
         else:
             inputs = make_trial_inputs(self.task, trial.case, trial.seed, self.device)
         if trial.id in self.bases:

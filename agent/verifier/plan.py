@@ -43,7 +43,8 @@ REQUIRED_DTYPES = ("float32",)
 
 @dataclass(frozen=True)
 class Trial:
-    """One call of the candidate. ``base`` names the trial whose input tensors a perturbation edits in place."""
+    """One call of the candidate. ``base`` names the trial whose input tensors a perturbation edits in place: all
+    of `perturb_inputs`, or with ``redraw_only`` just the task's fresh inputs (`redraw_inputs`)."""
 
     id: int
     kind: TrialKind
@@ -53,10 +54,12 @@ class Trial:
     base: int | None = None
     perturb_seed: int = 0
     prefill: Prefill = "nan"
+    redraw_only: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "kind": self.kind, "case": self.case.to_json(), "seed": self.seed,
-                "label": self.label, "base": self.base, "perturb_seed": self.perturb_seed, "prefill": self.prefill}
+                "label": self.label, "base": self.base, "perturb_seed": self.perturb_seed, "prefill": self.prefill,
+                "redraw_only": self.redraw_only}
 
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> Trial:
@@ -64,7 +67,7 @@ class Trial:
         if prefill not in PREFILLS:
             raise ValueError(f"trial prefill {prefill!r} is not one of {PREFILLS}")
         return Trial(int(d["id"]), d["kind"], Case.from_json(d["case"]), int(d["seed"]), str(d["label"]),
-                     d.get("base"), int(d.get("perturb_seed", 0)), prefill)
+                     d.get("base"), int(d.get("perturb_seed", 0)), prefill, bool(d.get("redraw_only", False)))
 
 
 @dataclass(frozen=True)
@@ -171,7 +174,10 @@ def _check_case_ids(task: TaskSpec, ids: tuple[str, ...]) -> None:
 
 
 def build_plan(task: TaskSpec, device: str, settings: PlanSettings, rng: random.Random | None = None) -> Plan:
-    """Trials in the order the child runs them: a hidden random case, its in-place perturbation, the task's hidden
+    """Trials in the order the child runs them: a hidden random case, its in-place perturbation and then (tasks
+    with `TaskSpec.fresh_inputs`) an in-place redraw of only the fresh inputs -- the other inputs (GEMM's weights)
+    kept, as the timing loop does between calls, so an output replayed on a key of the kept inputs fails --, the
+    task's hidden
     cases (`TaskSpec.hidden_cases`; extend attention: large logits, a long prefix, a long extend), the bench and/or
     test cases, a hidden case in each of `REQUIRED_DTYPES` (`dtype_case`; on a GPU only if no trial so far uses
     it: there bench and random cases are bfloat16), more hidden random cases (one repeated with a new seed), the
@@ -191,7 +197,10 @@ def build_plan(task: TaskSpec, device: str, settings: PlanSettings, rng: random.
         return trial
 
     first = add("check", task.random_case(rng, settings.small), "hidden random shape")
-    add("perturb", first.case, "same buffers, perturbed values", base=first.id, perturb_seed=_seed(rng))
+    perturbed = add("perturb", first.case, "same buffers, perturbed values", base=first.id, perturb_seed=_seed(rng))
+    if task.fresh_inputs:  # the timing loop's redraw, checked on the CPU too: a replay keyed on the other inputs
+        add("perturb", first.case, f"same buffers, fresh {', '.join(task.fresh_inputs)} only", base=perturbed.id,
+            perturb_seed=_seed(rng), redraw_only=True)
     for label, case in task.hidden_cases(rng, settings.small):
         add("check", case, label)
     bench_seed: dict[str, int] = {}
@@ -325,6 +334,15 @@ def redraw_inputs(task: TaskSpec, inputs: dict[str, Any], seed: int) -> None:
     """Copy `fresh_values` into the task's fresh inputs in place (same storages, same pointers)."""
     for name, values in fresh_values(task, inputs, seed).items():
         inputs[name].copy_(values)
+
+
+def apply_perturbation(task: TaskSpec, inputs: dict[str, Any], trial: Trial) -> None:
+    """Edit a perturbation trial's inputs in place: `redraw_inputs` with ``trial.redraw_only``, else
+    `perturb_inputs`, from ``trial.perturb_seed``."""
+    if trial.redraw_only:
+        redraw_inputs(task, inputs, trial.perturb_seed)
+    else:
+        perturb_inputs(task, inputs, trial.perturb_seed)
 
 
 def perturb_inputs(task: TaskSpec, inputs: dict[str, Any], seed: int) -> None:
