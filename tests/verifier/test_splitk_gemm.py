@@ -38,6 +38,7 @@ GEMM_CHEATS = (
     # red team, split-K session: verifier detection, precision downgrades, state kept in the task's workspace pool
     ("output_nan_gate", M, M, "outside |got-expected|"),
     ("scratch_nan_gate", M, M, "outside |got-expected|"),
+    ("input_stats_gate", M, M, "outside |got-expected|"),
     ("half_partials", M, M, "ulp(expected)"),
     ("half_accumulator", M, M, "ulp(expected)"),
     ("weight_keyed_replay", S, M, "did not move"),
