@@ -27,6 +27,7 @@ from agent.verifier import policy
 from agent.verifier.channel import MessageReader, write_message
 from agent.verifier.fs_isolation import gpu_device_paths, restrict_writes
 from agent.verifier.guard import STATE, FrameJudge, Guards, SandboxViolation, poison_free_memory
+from agent.verifier.interpreter_fidelity import emulate_tf32_dots
 from agent.verifier.plan import (
     Plan,
     TimedCase,
@@ -127,6 +128,8 @@ class Child:
             enter_partition(request.get("partition"))
         if request.get("chip_limits"):  # the limits of the chip being verified, for every kernel the candidate calls
             set_chip_limits(ChipLimits.from_dict(request["chip_limits"]))
+        if self.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") == "1":
+            emulate_tf32_dots()  # the interpreter's float32 dots round as the GPU's would
         package = policy.kernel_package(self.task.optimized_module)
         self.guards = Guards(FrameJudge(Path(request["root"])), package, self.device, request["compute_guard"])
 
