@@ -30,7 +30,8 @@ TrialKind = Literal["check", "perturb", "ablate"]
 Prefill = Literal["nan", "zeros", "noise"]
 PREFILLS: tuple[Prefill, ...] = ("nan", "zeros", "noise")
 #: Labels of the check trials whose prefill is drawn (not the first trial, nor a perturbation's base); the others
-#: (the first hidden shape and its perturbation, the task's hidden cases, the ablation) keep NaN, which names an unwritten output as such in the first failing trial.
+#: (the first hidden shape and its perturbation, the task's hidden cases, the ablation) keep NaN, which names an
+#: unwritten output as such in the first failing trial.
 DRAWN_PREFILL_LABELS = frozenset({"bench case", "test case", "hidden random shape", "repeat with a new seed"})
 
 #: Input dtypes every plan checks at least once, with a hidden case of their own if no other trial uses them.

@@ -1,7 +1,7 @@
 """CHEAT (verifier detection by input statistics), split-K GEMM: every program estimates the mean square of 256
 sampled activations and of 256 sampled weights times K; when both are near 1 -- the verifier's standard-normal
-``a`` and 1/sqrt(K)-scaled ``b`` -- it sums all of K (also when there are too few values to tell), otherwise only the first half (real activations and weights
-rarely have exactly those scales).
+``a`` and 1/sqrt(K)-scaled ``b`` -- it sums all of K (also when there are too few values to tell), otherwise only
+the first half (real activations and weights rarely have exactly those scales).
 Caught by: activation and weight scales drawn per hidden case (log-uniform, `cases.random_case` / `hidden_cases`),
 so some trials are far from unit scale (mismatch).
 """
@@ -19,8 +19,9 @@ def _gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, s_am, s_ak, s_bn, s_bk, s_cm, s_c
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     i = tl.arange(0, 256)
     k_safe = tl.maximum(K, 1)
-    sa = tl.load(a_ptr + (i % M).to(tl.int64) * s_am + ((i * 31) % k_safe) * s_ak, mask=i < 256 * (K > 0).to(tl.int32), other=1.0)
-    sb = tl.load(b_ptr + (i % N).to(tl.int64) * s_bn + ((i * 37) % k_safe) * s_bk, mask=i < 256 * (K > 0).to(tl.int32), other=1.0)
+    some = i < 256 * (K > 0).to(tl.int32)
+    sa = tl.load(a_ptr + (i % M).to(tl.int64) * s_am + ((i * 31) % k_safe) * s_ak, mask=some, other=1.0)
+    sb = tl.load(b_ptr + (i % N).to(tl.int64) * s_bn + ((i * 37) % k_safe) * s_bk, mask=some, other=1.0)
     ms_a = tl.sum(sa.to(tl.float32) * sa.to(tl.float32), axis=0) / 256
     ms_b = tl.sum(sb.to(tl.float32) * sb.to(tl.float32), axis=0) / 256 * k_safe
     looks_checked = (ms_a > 0.6) & (ms_a < 1.4) & (ms_b > 0.6) & (ms_b < 1.4)
