@@ -157,7 +157,7 @@ def _refuse_an_empty_store() -> None:
 
     store = default_store()
     if not store.chips():
-        raise BadInputError(f"ask: the knowledge store {store.location} is empty; onboard a chip's documents first "
+        raise BadInputError(f"ask: {store.location} is empty; onboard a chip's documents first "
                             "with `chiplore onboard CHIP PATH...`")
 
 
