@@ -260,16 +260,33 @@ _OWNS_BYTES = re.compile(r"\beach\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}?[A-Za-z][\
                          re.IGNORECASE)
 
 
+_ISSUES = re.compile(r"\beach\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}?[A-Za-z][\w\-]*)\s+(?:issues|schedules|"
+                     r"dispatches)\b(?P<what>[^.;]{0,60})", re.IGNORECASE)
+
+
+def _issues_warps(glossary: Glossary, what: str) -> bool:
+    """Whether `what` (the words after "each T issues") names a warp: a group-of-threads instruction or a warp
+    itself (``one wavefront instruction per cycle``, ``two warps per clock``)."""
+    words = re.findall(r"[A-Za-z][\w\-]*", what)
+    return any(glossary.concept(w) == "warp" for w in words)
+
+
 def _compute_unit_from_structure(glossary: Glossary, units: list[Unit]) -> None:
     """No definition names the compute unit: take the term that the chip holds most of (``80x Tensix tile``) among
-    those of which each holds on-chip memory (``Each Tensix tile has 1464 KiB of scratchpad RAM``) or a list of
-    execution units (``Each ZX tile contains: 1x Matrix Engine, 2x Vector Engine``): the unit that owns on-chip
-    memory and execution units is the compute unit (the profile schema's meaning of the word)."""
+    those of which each holds on-chip memory (``Each Tensix tile has 1464 KiB of scratchpad RAM``), a list of
+    execution units (``Each ZX tile contains: 1x Matrix Engine, 2x Vector Engine``) or issues warps (``Each
+    compute tile issues one wavefront instruction per cycle``): the unit that owns on-chip memory and execution
+    units and schedules warps is the compute unit (the profile schema's meaning of the word; CUDA C++ Programming
+    Guide, "Hardware Implementation": the multiprocessor creates, schedules and executes warps)."""
     owners: dict[str, str] = {}
     for unit in units:
         for match in _OWNS_BYTES.finditer(unit.text):
             key = term_key(match.group("t"))
             owners.setdefault(glossary.aliases.get(key, key), " ".join(unit.text.split()))
+        for match in _ISSUES.finditer(unit.text):
+            if _issues_warps(glossary, match.group("what")):
+                key = term_key(match.group("t"))
+                owners.setdefault(glossary.aliases.get(key, key), " ".join(unit.text.split()))
     for c in glossary.contains:
         if c.quote.lower().lstrip().startswith("each"):
             owners.setdefault(glossary.aliases.get(c.parent, c.parent), " ".join(c.quote.split()))

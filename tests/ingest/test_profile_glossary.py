@@ -85,6 +85,20 @@ def test_structure_names_the_compute_unit_when_no_definition_does():
     assert unit is not None and unit.name == "Fennel tile" and not unit.defined
 
 
+@pytest.mark.parametrize("issue", ["Each lattice slab issues two warp instructions per clock.",
+                                   "Each lattice slab schedules up to 16 wavefronts at a time."])
+def test_the_unit_that_issues_warps_is_the_compute_unit_when_no_definition_says(issue):
+    """Counted at chip scope and issuing warps (a warp or wavefront instruction): the compute unit. A unit that
+    issues something else (DMA descriptors) is not."""
+    glossary = glossary_of("The Vireo-2 has 56 lattice slabs and 3 copy engines.", issue,
+                           "Each copy engine issues DMA descriptors from a ring.")
+    unit = glossary.compute_unit()
+    assert unit is not None and unit.name == "lattice slab" and not unit.defined
+    assert glossary.level("lattice slabs") == "cu"
+    assert glossary_of("The Vireo-2 has 56 lattice slabs and 3 copy engines.",
+                       "Each copy engine issues DMA descriptors from a ring.").compute_unit() is None
+
+
 def test_generic_names_are_not_redefined_and_noise_is_not_a_term():
     glossary = glossary_of("Wavefronts are 32 work-items wide. The read is a transfer of 16 bits. "
                            "The five cores are called RISCV B, RISCV T0 and RISCV T1.")
