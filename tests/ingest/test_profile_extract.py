@@ -174,6 +174,7 @@ def corpus_eval():
     return module
 
 
+@pytest.mark.slow  # ~7 s on the 2-core machine
 @needs_corpus
 def test_corpus_meets_the_issue_bar(corpus_eval):
     results, summary, _ = corpus_eval.run(CORPUS)

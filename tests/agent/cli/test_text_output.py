@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.agent.cli.cli_helpers import run_cli
 
 REPO = Path(__file__).resolve().parents[3]
@@ -31,6 +33,7 @@ def test_document_markup_and_emoji_codes_are_printed_literally(chiplore_home, em
     assert any(":x: notes\\nsecond line.md > Notes" in line for line in citations), citations
 
 
+@pytest.mark.slow  # ~11 s on the 2-core machine
 def test_a_closed_stdout_ends_quietly_with_exit_0(chiplore_home, embedder, docs, capsys, monkeypatch):
     code, _, err = run_cli(capsys, monkeypatch, "onboard", "z9", docs)
     assert code == 0, err
