@@ -5,9 +5,11 @@ Rules per field (`merge_field`):
 - the newer reading is null: the existing value stays;
 - the existing value is null, or was itself a device query (or a measurement) being re-read: the newer value is
   taken;
-- both agree (within 2 %, or within the written precision of either): the existing value stays, unless the newer
-  one is a document reading and the existing one is not sourced by a document (the citation improves); a
-  measurement that agrees is kept beside the value as its cross-check (`ProfileField.measurement`);
+- both agree (within 2 %, or within the written precision of either; a capacity in GiB also when one value is the
+  other's figure read in GB, 1 GB = 1e9 bytes: "80 GB" and "80 GiB" are one capacity written in two conventions,
+  see `ingest.units`): the existing value stays, unless the newer one is a document reading and the existing one
+  is not sourced by a document (the citation improves); a measurement that agrees is kept beside the value as its
+  cross-check (`ProfileField.measurement`);
 - they disagree: ``conflict``, every value listed with its source; the value kept is the measured one when either
   reading is a measurement of the part (``chiplore profile probe``: inside a green context or on a driver that
   misreports, the device query describes another chip), else the newer one when it is a device query (a reading of
@@ -31,11 +33,18 @@ AGREE_REL = 0.02
 REREAD_KINDS = ("device_query", "measured")
 
 
-def _agrees(a: float | bool, b: float | bool) -> bool:
-    """Equal features (bools); numbers within `AGREE_REL` of the larger."""
+#: GiB per GB (a decimal capacity figure read in the binary convention is this much larger).
+_GIB_PER_GB = 2**30 / 1e9
+
+
+def _agrees(a: float | bool, b: float | bool, unit: str = "") -> bool:
+    """Equal features (bools); numbers within `AGREE_REL` of the larger; for a GiB capacity, also the same figure
+    read in GB (within 0.5 %)."""
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b
-    return abs(a - b) <= AGREE_REL * max(abs(a), abs(b))
+    if abs(a - b) <= AGREE_REL * max(abs(a), abs(b)):
+        return True
+    return unit == "GiB" and any(abs(x * _GIB_PER_GB - y) <= 0.005 * y for x, y in ((a, b), (b, a)))
 
 
 def _alternatives(field: ProfileField) -> list[Alternative]:
@@ -60,7 +69,7 @@ def merge_field(name: str, old: ProfileField, new: ProfileField) -> tuple[Profil
     if (old.value is None and old.kind != "conflict") or (old.kind == new.kind and new.kind in REREAD_KINDS):
         return new, f"{name}: {display_value(new.value)} {new.unit} ({new.kind})" if new.value is not None else None
     measurement = new.measurement or old.measurement
-    if old.value is not None and new.value is not None and _agrees(old.value, new.value):
+    if old.value is not None and new.value is not None and _agrees(old.value, new.value, new.unit or old.unit):
         if new.kind not in REREAD_KINDS and old.kind in REREAD_KINDS:
             return new.model_copy(update={"measurement": measurement}), (
                 f"{name}: documented {display_value(new.value)} agrees with the {old.kind.replace('_', ' ')} "

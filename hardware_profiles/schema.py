@@ -11,8 +11,9 @@ beside the documents' peaks. A profile may describe a virtual chip: a `Partition
 Numeric facts are `SCALAR_FIELDS`; yes/no facts about the chip's units (`FEATURE_FIELDS`, unit ``bool``) hold
 ``true``/``false`` with the same provenance, ``null`` when the documents do not say.
 
-Unit conventions: capacities (shared memory, caches, device memory) are binary, as in JEDEC usage and in vendor
-tables (1 KB = 1 KiB = 1024 B; a "192 GB" HBM3 part holds 192 GiB); rates are decimal SI (1 GB/s = 1e9 B/s,
+Unit conventions (read by `ingest.units`): KiB/MiB/GiB are binary; KB and MB of on-chip memories are binary as
+JEDEC and vendor tables write them (1 KB = 1024 B); GB and TB are decimal (a "64 GB" part holds 64e9 B = 59.6 GiB;
+the same figure written "64 GiB" elsewhere agrees with it); rates are decimal SI (1 GB/s = 1e9 B/s,
 1 TFLOP/s = 1e12 FLOP/s). `peak_tflops[dtype]` is the highest dense (non-sparse) per-device peak for inputs of
 that dtype, matrix/tensor units included: a roofline floor computed from it is never beaten by a correct kernel.
 """

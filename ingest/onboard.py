@@ -74,6 +74,9 @@ class ProfileUpdate:
     problems: list[str] = field(default_factory=list)
     summary: str = ""
     error: str = ""
+    missing: list[str] = field(default_factory=list)
+    advice: list[str] = field(default_factory=list)
+    ambiguity: str = ""
 
 
 @dataclass
@@ -177,7 +180,7 @@ def collect_files(paths: Sequence[str | Path]) -> tuple[list[tuple[Path, str]], 
 
 
 def onboard(chip: str, paths: Sequence[str | Path], progress: bool = True, store: KnowledgeStore | None = None,
-            options: ChunkingOptions | None = None, wait: bool = True) -> OnboardReport:
+            options: ChunkingOptions | None = None, wait: bool = True, product: str | None = None) -> OnboardReport:
     """Load, chunk, embed and store the documents under `paths` for `chip`.
 
     Args:
@@ -187,6 +190,8 @@ def onboard(chip: str, paths: Sequence[str | Path], progress: bool = True, store
         store: an open store (default: `KnowledgeStore.open()`).
         options: chunk window sizes.
         wait: wait for another process's onboarding (True) or fail at once with `LockBusyError`.
+        product: the chip's product as the documents name it, when the chip name does not (a comparison table of
+            AS-2, AS-4 and AS-8 onboarded as chip ``aster``); kept in the profile for later runs.
 
     Returns:
         An `OnboardReport`; per-file failures are in it (the store keeps those files' previous state).
@@ -218,7 +223,7 @@ def onboard(chip: str, paths: Sequence[str | Path], progress: bool = True, store
             bar.advance()
         if report.documents:
             bar.phase(f"extracting the hardware profile of {chip}")
-            report.profile = update_chip_profile(store, chip)
+            report.profile = update_chip_profile(store, chip, product)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -266,38 +271,42 @@ def _digest(path: Path) -> str:
         return ""
 
 
-def update_chip_profile(store: KnowledgeStore, chip: str) -> ProfileUpdate:
+def update_chip_profile(store: KnowledgeStore, chip: str, product: str | None = None) -> ProfileUpdate:
     """Re-extract `chip`'s hardware profile from its stored chunks and merge it into its profile
     (`profile_from_chunks`). A profile that cannot be written is reported in `ProfileUpdate.error`; the stored
     documents stay."""
     from ingest.profile_sources import chunks_from_records
 
-    return profile_from_chunks(chip, chunks_from_records(store.records("chunks", chip=chip)))
+    return profile_from_chunks(chip, chunks_from_records(store.records("chunks", chip=chip)), product)
 
 
-def profile_from_chunks(chip: str, chunks: list) -> ProfileUpdate:
+def profile_from_chunks(chip: str, chunks: list, product: str | None = None) -> ProfileUpdate:
     """Extract `chip`'s hardware profile from `chunks` (at most `MAX_PROFILE_TEXT_CHARS` characters of them, the
     smallest documents first: datasheets state the numbers, long manuals rarely add one) and merge it into its
     profile. Uses the LLM proposer too when ``OPENAI_BASE_URL`` is set (falls back to the rules alone if the
-    endpoint fails)."""
+    endpoint fails). `product`: as `onboard`. The fields the optimizer needs that are still unknown are listed
+    with how to get them (`ingest.profile_needs`)."""
     from ingest.profile_extract import update_profile_from_documents
     from ingest.profile_llm import default_model
+    from ingest.profile_needs import how_to_fill, missing_fields
 
     chunks, note = _within_budget(chunks)
     llm = default_model()
     try:
         try:
-            _, extraction, path = update_profile_from_documents(chip, chunks, llm=llm)
+            profile, extraction, path = update_profile_from_documents(chip, chunks, llm=llm, product=product)
         except ChiploreError as exc:
             if llm is None:
                 raise
             note += f"; LLM proposals skipped ({exc})"
-            _, extraction, path = update_profile_from_documents(chip, chunks)
+            profile, extraction, path = update_profile_from_documents(chip, chunks, product=product)
+        missing = missing_fields(profile)
     except ChiploreError as exc:
         return ProfileUpdate(error=str(exc))
     return ProfileUpdate(path=str(path) if path else None, found=list(extraction.found),
                          conflicts=list(extraction.conflicts), problems=list(extraction.problems),
-                         summary=extraction.summary() + note)
+                         summary=extraction.summary() + note, missing=[m.field for m in missing],
+                         advice=how_to_fill(chip, missing), ambiguity=extraction.ambiguity)
 
 
 def _within_budget(chunks: list) -> tuple[list, str]:

@@ -22,13 +22,16 @@ An optional LLM (`ingest.profile_llm`) may add candidates; each must quote its c
 from __future__ import annotations
 
 import re
-from collections import Counter
 from pathlib import Path
 
 from hardware_profiles import HardwareProfile, ProfileField, Source, known_chips, load_profile, save_profile
 from hardware_profiles.merge import merge_profiles
 from hardware_profiles.schema import SCALAR_FIELDS
 from hardware_profiles.yaml_io import check_chip_name
+from ingest.profile_definitions import is_abbreviation as _is_abbreviation
+from ingest.profile_definitions import singular
+from ingest.profile_derive import compute_units_from_hierarchy
+from ingest.profile_glossary import Glossary, build_glossary
 from ingest.profile_llm import ProposalModel, propose_candidates
 from ingest.profile_resolve import (  # noqa: F401  ExtractionReport is part of this module's API
     ExtractionReport,
@@ -37,16 +40,9 @@ from ingest.profile_resolve import (  # noqa: F401  ExtractionReport is part of 
     resolve_peak,
     source_of,
 )
-from ingest.profile_rules import (
-    DTYPES,
-    Candidate,
-    RuleOutput,
-    compute_unit_candidates,
-    peak_candidates,
-    scalar_candidates,
-)
+from ingest.profile_rules import DTYPES, Candidate, RuleOutput, peak_candidates, prefetch_labels, scalar_candidates
 from ingest.profile_tables import list_item_records, table_records
-from ingest.profile_text import CU_NOUNS, Record, chip_tokens, prose_records
+from ingest.profile_text import ChipTokens, Record, brands_of, chip_tokens, families_of, products_in, prose_records
 from knowledge.types import Chunk
 
 _BACKENDS = {
@@ -87,12 +83,16 @@ def extract_profile(chip: str, chunks: list[Chunk], llm: ProposalModel | None = 
 
 
 def update_profile_from_documents(chip: str, chunks: list[Chunk], llm: ProposalModel | None = None,
-                                  save: bool = True) -> tuple[HardwareProfile, ExtractionReport, Path | None]:
+                                  save: bool = True, product: str | None = None
+                                  ) -> tuple[HardwareProfile, ExtractionReport, Path | None]:
     """Extract `chip`'s profile from its onboarded `chunks` and merge it into the profile on record.
 
     The base is the chip's current profile (user file, else packaged, else empty); every extracted value is merged
     with `hardware_profiles.merge.merge_profiles` (unknowns filled, agreeing values kept, disagreements recorded as
     conflicts). Re-running on the same chunks changes nothing. This is what `chiplore onboard` calls.
+
+    `product` names the chip's product in the documents when the chip name does not (``--product AS-4`` for chip
+    ``aster``); it is kept as the profile's ``display_name`` and used again when a later call gives none.
 
     Returns:
         (merged profile, extraction report, path written or None when nothing was found or `save` is False).
@@ -105,8 +105,11 @@ def update_profile_from_documents(chip: str, chunks: list[Chunk], llm: ProposalM
     extra: list[Candidate] = []
     if llm is not None:
         extra, _ = propose_candidates(name, chunks, llm)
-    extracted, report = extract_profile_with_report(name, chunks, extra=extra)
     base = load_profile(name) if name in known_chips() else HardwareProfile(chip=name)
+    extracted, report = extract_profile_with_report(name, chunks, extra=extra, product=product or base.display_name
+                                                    or None)
+    if product:
+        extracted = extracted.model_copy(update={"display_name": product})
     merged, messages = merge_profiles(base, extracted)
     notes = re.sub(r"\s*Extracted by rules from .*$", "", base.notes, flags=re.S).strip()
     merged = merged.model_copy(update={"notes": f"{notes} {extracted.notes}".strip()})
@@ -116,18 +119,29 @@ def update_profile_from_documents(chip: str, chunks: list[Chunk], llm: ProposalM
     return merged, report, save_profile(merged)
 
 
-def extract_profile_with_report(chip: str, chunks: list[Chunk],
-                                extra: list[Candidate] | None = None) -> tuple[HardwareProfile, ExtractionReport]:
-    """`extract_profile` plus its `ExtractionReport`; `extra` candidates (verified LLM proposals) join the rules'."""
+def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Candidate] | None = None,
+                                product: str | None = None) -> tuple[HardwareProfile, ExtractionReport]:
+    """`extract_profile` plus its `ExtractionReport`; `extra` candidates (verified LLM proposals) join the rules'.
+    `product`: the name the documents give the chip's product when the chip name is not it (``AS-4``); its model
+    token joins the chip name's."""
     name = check_chip_name(chip)
-    tokens = chip_tokens(name)
+    tokens = chip_tokens(name) | (chip_tokens(product) if product else set())
     report = ExtractionReport(chip=name, chunks=len(chunks),
                               documents=sorted({c.source for c in chunks}))
     out = RuleOutput()
-    for record in _records(chunks, tokens):
-        scalar_candidates(record, out)
-        compute_unit_candidates(record, out)
-        peak_candidates(record, out)
+    merged = merge_windows(chunks)
+    texts = [c.text for c, _ in merged]
+    tokens = ChipTokens(tokens, brands_of(tokens, texts), families_of(texts))
+    glossary = build_glossary(merged)
+    glossary.chip_names = {w for w in re.split(r"[_\-\s]+", (product or name).lower())
+                           if len(w) >= 3 and w.isalpha()} | {b.lower() for b in tokens.brands}
+    records = _records(merged, tokens)
+    report.product = product
+    report.products, report.ambiguity = _products_named(records, name, product)
+    prefetch_labels(records, glossary)
+    for record in records:
+        scalar_candidates(record, out, glossary)
+        peak_candidates(record, out, glossary)
     out.candidates.extend(extra or [])
     report.candidates = len(out.candidates)
     report.problems = sorted(set(out.problems))
@@ -135,18 +149,18 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk],
     for field_name, unit in SCALAR_FIELDS.items():
         mine = [c for c in out.candidates if c.field == field_name]
         fields[field_name] = resolve_field(field_name, unit, mine, out.learned_sub.get(field_name, []), report)
+    if fields["num_compute_units"].value is None and fields["num_compute_units"].kind != "conflict":
+        fields["num_compute_units"] = compute_units_from_hierarchy(glossary, records) or fields["num_compute_units"]
     peaks = {}
-    components = component_counts(chunks)
     for dtype in DTYPES:
         mine = [c for c in out.candidates if c.field == f"peak_tflops.{dtype}"]
         resolved = resolve_peak(dtype, [c for c in mine if not c.noun], report)
         if resolved.value is None and resolved.kind != "conflict":
-            derived = chip_peaks_from_per_unit([c for c in mine if c.noun], fields["num_compute_units"],
-                                                components)
+            derived = chip_peaks_from_per_unit([c for c in mine if c.noun], fields["num_compute_units"], glossary)
             resolved = resolve_peak(dtype, derived, report) if derived else resolved
         if resolved.value is not None or resolved.kind == "conflict":
             peaks[dtype] = resolved
-    unit_name, unit_source = _compute_unit_name(out.candidates)
+    unit_name, unit_source = _compute_unit_name(glossary, merged)
     report.found = [n for n, f in {**fields, **{f"peak_tflops.{k}": v for k, v in peaks.items()}}.items()
                     if f.value is not None or f.kind == "conflict"]
     profile = HardwareProfile(
@@ -156,9 +170,9 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk],
     return profile, report
 
 
-def _records(chunks: list[Chunk], tokens: set[str]) -> list[Record]:
+def _records(merged_chunks: list[tuple[Chunk, tuple[Chunk, ...]]], tokens: set[str]) -> list[Record]:
     records: list[Record] = []
-    for merged, originals in merge_windows(chunks):
+    for merged, originals in merged_chunks:
         cells, prose = table_records(merged, tokens)
         items, prose = list_item_records(prose, merged, tokens)
         found = cells + items + (prose_records(prose, merged, tokens) if prose.strip() else [])
@@ -166,6 +180,33 @@ def _records(chunks: list[Chunk], tokens: set[str]) -> list[Record]:
             record.originals = originals
         records.extend(found)
     return records
+
+
+_PRODUCT_WRITTEN = re.compile(r"(?<![\w\-])([A-Za-z]{1,6}-?\d{1,4}[A-Za-z]{0,3})(?![\w\-])")
+
+
+def _products_named(records: list[Record], chip: str, product: str | None) -> tuple[list[str], str]:
+    """Products whose figures the documents state in tables (as written), and a note when the chip name (or
+    `product`) names none of them while several are tabulated: their figures were left out, and ``--product``
+    chooses one."""
+    written: dict[str, str] = {}
+    chip_seen = False
+    for record in records:
+        if record.product == "chip":
+            chip_seen = True
+        if not record.is_table or record.product != "other":
+            continue
+        for text in (record.header, record.label):
+            for token in products_in(text):
+                match = next((m.group(1) for m in _PRODUCT_WRITTEN.finditer(text)
+                              if m.group(1).replace("-", "").lower() == token), token)
+                written.setdefault(token, match)
+    names = sorted(written.values())
+    if chip_seen or len(names) < 2:
+        return names, ""
+    given = f"--product {product}" if product else f"the chip name {chip!r}"
+    return names, (f"{given} names none of the products these documents tabulate ({', '.join(names)}): their "
+                   f"figures were left out; choose one with --product NAME")
 
 
 def merge_windows(chunks: list[Chunk]) -> list[tuple[Chunk, tuple[Chunk, ...]]]:
@@ -217,57 +258,64 @@ def _overlap_rest(left_tail: str, right: str) -> str:
     return f" {right}"
 
 
-def component_counts(chunks: list[Chunk]) -> dict[str, int]:
-    """How many of each component one compute unit holds, from lists such as "Each Tensix tile contains: ...
-    1x Matrix Unit (FPU) ... 1x Vector Unit (SFPU)" -> {"matrix unit": 1, "fpu": 1, "vector unit": 1, "sfpu": 1}."""
-    counts: dict[str, int] = {}
-    for c, _ in merge_windows(chunks):
-        text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", c.text)
-        head = re.search(rf"\bEach\s+(?:\w+\s+)?(?:{CU_NOUNS}|tile)\s+(?:contains|has|includes|consists of)",
-                         text, re.IGNORECASE)
-        if not head:
-            continue
-        for match in re.finditer(r"(?<![\w.])(\d+)x\s+\"?([A-Z][\w\-\" ]*?)\"?(?:\s*\((\w+)\))?(?=[,.;:\n]|\s+-|$)",
-                                 text[head.end():]):
-            name = " ".join(match.group(2).replace('"', "").lower().split())
-            for key in filter(None, (name, (match.group(3) or "").lower())):
-                counts.setdefault(key, int(match.group(1)))
-    return counts
-
-
-def _compute_unit_name(candidates: list[Candidate]) -> tuple[str | None, Source | None]:
-    """Vendor term for the compute unit, from the nouns next to compute-unit counts (``Compute Unit (CU)``)."""
-    nouns = [(c.noun, c) for c in candidates if c.field == "num_compute_units" and c.noun]
-    if not nouns:
+def _compute_unit_name(glossary: Glossary, merged: list[tuple[Chunk, tuple[Chunk, ...]]]
+                       ) -> tuple[str | None, Source | None]:
+    """The documents' own name for the compute unit, as written, with the sentence or row that uses it (its
+    definition, else a statement of how many the chip has); the long form with its abbreviation when the
+    documents pair them (``stream processing unit (SPU)``). None when the documents name no compute unit."""
+    term = glossary.compute_unit()
+    if term is None:
         return None, None
-    abbreviations = {"cu": "compute unit", "sm": "streaming multiprocessor", "eu": "execution unit",
-                     "wgp": "workgroup processor"}
-    heads: Counter = Counter()
-    phrases: dict[str, list[tuple[str, Candidate]]] = {}
-    seen_abbr: set[str] = set()
-    for noun, c in nouns:
-        base = re.sub(r"\s*\(.*\)$", "", noun).strip()
-        if re.search(r"\((CUs?|SMs?|EUs?|WGPs?)\)", noun):
-            seen_abbr.add(re.search(r"\((\w+?)s?\)", noun).group(1).lower())
-        singular = re.sub(r"(?<=[a-z])s$", "", base.lower())
-        if singular in abbreviations:
-            seen_abbr.add(singular)
-            singular = abbreviations[singular]
-        heads[singular.split()[-1]] += 1
-        phrases.setdefault(singular.split()[-1], []).append((singular, c))
-    head = heads.most_common(1)[0][0]
-    phrase, source_candidate = max(phrases[head], key=lambda p: len(p[0].split()))
-    name = phrase.title() if phrase in abbreviations.values() else _restore_case(phrase, source_candidate)
-    abbr = next((a for a, full in abbreviations.items() if full == phrase and a in seen_abbr), None)
-    if abbr:
-        name = f"{name} ({abbr.upper()})"
-    return name, source_of(source_candidate)
+    if term.chunk is not None and term.chunk.kind == "table_row" and term.defined:
+        row = " ".join(term.chunk.text.split())
+        return term.name, Source(document=term.chunk.source, locator=term.chunk.cite().split(" ", 1)[-1] if
+                                 term.chunk.section or term.chunk.page else None, quote=row)
+    names = [term.name, *sorted(k for k, v in glossary.terms.items() if v is term), *sorted(term.aliases)]
+    for name in sorted(names, key=len, reverse=True):
+        words = [re.escape(w) for w in name.split()]
+        paired = re.compile(r"(?<![\w\-])((?i:" + r"\s+".join(words[:-1] + [words[-1] + r"(?:s|es)?"]) +
+                            r"))\s*\(([A-Z][A-Z]{0,4}s?)\)")
+        for chunk, originals in merged:
+            for original in originals:
+                match = paired.search(original.text)
+                if match and _is_abbreviation(match.group(2), match.group(1)):
+                    quote = _sentence_around(original.text, match.start(), match.end())
+                    return (f"{_singular_phrase(match.group(1))} ({match.group(2).rstrip('s') or match.group(2)})",
+                            _source_in(chunk, original, quote))
+    quote = term.quote
+    for chunk, originals in merged:
+        for original in originals:
+            squashed = " ".join(original.text.split())
+            if quote and quote in squashed:
+                return term.name, _source_in(chunk, original, quote)
+    for chunk, originals in merged:
+        for original in originals:
+            at = original.text.lower().find(term.name.lower())
+            if at >= 0:
+                quote = _sentence_around(original.text, at, at + len(term.name))
+                return term.name, _source_in(chunk, original, quote)
+    return None, None
 
 
-def _restore_case(phrase: str, candidate: Candidate) -> str:
-    match = re.search(re.escape(phrase).replace(r"\ ", r"\s+") + "s?", candidate.record.text, re.IGNORECASE)
-    text = match.group(0) if match else phrase
-    return re.sub(r"s$", "", text) if text.lower().rstrip("s") == phrase.rstrip("s") and text.endswith("s") else text
+def _singular_phrase(phrase: str) -> str:
+    words = phrase.split()
+    words[-1] = singular(words[-1])
+    return " ".join(words)
+
+
+def _sentence_around(text: str, start: int, end: int) -> str:
+    """The sentence (or table row) of `text` that holds ``text[start:end]``, whitespace collapsed."""
+    left = max(text.rfind(". ", 0, start), text.rfind("\n", 0, start), text.rfind(" | ", 0, start))
+    right_candidates = [i for i in (text.find(". ", end), text.find("\n", end), text.find(" | ", end)) if i >= 0]
+    right = min(right_candidates) if right_candidates else len(text)
+    left = 0 if left < 0 else left + (3 if text[left:left + 3] == " | " else 1)
+    return " ".join(text[left:right + (1 if text[right:right + 1] == "." else 0)].split())
+
+
+def _source_in(chunk: Chunk, original: Chunk, quote: str) -> Source:
+    from ingest.profile_text import locator_of
+
+    return Source(document=original.source, locator=locator_of(original) or None, quote=quote)
 
 
 def _backend(chunks: list[Chunk]) -> str:

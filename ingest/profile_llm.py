@@ -27,7 +27,7 @@ import jinja2
 
 from core.errors import ChiploreError
 from hardware_profiles.schema import PEAK_DTYPES, SCALAR_FIELDS
-from ingest.profile_rules import RULES_BY_NAME, Candidate
+from ingest.profile_rules import FIELD_LIMITS, Candidate
 from ingest.profile_text import Record, chip_tokens, clause_product, locator_of
 from ingest.units import TARGET_UNITS, find_quantities
 from knowledge.types import Chunk
@@ -121,7 +121,7 @@ def verify(chip: str, proposal: dict, chunks_by_id: dict[str, Chunk]) -> tuple[C
     product = clause_product(quote, quote, chunk.section, chip_tokens(chip))
     if product == "other":
         return None, f"{field}: {quote!r} names another product"
-    if field in RULES_BY_NAME and RULES_BY_NAME[field].allowed and value not in RULES_BY_NAME[field].allowed:
+    if field in FIELD_LIMITS and FIELD_LIMITS[field].allowed and value not in FIELD_LIMITS[field].allowed:
         return None, f"{field}: {value:g} is not a possible value"
     record = Record(text=quote, key=quote, local=quote, quote=quote, chunk=chunk, product=product,
                     locator=locator_of(chunk, "proposed by the LLM, quote verified"), originals=(chunk,))

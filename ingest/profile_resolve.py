@@ -33,6 +33,9 @@ class ExtractionReport:
     superseded: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     merge_messages: list[str] = field(default_factory=list)
+    product: str | None = None
+    products: list[str] = field(default_factory=list)
+    ambiguity: str = ""
 
     def summary(self) -> str:
         """One paragraph: counts, conflicts, problems."""
@@ -45,6 +48,8 @@ class ExtractionReport:
             text += f"; conflicts: {', '.join(self.conflicts)}"
         if self.problems:
             text += f"; {len(self.problems)} value(s) left out for their unit"
+        if self.ambiguity:
+            text += f"; {self.ambiguity}"
         return text
 
 
@@ -82,18 +87,54 @@ def _verbatim_quote(candidate: Candidate) -> str:
     return q.text
 
 
+def statement_key(candidate: Candidate) -> tuple[str, str]:
+    """Identity of the statement a candidate was read from: the document without its format (``zx40.md`` and
+    ``zx40.pdf`` are one document) and the quote's letters and digits (the same sentence or row, whatever the
+    format did to its spaces, hyphens and punctuation); a table cell also by its row label and column header (the
+    same ``Wavefront Size: 64`` in the rows of two products are two statements)."""
+    record = candidate.record
+    text = f"{record.label}|{record.header}|{record.quote}" if record.is_table else record.quote
+    return document_family(record.chunk.source), re.sub(r"[^a-z0-9|]", "", text.lower())
+
+
+def document_family(source: str) -> str:
+    """A document's name without folder and format suffix: the same datasheet as .md, .pdf or .html."""
+    name = source.replace("\\", "/").rsplit("/", 1)[-1].lower()
+    return re.sub(r"\.(?:md|markdown|pdf|rst|rest|html?|txt|text)$", "", name)
+
+
 def _dedupe(candidates: list[Candidate]) -> list[Candidate]:
+    """One candidate per (statement, value, variant): a statement read through two formats of one document is one
+    source, not two votes."""
     seen, out = set(), []
     for c in candidates:
-        key = (c.record.chunk.source, c.record.locator, c.record.quote, round(c.value, 9), c.variant)
+        key = (*statement_key(c), round(c.value, 9), c.variant)
         if key not in seen:
             seen.add(key)
             out.append(c)
     return out
 
 
+def _binary_reading(c: Candidate) -> float | None:
+    """A decimal capacity's binary reading in the field's unit (``192 GB`` -> 192 GiB), else None."""
+    q = c.quantity
+    if q.binary_value is None or not q.value:
+        return None
+    return c.value * q.binary_value / q.value
+
+
 def _agree(a: Candidate, b: Candidate) -> bool:
-    return abs(a.value - b.value) <= max(a.resolution, b.resolution) * 1.0001 + 1e-12
+    """Equal within the precision each was written with; a decimal capacity also agrees with a binary one of the
+    same figure (``192 GB`` and ``192 GiB``: one capacity, see `ingest.units`)."""
+    tolerance = max(a.resolution, b.resolution) * 1.0001 + 1e-12
+    if abs(a.value - b.value) <= tolerance:
+        return True
+    for x, y in ((a, b), (b, a)):
+        binary = _binary_reading(x)
+        if binary is not None and _binary_reading(y) is None \
+                and abs(binary - y.value) <= max(y.resolution, x.resolution * binary / x.value) * 1.0001:
+            return True
+    return False
 
 
 def _scoped(candidates: list[Candidate], field_name: str, report: ExtractionReport) -> list[Candidate]:
@@ -127,7 +168,31 @@ def _groups(candidates: list[Candidate]) -> list[list[Candidate]]:
             groups.append([c])
             reach = c.value + _tolerance(c)
         last = c.value
-    return groups
+    return _join_binary_readings(groups)
+
+
+def _join_binary_readings(groups: list[list[Candidate]]) -> list[list[Candidate]]:
+    """`groups` with each group that holds a decimal capacity joined to the groups that hold its binary figure
+    (``192 GB`` and ``192 GiB`` agree, `_agree`, though they differ by 7 %); largest value last. Only the few
+    decimal capacities are compared with the others."""
+    readers = [(i, c) for i, group in enumerate(groups) for c in group if _binary_reading(c) is not None]
+    if not readers:
+        return groups
+    root = list(range(len(groups)))
+
+    def find(i: int) -> int:
+        while root[i] != i:
+            i = root[i]
+        return i
+
+    for i, c in readers:
+        for j, group in enumerate(groups):
+            if find(i) != find(j) and any(_agree(c, g) for g in group):
+                root[find(j)] = find(i)
+    joined: dict[int, list[Candidate]] = {}
+    for i, group in enumerate(groups):
+        joined.setdefault(find(i), []).extend(group)
+    return sorted((sorted(g, key=lambda c: c.value) for g in joined.values()), key=lambda g: g[-1].value)
 
 
 def _tolerance(c: Candidate) -> float:
@@ -135,11 +200,16 @@ def _tolerance(c: Candidate) -> float:
 
 
 def _support(candidates: list[Candidate]) -> int:
-    return len({(c.record.chunk.source, c.record.locator, c.record.quote) for c in candidates})
+    """Independent statements among `candidates` (see `statement_key`)."""
+    return len({statement_key(c) for c in candidates})
 
 
 def _best_value(group: list[Candidate]) -> Candidate:
-    """Most-cited value of an agreeing group (ties: the most precise); stated sources before derived ones."""
+    """Most-cited value of an agreeing group (ties: the most precise); stated sources before derived ones. Where a
+    binary capacity and a decimal one of the same figure agree, the binary figure is the value."""
+    exact = [c for c in group if c.quantity.dimension == "bytes" and _binary_reading(c) is None]
+    if exact and any(_binary_reading(c) is not None for c in group):
+        group = [c for c in group if _binary_reading(c) is None or not any(_agree(c, e) for e in exact)] or group
     counts = Counter(round(c.value, 9) for c in group)
     top = max(counts.values())
     best = [c for c in group if counts[round(c.value, 9)] == top]
@@ -236,20 +306,22 @@ def resolve_peak(dtype: str, candidates: list[Candidate], report: ExtractionRepo
     return _conflict(f"peak_tflops.{dtype}", unit, groups, candidates, report)
 
 
-def chip_peaks_from_per_unit(candidates: list[Candidate], units: ProfileField,
-                              components: dict[str, int]) -> list[Candidate]:
+def chip_peaks_from_per_unit(candidates: list[Candidate], units: ProfileField, glossary) -> list[Candidate]:
     """Per-unit peaks scaled to the chip: value x (components per compute unit) x compute units, as derived
-    candidates with their formula; peaks per a component whose count per compute unit is unknown are dropped."""
+    candidates with their formula. The unit a peak is stated per is looked up in the glossary
+    (`ingest.profile_glossary`): the compute unit itself, or a component the documents say each compute unit
+    holds N of ("Each tile contains: 2x Vector Engine"); a peak per a unit whose count is unknown is dropped."""
     if units.value is None:
         return []
     out = []
     for c in candidates:
         noun = re.sub(r"\s*\(.*\)$", "", c.noun)
-        if classify_noun(c.noun) == "cu":
+        level = glossary.level(noun)
+        if level == "cu" or (level is None and classify_noun(c.noun) == "cu"):
             per_cu, what = 1, "compute unit"
         else:
-            per_cu = next((n for key, n in components.items() if key and (noun == key or noun.startswith(key))),
-                          None)
+            found = glossary.per_parent(noun, glossary.compute_unit_keys())
+            per_cu = found[0] if found else None
             what = f"{per_cu} {noun} per compute unit" if per_cu else ""
         if not per_cu:
             continue
@@ -259,5 +331,3 @@ def chip_peaks_from_per_unit(candidates: list[Candidate], units: ProfileField,
         out.append(Candidate(c.field, value, c.resolution * per_cu * units.value, c.record, c.quantity,
                              kind="derived", formula=formula, variant=c.variant))
     return out
-
-

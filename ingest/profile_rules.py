@@ -1,14 +1,20 @@
 """Field rules: which records state which profile field, and the value each one states.
 
-Every rule is generic (vocabulary of hardware documents, units, levels), never a string of one document:
+A number with its unit (`ingest.units`) states a profile field when, in this order:
 
-- a field is named by keywords in the record's key text (a table header, a row label, a caption or the
-  sentence) and read as a quantity of one dimension (bytes, bytes/s, FLOP/s, Hz or a count);
-- a record whose clause says the number is per sub-unit ("per XCD", "each channel", "The XCD has") or for several
-  devices ("8-GPU", "two such ASICs") does not state a per-chip field; peaks per clock or per CU are not peaks;
-- numbers written as bounds ("over 2.5 PFLOP/s") and values in "with sparsity" columns are not dense peaks;
-- "N (M per X)" and "Nx M <things>" teach that M is a per-X value for that field: M is then not read as the chip
-  value elsewhere (a "4 MB" L2 in a product table whose other source says "32 (4 per XCD)").
+1. its dimension (count, bytes, bytes/s, Hz) allows the field;
+2. the words that name it mean one of the profile's quantities (`ingest.profile_fields.match_quantity`: embedding
+   similarity of the label, or of the words the number is attached to in a sentence, with the document's own terms
+   rewritten by its glossary, `ingest.profile_glossary`), not a look-alike;
+3. its scope (per chip, per compute unit, per work-group, per sub-unit, for several chips; `scope_of`) makes that
+   quantity a profile field (`ingest.profile_fields.FIELD_BY_SCOPE`). A figure per sub-unit or per partition of a
+   scalable quantity (register file, L2) becomes a derived chip or compute-unit value only when the documents state
+   how many of those one compute unit (or the chip) holds;
+4. structural checks: bounds ("over 2.5 PFLOP/s"), defaults ("48 KB by default"), per-clock and sparse figures,
+   field limits (`FIELD_LIMITS`).
+
+"N (M per X)" and "Nx M <things>" teach that M is a per-X value for that field: M is then not read as the chip value
+elsewhere (a "4 MB" L2 in a product table whose other source says "32 (4 per XCD)").
 """
 
 from __future__ import annotations
@@ -16,17 +22,25 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ingest.profile_text import CU_NOUNS, Record, classify_noun, level_cues, without_parentheticals
+from ingest.profile_definitions import noun_phrase, term_key
+from ingest.profile_fields import SCALABLE, Match, field_for, is_profile_quantity, match_quantity
+from ingest.profile_glossary import Glossary
+from ingest.profile_labels import ENABLED_SUBSET, PHYSICAL_TOTAL, _np_after, labels, own_words, sentence_after
+from ingest.profile_scope import THE_NOUN_HAS, noun_level, parens, scope_noun, scope_of
+from ingest.profile_text import Record
 from ingest.units import TARGET_UNITS, Quantity, find_quantities
 
-_CHIP_FIELDS_REJECT = frozenset({"sub", "cu", "multi", "block"})
-_PER_CU_REJECT = frozenset({"sub", "multi", "block"})
 _BOUND_BEFORE = re.compile(r"(?:over|more than|at least|greater than|nearly|almost|about|approximately|~|>|<)\s*$",
                            re.IGNORECASE)
 _PER_UNIT = re.compile(r"/\s*(?:clock|clk|cycle|cu|sm)\b|per (?:clock|clk|cycle|cu|sm|compute unit)\b",
                        re.IGNORECASE)
 _UNKNOWN_UNIT_AFTER = re.compile(r"^\s?([KMGTP]?[A-Za-z]{0,6}(?:/s(?:ec)?|ps|B|FLOPS?|OPS|Hz))\b")
-_SMEM = r"(?:\bLDS\b|local data share|shared memory|scratch ?pad|shared local memory|\bSLM\b)"
+_DEFAULT_AFTER = re.compile(r"\s*(?:\(|,)?\s*(?:by default|default)\b", re.IGNORECASE)
+_CACHE_LEVEL = re.compile(r"\bL([0-4])\b|\blevel[- ]([0-4]|one|two|three|four)\b|\b(first|second|third)-level\b|"
+                          r"\b(last)[- ]level\b", re.IGNORECASE)
+_LEVEL_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "first": 1, "second": 2, "third": 3}
+_STOPWORDS = frozenset("a an the of in on at to for from by with and or is are its their this that up total"
+                       .split())
 
 DTYPES: dict[str, re.Pattern] = {
     "fp64": re.compile(r"\bFP64\b|\bf64\b|double[- ]precision", re.IGNORECASE),
@@ -39,69 +53,32 @@ DTYPES: dict[str, re.Pattern] = {
 }
 _MATRIX = re.compile(r"\bmatrix\b|\btensor\b|tensor core", re.IGNORECASE)
 _VECTOR = re.compile(r"\bvector\b|\bSIMD\b|CUDA cores?|non-tensor", re.IGNORECASE)
-_CU_COUNT = re.compile(
-    rf"(?<![\w.,])(?P<n>\d{{1,3}}(?:,\d{{3}})+|\d+)(?P<x>x)?\s+(?:(?:active|enabled|available|total)\s+)?"
-    rf"(?P<noun>{CU_NOUNS}|tiles?)\b(?P<abbr>\s*\((?:CUs?|SMs?|EUs?|WGPs?)\))?",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True)
-class FieldRule:
-    """How one scalar field is found: keywords (in the key text), exclusions (in the clause), dimension."""
+class FieldLimit:
+    """What a field's value must be: the profile unit, its dimension, a minimum and (optionally) allowed values."""
 
-    name: str
-    dimension: str
     unit: str
-    include: re.Pattern
-    exclude: re.Pattern | None = None
-    reject_levels: frozenset = _CHIP_FIELDS_REJECT
-    require_levels: frozenset = frozenset()
+    dimension: str
     minimum: float = 0.0
     allowed: tuple[float, ...] = ()
-    needs_peak_cue: bool = False
 
 
-def _rx(pattern: str) -> re.Pattern:
-    return re.compile(pattern, re.IGNORECASE)
-
-
-SCALAR_RULES: tuple[FieldRule, ...] = (
-    FieldRule("warp_size", "count", "threads",
-              _rx(r"\b(?:warp|wavefront|wave)\s*(?:size|width)\b|\b(?:warp|wavefront)s? of\b|threads per warp|"
-                  r"work-?items per (?:wave|wavefront)"),
-              reject_levels=frozenset(), allowed=(8, 16, 32, 64, 128)),
-    FieldRule("max_threads_per_block", "count", "threads",
-              _rx(r"threads per (?:thread )?block|work-?items per work-?group|(?:block|work-?group) size"),
-              _rx(r"multiprocessor|per SM|per CU|per compute unit"), reject_levels=frozenset(), minimum=32),
-    FieldRule("smem_per_block_kb", "bytes", "KiB", _rx(_SMEM), _rx(r"\bbank|cache\b|register|instruction"),
-              reject_levels=frozenset({"sub", "multi"}), require_levels=frozenset({"block"})),
-    FieldRule("smem_per_compute_unit_kb", "bytes", "KiB", _rx(_SMEM),
-              _rx(r"\bbank|cache\b|register|instruction|per (?:thread )?block|per work-?group|\bSRAM total"),
-              reject_levels=_PER_CU_REJECT),
-    FieldRule("registers_per_compute_unit", "count", "32-bit registers",
-              _rx(r"register file|\bVGPRs?\b|32-bit registers|registers per (?:SM|CU|compute unit)"),
-              _rx(r"\bSGPR|scalar|AccVGPR|per thread\b|per (?:thread )?block"), reject_levels=_PER_CU_REJECT,
-              minimum=1024),
-    FieldRule("l2_cache_mb", "bytes", "MiB", _rx(r"\bL2\b|level[- ]2 cache"),
-              _rx(r"\bL[013]\b|\bLLC\b|last[- ]level|infinity cache|instruction|scalar|bandwidth|/s\b")),
-    FieldRule("mem_capacity_gb", "bytes", "GiB",
-              _rx(r"memory|\bHBM\w*|\bGDDR\w*|\bDRAM\b|\bVRAM\b|frame ?buffer"),
-              _rx(r"cache|\bL[0-3]\b|\bLDS\b|shared memory|scratch ?pad|register|\bSRAM\b|address|\b0x[0-9a-f]|"
-                  r"reserved|bandwidth|\bbus\b|interface|clock|\bpage|instruction|local data|partition"),
-              minimum=2**29),
-    FieldRule("mem_bw_gbps", "bytes_per_s", "GB/s", _rx(r"memory|\bHBM\w*|\bGDDR\w*|\bDRAM\b|\bVRAM\b"),
-              _rx(r"cache|\bL[0-3]\b|\bLLC\b|fabric|\blinks?\b|I/O|\bIO\b|\bNoC\b|PCIe|P2P|NVLink|interconnect|"
-                  r"network|ethernet|per hop|xGMI|\bhost\b|read bandwidth|write bandwidth|measured|achiev|sustain|"
-                  r"effective|observed|in practice|SRAM|on-die|on-chip|scratch ?pad|\bLDS\b|shared memory"),
-              needs_peak_cue=True),
-    FieldRule("clock_mhz", "hz", "MHz", _rx(r"clock|frequency|boost|\bspeed\b"),
-              _rx(r"memory|\bHBM|\bGDDR|\bDRAM|data rate|\bbus\b|\blink|fabric|PCIe|base clock|idle|minimum"),
-              reject_levels=frozenset(), minimum=1e8),
-)
-RULES_BY_NAME = {rule.name: rule for rule in SCALAR_RULES}
-#: Fields whose keyword must sit next to the number when a clause holds several numbers (all of them).
-_NEEDS_LOCAL_KEYWORD = tuple(RULES_BY_NAME)
+#: Profile field -> its limits (a warp is a power of two of 8-128 threads; a work-group at least 32 threads; a
+#: register file at least 1024 registers; device memory at least 512 MiB; a clock at least 100 MHz).
+FIELD_LIMITS: dict[str, FieldLimit] = {
+    "num_compute_units": FieldLimit("count", "count", 1),
+    "warp_size": FieldLimit("threads", "count", allowed=(8, 16, 32, 64, 128)),
+    "max_threads_per_block": FieldLimit("threads", "count", 32),
+    "smem_per_block_kb": FieldLimit("KiB", "bytes"),
+    "smem_per_compute_unit_kb": FieldLimit("KiB", "bytes"),
+    "registers_per_compute_unit": FieldLimit("32-bit registers", "count", 1024),
+    "l2_cache_mb": FieldLimit("MiB", "bytes"),
+    "mem_capacity_gb": FieldLimit("GiB", "bytes", 2**29 / 2**30),
+    "mem_bw_gbps": FieldLimit("GB/s", "bytes_per_s"),
+    "clock_mhz": FieldLimit("MHz", "hz", 100),
+}
 
 
 @dataclass
@@ -117,6 +94,7 @@ class Candidate:
     formula: str | None = None
     variant: str = ""
     noun: str = ""
+    similarity: float = 0.0
 
 
 @dataclass
@@ -128,199 +106,252 @@ class RuleOutput:
     problems: list[str] = field(default_factory=list)
 
 
-def _parens(text: str) -> list[tuple[int, int]]:
-    return [m.span() for m in re.finditer(r"\([^()]{0,120}\)", text)]
+# ---------------------------------------------------------------- what a number is about
+
+#: How many of a sentence's labels (`_labels`) are the words the number is attached to; the others are the clause
+#: around it, which names the number only loosely and must match more closely (`_MIN_SIMILARITY`).
+_ATTACHED = 2
+#: Least similarity of a label to a quantity: (quantity, source) -> cosine, source = "table", "attached" or
+#: "clause"; default `ingest.profile_fields.MIN_FIELD_SIMILARITY`. A count of compute units must name them almost
+#: literally (after the glossary rewrote the vendor's term); shared memory in prose must be named as such.
+_MIN_SIMILARITY = {("compute_units", "table"): 0.6, ("compute_units", "attached"): 0.7,
+                   ("shared_memory", "attached"): 0.55, ("shared_memory", "clause"): 0.6,
+                   ("memory_bandwidth", "attached"): 0.42, ("engine_clock", "attached"): 0.42}
+_DEFAULT_SIMILARITY = {"table": 0.0, "attached": 0.5, "clause": 0.55, "own": 0.5}
 
 
-def _quantity_levels(record: Record, quantity: Quantity) -> set[str]:
-    """Level cues that apply to `quantity`: those of its clause (parentheticals left out), those of a
-    parenthetical it sits in, and those of a number-less parenthetical right after it ("(per Vector Unit)")."""
-    text = record.text
-    inside = next(((a, b) for a, b in _parens(text) if a <= quantity.start < b), None)
-    if inside and not record.is_table:
-        return level_cues(text[inside[0] + 1:inside[1] - 1]) | set(record.levels)
-    levels = set(record.levels)
-    if record.is_table:
-        levels |= level_cues(without_parentheticals(text))
-    after = re.match(r"\s*\(([^()]{0,60})\)", text[quantity.end:])
-    if after and not re.search(r"\d", after.group(1)):
-        levels |= level_cues(after.group(1))
-    return levels
+_GROUP_SIZES = ("warp_width", "block_threads")
+#: A label that is only a scope ("per compute unit", "each core") names no quantity inside a parenthetical.
+_SCOPE_ONLY = re.compile(r"^\s*(?:per|each|every)\s+(?:[\w\-]+\s*){1,3}$", re.IGNORECASE)
+_PEAK_CUE = re.compile(r"peak|theoretical|aggregate|total|maximum|\bmax\b|up to|bandwidth", re.IGNORECASE)
+
+
+def _cache_level(text: str) -> int | None:
+    """The cache level a label names (``L2``, ``level-two``, ``second-level`` -> 2; ``last-level`` -> 9)."""
+    found = None
+    for match in _CACHE_LEVEL.finditer(text):
+        word = next(g for g in match.groups() if g)
+        level = 9 if word.lower() == "last" else int(word) if word.isdigit() else _LEVEL_WORDS[word.lower()]
+        if level == 2:
+            return 2
+        found = level
+    return found
+
+
+def what_it_is(record: Record, quantity: Quantity, every: list[Quantity], glossary: Glossary) -> Match | None:
+    """The profile quantity `quantity` states (`ingest.profile_fields`), from its labels: a table cell's label, else
+    the words the number is attached to, else (not for counts) its clause. The most similar reading decides, and
+    when that is a look-alike (``(1.1 GHz base)``: a base clock) the number states no profile quantity. A label
+    that names a cache level decides between the L2 and other caches."""
+    named = labels(record, quantity, every, glossary)
+    counts_groups = quantity.dimension == "count" and not record.is_table and bool(named) and bool(named[0]) \
+        and glossary.concept(named[0]) in ("warp", "block")  # "64 warps" counts warps: not the size of one
+    groups = [("table", named)] if record.is_table else [("attached", named[:_ATTACHED])]
+    own = own_words(record, quantity)
+    if own:
+        groups.insert(0, ("own", [glossary.rewrite(f"{own} {quantity.unit}")]))
+    if not record.is_table and quantity.dimension != "count":
+        groups.append(("clause", named[_ATTACHED:]))  # a count names what it counts next to it, not in its clause
+    in_parens = not record.is_table and any(a <= quantity.start < b for a, b in parens(record.text))
+    for source, texts in groups:
+        best: Match | None = None
+        for label in filter(None, texts):
+            if in_parens and _SCOPE_ONLY.match(label):
+                continue  # "(512 KiB per slice)": "per compute unit" says where, not what; its clause says what
+            if quantity.dimension == "bytes":
+                level = _cache_level(label)
+                if level == 2 and re.search(r"cache|\bL2\b|slice", label, re.IGNORECASE):
+                    return Match("l2_cache", 1.0, 0.0)
+                if level is not None and level != 2 and re.search(r"cache|\bL[0-4]\b", label, re.IGNORECASE):
+                    return None
+            match = match_quantity(label, quantity.dimension, lookalikes=True)
+            if match is None or match.quantity == "l2_cache":
+                continue  # an L2 must say it is the level-2 cache (above), "cache" alone may be any level
+            if match.quantity in _GROUP_SIZES and counts_groups:
+                continue
+            least = _MIN_SIMILARITY.get((match.quantity, source), _DEFAULT_SIMILARITY[source])
+            if match.similarity >= least and (best is None or match.similarity > best.similarity):
+                best = match
+        if best is not None:
+            return best if is_profile_quantity(best.quantity) else None
+    return None
+
+
+# ---------------------------------------------------------------- candidates
+
+def _holds_compute_units(record: Record, quantity: Quantity, glossary: Glossary) -> bool:
+    """Whether the thing `quantity` counts holds compute units in these documents (`Glossary.contains`)."""
+    key = term_key(_np_after(record.text[quantity.end:]) if not record.is_table else record.label)
+    key = glossary.aliases.get(key, key)
+    units = glossary.compute_unit_keys()
+    return bool(key) and key not in units and any(glossary.aliases.get(c.parent, c.parent) == key
+                                                  and glossary.aliases.get(c.child, c.child) in units
+                                                  for c in glossary.contains)
+
+
+def _per_time(quantity: Quantity) -> bool:
+    """A rate per clock, cycle or pin (``2KBytes/clock``, ``18 Gbps per pin``) is not a chip figure; a size per
+    unit (``128 KiB per core``) is, at that unit's scope."""
+    return quantity.per in ("clock", "clk", "cycle", "pin")
 
 
 def _is_bound(record: Record, quantity: Quantity) -> bool:
     return bool(_BOUND_BEFORE.search(record.text[max(0, quantity.start - 20):quantity.start]))
 
 
-def _main_quantities(record: Record, dimension: str) -> list[Quantity]:
-    """Quantities of `dimension` in the record; for a table cell, the first number only (the cell's value)."""
-    found = find_quantities(record.text, record.default_unit)
-    if record.is_table:
-        found = found[:1]
-    return [q for q in found if q.dimension == dimension]
+def prefetch_labels(records: list[Record], glossary: Glossary) -> None:
+    """Embed, in one batch, every label that `scalar_candidates` will match for `records`."""
+    from ingest.profile_meaning import prefetch
+
+    texts: list[str] = []
+    for record in records:
+        every = find_quantities(record.text, record.default_unit)
+        for quantity in every[:1] if record.is_table else every:
+            if quantity.dimension in ("count", "bytes", "bytes_per_s", "hz") and not _per_time(quantity):
+                texts += labels(record, quantity, every, glossary)
+    prefetch(texts)
 
 
-_PER_CU_FIELDS = ("smem_per_compute_unit_kb", "registers_per_compute_unit", "smem_per_block_kb")
-_NAMED_VERSION_BEFORE = re.compile(r"(?:\b[A-Z]{2,}[\w]*[™®]?|\bGen|\bZen|\bSeries|\bVersion|\bv)\s*$")
+def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> None:
+    """Every scalar field value `record` states (see module docstring)."""
+    every = find_quantities(record.text, record.default_unit)
+    quantities = every[:1] if record.is_table else every
+    for quantity in quantities:
+        if quantity.dimension == "flops" and not quantity.per:
+            _report_unit_problem(record, quantity, every, glossary, out)
+        if quantity.dimension not in ("count", "bytes", "bytes_per_s", "hz") or _per_time(quantity):
+            continue
+        if _is_bound(record, quantity) or _DEFAULT_AFTER.match(record.text[quantity.end:]):
+            continue
+        if quantity.dimension == "count" and PHYSICAL_TOTAL.match(sentence_after(record, quantity)):
+            continue  # the die's total, of which fewer are enabled in the product
+        match = what_it_is(record, quantity, every, glossary)
+        if match is None:
+            _report_unit_problem(record, quantity, every, glossary, out)
+            continue
+        if match.quantity == "memory_bandwidth" and not record.is_table and not _PEAK_CUE.search(record.key):
+            continue  # a device's memory bandwidth is written as its peak (or total, aggregate, maximum)
+        if match.quantity == "compute_units" and _holds_compute_units(record, quantity, glossary):
+            continue  # "4 core arrays; each core array contains 20 cores": a count of partitions
+        scope = scope_of(record, quantity, glossary)
+        if ENABLED_SUBSET.search(record.text[:quantity.start]):
+            scope = "chip"  # the enabled ones are the product's
+        _learn_sub_values(record, match.quantity, quantity.dimension, glossary, out)
+        name = field_for(match.quantity, scope)
+        if name is None:
+            _scaled_candidate(record, quantity, match, scope, glossary, out)
+            continue
+        _add(name, record, quantity, match, out)
 
 
-def _learn_sub_values(record: Record, rule_name: str, dimension: str, out: RuleOutput) -> None:
-    """``N (M per X)``, ``M per X``, ``each M`` and ``Nx M <things>`` teach that M is a per-X value of this
-    field, when X is smaller than the field's level (a sub-unit; for per-chip fields also a compute unit)."""
+def _add(name: str, record: Record, quantity: Quantity, match: Match, out: RuleOutput, kind: str = "stated",
+         formula: str | None = None, factor: float = 1.0, noun: str = "") -> None:
+    limit = FIELD_LIMITS[name]
+    if name == "registers_per_compute_unit" and quantity.dimension == "bytes":
+        value = quantity.value / 4 * factor
+        resolution = quantity.resolution / 4 * factor
+        kind = "derived"
+        formula = formula or f"register file {quantity.text} / 4 bytes per 32-bit register"
+    elif quantity.dimension != limit.dimension:
+        return
+    else:
+        value = quantity.to(limit.unit) * factor
+        resolution = quantity.resolution / TARGET_UNITS[limit.unit][1] * factor
+    if value < limit.minimum or (limit.allowed and value not in limit.allowed):
+        return
+    if name == "num_compute_units" and (value != int(value) or quantity.dimension != "count"):
+        return
+    if quantity.multiplier > 1 and kind == "stated":
+        kind, formula = "derived", f"{quantity.text} = {quantity.multiplier} x {value / quantity.multiplier:g} " \
+                                   f"{limit.unit}"
+    out.candidates.append(Candidate(name, value, resolution, record, quantity, kind=kind, formula=formula,
+                                    noun=noun, similarity=match.similarity))
+
+
+def _scaled_candidate(record: Record, quantity: Quantity, match: Match, scope: str, glossary: Glossary,
+                      out: RuleOutput) -> None:
+    """A register file per sub-unit, or an L2 per partition, scaled by the stated count (derived)."""
+    target = SCALABLE.get(match.quantity)
+    if target is None or scope not in ("sub", "part"):
+        return
+    noun = scope_noun(record, quantity)
+    if not noun:
+        return
+    if target == "cu" and scope == "sub":
+        found = glossary.per_parent(noun, glossary.compute_unit_keys())
+        what = "compute unit"
+    elif target == "chip" and scope == "part":
+        key = glossary.aliases.get(term_key(noun), term_key(noun))
+        found = glossary.chip_counts.get(key)
+        what = "chip"
+    else:
+        return
+    if not found:
+        return
+    count, source = found
+    name = field_for(match.quantity, "cu" if target == "cu" else "chip")
+    if name is None:
+        return
+    formula = f"{quantity.text} per {noun} x {count} {noun} per {what} ({' '.join(source.split())[:120]})"
+    _add(name, record, quantity, match, out, kind="derived", formula=formula, factor=count)
+
+
+def _learn_sub_values(record: Record, quantity_name: str, dimension: str, glossary: Glossary,
+                      out: RuleOutput) -> None:
+    """``N (M per X)``, ``M per X`` and ``Nx M <things>`` teach that M is a per-X value of this quantity, when X is
+    smaller than the chip (a sub-unit or partition; for a per-compute-unit quantity, a sub-unit)."""
     if record.product == "other":
         return
-    learn_from = {"sub"} if rule_name in _PER_CU_FIELDS else {"sub", "cu"}
-    values: list[Quantity] = []
-    for match in re.finditer(r"([\d.,]+\s*[A-Za-z]{0,4})\s+(?:per|for each)\s+((?:\d+\s+)?[A-Za-z][\w\- ]{0,30})",
-                             record.text):
-        if classify_noun(re.sub(r"^\d+\s+", "", match.group(2)).lower()) in learn_from:
-            values += find_quantities(match.group(1), record.default_unit)
-    for match in re.finditer(r"\beach\s+([\d.,]+\s*[A-Za-z]{0,4})\b", record.text):
-        values += find_quantities(match.group(1), record.default_unit)
-    for q in values:
-        if q.dimension == dimension:
-            out.learned_sub.setdefault(rule_name, []).append(q.value)
-    for q in find_quantities(record.text, record.default_unit):
-        if q.multiplier > 1 and q.dimension == dimension:
-            out.learned_sub.setdefault(rule_name, []).append(q.value / q.multiplier)
+    per_cu = quantity_name in ("shared_memory", "register_file", "register_count")
+    learn_from = {"sub"} if per_cu else {"sub", "part", "cu"}
+    for name in _fields_of(quantity_name):
+        for match in re.finditer(r"([\d.,]+\s*[A-Za-z]{0,4})\s+(?:per|for each)\s+((?:\d+\s+)?[A-Za-z][\w\- ]{0,30})",
+                                 record.text):
+            if noun_level(re.sub(r"^\d+\s+", "", match.group(2)), glossary) in learn_from:
+                for q in find_quantities(match.group(1), record.default_unit):
+                    if q.dimension == dimension:
+                        out.learned_sub.setdefault(name, []).append(q.value)
+        for match in re.finditer(r"\beach\s+([\d.,]+\s*[A-Za-z]{0,4})\b", record.text):
+            for q in find_quantities(match.group(1), record.default_unit):
+                if q.dimension == dimension:
+                    out.learned_sub.setdefault(name, []).append(q.value)  # "each 2 GiB is ..."
+        for q in find_quantities(record.text, record.default_unit):
+            if q.multiplier > 1 and q.dimension == dimension:
+                out.learned_sub.setdefault(name, []).append(q.value / q.multiplier)
 
 
-def scalar_candidates(record: Record, out: RuleOutput) -> None:
-    """Apply every scalar rule to one record."""
-    for rule in SCALAR_RULES:
-        key = f"{record.prev} {record.key}" if rule.name == "mem_bw_gbps" and not record.is_table else record.key
-        if not rule.include.search(key):
-            continue
-        if rule.exclude is not None and record.is_table and rule.exclude.search(record.local):
-            continue
-        dimension = "bytes" if rule.name == "registers_per_compute_unit" else rule.dimension
-        _learn_sub_values(record, rule.name, dimension, out)
-        if rule.name == "registers_per_compute_unit":
-            if not (rule.exclude is not None and rule.exclude.search(record.local)):
-                _register_candidates(record, rule, out)
-            continue
-        every = find_quantities(record.text, record.default_unit)
-        for quantity in _main_quantities(record, rule.dimension):
-            segment = _segment(record.text, every, quantity)
-            if len(every) > 1 and not record.is_table and rule.name in _NEEDS_LOCAL_KEYWORD \
-                    and not rule.include.search(segment):
-                continue
-            if rule.exclude is not None and not record.is_table and (
-                    rule.exclude.search(segment)
-                    or (not rule.include.search(record.text) and rule.exclude.search(record.key))):
-                continue
-            _consider(rule, record, quantity, out)
-        _report_unit_problems(rule, record, out)
+def _fields_of(quantity_name: str) -> set[str]:
+    from ingest.profile_fields import FIELD_BY_SCOPE
+
+    return {f for (q, _), f in FIELD_BY_SCOPE.items() if q == quantity_name}
 
 
-def _segment(text: str, quantities: list[Quantity], quantity: Quantity) -> str:
-    """Text around `quantity` in a clause, from the previous number to the next one."""
-    start = max((q.end for q in quantities if q.end <= quantity.start), default=0)
-    end = min((q.start for q in quantities if q.start >= quantity.end), default=len(text))
-    return text[start:end]
+_DIMENSION_WORDS = {"flops": "a compute rate (FLOP/s)", "bytes_per_s": "a bandwidth (bytes/s)",
+                    "bytes": "a size (bytes)", "hz": "a frequency (Hz)", "count": "a count"}
 
 
-def _consider(rule: FieldRule, record: Record, quantity: Quantity, out: RuleOutput) -> None:
-    levels = _quantity_levels(record, quantity)
-    if levels & rule.reject_levels or (rule.require_levels and not levels & rule.require_levels):
+def _report_unit_problem(record: Record, quantity: Quantity, every: list[Quantity], glossary: Glossary,
+                         out: RuleOutput) -> None:
+    """A rate whose words name the memory bandwidth but whose unit is a compute rate (``4.0 TFLOPS ... memory
+    bandwidth``), or a number with a unit that is not known, is reported, not used."""
+    if record.product == "other":
         return
-    if quantity.per or _is_bound(record, quantity) or quantity.value < rule.minimum:
+    unknown = _UNKNOWN_UNIT_AFTER.match(record.text[quantity.end:]) if quantity.dimension == "count" else None
+    if quantity.dimension != "flops" and not unknown:
         return
-    if re.match(r"\s*(?:\(|,)?\s*(?:by default|default)\b", record.text[quantity.end:], re.IGNORECASE):
-        return  # "48 KB by default": a default, not the limit
-    if rule.needs_peak_cue and not record.is_table and not re.search(
-            r"peak|theoretical|aggregate|total|maximum|\bmax\b|up to|bandwidth", record.text, re.IGNORECASE):
-        return
-    if rule.needs_peak_cue and record.is_table and not re.search(r"bandwidth", record.local, re.IGNORECASE):
-        return
-    value = quantity.to(rule.unit)
-    if rule.allowed and value not in rule.allowed:
-        return
-    kind, formula = "stated", None
-    if quantity.multiplier > 1:
-        per_item = value / quantity.multiplier
-        kind, formula = "derived", f"{quantity.text} = {quantity.multiplier} x {per_item:g} {rule.unit}"
-    out.candidates.append(Candidate(rule.name, value, quantity.resolution / _factor(rule.unit), record, quantity,
-                                    kind=kind, formula=formula))
+    for label in labels(record, quantity, every, glossary)[:2]:
+        match = match_quantity(label, "bytes_per_s") if label else None
+        if match is not None and match.similarity >= 0.6:
+            problem = (f"unknown unit {unknown.group(1)!r}" if unknown else
+                       f"{quantity.unit} measures {_DIMENSION_WORDS['flops']}, not {_DIMENSION_WORDS['bytes_per_s']}")
+            out.problems.append(f"{field_for(match.quantity, '')}: not used: {quantity.text!r} next to its words in "
+                                f"{record.chunk.source} ({record.locator}); {problem}")
+            return
 
 
-def _factor(unit: str) -> float:
-    return TARGET_UNITS[unit][1]
+# ---------------------------------------------------------------- peaks
 
-
-def _register_candidates(record: Record, rule: FieldRule, out: RuleOutput) -> None:
-    """Register file size in bytes (-> 32-bit registers, derived) or a count of 32-bit registers (stated)."""
-    every = find_quantities(record.text, record.default_unit)
-    for quantity in every[: 1 if record.is_table else None]:
-        levels = _quantity_levels(record, quantity)
-        if levels & rule.reject_levels or quantity.per:
-            continue
-        if not record.is_table and not re.search(
-                r"register|VGPR", _segment(record.text, every, quantity), re.IGNORECASE):
-            continue
-        if quantity.dimension == "bytes":
-            value = quantity.value / 4
-            formula = f"register file {quantity.text} / 4 bytes per 32-bit register"
-            if value >= rule.minimum:
-                out.candidates.append(Candidate(rule.name, value, quantity.resolution / 4, record, quantity,
-                                                kind="derived", formula=formula))
-        elif quantity.dimension == "count" and quantity.value >= rule.minimum and (
-                "32-bit" in record.text or re.search(r"registers? per", record.key, re.IGNORECASE)):
-            out.candidates.append(Candidate(rule.name, quantity.value, quantity.resolution, record, quantity))
-
-
-_DIMENSION_WORDS = {"flops": "a compute rate (FLOP/s)", "bytes_per_s": "a bandwidth (bytes/s)"}
-
-
-def _report_unit_problems(rule: FieldRule, record: Record, out: RuleOutput) -> None:
-    """Numbers that the field's keywords point at but whose unit is unknown or of another dimension."""
-    for quantity in find_quantities(record.text, record.default_unit):
-        if quantity.dimension == rule.dimension or quantity.per:
-            continue
-        if quantity.dimension == "count":
-            after = _UNKNOWN_UNIT_AFTER.match(record.text[quantity.end:])
-            if not after or rule.dimension == "count":
-                continue
-            problem = f"unknown unit {after.group(1)!r}"
-        elif {quantity.dimension, rule.dimension} == {"flops", "bytes_per_s"}:
-            problem = (f"{quantity.unit} measures {_DIMENSION_WORDS[quantity.dimension]}, not "
-                       f"{_DIMENSION_WORDS[rule.dimension]}")
-        else:
-            continue
-        if record.product == "other":
-            continue
-        out.problems.append(f"{rule.name}: not used: {quantity.text!r} next to this field's keywords in "
-                            f"{record.chunk.source} ({record.locator}); {problem}")
-
-
-def compute_unit_candidates(record: Record, out: RuleOutput) -> None:
-    """Counts of compute units: ``304 compute units (CUs)``, ``80x Tensix tile``, a ``Compute Units`` column."""
-    if record.is_table:
-        match = re.search(rf"\b({CU_NOUNS})\b", record.local, re.IGNORECASE)
-        if match and not re.search(r"per\b|/", record.local):
-            for quantity in _main_quantities(record, "count"):
-                _learn_sub_values(record, "num_compute_units", "count", out)
-                _add_cu(record, quantity, match.group(1), out)
-        return
-    for match in _CU_COUNT.finditer(record.text):
-        if _NAMED_VERSION_BEFORE.search(record.text[:match.start()]):
-            continue
-        quantity = next((q for q in find_quantities(record.text) if q.start == match.start("n")), None)
-        if quantity is None or quantity.dimension != "count":
-            continue
-        _add_cu(record, quantity, match.group("noun") + (match.group("abbr") or ""), out)
-    _learn_sub_values(record, "num_compute_units", "count", out)
-
-
-def _add_cu(record: Record, quantity: Quantity, noun: str, out: RuleOutput) -> None:
-    levels = _quantity_levels(record, quantity)
-    if levels & _CHIP_FIELDS_REJECT or _is_bound(record, quantity) or quantity.value < 1:
-        return
-    out.candidates.append(Candidate("num_compute_units", quantity.value, quantity.resolution, record, quantity,
-                                    noun=" ".join(noun.split())))
-
-
-def peak_candidates(record: Record, out: RuleOutput) -> None:
+def peak_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> None:
     """Dense peaks per data type; the data type and matrix/vector variant come from the words next to the value."""
     if record.sparse or re.search(r"speedup|sparsity|sparse", record.local, re.IGNORECASE):
         return
@@ -330,11 +361,13 @@ def peak_candidates(record: Record, out: RuleOutput) -> None:
     if record.is_table:
         quantities = quantities[:1]
     for n, quantity in enumerate(quantities):
-        levels = _quantity_levels(record, quantity)
-        if quantity.per or _is_bound(record, quantity) or levels & {"multi", "block"}:
+        if quantity.per or _is_bound(record, quantity):
             continue
-        per_unit = _per_unit_noun(record, quantity) if levels & {"cu", "sub"} else None
-        if levels & {"cu", "sub"} and not per_unit:
+        scope = scope_of(record, quantity, glossary)
+        if scope in ("multi", "block"):
+            continue
+        per_unit = _per_unit_noun(record, quantity) if scope in ("cu", "sub", "part") else None
+        if scope in ("cu", "sub", "part") and not per_unit:
             continue
         for dtype, variant in _dtypes_near(record, quantities, n):
             out.candidates.append(Candidate(f"peak_tflops.{dtype}", quantity.to("TFLOP/s"),
@@ -347,9 +380,15 @@ def _per_unit_noun(record: Record, quantity: Quantity) -> str | None:
     after = re.match(r"\s*\(\s*per\s+([^()]{1,40})\)", record.text[quantity.end:], re.IGNORECASE)
     if after:
         return " ".join(after.group(1).lower().split())
-    match = re.search(r"\bper\s+((?:[\w\-]+\s+){0,2}[\w\-]+(?:\s*\([A-Za-z]+\))?)",
-                      record.key if record.is_table else record.text, re.IGNORECASE)
-    return " ".join(match.group(1).lower().split()) if match else None
+    texts = [f"{record.label} {record.header}"] if record.is_table else [record.text, record.subject]
+    for text in texts:
+        match = re.search(r"\b(?:per|each)\s+((?:[\w\-]+\s+){0,2}[\w\-]+(?:\s*\([A-Za-z]+\))?)", text, re.IGNORECASE)
+        if match:
+            return " ".join(noun_phrase(match.group(1).split()).lower().split()) or None
+        match = THE_NOUN_HAS.search(text)
+        if match:
+            return " ".join(noun_phrase(match.group(1).split()).lower().split()) or None
+    return None
 
 
 def _dtypes_near(record: Record, quantities: list[Quantity], n: int) -> list[tuple[str, str]]:
@@ -361,6 +400,13 @@ def _dtypes_near(record: Record, quantities: list[Quantity], n: int) -> list[tup
         start = quantities[n - 1].end if n > 0 else 0
         end = quantities[n + 1].start if n + 1 < len(quantities) else len(text)
         windows = [text[quantities[n].end:end], text[start:quantities[n].start]]
+        at = record.key.find(text) if n + 1 == len(quantities) else -1
+        rest = record.key[at + quantities[n].end:] if at >= 0 else ""
+        if re.match(r"\s*(?:for|of|in|on|with)\b", rest):
+            # the clause's last figure: its own phrase may go on in the sentence ("for BF16 and FP16"), but not
+            # into the next figure's clause ("0.8 PFLOPS and dense FP8 at 1.6 PFLOPS")
+            following = [q for q in find_quantities(rest) if q.dimension == "flops"]
+            windows[0] = rest[:following[0].start] if following else rest
     for window in windows:
         found = [(dtype, m) for dtype, rx in DTYPES.items() for m in rx.finditer(window)]
         if found:

@@ -20,6 +20,7 @@ from ingest.profile_text import (
     normalize_space,
     product_scope,
     products_in,
+    prose_records,
 )
 from ingest.units import find_quantities, header_unit, unit_info
 from knowledge.types import Chunk
@@ -36,22 +37,30 @@ _DECORATION = re.compile(r"^(?:HBM\w*|GDDR\w*|LPDDR\w*|DDR\w*)$", re.IGNORECASE)
 _PRODUCT_COLUMN = re.compile(r"^\s*(?:model|product|name|device|gpu|accelerator|sku|card|part|chip)\b",
                              re.IGNORECASE)
 _MISSING = {"n/a", "na", "-", "—", "yes", "no"}
+#: A cell with this many (lower-case) words or more is prose (a glossary definition, a remark), not a value.
+_SENTENCE_WORDS = 5
 
 
 def _cell_record(header: str, label: str, value: str, caption: str, chunk: Chunk, tokens: set[str],
-                 locator: str, product: str | None = None, sparse: bool = False) -> Record:
+                 locator: str, product: str | None = None, sparse: bool = False, unit: str | None = None) -> Record:
     key = normalize_space(f"{header} {label} {caption}")
     return Record(
         text=value, key=key, local=normalize_space(f"{header} {label}"), quote=normalize_space(value),
         locator=locator, chunk=chunk,
         product=product or product_scope([label, header, caption, chunk.section], tokens),
-        levels=level_cues(key), default_unit=header_unit(header) or header_unit(label), is_table=True,
+        levels=level_cues(key), default_unit=unit or header_unit(header) or header_unit(label), is_table=True,
         sparse=sparse or bool(re.search(r"sparsity|sparse", f"{header} {label}", re.IGNORECASE))
         or _marked_sparse(f"{header} {label}", chunk.text),
+        label=normalize_space(label), header=normalize_space(header),
     )
 
 
 _FOOTNOTE_MARKS = "*†‡§¹²³⁴"
+#: A column that says who shares or uses a memory ("Shared by: the work-items of one work-group") names no scope
+#: of the size beside it (the memory is sized per its owner).
+_SHARING = re.compile(r"\b(?:shared|used|accessed|visible)\s+(?:by|to)\b|\bscope\b|\bsharing\b", re.IGNORECASE)
+#: A cell that says before its figure that the figure is with sparsity ("(with sparsity) 4,800 TFLOPS").
+_SPARSE_WORDS = re.compile(r"sparsity|sparse", re.IGNORECASE)
 
 
 def _marked_sparse(label: str, text: str) -> bool:
@@ -69,6 +78,7 @@ def _row_records(header: list[str], row: list[str], caption: str, chunk: Chunk, 
     if not row:
         return []
     label = normalize_space(row[0])
+    row_unit = _unit_column(row[1:])
     row_product = None
     if header and _PRODUCT_COLUMN.search(header[0]):
         row_product = "chip" if any(t in tokens for t in products_in(label)) or label.lower() in tokens else "other"
@@ -77,13 +87,28 @@ def _row_records(header: list[str], row: list[str], caption: str, chunk: Chunk, 
         cell = normalize_space(cell)
         if not cell:
             continue
+        if sum(1 for w in cell.split() if re.fullmatch(r"[A-Za-z][a-z'\-]{2,}[,.;:]?", w)) >= _SENTENCE_WORDS:
+            out.extend(prose_records(cell, chunk, tokens))  # a definition or remark: read as sentences
+            continue
         name = normalize_space(header[i]) if i < len(header) else ""
         locator = locator_of(chunk, f"{where}row '{label}'" + (f", column '{name}'" if name else ""))
+        others = " ".join(normalize_space(c) for j, c in enumerate(row[1:], start=1) if j != i
+                          and not re.search(r"\d", c) and not _SHARING.search(header[j] if j < len(header) else ""))
         for part_label, part_name, part in _split_cell(label, name, cell):
-            record = _cell_record(part_name, part_label, part, caption, chunk, tokens, locator, product=row_product)
+            record = _cell_record(part_name, part_label, part, caption, chunk, tokens, locator, product=row_product,
+                                  unit=row_unit)
             record.quote = normalize_space(f"{name}: {cell}") if name else cell
+            record.row = others
+            record.sparse = record.sparse or bool(_SPARSE_WORDS.search(re.split(r"\d", part, maxsplit=1)[0]))
             out.append(record)
     return out
+
+
+def _unit_column(cells: list[str]) -> str | None:
+    """The unit of a row whose unit has a column of its own (``Cells | 56 | count``, ``L2 | 12 | MiB``): the one
+    cell that is a unit and nothing else, applied to the row's bare numbers."""
+    units = [c.strip() for c in cells if c.strip() and not re.search(r"\d", c) and unit_info(c.strip())]
+    return units[0] if len(units) == 1 else None
 
 
 def _split_cell(label: str, name: str, cell: str) -> list[tuple[str, str, str]]:

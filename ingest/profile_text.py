@@ -21,25 +21,29 @@ from dataclasses import dataclass, field
 
 from knowledge.types import Chunk
 
-_PRODUCT = re.compile(r"(?<![\w\-])([A-Za-z]{1,4}\d{2,4}[A-Za-z]{0,3})(?![\w\-])")
+#: A product model name: letters, an optional hyphen, digits, optional letters (``MI300X``, ``ZX-40``, ``n150``,
+#: ``P9``); the token is lower-cased without the hyphen (``zx40``).
+_PRODUCT = re.compile(r"(?<![\w\-])([A-Za-z]{1,6})-?(\d{1,4}[A-Za-z]{0,3})(?![\w\-]|\.\d)")
+#: Tokens of that shape that name data types, memories, ISAs, interfaces, cache levels, steppings or units.
 _NOT_PRODUCT = re.compile(
     r"^(?:fp\d+|bf\d+|tf\d+|u?int\d+|e\dm\d|hbm\d\w*|g?ddr\d\w*|lpddr\d\w*|rv\d+\w*|gfx\d+\w*|sm_?\d+|cdna\d?|"
-    r"rdna\d?|gcn\d?|gen\d|x\d+|l\d|nps\d|pcie\d?|mi\d{3}-\d+|q\d|ddr|rocm\d*|cuda\d*|sfp\w*|"
-    r"[kmgt]i?b\d*|\d+\w*)$",
+    r"rdna\d?|gcn\d?|gen\d|x\d+|l\d|nps\d|pcie\d?|mi\d{3}-\d+|ddr|rocm\d*|cuda\d*|sfp\w*|[ab][01]|"
+    r"[kmgt]i?b\d*|[kmgt]hz\d*|v\d|\d+\w*|fig\d*|table\d*|sec\d*|page\d*|section\d*|figure\d*|step\d*)$",
     re.IGNORECASE,
 )
+_YEAR_AFTER = re.compile(r"^\s+(?:19|20)\d\d\b")
 _ENDNOTE_AFTER = re.compile(r"^-\d+")
 _COMPARISON_BEFORE = re.compile(
-    r"(?:(?:than|compared (?:to|with)|versus|vs\.?|over|relative to|previous|prior|predecessor|like the|from the)"
+    r"(?:(?:than|compared (?:to|with)|versus|vs\.?|over|relative to|like the)"
     r"(?:\s+\S+){0,5}|\b(?:same\s+\w+\s+)?as(?:\s+(?:the|a|an|on|in|with))?(?:\s+\S+)?)\s*$",
     re.IGNORECASE,
 )
 
-CHIP_NOUNS = r"(?:gpus?|accelerators?|devices?|chips?|asics?|processors?|packages?|oams?|cards?|apus?|products?)"
-CU_NOUNS = (
-    r"(?:compute units?|cus?|streaming multiprocessors?|sms?|(?:tensix |compute |worker )tiles?|xe[- ]cores?|"
-    r"execution units?|eus?|workgroup processors?|wgps?|tensorcores?|neuroncores?)"
-)
+CHIP_NOUNS = (r"(?:gpus?|accelerators?|devices?|chips?|asics?|processors?|packages?|oams?|cards?|apus?|products?|"
+              r"parts?|models?|skus?)")
+#: Generic names of the compute unit (CUDA, HIP and OpenCL documentation); a vendor's own name is learned from its
+#: documents (`ingest.profile_glossary`) and rewritten to "compute unit" before scopes are read.
+CU_NOUNS = r"(?:compute units?|cus?|streaming multiprocessors?|sms?)"
 BLOCK_NOUNS = r"(?:(?:thread )?blocks?|work-?groups?|work groups?|ctas?)"
 _TIME_NOUNS = r"(?:clock|clk|cycle|second|sec|hour|instruction|op|operation|call)"
 _PER_EACH = re.compile(r"\b(?:per|each|every)\s+((?:[\w\-]+[ \t]+){0,2}[\w\-]+)", re.IGNORECASE)
@@ -52,12 +56,17 @@ _LEVEL_SUFFIX = re.compile(r"\b([\w]+)-level\b", re.IGNORECASE)
 _MULTI = re.compile(
     r"\b(?:(?:\d+|two|three|four|six|eight|sixteen|multiple|several)[ -](?:such\s+)?"
     r"(?:gpus|asics|accelerators|oams|apus|devices|boards|nodes|sockets|processors|chips)\b|"
-    r"\d+-(?:gpu|apu|socket|processor|oam)\b|\bnode\b|\bentire board\b|\bsystem-level\b|\bper board\b)",
+    r"\d+-(?:gpu|apu|socket|processor|oam)\b|\bnode\b|\bentire board\b|\bsystem-level\b|\bper board\b|"
+    # a number of chips named by their model: "an eight-H1 server", "8x MI300X", "two KX-2 accelerators"
+    r"(?:\d+|two|three|four|six|eight|sixteen)(?:[ -]|x\s)(?!(?:FP|BF|TF|INT|HBM|G?DDR|LPDDR|PCIe|L|Gen)-?\d)"
+    r"(?-i:(?:[A-Z][a-z]{2,}\s)?[A-Z][A-Za-z]{0,5}-?\d{1,4}[A-Za-z]{0,3})\b)",  # with its brand: "two Nova N4"
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(
     r"(?<=[.!?:])(?:[A-Z]{1,5}\d{2,4}-\d+(?:,\s*[A-Z]{1,5}\d{2,4}-\d+)*)?\s+(?=[A-Z\u2022(\[*`\"'\u201c]|-\s)"
 )
+#: The ideographic full stop (Chinese, Japanese) and its half-width form end a sentence.
+_CJK_FULL_STOP = re.compile(r"[\u3002\uff61]\s*")
 _CLAUSE_SPLIT = re.compile(r",\s+|;\s+|\s+(?:and|while|whereas|but|although)\s+", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[*\-+\u2022]|\d+\.)\s+")
 
@@ -80,6 +89,10 @@ class Record:
         sparse: True for a cell in a "with sparsity" sub-column.
         prev: the previous sentence (prose only), for facts that continue it ("this is 288 GB/s in aggregate").
         originals: the chunks `chunk` was merged from (quotes must appear verbatim in one of them).
+        label, header: a table cell's row label and column header (empty for prose).
+        row: the other cells of a table cell's row (their scope words apply to the row: "Shared by: one core").
+        subject: the nearest earlier clause of the sentence that is not a comparison aside (its scope carries over
+            when the clause states none: "A workgroup can allocate up to 64 KB and holds up to 1024 work-items").
     """
 
     text: str
@@ -95,25 +108,75 @@ class Record:
     sparse: bool = False
     prev: str = ""
     originals: tuple[Chunk, ...] = ()
+    label: str = ""
+    header: str = ""
+    row: str = ""
+    subject: str = ""
 
 
-def chip_tokens(chip: str) -> set[str]:
-    """Model tokens of a chip name (letters and digits): ``wormhole_n150`` -> {``n150``}, ``mi300x`` -> {``mi300x``}."""
+class ChipTokens(set):
+    """The model tokens of the chip being profiled (a set of str), with the brand words the documents write in
+    front of them (``Lumen`` in "Lumen L5"): a brand word makes a token that looks like a cache level or a
+    version (``Lumen L3``, ``Vireo V1``) a product name."""
+
+    def __init__(self, tokens=(), brands=(), families=()) -> None:
+        super().__init__(tokens)
+        self.brands: frozenset[str] = frozenset(b.lower() for b in brands)
+        self.families: frozenset[str] = frozenset(families) - frozenset(tokens)
+
+
+def chip_tokens(chip: str) -> ChipTokens:
+    """Model tokens of a chip or product name: ``wormhole_n150`` -> {``n150``}, ``mi300x`` -> {``mi300x``},
+    ``AS-4`` -> {``as4``}, ``pallas_p9`` -> {``p9``}."""
+    text = re.sub(r"[_\s]+", " ", chip)
+    tokens = {(m.group(1) + m.group(2)).lower() for m in _PRODUCT.finditer(text)}
     parts = re.split(r"[_\-\s]+", chip.lower())
-    return {p for p in parts if re.search(r"\d", p) and re.search(r"[a-z]", p)}
+    tokens |= {p for p in parts if re.search(r"\d", p) and re.search(r"[a-z]", p)}
+    return ChipTokens(tokens)
 
 
-def products_in(text: str) -> list[str]:
-    """Product-model tokens named in `text` (lower-cased), leaving out comparisons ("more than the MI250X"),
-    endnote markers (``MI300-11``) and identifiers that are data, memory or ISA names (``FP64``, ``HBM3``)."""
+def brands_of(tokens: set[str], texts: list[str]) -> set[str]:
+    """Capitalized words written right before the chip's model token (``Lumen`` in "Lumen L5")."""
+    brands: set[str] = set()
+    for text in texts:
+        for match in re.finditer(r"\b([A-Z][a-z]{2,})\s+([A-Za-z]{1,6}-?\d{1,4}[A-Za-z]{0,3})\b", text):
+            if re.sub(r"-", "", match.group(2)).lower() in tokens and match.group(1).lower() not in _SENTENCE_WORDS:
+                brands.add(match.group(1))
+    return brands
+
+
+def families_of(texts: list[str]) -> set[str]:
+    """Model tokens the documents use as the name of a series or family (``VX-300`` in "the VX-300 series"): a
+    statement naming one is about every member, the chip's included (neutral, not another product's)."""
+    out: set[str] = set()
+    for text in texts:
+        for match in _FAMILY.finditer(text):
+            out.add(re.sub(r"-", "", match.group(1)).lower())
+    return out
+
+
+_FAMILY = re.compile(r"\b([A-Za-z]{1,6}-?\d{1,4}[A-Za-z]{0,3})\s+(?:series|family|product line|line-up|lineup)\b")
+_SENTENCE_WORDS = frozenset("the this that each every our its their with from for and when while".split())
+
+
+def products_in(text: str, brands: frozenset[str] = frozenset(), comparisons: bool = False) -> list[str]:
+    """Product-model tokens named in `text` (lower-cased, hyphen dropped), leaving out comparisons ("more than the
+    MI250X"), endnote markers (``MI300-11``), dates (``Q4 2024``) and identifiers that are data, memory, ISA or cache
+    names (``FP64``, ``HBM3``, ``L2``), unless a brand word of the chip's stands before them (``Lumen L3``)."""
     out = []
     for match in _PRODUCT.finditer(text):
-        token = match.group(1)
-        if _NOT_PRODUCT.match(token) or _ENDNOTE_AFTER.match(text[match.end():]):
+        token = (match.group(1) + match.group(2)).lower()
+        if "-" in match.group(0) and len(match.group(1)) > 4:
+            continue  # "Level-2", "Stage-3": a word and a number, not a model name
+        before = text[max(0, match.start() - 40): match.start()]
+        branded = bool(brands) and bool(re.search(r"\b(" + "|".join(map(re.escape, brands)) + r")\s+$", before,
+                                                  re.IGNORECASE))
+        if (_NOT_PRODUCT.match(token) and not branded) or _ENDNOTE_AFTER.match(text[match.end():]) \
+                or _YEAR_AFTER.match(text[match.end():]):
             continue
-        if _COMPARISON_BEFORE.search(text[max(0, match.start() - 40): match.start()]):
+        if not comparisons and _COMPARISON_BEFORE.search(before):
             continue
-        out.append(token.lower())
+        out.append(token)
     return out
 
 
@@ -123,8 +186,9 @@ def product_scope(texts: list[str], tokens: set[str]) -> str:
     A product token that the chip name starts with (``MI300`` for ``mi300x``) names the chip's family and is
     neutral.
     """
+    brands = getattr(tokens, "brands", frozenset())
     for text in texts:
-        verdict = _verdict(products_in(text), tokens)
+        verdict = _verdict(products_in(text, brands), tokens)
         if verdict is not None:
             return verdict
     return "neutral"
@@ -135,28 +199,55 @@ def _verdict(named: list[str], tokens: set[str]) -> str | None:
         return None
     if any(t in tokens for t in named):
         return "chip"
-    if all(any(tok.startswith(t) for tok in tokens) for t in named):
+    families = getattr(tokens, "families", frozenset())
+    if all(any(tok.startswith(t) for tok in tokens) or t in families for t in named):
         return None
     return "other"
 
 
-def clause_product(clause: str, sentence: str, context: str, tokens: set[str]) -> str:
+def clause_product(clause: str, sentence: str, context: str, tokens: set[str],
+                   previous: tuple[str, str] | None = None) -> str:
     """Product scope of a clause: its own product names; else the nearest product named before it in the
     sentence (the subject carries over: "The ZX50 has 48 CUs and 32 GB"), or all of them for "both"/"all";
-    else the first named after it; else the section heading; else neutral."""
-    own = _verdict(products_in(clause), tokens)
+    else the first named after it; else the section heading; else neutral. A clause about a competitor or a
+    predecessor that names no product ("Competing GPUs offer 132 SMs", "the previous generation had ...") is about
+    another product, and so are the clauses after it in its sentence that name none."""
+    brands = getattr(tokens, "brands", frozenset())
+    own = _verdict(products_in(clause, brands), tokens)
     if own is not None:
         return own
     at = sentence.find(clause)
-    before = products_in(sentence[:at]) if at > 0 else []
+    if _FOREIGN.search(clause) or (at > 0 and _FOREIGN.search(sentence[:at])
+                                   and not products_in(sentence[:at], brands)):
+        return "other"
+    if previous is not None and previous[1] != "neutral" and _FRAGMENT.match(clause) \
+            and not _ASIDE.match(previous[0]):
+        return previous[1]  # "which had 12 engines and 16 GB of memory": the fragment continues its clause
+    if re.match(r"\s*(?:which|who|whose)\b", clause, re.IGNORECASE):
+        named = products_in(sentence[:at], brands, comparisons=True) if at > 0 else []
+        if named:
+            return _verdict(named[-1:], tokens) or "neutral"  # a relative clause is about the noun before it
+    before = products_in(_ASIDE.sub(" ", sentence[:at]), brands) if at > 0 else []
     if before:
         if re.match(r"\s*(?:both|all|each of them)\b", clause, re.IGNORECASE):
             return _verdict(before, tokens) or "neutral"
         return _verdict(before[-1:], tokens) or "neutral"
-    after = products_in(sentence[at + len(clause):]) if at >= 0 else []
+    after = products_in(_ASIDE.sub(" ", sentence[at + len(clause):]), brands) if at >= 0 else []
     if after:
         return _verdict(after[:1], tokens) or "neutral"
-    return _verdict(products_in(context), tokens) or "neutral"
+    return _verdict(products_in(context, brands), tokens) or "neutral"
+
+
+#: A clause that is only a figure and its noun ("16 GB of memory", "a 512 KB register file"): no verb of its own.
+_FRAGMENT = re.compile(r"^\s*(?:a|an|the)?\s*[\d.,]+\s*\S*\s+(?:of\s+)?[\w\-]+(?:\s+[\w\-]+){0,3}\s*[.;]?\s*$",
+                       re.IGNORECASE)
+#: A comparison aside inside a sentence ("up from 64 KB in the C2", "against 3.2 TB/s on the C2"): the product it
+#: names is what the sentence's subject is compared with, not the subject of the clauses around it.
+_ASIDE = re.compile(r"(?:^|[,;(]\s*|\s)(?:up from|down from|compared (?:to|with)|against|than|versus|vs\.?|"
+                    r"over the|relative to)\s[^,;)]*", re.IGNORECASE)
+#: Words that make a clause about a product other than the one described: competitors and predecessors.
+_FOREIGN = re.compile(r"\b(?:competing|competitors?|competitive|rivals?|other vendors?|(?:previous|prior|earlier|last|"
+                      r"older)[- ]generation|predecessors?)\b", re.IGNORECASE)
 
 
 def level_cues(text: str) -> set[str]:
@@ -174,7 +265,7 @@ def level_cues(text: str) -> set[str]:
         cues.add("multi")
     if re.search(rf"\b(?:a|one|single|each|per|every)\s+{BLOCK_NOUNS}\b|\bwork-?groups?\b", text, re.IGNORECASE):
         cues.add("block")
-    if re.search(r"\b(?:in total|total|whole (?:chip|gpu|device))\b", text, re.IGNORECASE):
+    if re.search(r"\b(?:in total|total|in all|altogether|whole (?:chip|gpu|device))\b", text, re.IGNORECASE):
         cues.add("chip")
     return cues
 
@@ -217,7 +308,9 @@ def sentences(paragraph: str) -> list[str]:
     if not text:
         return []
     text = re.sub(r"(?<=[a-z/%)])\.([A-Z]{1,5}\d{2,4}-\d+)(?=\s)", r". \1", text)
-    out = [re.sub(r"^-\s+", "", s.strip()) for s in _SENTENCE_END.split(text) if s.strip()]
+    text = _CJK_FULL_STOP.sub("\u3002\n", text)  # "。" ends a sentence with or without a space after it
+    out = [re.sub(r"^-\s+", "", s.strip()) for part in text.split("\n") for s in _SENTENCE_END.split(part)
+           if s.strip()]
     return [piece for s in out for piece in (_cut_long(s) if len(s) > MAX_SENTENCE_CHARS else (s,))]
 
 
@@ -289,12 +382,18 @@ def prose_records(text: str, chunk: Chunk, tokens: set[str]) -> list[Record]:
         for sentence in sentences(paragraph):
             parts = clauses(sentence)
             subject_levels = level_cues(without_parentheticals(parts[0])) & {"sub"} if parts else set()
+            prev_clause: tuple[str, str] | None = None
             for index, clause in enumerate(parts):
                 levels = level_cues(without_parentheticals(clause)) | (subject_levels if index else set())
+                if index and re.match(r"\s*\d", clause):  # "carries four HX-7 chips and 512 GB": the same verb's
+                    levels |= level_cues(without_parentheticals(parts[index - 1])) & {"multi"}  # object, its chips
+                product = clause_product(clause, sentence, context, tokens, prev_clause)
+                prev_clause = (clause, product)
+                subject = next((p for p in reversed(parts[:index]) if not _ASIDE.match(p)), "")
                 records.append(Record(
                     text=clause, key=sentence, local=clause, quote=sentence, locator=locator_of(chunk),
-                    chunk=chunk, product=clause_product(clause, sentence, context, tokens),
-                    levels=levels, prev=previous,
+                    chunk=chunk, product=product,
+                    levels=levels, prev=previous, subject=subject,
                 ))
             previous = sentence
     return records

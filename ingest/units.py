@@ -9,12 +9,25 @@ Dimensions and base units:
 | ``flops`` | FLOP/s, OP/s | ``163.4 TFLOPS``, ``1,307.4 TF``, ``2.6 PFLOP/s``, ``2,614.9 TOPs`` |
 | ``hz`` | Hz | ``2,100 MHz``, ``1 GHz`` |
 | ``transfers_per_s`` | transfer/s | ``12 GT/s``, ``5.2 Gbps`` (per pin) |
+
+A bit rate spelled out (``3,200 Gbit/s``) is a data rate, an eighth of the same figure in bytes/s; the
+abbreviations ``Gbps`` and ``Gb/s`` are what datasheets write for per-pin and per-link signalling rates, read as
+``transfers_per_s``.
 | ``count`` | 1 | ``304``, ``64K`` (65536), ``8K`` |
 
-Conventions (the ones vendor documents use, see `hardware_profiles.schema`): capacities are binary whatever the
-prefix is spelled (KB = KiB = 1024 B; a "192 GB" HBM part holds 192 GiB); rates are decimal SI (1 GB/s = 1e9 B/s,
-1 TFLOP/s = 1e12 FLOP/s). A "K" after a bare count is 1024 when it is a power-of-two register or size count
-("64K 32-bit registers") and 1000 otherwise ("8K operations").
+Conventions (see `hardware_profiles.schema`):
+
+- IEC prefixes are binary (KiB, MiB, GiB, TiB), in rates too (MiB/s).
+- KB and MB are binary too: on-chip memories (caches, shared memory, register files) are sized in powers of two and
+  written with JEDEC's binary KB and MB (JESD100B.01) by every vendor; a device query reports them so (an H100's
+  "50 MB" L2 is 52,428,800 bytes, ``cudaDeviceProp.l2CacheSize``).
+- GB and TB are decimal, as in SI (``64 GB`` = 64e9 bytes = 59.6 GiB): device memory is written in both
+  conventions ("192 GB" in one document, "VRAM (GiB) 192" in another), and a document that means GiB can write
+  GiB. `Quantity.binary_value` keeps the binary reading of such a figure: when another statement writes the same
+  figure in GiB, the two agree (one capacity, rounded to its decimal name) and the binary value is kept
+  (`ingest.profile_resolve`).
+- Rates are decimal SI (1 GB/s = 1e9 B/s, 1 TFLOP/s = 1e12 FLOP/s). A "K" after a bare count is 1024 when it is a
+  power-of-two register or size count ("64K 32-bit registers") and 1000 otherwise ("8K operations").
 
 Document quirks handled: thousands separators (``1,307.4``), vulgar fractions (``½ KiB``), endnote markers glued
 after a unit (``2.6 PFLOP/s.MI300-11``), identifiers that contain digits (``MI300X``, ``FP64``, ``HBM3``, ``x16``,
@@ -40,12 +53,20 @@ _KI, _MI, _GI, _TI = 2**10, 2**20, 2**30, 2**40
 _add("bytes", 1, "b", "byte", "bytes")
 _add("bytes", _KI, "kb", "kib", "kbyte", "kbytes", "k-byte", "k-bytes", "kilobyte", "kilobytes", "kibibytes")
 _add("bytes", _MI, "mb", "mib", "mbyte", "mbytes", "megabyte", "megabytes", "mebibytes")
-_add("bytes", _GI, "gb", "gib", "gbyte", "gbytes", "gigabyte", "gigabytes", "gibibytes")
-_add("bytes", _TI, "tb", "tib", "terabyte", "terabytes")
+_add("bytes", _GI, "gib", "gibibytes")
+_add("bytes", 1e9, "gb", "gbyte", "gbytes", "gigabyte", "gigabytes")
+_add("bytes", _TI, "tib", "tebibytes")
+_add("bytes", 1e12, "tb", "terabyte", "terabytes")
+#: Decimal capacity prefixes -> the binary factor of the same prefix (for `Quantity.binary_value`).
+_BINARY_OF_DECIMAL = {1e9: _GI, 1e12: _TI}
 for _prefix, _factor in (("k", 1e3), ("m", 1e6), ("g", 1e9), ("t", 1e12), ("p", 1e15)):
     for _tail in ("b/s", "b/sec", "b/second", "bps", "b per second", "b/s.", "bytes/s", "bytes per second",
-                  "byte/s", "ib/s"):
+                  "byte/s"):
         _add("bytes_per_s", _factor, _prefix + _tail)
+    _add("bytes_per_s", _factor / 8, _prefix + "bit/s", _prefix + "bits/s", _prefix + "bit/sec")
+#: IEC rates are binary like IEC sizes (1 MiB/s = 1,048,576 B/s).
+for _prefix, _factor in (("k", _KI), ("m", _MI), ("g", _GI), ("t", _TI)):
+    _add("bytes_per_s", _factor, _prefix + "ib/s", _prefix + "ib/sec", _prefix + "ib per second")
 _add("bytes_per_s", 1e12, "terabytes per second", "terabytes/s")
 _add("bytes_per_s", 1e9, "gigabytes per second", "gigabytes/s")
 for _prefix, _factor in (("", 1), ("k", 1e3), ("m", 1e6), ("g", 1e9), ("t", 1e12), ("p", 1e15), ("e", 1e18)):
@@ -58,7 +79,7 @@ _add("hz", 1, "hz")
 _add("hz", 1e3, "khz")
 _add("hz", 1e6, "mhz")
 _add("hz", 1e9, "ghz")
-_add("transfers_per_s", 1e9, "gt/s", "gbps", "gb/s/pin", "gbit/s")
+_add("transfers_per_s", 1e9, "gt/s", "gbps", "gb/s/pin")
 _add("transfers_per_s", 1e6, "mt/s", "mbps")
 
 #: Target unit names used by profiles -> (dimension, factor from the base unit).
@@ -82,8 +103,8 @@ _NUMBER = (
     r"(?:(?P<frac>[½¼¾])|(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?P<fracb>[½¼¾])?)"
 )
 _UNIT_WORD = (
-    r"(?:terabytes?|gigabytes?|megabytes?|kilobytes?|[kmgt]-bytes?|[kmgtpe]i?b(?:ytes?)?|bytes?|[kmgtp]?flops?|"
-    r"[kmgtp]?ops|tera-?flops|teraflop|petaflops|gigaflops|iops|tf|pf|pops|[kmg]?hz|[gm]t/s|[gm]bps|gbit/s)"
+    r"(?:[kmgt]bits?/s|terabytes?|gigabytes?|megabytes?|kilobytes?|[kmgt]-bytes?|[kmgtpe]i?b(?:ytes?)?|bytes?|[kmgtp]?flops?|"
+    r"[kmgtp]?ops|tera-?flops|teraflop|petaflops|gigaflops|iops|tf|pf|pops|[kmg]?hz|[gm]t/s|[gm]bps)"
 )
 _RATE = r"(?:\s*/\s*s(?:ec(?:ond)?)?\b|/s|\s+per\s+second\b|ps\b)?"
 _PER = r"(?P<per>(?:\s*/\s*|\s+per\s+)(?P<per_what>clock|clk|cycle|cu|sm|core|lane|pin|channel|stack)\b)?"
@@ -109,6 +130,8 @@ class Quantity:
         unit: the unit as written (``"TB/sec"``), or ``""`` for a bare count.
         per: what the value is per when the text says so (``"clock"`` in ``2KBytes/clock``), else ``""``.
         multiplier: the ``N`` of ``Nx V`` (the value already includes it), else 1.
+        binary_value: for a capacity written with a decimal prefix (GB, TB), the value its figure would have in
+            the binary prefix of the same name (``192 GB`` -> 192 GiB in bytes); None otherwise.
     """
 
     value: float
@@ -120,6 +143,7 @@ class Quantity:
     unit: str = ""
     per: str = ""
     multiplier: int = 1
+    binary_value: float | None = None
 
     def to(self, target: str) -> float:
         """The value in profile unit `target` (a key of `TARGET_UNITS`).
@@ -223,7 +247,9 @@ def _build(match: re.Match, default_unit: str | None) -> Quantity | None:
         unit_text = ""
     dimension, factor = info if info else ("count", 1.0)
     mult = int(match.group("mult")) if match.group("mult") else 1
+    binary = _BINARY_OF_DECIMAL.get(factor) if dimension == "bytes" else None
     return Quantity(
+        binary_value=number * binary * mult if binary else None,
         value=number * factor * mult,
         dimension=dimension,
         text=match.group(0).strip(),

@@ -69,10 +69,20 @@ class Case:
 
 @dataclass(frozen=True)
 class Tolerance:
-    """Elementwise bound ``|got - ref| <= atol + rtol * |ref|`` for one output dtype."""
+    """Elementwise bound ``|got - ref| <= atol + rtol * |ref|`` for one output dtype.
+
+    ``ulps``, when set, adds a rounding bound for tasks whose exact answer is one rounding of a float32 result to
+    the output dtype (a GEMM accumulated in float32): also ``|got - ref| <= ulps * ulp(ref) + ulp_atol``, with
+    ``ulp(x) = eps * 2**floor(log2 |x|)`` of the output dtype (its spacing at |x|; the smallest subnormal below
+    ``tiny``). One correct rounding errs by at most half an ulp; ``ulp_atol`` covers the float32 accumulation's
+    own error near zero. Intermediate roundings to the output dtype (partials, accumulators) err by more than one
+    ulp at a sizeable share of the elements, while staying far inside ``atol + rtol * |ref|``.
+    """
 
     atol: float
     rtol: float
+    ulps: float | None = None
+    ulp_atol: float = 0.0
 
 
 class ChipFacts(Protocol):

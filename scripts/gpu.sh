@@ -158,6 +158,12 @@ suite_splitk_sweep() {  # split-K GEMM: the bench plus ~13 variants of the tuned
   python3 benchmarks/bench_splitk_gemm.py --chip h200 --sweep --out "$OUT/splitk-sweep.json" "$@"
 }
 
+suite_splitk_verifier_tests() {  # the verifier on split-K GEMM on a GPU (~2-3 min, limit 300): baseline and tuned pass
+  # (rounding bound of bf16 outputs), ptr_cache / side_stream / scratch_nan_gate fail, free-memory poison follows the
+  # trial's prefill
+  python3 -m pytest -q -m gpu tests/verifier/test_splitk_gemm_gpu.py -p no:cacheprovider "$@"
+}
+
 suite_splitk_tests() {  # split-K GEMM GPU tests alone (bench shapes in bf16, every reduction mode, stream-K)
   python3 -m pytest -q -m gpu tests/kernels/splitk_gemm -p no:cacheprovider -n 8 "$@"
 }

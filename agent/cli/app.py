@@ -71,14 +71,18 @@ COMMAND_MODULES = {
     "store": "store_cmds",
 }
 
+#: Commands that run other commands (``demo`` runs onboard, ask, patterns and optimize): they need every module.
+RUNS_OTHER_COMMANDS = frozenset({"demo"})
+
 
 def _register_commands(argv: list[str] | None = None) -> None:
     """Import the command modules. With `argv` naming a command (``chiplore chips ...``) only that command's module
-    is imported, so a command pays for no other command's imports; otherwise (help, a typo) every module is."""
+    is imported, so a command pays for no other command's imports; otherwise (help, a typo, a command of
+    `RUNS_OTHER_COMMANDS`) every module is."""
     import importlib
 
     first = next((a for a in argv or [] if not a.startswith("-")), None)
-    if argv and first in COMMAND_MODULES and first == argv[0]:
+    if argv and first in COMMAND_MODULES and first == argv[0] and first not in RUNS_OTHER_COMMANDS:
         importlib.import_module(f"agent.cli.{COMMAND_MODULES[first]}")
         return
     for module in dict.fromkeys(COMMAND_MODULES.values()):

@@ -40,6 +40,8 @@ def onboard_cmd(
     chip: str = typer.Argument(..., help="Chip name, e.g. mi300x (case-insensitive)."),
     paths: list[Path] = typer.Argument(..., help="Documents and/or folders (PDF, Markdown, reST, HTML, text)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (docs/cli-json.md)."),
+    product: str = typer.Option(None, "--product", help="The chip's product as the documents name it, when the "
+                                "chip name does not (e.g. AS-4 in a table of AS-2, AS-4, AS-8)."),
     no_wait: bool = typer.Option(False, "--no-wait",
                                  help="Fail at once when another process is writing to the store (default: wait)."),
 ) -> None:
@@ -54,7 +56,7 @@ def onboard_cmd(
     """
     from ingest.onboard import onboard
 
-    report = onboard(chip, paths, progress=not as_json, wait=not no_wait)
+    report = onboard(chip, paths, progress=not as_json, product=product, wait=not no_wait)
     if as_json:
         _print_json({"schema": JSON_SCHEMA, **report.to_json()})
     else:
@@ -77,6 +79,8 @@ def onboard_cmd(
             else:
                 where = f"; saved {profile.path} (chiplore profile show {report.chip})" if profile.path else ""
                 _out.print(_line(f"hardware profile: {profile.summary}{where}"))
+                for line in profile.advice:
+                    _out.print(_line(line))
     if not report.ok:
         raise typer.Exit(1)
     if report.failed:
@@ -153,7 +157,7 @@ def _refuse_an_empty_store() -> None:
 
     store = default_store()
     if not store.chips():
-        raise BadInputError(f"ask: the knowledge store {store.location} is empty; onboard a chip's documents first "
+        raise BadInputError(f"ask: {store.location} is empty; onboard a chip's documents first "
                             "with `chiplore onboard CHIP PATH...`")
 
 

@@ -218,7 +218,10 @@ def report_cmd(
         return
     for name, path in paths.items():
         if path:
-            _console.print(f"{name}: {path}")
+            _console.print(f"{name}: {path}", markup=False)
+    if not paths["dropin"]:
+        _console.print("dropin: none (no kernel beat the baseline, or the task names no drop-in target; "
+                       "report.md says which)", markup=False)
 
 
 @app.command("bench")

@@ -161,4 +161,20 @@ def detect(name: str = typer.Option(None, "--as", help="profile name to update (
     console.print(f"saved {path}")
 
 
+@profile_app.command("set")
+def set_cmd(chip: str = typer.Argument(..., help="chip name, e.g. zx40"),
+            field: str = typer.Argument(..., help="profile field, e.g. num_compute_units or peak_tflops.bf16"),
+            value: str = typer.Argument(..., help="the value: 48, '64 KB', '2.4 TB/s', true/false for a feature"),
+            source: str = typer.Option(..., "--source", help="where it comes from: document and page/section"),
+            quote: str = typer.Option(None, "--quote", help="the phrase of the source that states it")) -> None:
+    """Set one field of a chip's profile by hand, with its citation (required); writes the user's profile file
+    atomically. A different value on record is kept as an alternative (the field becomes a conflict)."""
+    from ingest.profile_set import set_field
+
+    result = set_field(chip, field, value, source, quote)
+    console = _console()
+    console.print(result.message, markup=False)
+    console.print(f"saved {result.path}", markup=False)
+
+
 import agent.cli.probe_cmds  # noqa: E402, F401  profile probe, profile virtual (registered on profile_app)

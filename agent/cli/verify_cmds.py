@@ -25,7 +25,7 @@ from rich.status import Status
 from rich.table import Column, Table
 
 from agent.cli.app import app
-from agent.cli.console import CliConsole
+from agent.cli.console import CliConsole, exit_code_if_stdout_closes
 from core.errors import BadInputError
 
 if TYPE_CHECKING:  # the verifier imports torch: only the command itself loads it (`chiplore --help` stays fast)
@@ -172,6 +172,7 @@ def verify_command(
         label = f"verifying {file} on {verifier.device()}"
         with console.status(f"{label} ...") as status:
             verdict = verifier.verify(file, progress=_status_line(status, label))
+    exit_code_if_stdout_closes(0 if verdict.passed else 2)
     if as_json:
         typer.echo(verdict.model_dump_json(indent=2))
     else:

@@ -27,14 +27,16 @@ from agent.verifier import policy
 from agent.verifier.channel import MessageReader, write_message
 from agent.verifier.fs_isolation import gpu_device_paths, restrict_writes
 from agent.verifier.guard import STATE, FrameJudge, Guards, SandboxViolation, poison_free_memory
+from agent.verifier.interpreter_fidelity import emulate_tf32_dots
 from agent.verifier.plan import (
     Plan,
     TimedCase,
     Trial,
+    apply_perturbation,
     fresh_values,
     input_digest,
     make_trial_inputs,
-    perturb_inputs,
+    prefill_output,
     redraw_inputs,
 )
 from agent.verifier.signature import bind_call, expected_parameters
@@ -126,6 +128,8 @@ class Child:
             enter_partition(request.get("partition"))
         if request.get("chip_limits"):  # the limits of the chip being verified, for every kernel the candidate calls
             set_chip_limits(ChipLimits.from_dict(request["chip_limits"]))
+        if self.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") == "1":
+            emulate_tf32_dots()  # the interpreter's float32 dots round as the GPU's would
         package = policy.kernel_package(self.task.optimized_module)
         self.guards = Guards(FrameJudge(Path(request["root"])), package, self.device, request["compute_guard"])
 
@@ -175,14 +179,15 @@ class Child:
             return None
         return fn
 
-    def call(self, fn: types.FunctionType, inputs: dict[str, Any], label: str, disable_kernels: bool = False
-             ) -> dict[str, Any] | None:
-        """One guarded call with every before/after check; None after reporting a failure."""
+    def call(self, fn: types.FunctionType, inputs: dict[str, Any], label: str, disable_kernels: bool = False,
+             prefill: str = "nan", prefill_seed: int = 0) -> dict[str, Any] | None:
+        """One guarded call with every before/after check, the output prefilled as `prefill` says
+        (`plan.prefill_output`); None after reporting a failure."""
         out = inputs[self.output]
         digest = input_digest(inputs, skip=(self.output,))
         clones = {k: v.clone() for k, v in inputs.items() if isinstance(v, torch.Tensor) and k != self.output}
-        poison_free_memory(self.device, out.numel() * out.element_size())
-        out.fill_(float("nan"))
+        poison_free_memory(self.device, out.numel() * out.element_size(), prefill, prefill_seed)
+        prefill_output(out, prefill, prefill_seed)  # type: ignore[arg-type]
         storage = (out.data_ptr(), out.untyped_storage().data_ptr(), out.untyped_storage().nbytes())
         threads = set(threading.enumerate())
         stream = torch.cuda.current_stream() if self.device.type == "cuda" else None
@@ -252,13 +257,14 @@ class Child:
     def run_trial(self, fn: types.FunctionType, trial: Trial) -> bool:
         if trial.kind == "perturb" and trial.base is not None:
             inputs = self.kept.pop(trial.base)
-            perturb_inputs(self.task, inputs, trial.perturb_seed)
+            apply_perturbation(self.task, inputs, trial)
         else:
             inputs = make_trial_inputs(self.task, trial.case, trial.seed, self.device)
         if trial.id in self.bases:
             self.kept[trial.id] = inputs
         label = f"trial {trial.id} ({trial.case.id}, {trial.label})"
-        facts = self.call(fn, inputs, label, disable_kernels=trial.kind == "ablate")
+        facts = self.call(fn, inputs, label, disable_kernels=trial.kind == "ablate", prefill=trial.prefill,
+                          prefill_seed=trial.seed)
         if facts is None:
             return False
         self.send({"type": "trial", "id": trial.id, **facts}, inputs[self.output])

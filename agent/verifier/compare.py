@@ -1,7 +1,8 @@
 """Whole-tensor comparison of a candidate's output with the float32 reference, and readable reasons.
 
 An element passes when it is finite and ``|got - expected| <= atol + rtol * |expected|`` (the task's per-dtype
-`Tolerance`); NaN or inf anywhere fails. Reasons name the first mismatching index with got vs expected.
+`Tolerance`), and, where the tolerance sets ``ulps``, within that many ulps of `got`'s dtype at ``|expected|`` plus
+``ulp_atol`` (`ulp`); NaN or inf anywhere fails. Reasons name the first mismatching index with got vs expected.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ def compare(got: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> Compar
     finite = torch.isfinite(g)
     diff = torch.where(finite, (g - expected).abs(), torch.zeros_like(g))
     bound = tol.atol + tol.rtol * expected.abs()
+    if tol.ulps is not None and got.dtype != torch.float32 and got.is_floating_point():
+        bound = torch.minimum(bound, tol.ulps * ulp(expected, got.dtype) + tol.ulp_atol)
     bad = ~finite | (diff > bound)
     mismatches = int(bad.sum().item())
     rel = diff / expected.abs().clamp_min(tol.atol)
@@ -62,14 +65,26 @@ def compare(got: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> Compar
     )
 
 
+def ulp(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Spacing of floating `dtype` at ``|x|`` (float32, shaped like `x`): ``eps * 2**floor(log2 |x|)`` for
+    normal values, the smallest subnormal ``tiny * eps`` below ``tiny`` (IEEE 754 binary formats; bfloat16 alike)."""
+    info = torch.finfo(dtype)
+    mag = x.float().abs().clamp_min(info.tiny)
+    _, exponent = torch.frexp(mag)  # mag = m * 2**exponent, m in [0.5, 1)
+    return torch.ldexp(torch.full_like(mag, info.eps), exponent - 1)
+
+
 def describe(c: Comparison, output: str, tol: Tolerance) -> str:
     """One-line account of a failed comparison: how many, first index with got vs expected, worst error."""
     if c.shape_problem:
         return f"{output} has {c.shape_problem}"
     idx = ", ".join(str(i) for i in c.first_index or ())
     nonfinite = f", {c.nonfinite} NaN/inf" if c.nonfinite else ""
+    bound = f"{tol.atol:g} + {tol.rtol:g}*|expected|"
+    if tol.ulps is not None:
+        bound = f"min({bound}, {tol.ulps:g} ulp(expected) + {tol.ulp_atol:g})"
     return (f"{c.mismatches}/{c.elements} elements ({100 * c.mismatch_fraction:.2f}%{nonfinite}) outside "
-            f"|got-expected| <= {tol.atol:g} + {tol.rtol:g}*|expected|; first at {output}[{idx}]: "
+            f"|got-expected| <= {bound}; first at {output}[{idx}]: "
             f"got {c.first_got:.6g}, expected {c.first_expected:.6g}; max abs error {c.max_abs_error:.4g}"
             f"{' over the finite elements' if c.nonfinite else ''}")
 

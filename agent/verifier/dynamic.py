@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from agent.verifier.compare import Comparison, compare, describe, moved
-from agent.verifier.plan import Plan, TimedCase, Trial, input_digest, perturb_inputs
+from agent.verifier.plan import Plan, TimedCase, Trial, apply_perturbation, input_digest
 from agent.verifier.prefetch import Prepared, TrialPrefetcher
 from agent.verifier.sandbox import ChildProcess, ChildTimeout
 from agent.verifier.timing import exposed_reps, median
@@ -240,7 +240,7 @@ class DynamicRun:
         if trial.kind == "perturb":
             if base is None:
                 raise Failure("runtime_error", f"{label}: perturbation of an unknown trial")
-            prepared = self._perturbed(base.inputs, trial.perturb_seed)
+            prepared = self._perturbed(base.inputs, trial)
         else:
             prepared = self.prefetch.take(trial)
         inputs, digest, expected = prepared.inputs, prepared.digest, prepared.expected
@@ -267,10 +267,10 @@ class DynamicRun:
         if trial.id in self.bases:
             self.kept[trial.id] = _Kept(inputs, got, expected)
 
-    def _perturbed(self, inputs: dict[str, Any], seed: int) -> Prepared:
+    def _perturbed(self, inputs: dict[str, Any], trial: Trial) -> Prepared:
         """A perturbation trial: its base trial's inputs edited in place, digested, and their reference (here, not
         prefetched: the edit needs the base trial judged first)."""
-        perturb_inputs(self.task, inputs, seed)
+        apply_perturbation(self.task, inputs, trial)
         return Prepared(inputs, input_digest(inputs, skip=(self.output,)), self.task.reference(inputs)[self.output])
 
     def _tolerance(self, dtype: str) -> Tolerance:

@@ -408,17 +408,27 @@ def _child_processes() -> list[int]:
     return found
 
 
-def poison_free_memory(device: torch.device, like_nbytes: int) -> None:
-    """Fill memory the allocator holds free with 0xFF bytes (NaN in fp16, bf16 and fp32) so a candidate that
-    reads an unwritten ``torch.empty`` block sees NaN, never a stale answer.
+def poison_free_memory(device: torch.device, like_nbytes: int, prefill: str = "nan", seed: int = 0) -> None:
+    """Fill memory the allocator holds free so a candidate that reads an unwritten ``torch.empty`` block never sees
+    a stale answer, with the bytes of the trial's output prefill (`plan.Prefill`), so that what unwritten memory
+    holds does not tell a check from real use either: "nan" 0xFF bytes (NaN in fp16, bf16 and fp32), "zeros" 0x00,
+    "noise" random bytes below 0x40 from a generator seeded with `seed` (finite in fp16, bf16 and fp32: the high
+    byte of every element is < 0x40, so its exponent is below the all-ones NaN/inf pattern).
 
     CUDA: every inactive block of the caching allocator is allocated at its exact size, filled and released.
     CPU: eight blocks the size of the output are filled and freed (malloc hands recently freed chunks back first).
     """
+    gen = torch.Generator(device=device).manual_seed(seed) if prefill == "noise" else None
+
+    def filled(block: torch.Tensor) -> torch.Tensor:
+        if gen is not None:
+            return block.random_(0, 0x40, generator=gen)
+        return block.fill_(255 if prefill == "nan" else 0)
+
     if device.type == "cuda":
         sizes = [b["size"] for seg in torch.cuda.memory_snapshot() for b in seg["blocks"]
                  if b["state"] == "inactive"]
-        held = [torch.empty(s, dtype=torch.uint8, device=device).fill_(255) for s in sorted(sizes)[::-1][:512]]
+        held = [filled(torch.empty(s, dtype=torch.uint8, device=device)) for s in sorted(sizes)[::-1][:512]]
     else:
-        held = [torch.empty(max(1, like_nbytes), dtype=torch.uint8).fill_(255) for _ in range(8)]
+        held = [filled(torch.empty(max(1, like_nbytes), dtype=torch.uint8)) for _ in range(8)]
     del held

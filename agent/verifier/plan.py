@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import torch
@@ -20,6 +20,19 @@ from core.errors import BadInputError
 from kernels.task import Case, TaskSpec
 
 TrialKind = Literal["check", "perturb", "ablate"]
+
+#: What the output holds when the candidate is called. "nan": an element the kernel does not write fails as NaN.
+#: "zeros" (fresh memory) and "noise" (standard-normal values in the output dtype: a stale earlier result) are what
+#: an output allocated with ``torch.empty`` holds in real use; an element left unwritten fails those too (it is not
+#: the answer). Drawn per trial from the secret seed, so a kernel that reads its output first (only an answer
+#: accumulated into a prefilled output depends on it) and computes honestly only when it finds the verifier's NaN
+#: is checked on the other fills as well.
+Prefill = Literal["nan", "zeros", "noise"]
+PREFILLS: tuple[Prefill, ...] = ("nan", "zeros", "noise")
+#: Labels of the check trials whose prefill is drawn (not the first trial, nor a perturbation's base); the others
+#: (the first hidden shape and its perturbation, the task's hidden cases, the ablation) keep NaN, which names an
+#: unwritten output as such in the first failing trial.
+DRAWN_PREFILL_LABELS = frozenset({"bench case", "test case", "hidden random shape", "repeat with a new seed"})
 
 #: Input dtypes every plan checks at least once, with a hidden case of their own if no other trial uses them.
 #: float32: a float32 call must be computed in IEEE float32 (tf32 or float16 compute fails the float32 tolerance of
@@ -31,7 +44,8 @@ REQUIRED_DTYPES = ("float32",)
 
 @dataclass(frozen=True)
 class Trial:
-    """One call of the candidate. ``base`` names the trial whose input tensors a perturbation edits in place."""
+    """One call of the candidate. ``base`` names the trial whose input tensors a perturbation edits in place: all
+    of `perturb_inputs`, or with ``redraw_only`` just the task's fresh inputs (`redraw_inputs`)."""
 
     id: int
     kind: TrialKind
@@ -40,15 +54,21 @@ class Trial:
     label: str
     base: int | None = None
     perturb_seed: int = 0
+    prefill: Prefill = "nan"
+    redraw_only: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "kind": self.kind, "case": self.case.to_json(), "seed": self.seed,
-                "label": self.label, "base": self.base, "perturb_seed": self.perturb_seed}
+                "label": self.label, "base": self.base, "perturb_seed": self.perturb_seed, "prefill": self.prefill,
+                "redraw_only": self.redraw_only}
 
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> Trial:
+        prefill = d.get("prefill", "nan")
+        if prefill not in PREFILLS:
+            raise ValueError(f"trial prefill {prefill!r} is not one of {PREFILLS}")
         return Trial(int(d["id"]), d["kind"], Case.from_json(d["case"]), int(d["seed"]), str(d["label"]),
-                     d.get("base"), int(d.get("perturb_seed", 0)))
+                     d.get("base"), int(d.get("perturb_seed", 0)), prefill, bool(d.get("redraw_only", False)))
 
 
 @dataclass(frozen=True)
@@ -155,7 +175,10 @@ def _check_case_ids(task: TaskSpec, ids: tuple[str, ...]) -> None:
 
 
 def build_plan(task: TaskSpec, device: str, settings: PlanSettings, rng: random.Random | None = None) -> Plan:
-    """Trials in the order the child runs them: a hidden random case, its in-place perturbation, the task's hidden
+    """Trials in the order the child runs them: a hidden random case, its in-place perturbation and then (tasks
+    with `TaskSpec.fresh_inputs`) an in-place redraw of only the fresh inputs -- the other inputs (GEMM's weights)
+    kept, as the timing loop does between calls, so an output replayed on a key of the kept inputs fails --, the
+    task's hidden
     cases (`TaskSpec.hidden_cases`; extend attention: large logits, a long prefix, a long extend), the bench and/or
     test cases, a hidden case in each of `REQUIRED_DTYPES` (`dtype_case`; on a GPU only if no trial so far uses
     it: there bench and random cases are bfloat16), more hidden random cases (one repeated with a new seed), the
@@ -175,7 +198,10 @@ def build_plan(task: TaskSpec, device: str, settings: PlanSettings, rng: random.
         return trial
 
     first = add("check", task.random_case(rng, settings.small), "hidden random shape")
-    add("perturb", first.case, "same buffers, perturbed values", base=first.id, perturb_seed=_seed(rng))
+    perturbed = add("perturb", first.case, "same buffers, perturbed values", base=first.id, perturb_seed=_seed(rng))
+    if task.fresh_inputs:  # the timing loop's redraw, checked on the CPU too: a replay keyed on the other inputs
+        add("perturb", first.case, f"same buffers, fresh {', '.join(task.fresh_inputs)} only", base=perturbed.id,
+            perturb_seed=_seed(rng), redraw_only=True)
     for label, case in task.hidden_cases(rng, settings.small):
         add("check", case, label)
     bench_seed: dict[str, int] = {}
@@ -193,6 +219,7 @@ def build_plan(task: TaskSpec, device: str, settings: PlanSettings, rng: random.
         if i == 0:
             add("check", extra.case, "repeat with a new seed")
     add("ablate", task.random_case(rng, True), "every Triton launch disabled")
+    trials = _draw_prefills(trials, rng)
     timing = None
     checked = {t.case.id: t.seed for t in trials if t.label in ("bench case", "test case")}
     if settings.timing and checked:
@@ -201,6 +228,32 @@ def build_plan(task: TaskSpec, device: str, settings: PlanSettings, rng: random.
                  for case in _selected(pool, settings.case_ids) if case.id in checked]
         timing = TimingPlan(tuple(timed), settings.warmup, settings.reps)
     return Plan(task.name, device, tuple(trials), timing)
+
+
+def _draw_prefills(trials: list[Trial], rng: random.Random) -> list[Trial]:
+    """`trials` with the prefill of each check trial labelled in `DRAWN_PREFILL_LABELS` drawn (NaN with
+    probability 1/2, else zeros or noise), and, where there are at least two such trials, one "zeros" and one
+    "noise" among them whatever the draw: every plan calls the candidate on finite prefills."""
+    bases = {t.base for t in trials if t.base is not None}
+    drawn = [i for i, t in enumerate(trials)
+             if i > 0 and i not in bases and t.kind == "check" and t.label in DRAWN_PREFILL_LABELS]
+    fills = {i: rng.choice(("nan", "nan", "zeros", "noise")) for i in drawn}
+    if len(drawn) >= 2:
+        zero_at, noise_at = rng.sample(drawn, 2)
+        fills[zero_at], fills[noise_at] = "zeros", "noise"
+    return [replace(t, prefill=fills[i]) if i in fills else t for i, t in enumerate(trials)]
+
+
+def prefill_output(out: torch.Tensor, prefill: Prefill, seed: int) -> None:
+    """Fill the output `out` in place as `prefill` says (`Prefill`); "noise" is standard normal from a generator
+    seeded with `seed` on `out`'s device, rounded to `out`'s dtype."""
+    if prefill == "nan":
+        out.fill_(float("nan"))
+    elif prefill == "zeros":
+        out.zero_()
+    else:
+        gen = torch.Generator(device=out.device).manual_seed(seed ^ 0x0F111)
+        out.copy_(torch.randn(out.shape, generator=gen, device=out.device, dtype=torch.float32))
 
 
 def split_plan(plan: Plan, children: int = 2) -> tuple[Plan, ...]:
@@ -282,6 +335,15 @@ def redraw_inputs(task: TaskSpec, inputs: dict[str, Any], seed: int) -> None:
     """Copy `fresh_values` into the task's fresh inputs in place (same storages, same pointers)."""
     for name, values in fresh_values(task, inputs, seed).items():
         inputs[name].copy_(values)
+
+
+def apply_perturbation(task: TaskSpec, inputs: dict[str, Any], trial: Trial) -> None:
+    """Edit a perturbation trial's inputs in place: `redraw_inputs` with ``trial.redraw_only``, else
+    `perturb_inputs`, from ``trial.perturb_seed``."""
+    if trial.redraw_only:
+        redraw_inputs(task, inputs, trial.perturb_seed)
+    else:
+        perturb_inputs(task, inputs, trial.perturb_seed)
 
 
 def perturb_inputs(task: TaskSpec, inputs: dict[str, Any], seed: int) -> None:

@@ -23,6 +23,15 @@ ALLOWED_IMPORT_PREFIXES: tuple[str, ...] = ("triton.language.", "kernels.chip.",
 #: shared helpers, the baseline -- is kernel code a candidate may build on).
 ANSWER_MODULES: frozenset[str] = frozenset({"reference", "spec", "cases"})
 
+#: Name of the module-level flag by which a project module declares itself outside the candidate API
+#: (``CANDIDATE_API = False``): it keeps buffers across calls for the task's own kernels (a workspace pool) and hands
+#: them out by name, which would give a candidate state that survives between calls out of the static rules' sight.
+CANDIDATE_API_FLAG = "CANDIDATE_API"
+
+#: Types of project objects that hold state across calls when a candidate writes them (module-level containers).
+#: A torch.Tensor is added by the rule (this module imports nothing).
+STATEFUL_TYPES: tuple[type, ...] = (dict, list, set, bytearray)
+
 #: Project modules that hold the answer or the harness: importing one is a library call or tampering.
 REFERENCE_MODULE_PREFIXES: tuple[str, ...] = (
     "kernels", "agent", "tests", "knowledge", "ingest", "hardware_profiles", "scripts",

@@ -7,6 +7,7 @@ Nothing here executes the candidate: the file is parsed with `ast.parse` only.
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
 import sys
 import types
@@ -356,6 +357,41 @@ def modules_on_chain(dotted: str) -> Iterator[tuple[str, types.ModuleType]]:
             return
         if isinstance(obj, types.ModuleType):
             yield ".".join(parts[:depth]), obj
+
+
+def project_objects(dotted: str, package: str) -> Iterator[tuple[str, object]]:
+    """(prefix, object) for every prefix of a dotted chain into the task's kernel `package` (``kernels.x.mod.name
+    .attr``) from the package on: its longest module prefix is imported (the task's own kernel code, which the
+    verifier trusts), the rest found with `inspect.getattr_static` (no attribute code runs). Nothing for chains
+    outside `package` or names that do not exist."""
+    if not (dotted == package or dotted.startswith(package + ".")):
+        return
+    parts = dotted.split(".")
+    depth = len(package.split("."))
+    obj: object = importlib.import_module(package)
+    yield package, obj
+    for i in range(depth, len(parts)):
+        prefix = ".".join(parts[:i + 1])
+        if isinstance(obj, types.ModuleType) and policy.import_allowed(prefix, package):
+            try:
+                obj = importlib.import_module(prefix)
+            except ImportError:
+                obj = _static_attr(obj, parts[i])
+        else:
+            obj = _static_attr(obj, parts[i])
+        if obj is _MISSING:
+            return
+        yield prefix, obj
+
+
+_MISSING = object()
+
+
+def _static_attr(obj: object, name: str) -> object:
+    try:
+        return inspect.getattr_static(obj, name)
+    except AttributeError:
+        return _MISSING
 
 
 def chain_is_module(dotted: str) -> bool:

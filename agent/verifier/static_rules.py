@@ -8,8 +8,12 @@ the dynamic stage carries the weight. Each rule yields ``(node, detail)`` pairs;
 from __future__ import annotations
 
 import ast
+import sys
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+
+import torch
 
 from agent.verifier import policy
 from agent.verifier.signature import expected_parameters, signature_problems, varied_parameters
@@ -26,6 +30,7 @@ from agent.verifier.static_analysis import (
     module_statement,
     modules_on_chain,
     mutable_value,
+    project_objects,
     torch_disallowed,
 )
 from agent.verifier.static_report import StaticReport, Violation
@@ -259,6 +264,35 @@ def _no_module_state(src: Source) -> Iterator[Finding]:
                     yield stmt, f"mutable class attribute in {node.name}"
     for stmt in src.tree.body:
         yield from module_statement(src, stmt)
+
+
+@rule("no-stateful-helpers", "the task modules' containers and tensors, and modules outside the candidate API "
+      "(workspace pools), keep state across calls unseen by no-module-state")
+def _no_stateful_helpers(src: Source) -> Iterator[Finding]:
+    chains: list[tuple[ast.AST, str]] = [(n, src.resolve(n) or "") for n in src.maximal_chains()
+                                         if src.is_module_rooted(n)]
+    for node in ast.walk(src.tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            chains += [(node, f"{node.module}.{a.name}") for a in node.names]
+        elif isinstance(node, ast.Import):
+            chains += [(node, a.name) for a in node.names]
+    for node, name in chains:
+        for prefix, obj in project_objects(name, src.package):
+            problem = _stateful(obj)
+            if problem:
+                yield node, f"{prefix} is {problem}"
+                break
+
+
+def _stateful(obj: object) -> str:
+    """Why a project object gives a candidate state across calls ("" if it does not)."""
+    if isinstance(obj, (*policy.STATEFUL_TYPES, torch.Tensor)):
+        return f"a module-level {type(obj).__name__} (state that survives between calls)"
+    home = obj if isinstance(obj, types.ModuleType) else sys.modules.get(getattr(obj, "__module__", "") or "")
+    if home is not None and vars(home).get(policy.CANDIDATE_API_FLAG) is False:
+        return (f"{'a module' if obj is home else 'from ' + home.__name__} outside the candidate API "
+                f"({policy.CANDIDATE_API_FLAG} = False: it keeps buffers across calls)")
+    return ""
 
 
 @rule("no-identity-keys", "pointers, ids and storages identify buffers across calls: the keys of result caches")

@@ -132,6 +132,8 @@ class _Walker:
     def _element(self, el: Tag) -> None:
         if el.name in _HEADINGS:
             self._heading(_HEADINGS[el.name], one_line(el.get_text(" ")))
+        elif el.name == "dl":
+            self._definitions(el)
         elif el.name == "table":
             header, rows, caption = table_grid(el)
             caption = caption or _lead_in(self.last_prose)
@@ -141,6 +143,17 @@ class _Walker:
             self._prose(("- " + text) if el.name == "li" else text, "caption" if "caption" in el.name else "prose")
         else:
             self.walk(el)
+
+    def _definitions(self, dl: Tag) -> None:
+        """A definition list (a glossary) as one ``term: definition`` section per term, so a term stays with what
+        defines it."""
+        term = ""
+        for item in dl.find_all(["dt", "dd"], recursive=False):
+            text = one_line(item.get_text(" "))
+            if item.name == "dt":
+                term = text
+            elif text:
+                self._prose(f"{term}: {text}" if term else text, "prose")
 
     def _heading(self, level: int, text: str) -> None:
         if not text:

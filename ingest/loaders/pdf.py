@@ -12,7 +12,9 @@ Heuristics (layout-generic, no vendor rules):
 - Headings: an all-capitals line of 8+ letters that follows prose (not a run of diagram labels); it names the
   page's section until the next heading.
 - Tables: after a ``Table N.`` caption, lines up to the next prose paragraph are rows (the first line without two
-  numbers is the column header line; all-capitals lines without numbers are row-group labels).
+  numbers is the column header line; all-capitals lines without numbers are row-group labels). Other tables are
+  read from pypdf's layout-mode text, where cells stand in columns (`ingest.loaders.pdf_tables`), and become one
+  ``table_row`` section per row with its column headers, as Markdown and HTML tables do.
 """
 
 from __future__ import annotations
@@ -27,7 +29,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import BadInputError
-from ingest.loaders.common import LoadedDocument, check_file_size, check_page_count, one_line, title_from_path
+from ingest.loaders.common import (
+    LoadedDocument,
+    check_file_size,
+    check_page_count,
+    one_line,
+    table_sections,
+    title_from_path,
+)
+from ingest.loaders.pdf_tables import LayoutTable, layout_tables
 from knowledge.types import Section
 
 _MARKER = r"[A-Z][A-Z0-9]*\d[A-Z0-9]*-\d{1,3}[a-z]?"
@@ -70,6 +80,7 @@ def load_pdf(path: Path, source: str) -> LoadedDocument:
         reader = _open(path)
         check_page_count(path, len(reader.pages))
         pages = [_page_lines(reader, i, path) for i in range(len(reader.pages))]
+        tables = [_page_tables(reader, i) for i in range(len(reader.pages))]
         title = _title(reader)
     if not any(line.text for lines in pages for line in lines):
         raise BadInputError(f"{path}: PDF has no extractable text (scanned images? run OCR first)")
@@ -77,8 +88,8 @@ def load_pdf(path: Path, source: str) -> LoadedDocument:
     pages = [_strip_boilerplate(lines, boiler) for lines in pages]
     title = title or title_from_path(source)
     parser = _PageParser(source, title, _typical_length([line.text for lines in pages for line in lines]))
-    for number, lines in enumerate(pages, start=1):
-        parser.parse(number, lines)
+    for number, (lines, page_tables) in enumerate(zip(pages, tables), start=1):
+        parser.parse(number, lines, page_tables)
     return LoadedDocument(sections=parser.sections, title=title, pages=len(pages))
 
 
@@ -119,6 +130,34 @@ def _page_lines(reader, index: int, path: Path) -> list[_Line]:
     out = []
     for line in raw.splitlines():
         out.append(_Line(" ".join(line.split()), line.endswith((" ", "-", "\u00ad")), line[:1].isspace()))
+    return out
+
+
+def _page_tables(reader, index: int) -> list[LayoutTable]:
+    """Tables of page `index` from its layout-mode text; none when pypdf cannot lay the page out."""
+    try:
+        return layout_tables(reader.pages[index].extract_text(extraction_mode="layout") or "")
+    except Exception:  # layout mode fails on some damaged or unusual pages; the plain text still loads
+        return []
+
+
+def _table_starts(lines: list[_Line], tables: list[LayoutTable]) -> dict[int, tuple[LayoutTable, int]]:
+    """Line index where each table's lines begin in the page's plain text -> (table, index after its last line)."""
+    out: dict[int, tuple[LayoutTable, int]] = {}
+    i = 0
+    for table in tables:
+        whole = " ".join(table.lines)
+        start = next((k for k in range(i, len(lines)) if lines[k].text == table.lines[0]), None)
+        if start is None:
+            continue
+        end, covered = start, ""
+        while end < len(lines):  # plain text may join a wrapped cell's lines, or split them: compare the text
+            joined = f"{covered} {lines[end].text}".strip()
+            if not (whole == joined or whole.startswith(joined + " ")):
+                break
+            covered, end = joined, end + 1
+        out[start] = (table, end)
+        i = end
     return out
 
 
@@ -198,10 +237,11 @@ class _PageParser:
         self.sections: list[Section] = []
         self.page = 0
 
-    def parse(self, page: int, lines: list[_Line]) -> None:
+    def parse(self, page: int, lines: list[_Line], tables: list[LayoutTable] | None = None) -> None:
         self.page = page
         if not lines:
             return
+        starts = _table_starts(lines, tables or [])
         if self.table and not (lines[0].text == self.table.header or _numbers(lines[0].text) >= 2):
             self.table = None  # a table continues on a new page only if it restarts with its header or a row
         self.heading = _page_heading(lines, self.table.header if self.table else "") or self.heading
@@ -210,6 +250,13 @@ class _PageParser:
         i = 0
         while i < len(lines):
             line = lines[i]
+            if i in starts and self.table is None:
+                self._flush(para, labels)
+                para, labels = [], []
+                table, i = starts[i]
+                self.sections.extend(table_sections(table.header, table.rows, self.source, self._path(),
+                                                    page=self.page))
+                continue
             if _CAPTION.match(line.text):
                 self._flush(para, labels)
                 para, labels = [], []
@@ -219,7 +266,7 @@ class _PageParser:
                 i = self._table_line(lines, i)
                 continue
             self.table = None
-            if para and self._joins(lines[i - 1]):
+            if para and self._joins(lines[i - 1], line):
                 para.append(("" if para[-1].endswith("-") else " ") + line.text)
             elif self._is_prose(line) or line.wrapped:
                 self._flush(para, labels)
@@ -233,14 +280,26 @@ class _PageParser:
         self._flush(para, labels)
 
     def _is_prose(self, line: _Line) -> bool:
-        return len(line.text) >= 0.7 * self.typical and _numbers(line.text) < 2 and _upper_ratio(line.text) < 0.9
+        """A line of running text: as long as the page's lines, not capitals, and either few numbers or mostly
+        words (a datasheet sentence holds several figures: "offer 108 or 132 SMs with up to 50 MB of L2")."""
+        if len(line.text) < 0.7 * self.typical or _upper_ratio(line.text) >= 0.9:
+            return False
+        tokens = line.text.split()
+        words = sum(1 for w in tokens if re.fullmatch(r"[A-Za-z][a-z'\-]*[,.;:]?", w))
+        return _numbers(line.text) < 2 or (len(tokens) >= 10 and words >= 0.5 * len(tokens))
 
     def _header_line(self, line: _Line) -> bool:
         """A table's first line is its column header even when it is as long as prose (but never wrapped)."""
         return self.table is not None and not self.table.header and not line.wrapped \
             and not _ends_sentence(line.text)
 
-    def _joins(self, prev: _Line) -> bool:
+    def _joins(self, prev: _Line, line: _Line) -> bool:
+        """`line` continues the paragraph that `prev` ends: `prev` was wrapped or is a full-width line, except that
+        a short line after a finished sentence is a heading or label; and an unfinished sentence always goes on."""
+        if not _ends_sentence(prev.text) and not prev.text.endswith(":"):
+            return True
+        if len(line.text) < 0.5 * self.typical and not _ends_sentence(line.text):
+            return False
         return prev.wrapped or len(prev.text) >= 0.7 * self.typical
 
     def _path(self) -> tuple[str, ...]:

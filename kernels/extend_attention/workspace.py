@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import torch
 
+#: Not part of the candidate API: buffers handed out by name persist across calls, so the verifier refuses
+#: candidates that use this module directly (its static rule no-stateful-helpers); the family uses it.
+CANDIDATE_API = False
+
 _POOL: dict[tuple[str, int | None, int, str, torch.dtype], torch.Tensor] = {}
 
 

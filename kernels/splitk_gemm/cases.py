@@ -2,7 +2,9 @@
 
 Case params (plain values): m, n, k (ints: A [M, K], B [N, K], C [M, N]); dtype (default input dtype name);
 a_transposed (A passed as the transposed view of a [K, M] tensor); b_kn (B passed as the transposed view of a
-[K, N] tensor, the layout of ``x @ W`` with W [K, N]).
+[K, N] tensor, the layout of ``x @ W`` with W [K, N]); a_scale, b_scale (positive floats, default 1: the standard
+deviations of A and of B * sqrt(K), `spec.make_inputs`; drawn in random and hidden cases, so that a kernel that
+computes honestly only on inputs of the default scales fails).
 
 Bench cases: M in {1, 8, 16, 32, 64, 128} (decode and small batches) against N x K of real layers (bf16):
 4096 x 4096 (a 4096-wide attention projection), 4096 x 14336 (down projection of a 14336-wide MLP, N=4096,
@@ -16,12 +18,18 @@ of 128 columns) at M = 1, 8, 64.
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
 from kernels.task import Case
 
-_DEFAULTS: dict[str, Any] = {"dtype": "bfloat16", "a_transposed": False, "b_kn": False}
+_DEFAULTS: dict[str, Any] = {"dtype": "bfloat16", "a_transposed": False, "b_kn": False, "a_scale": 1.0,
+                             "b_scale": 1.0}
+
+#: Range of the drawn a_scale and b_scale (log-uniform): products of 1/4..4 keep the float32 accumulation error
+#: near zero under 1.2e-5 at K = 28672 (torch, float64 reference), inside the rounding bound's ulp_atol (`spec`).
+SCALE_RANGE = (0.5, 2.0)
 
 #: Layers (N, K) of the bench cases, and the M values benched on each (see the module docstring).
 BENCH_GRID: tuple[tuple[int, int, tuple[int, ...]], ...] = (
@@ -49,7 +57,15 @@ def full_params(params: dict[str, Any]) -> dict[str, Any]:
     out = {**_DEFAULTS, **params}
     if min(out["m"], out["n"], out["k"]) < 0:
         raise ValueError(f"m, n, k must be >= 0, got {out['m']}, {out['n']}, {out['k']}")
+    if not (out["a_scale"] > 0 and out["b_scale"] > 0):
+        raise ValueError(f"a_scale and b_scale must be > 0, got {out['a_scale']}, {out['b_scale']}")
     return out
+
+
+def draw_scales(rng: random.Random) -> dict[str, float]:
+    """{"a_scale", "b_scale"} drawn log-uniformly in `SCALE_RANGE`."""
+    lo, hi = (math.log(v) for v in SCALE_RANGE)
+    return {"a_scale": math.exp(rng.uniform(lo, hi)), "b_scale": math.exp(rng.uniform(lo, hi))}
 
 
 def case_class(m: int) -> str:
@@ -88,7 +104,8 @@ def random_case(rng: random.Random, small: bool = True) -> Case:
     """A case drawn at verification time, never written down.
 
     `small=True` keeps sizes fit for the Triton interpreter (M <= 40, N <= 160, K <= 320, float16); `small=False`
-    draws GPU-sized skinny GEMMs (M 1..128, N and K 64..8192 with odd values, bfloat16).
+    draws GPU-sized skinny GEMMs (M 1..128, N and K 64..8192 with odd values, bfloat16). Input scales are drawn
+    (`draw_scales`).
     """
     if small:
         m, n, k = rng.randint(1, 40), rng.randint(1, 160), rng.randint(1, 320)
@@ -98,7 +115,8 @@ def random_case(rng: random.Random, small: bool = True) -> Case:
         n = rng.choice([rng.randint(64, 8192), 64 * rng.randint(1, 128)])
         k = rng.choice([rng.randint(64, 8192), 64 * rng.randint(1, 128)])
         dtype = "bfloat16"
-    params = dict(m=m, n=n, k=k, dtype=dtype, a_transposed=rng.random() < 0.15, b_kn=rng.random() < 0.15)
+    params = dict(m=m, n=n, k=k, dtype=dtype, a_transposed=rng.random() < 0.15, b_kn=rng.random() < 0.15,
+                  **draw_scales(rng))
     return Case(f"random-{rng.randrange(1 << 30):08x}", full_params(params), rng.randrange(1 << 31), "random")
 
 
@@ -108,6 +126,7 @@ def hidden_cases(rng: random.Random, small: bool = True) -> tuple[tuple[str, Cas
       or sums partials in a low precision, is far off;
     - ``odd-tail``: odd K and N (primes in the interpreter's sizes), so the tails past BLOCK_K and BLOCK_N are
       never a whole tile.
+    Both with drawn input scales (`draw_scales`).
     Seeds and sizes are drawn, never written down.
     """
     scale = 1 if small else 16
@@ -116,6 +135,7 @@ def hidden_cases(rng: random.Random, small: bool = True) -> tuple[tuple[str, Cas
                   dtype="float16" if small else "bfloat16")
     odd = dict(m=rng.randint(2, 9), n=rng.choice(primes) * scale - (scale > 1),
                k=rng.choice(primes) * scale + (scale > 1), dtype="float16" if small else "bfloat16")
-    return tuple((label, Case(f"hidden-{label}-{rng.randrange(1 << 30):08x}", full_params(params),
+    return tuple((label, Case(f"hidden-{label}-{rng.randrange(1 << 30):08x}", full_params({**params,
+                                                                                          **draw_scales(rng)}),
                               rng.randrange(1 << 31), "hidden"))
                  for label, params in (("long-k", long_k), ("odd-tail", odd)))

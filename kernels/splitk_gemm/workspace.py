@@ -15,6 +15,10 @@ from __future__ import annotations
 import torch
 from triton.runtime.driver import driver
 
+#: Not part of the candidate API: buffers handed out by name persist across calls, so the verifier refuses
+#: candidates that use this module directly (its static rule no-stateful-helpers); the family uses it.
+CANDIDATE_API = False
+
 _POOL: dict[tuple, torch.Tensor] = {}
 #: Bumped whenever a buffer is allocated or replaced by a larger one: holders of buffers (`prepared.PreparedCall`)
 #: fetch them again when it moved.

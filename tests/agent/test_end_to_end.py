@@ -63,7 +63,7 @@ def test_demo_runs_every_job(chiplore_home):
 
     if torch.cuda.is_available():
         pytest.skip("the CPU demo is what this test covers")
-    _register_commands()
+    _register_commands(["demo", "--max-evals", "1"])  # as the console script registers them
     out = _invoke(["demo", "--max-evals", "1"])
     assert "onboarded h200" in out and "chiplore ask" in out and "chiplore patterns" in out
     assert "No GPU on this machine" in out and "1 of 1 candidates passed the verifier" in out

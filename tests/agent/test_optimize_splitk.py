@@ -29,6 +29,7 @@ def _invoke(args):
     return result.output
 
 
+@pytest.mark.slow  # ~4 s on the 2-core machine
 def test_optimize_splitk_gemm_ends_by_its_patience_and_reports(chiplore_home, tmp_path):
     _register_commands()
     out = _invoke(["optimize", "splitk_gemm", "--chip", "h200", "--max-evals", "6", "--patience", "2",

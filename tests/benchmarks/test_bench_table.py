@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from benchmarks.bench_extend_attention import CHECK_CASES, markdown
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,6 +48,7 @@ def test_an_unavailable_provider_shows_its_reason():
     assert "not fetched" in markdown(rows, PROVIDERS)
 
 
+@pytest.mark.slow  # ~6 s on the 2-core machine
 def test_check_mode_runs_every_available_provider_within_tolerance(tmp_path):
     out = tmp_path / "check.json"
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_extend_attention.py"), "--check",

@@ -55,6 +55,7 @@ def test_links_out_of_the_folder_hidden_and_special_files_are_listed_not_read(tm
     }
 
 
+@pytest.mark.slow  # ~6 s on the 2-core machine
 def test_onboard_lists_every_skipped_file_and_never_stores_a_linked_secret(chiplore_home, embedder, tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -156,6 +157,7 @@ def _comma_text(kilobytes: float) -> str:
     return ", ".join(clauses)
 
 
+@pytest.mark.slow  # ~6 s on the 2-core machine
 def test_profile_extraction_is_linear_in_text_without_sentence_ends():
     """200 KB of one endless comma-joined "sentence": each clause used to rescan its whole sentence (and each
     candidate every window of its section), about 6 minutes on a 2-core CPU; now a few seconds."""
@@ -190,6 +192,7 @@ def test_profile_extraction_of_10_mb_is_bounded(chiplore_home):
     assert not update.error and "not read for the profile" in update.summary, update.summary
 
 
+@pytest.mark.slow  # ~5 s on the 2-core machine
 def test_ligatures_are_normalized_before_search(chiplore_home, embedder, tmp_path):
     """A PDF typeset with ligature glyphs (pypdf returns U+FB01 "ﬁ", U+FB02 "ﬂ"): `ask "configurable flush"` finds
     its passage first, ahead of plain-text passages that each hold only one of the two words."""

@@ -19,7 +19,7 @@ def chunk(text: str, source: str = "zx100.md") -> Chunk:
     return Chunk(id=hashlib.sha256(text.encode()).hexdigest()[:16], text=text, chip="zx100", source=source)
 
 
-DOC = chunk("ZX100 workgroups can hold up to 1024 work-items, and each ZX100 compute unit has 64 KiB of LDS. "
+DOC = chunk("ZX100 dispatches take at most 1024 work-items, and each ZX100 compute unit has 64 KiB of LDS. "
             "The ZX50 has 32 GB of memory.")
 
 
@@ -37,12 +37,12 @@ class ScriptedModel:
 
 def test_verified_proposal_fills_a_field_the_rules_miss():
     model = ScriptedModel([{"field": "max_threads_per_block", "value": 1024, "chunk_id": DOC.id,
-                            "quote": "workgroups can hold up to 1024 work-items"}])
+                            "quote": "dispatches take at most 1024 work-items"}])
     assert extract_profile("zx100", [DOC]).get("max_threads_per_block") is None  # rules alone
     profile = extract_profile("zx100", [DOC], llm=model)
     field = profile.max_threads_per_block
     assert field.value == 1024 and field.kind == "stated"
-    assert field.source.quote == "workgroups can hold up to 1024 work-items"
+    assert field.source.quote == "dispatches take at most 1024 work-items"
     assert "proposed by the LLM" in field.source.locator
     assert DOC.id in model.prompts[0] and "max_threads_per_block [threads]" in model.prompts[0]
 
@@ -54,11 +54,11 @@ def test_verified_proposal_fills_a_field_the_rules_miss():
     ({"field": "smem_per_compute_unit_kb", "value": 128, "chunk_id": "ID", "quote": "64 KiB of LDS"},
      "no number"),
     ({"field": "mem_bw_gbps", "value": 64, "chunk_id": "ID", "quote": "64 KiB of LDS"}, "no number"),
-    ({"field": "mem_capacity_gb", "value": 32, "chunk_id": "ID", "quote": "The ZX50 has 32 GB of memory."},
+    ({"field": "mem_capacity_gb", "value": 32e9 / 2**30, "chunk_id": "ID", "quote": "The ZX50 has 32 GB of memory."},
      "another product"),
     ({"field": "l3_cache_mb", "value": 1, "chunk_id": "ID", "quote": "1024"}, "not a profile field"),
     ({"field": "warp_size", "value": "many", "chunk_id": "ID", "quote": "1024"}, "not a number"),
-    ({"field": "warp_size", "value": 1024, "chunk_id": "ID", "quote": "up to 1024 work-items"}, "not a possible"),
+    ({"field": "warp_size", "value": 1024, "chunk_id": "ID", "quote": "at most 1024 work-items"}, "not a possible"),
 ])
 def test_invented_or_unsupported_proposals_are_rejected(proposal, reason):
     proposal = {**proposal, "chunk_id": DOC.id if proposal["chunk_id"] == "ID" else proposal["chunk_id"]}

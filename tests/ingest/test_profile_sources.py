@@ -20,8 +20,8 @@ class Stored:  # the shape of knowledge.store.StoredRecord
 
 def test_store_records_back_to_chunks_in_reading_order():
     records = [
-        Stored("b", "this is 288 GB/s in aggregate.", {"chip": "zx100", "source": "dram.md", "section": "Perf",
-                                                        "kind": "prose", "chunk_index": 1}),
+        Stored("b", "the peak memory bandwidth is 288 GB/s in aggregate.",
+               {"chip": "zx100", "source": "dram.md", "section": "Perf", "kind": "prose", "chunk_index": 1}),
         Stored("a", "Each GDDR6 channel reads at 24 GB/s. With twelve channels per ZX100 ASIC,",
                {"chip": "zx100", "source": "dram.md", "section": "Perf", "kind": "prose", "chunk_index": 0}),
     ]
@@ -35,7 +35,7 @@ def test_plain_chunks(tmp_path):
     md.write_text("# ZX100\n\nIntro.\n\n## Memory\n\nThe ZX100 has 96 GB of HBM3 memory.\n", encoding="utf-8")
     chunks = plain_chunks("zx100", md)
     assert [c.section for c in chunks] == ["ZX100", "Memory"]
-    assert extract_profile("zx100", chunks).get("mem_capacity_gb") == 96
+    assert extract_profile("zx100", chunks).get("mem_capacity_gb") == pytest.approx(96e9 / 2**30)  # GB != GiB
     with pytest.raises(BadInputError, match="no such file"):
         plain_chunks("zx100", tmp_path / "missing.md")
     bad = tmp_path / "bad.pdf"

@@ -10,6 +10,7 @@ import pytest
 from ingest.units import TARGET_UNITS, find_quantities, header_unit, parse_number, parse_quantity, unit_info
 
 KI, MI, GI = 2**10, 2**20, 2**30
+GB = 1e9  # GB and TB are decimal (ingest.units); KB and MB binary
 WP = "amd-cdna-3-white-paper.pdf"
 MD = "mi300.md"
 RST = "gpu-arch-specs.rst"
@@ -29,12 +30,12 @@ CASES = [
     (WP + " p.11", "The peak bandwidth from the Infinity Cache is an astounding 17.2 TB/s",
      [(17.2e12, "bytes_per_s")]),
     (WP + " p.11", "drive a bus that operates at 5.2 Gbps", [(5.2e9, "transfers_per_s")]),
-    (WP + " p.11", "each stack contains 16GB or 24GB of memory", [(16 * GI, "bytes"), (24 * GI, "bytes")]),
+    (WP + " p.11", "each stack contains 16GB or 24GB of memory", [(16 * GB, "bytes"), (24 * GB, "bytes")]),
     (WP + " p.11", "192GB on MI300X per accelerator and both have an astounding 5.3 TB/s peak theoretical",
-     [(192 * GI, "bytes"), (5.3e12, "bytes_per_s")]),
+     [(192 * GB, "bytes"), (5.3e12, "bytes_per_s")]),
     (WP + " p.13", "switch stack every 4KiB through physical memory space", [(4 * KI, "bytes")]),
     (WP + " p.13", "128 GiB of DRAM", [(128 * GI, "bytes")]),
-    (WP + " p.14", "192 GB per Partition / 192 GB per VM", [(192 * GI, "bytes"), (192 * GI, "bytes")]),
+    (WP + " p.14", "192 GB per Partition / 192 GB per VM", [(192 * GB, "bytes"), (192 * GB, "bytes")]),
     (WP + " p.23", "MAX ENGINE CLOCK (PEAK) 2,100 MHz 2,100 MHz", [(2.1e9, "hz"), (2.1e9, "hz")]),
     (WP + " p.24", "FP16  |  FP16 (SPARSITY) 980.6 TF  | 1,961.2 1,307.4 TF  |  2,614.9 TF",
      [(980.6e12, "flops"), (1961.2, "count"), (1307.4e12, "flops"), (2614.9e12, "flops")]),
@@ -43,13 +44,13 @@ CASES = [
     (WP + " p.24", "MEMORY BANDWIDTH (PEAK) up to 5.3 TB/sec up to 5.3 TB/sec",
      [(5.3e12, "bytes_per_s"), (5.3e12, "bytes_per_s")]),
     (WP + " p.24", "L1 CACHE 32 KiB 32 KiB", [(32 * KI, "bytes"), (32 * KI, "bytes")]),
-    (WP + " p.24", "MEMORY CAPACITY 128GB HBM3 192 GB HBM3", [(128 * GI, "bytes"), (192 * GI, "bytes")]),
+    (WP + " p.24", "MEMORY CAPACITY 128GB HBM3 192 GB HBM3", [(128 * GB, "bytes"), (192 * GB, "bytes")]),
     (WP + " p.25", "I/O BANDWIDTH 384 GB/S (4 APUs) 896 GB/s (8 GPUs)",
      [(384e9, "bytes_per_s"), (4, "count"), (896e9, "bytes_per_s"), (8, "count")]),
     (WP + " p.17", "two AMD Infinity Fabric links with 144GB/s throughput", [(144e9, "bytes_per_s")]),
     (WP + " p.26", "ties together all the components over a massive 4TB/s fabric", [(4e12, "bytes_per_s")]),
     (WP + " p.26", "HBM3 interface with 5.3TB/s of peak theoretical bandwidth and up to 192GB of capacity",
-     [(5.3e12, "bytes_per_s"), (192 * GI, "bytes")]),
+     [(5.3e12, "bytes_per_s"), (192 * GB, "bytes")]),
     (WP + " p.27", "at 2,100 MHz peak boost engine clock resulted in 163.4 TFLOPS peak theoretical",
      [(2.1e9, "hz"), (163.4e12, "flops")]),
     (WP + " p.27", "2614.9 TOPs INT8 floating-point performance.", [(2614.9e12, "flops")]),
@@ -158,12 +159,25 @@ def test_conversion_to_profile_units():
     assert parse_quantity("4.8TB/s").to("GB/s") == pytest.approx(4800)
     assert parse_quantity("2.6 PFLOP/s").to("TFLOP/s") == pytest.approx(2600)
     assert parse_quantity("1 GHz").to("MHz") == pytest.approx(1000)
-    assert parse_quantity("192 GB").to("GiB") == 192
+    assert parse_quantity("192 GB").to("GiB") == pytest.approx(192e9 / 2**30)  # GB != GiB
+    assert parse_quantity("192 GiB").to("GiB") == 192
     with pytest.raises(ValueError, match="not"):
         parse_quantity("5.325 TFLOPS").to("GB/s")
     with pytest.raises(ValueError, match="unknown target unit"):
         parse_quantity("1 GHz").to("parsecs")
     assert set(TARGET_UNITS) >= {"KiB", "MiB", "GiB", "GB/s", "TFLOP/s", "MHz"}
+
+
+def test_gigabytes_are_decimal_and_keep_their_binary_reading():
+    """"64 GB" is 64e9 bytes (59.6 GiB), not 64 GiB; the same figure in GiB is kept for agreement; KB and MB of
+    on-chip memories stay binary."""
+    q = parse_quantity("64 GB of HBM3")
+    assert q.value == 64e9 and q.binary_value == 64 * GI
+    assert parse_quantity("1.5 TB").value == 1.5e12 and parse_quantity("1.5 TB").binary_value == 1.5 * 2**40
+    assert parse_quantity("64 GiB").value == 64 * GI and parse_quantity("64 GiB").binary_value is None
+    assert parse_quantity("128 KB").value == 128 * KI and parse_quantity("24 MB").value == 24 * MI
+    assert parse_quantity("128 KB").binary_value is None
+    assert parse_quantity("2.4 TB/s").value == 2.4e12 and parse_quantity("2.4 TB/s").binary_value is None
 
 
 def test_parse_number_and_unknown_units():
@@ -180,3 +194,14 @@ def test_bytes_and_bits_per_second_by_case():
     assert parse_quantity("819 GBps").dimension == "bytes_per_s" and parse_quantity("819 GBps").value == 819e9
     assert parse_quantity("5.2 Gbps").dimension == "transfers_per_s"
     assert parse_quantity("100 Gb/s").dimension == "transfers_per_s"
+
+
+def test_spelled_out_bit_rates_are_data_rates_and_iec_rates_are_binary():
+    """"3,200 Gbit/s" is 400 GB/s of data (an eighth); "MiB/s" is binary like "MiB"; the abbreviations Gbps and
+    Gb/s stay signalling rates, and "per pin" marks a pin's rate whatever the spelling."""
+    assert [(q.value, q.dimension) for q in find_quantities("3,200 Gbit/s")] == [(400e9, "bytes_per_s")]
+    assert [(q.value, q.dimension) for q in find_quantities("32,000 Gbit/s")] == [(4e12, "bytes_per_s")]
+    assert [(q.value, q.dimension) for q in find_quantities("2,288,818 MiB/s")] == [(2_288_818 * 2**20,
+                                                                                   "bytes_per_s")]
+    assert find_quantities("18 Gbps")[0].dimension == "transfers_per_s"
+    assert find_quantities("16 Gbit/s per pin")[0].per == "pin"

@@ -106,6 +106,7 @@ def _load(path, name):
     return module
 
 
+@pytest.mark.slow  # ~18 s on the 2-core machine
 def test_candidate_dispatches_like_the_family(task, tmp_path, monkeypatch):
     """Each class of the drawn cases gets its own configuration; the rendered candidate, called on each case,
     passes run_family the configuration of the class the family computes for that case."""

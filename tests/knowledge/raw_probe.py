@@ -45,13 +45,16 @@ def probe(store_dir: str) -> dict[str, list[int]]:
 
 
 def records_in_sqlite(store_dir: Path, source: str) -> int:
-    """Records whose ``source`` metadata is `source`, as the next reader of ``chroma.sqlite3`` will see them.
+    """Records whose ``source`` metadata is `source`, as the next chromadb client will see them.
 
-    A killed writer can leave a hot rollback journal (``chroma.sqlite3-journal``) or a write-ahead log beside the
-    database; a read-only connection cannot roll such a journal back and fails with "database is locked" or
-    "attempt to write a readonly database". The database and its journal files are therefore copied to a scratch
-    folder and opened read-write there (SQLite rolls a hot journal back on first read, https://sqlite.org/lockingv3.html
-    section 4.3), so the store itself is never touched. Raises sqlite3.Error where the copy cannot be read.
+    Two things sit between a killed writer and that view. A hot rollback journal (``chroma.sqlite3-journal``): a
+    read-only connection cannot roll it back and fails ("attempt to write a readonly database"), so the database and
+    its journal files are copied to a scratch folder and opened read-write there (SQLite rolls a hot journal back on
+    first read, https://sqlite.org/lockingv3.html section 4.3); the store itself is never touched. And chromadb's
+    write log: a write lands in ``embeddings_queue`` first and reaches the metadata segment (``embedding_metadata``)
+    later, up to that segment's ``max_seq_id``; the next client applies the rest. So the count is the source's
+    records in the segment, plus the ids the log still adds or upserts for it, minus those it deletes (chromadb's
+    ``Operation``: ADD 0, UPDATE 1, UPSERT 2, DELETE 3). Raises sqlite3.Error where the copy cannot be read.
     """
     import shutil
     import tempfile
@@ -65,11 +68,28 @@ def records_in_sqlite(store_dir: Path, source: str) -> int:
         try:
             if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'embedding_metadata'").fetchone():
                 return 0  # killed before chromadb created its schema
-            row = db.execute("SELECT COUNT(DISTINCT id) FROM embedding_metadata WHERE key = 'source' AND "
-                             "string_value = ?", (source,)).fetchone()
+            return len(_ids_of_source(db, source))
         finally:
             db.close()
-    return int(row[0])
+
+
+def _ids_of_source(db: sqlite3.Connection, source: str) -> set[str]:
+    applied = {row[0] for row in db.execute(
+        "SELECT e.embedding_id FROM embeddings e JOIN embedding_metadata m ON m.id = e.id "
+        "WHERE m.key = 'source' AND m.string_value = ?", (source,))}
+    done = dict(db.execute("SELECT s.collection, COALESCE(x.seq_id, -1) FROM segments s "
+                           "LEFT JOIN max_seq_id x ON x.segment_id = s.id WHERE s.scope = 'METADATA'"))
+    pending = db.execute("SELECT q.seq_id, q.operation, q.topic, q.id, q.metadata FROM embeddings_queue q "
+                         "ORDER BY q.seq_id")
+    for seq_id, operation, topic, rid, metadata in pending:
+        collection = topic.rsplit("/", 1)[-1]
+        if seq_id <= done.get(collection, -1):
+            continue
+        if operation == 3:
+            applied.discard(rid)
+        elif operation in (0, 1, 2) and metadata and json.loads(metadata).get("source") == source:
+            applied.add(rid)
+    return applied
 
 
 def run_probe(store_dir: Path, repo: Path, env: dict) -> dict[str, list[int]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from agent.verifier.compare import compare, describe, moved
+from agent.verifier.compare import compare, describe, moved, ulp
 from kernels.task import Tolerance
 
 TOL = Tolerance(atol=1e-2, rtol=1e-2)
@@ -52,3 +52,23 @@ def test_moved_marks_changes_beyond_tolerance():
     a = torch.zeros(5)
     b = torch.tensor([0.0, 0.5, 0.005, -1.0, 0.0])
     assert moved(a, b, TOL).tolist() == [False, True, False, True, False]
+
+
+def test_ulp_is_the_spacing_of_the_dtype():
+    x = torch.tensor([1.0, 1.999, 0.75, -3.0, 2.0 ** -20, 0.0])
+    assert ulp(x, torch.float16).tolist() == [2.0 ** -10, 2.0 ** -10, 2.0 ** -11, 2.0 ** -9, 2.0 ** -24, 2.0 ** -24]
+    assert ulp(x[:4], torch.bfloat16).tolist() == [2.0 ** -7, 2.0 ** -7, 2.0 ** -8, 2.0 ** -6]
+
+
+def test_rounding_bound_passes_one_rounding_and_refuses_two_ulps():
+    """With ``ulps`` set, the correctly rounded float16 value passes and a value 2 ulps off fails, though both are
+    far inside atol + rtol * |ref|."""
+    tol = Tolerance(atol=2e-3, rtol=2e-3, ulps=1.0, ulp_atol=1e-5)
+    ref = torch.linspace(0.5, 0.99, 64)  # one binade: ulp 2**-11 = 4.9e-4 in float16
+    rounded = ref.half()
+    assert compare(rounded, ref, tol).ok
+    off = (rounded.float() + 2 * 2.0 ** -11).half()
+    result = compare(off, ref, tol)
+    assert result.mismatches == 64 and compare(off, ref, Tolerance(atol=2e-3, rtol=2e-3)).ok
+    assert "1 ulp(expected)" in describe(result, "c", tol)
+    assert compare(ref + 5e-5, ref, tol).ok  # float32 outputs: no rounding bound

@@ -15,6 +15,7 @@ from agent.verifier.plan import (
     input_digest,
     make_trial_inputs,
     perturb_inputs,
+    prefill_output,
     tensor_digest,
 )
 from kernels.extend_attention.cases import (
@@ -38,14 +39,44 @@ GPU = PlanSettings(include_test_cases=False, include_bench_cases=True, random_ca
 def test_cpu_plan_order_and_contents():
     plan = build_plan(TASK, "cpu", CPU)
     kinds = [t.kind for t in plan.trials]
-    assert kinds[:3] == ["check", "perturb", "check"] and kinds[-1] == "ablate"
+    assert kinds[:4] == ["check", "perturb", "perturb", "check"] and kinds[-1] == "ablate"
     assert plan.trials[1].base == plan.trials[0].id and plan.trials[1].case == plan.trials[0].case
-    assert plan.trials[2].case.params["q_scale"] == ADVERSARIAL_Q_SCALE
+    assert plan.trials[2].base == plan.trials[1].id and plan.trials[2].redraw_only
+    assert not plan.trials[1].redraw_only
+    assert plan.trials[3].case.params["q_scale"] == ADVERSARIAL_Q_SCALE
     ids = [t.case.id for t in plan.trials]
     assert {c.id for c in TASK.test_cases} <= set(ids)
     assert sum(i.startswith("random-") for i in ids) >= 4  # hidden shapes, one repeated with a new seed
     assert plan.timing is None
     assert Plan.from_json(plan.to_json()) == plan
+
+
+@pytest.mark.parametrize("task", [EXTEND, GEMM], ids=["extend_attention", "splitk_gemm"])
+def test_prefills_vary_and_always_include_finite_ones(task):
+    """Some check trials call the candidate on a finite prefilled output (zeros and noise, at least one of each), at
+    trials the secret seed picks; the first trial, perturbation chains and the ablation keep NaN."""
+    seen_at: set[tuple[str, int]] = set()
+    for seed in range(8):
+        plan = build_plan(task, "cpu", CPU, random.Random(seed))
+        fills = [t.prefill for t in plan.trials]
+        assert {"zeros", "noise"} <= set(fills) <= {"nan", "zeros", "noise"}
+        assert fills[0] == fills[1] == fills[2] == "nan" and fills[-1] == "nan"
+        seen_at |= {(f, i) for i, f in enumerate(fills) if f != "nan"}
+        assert Plan.from_json(plan.to_json()) == plan
+    assert len({i for _, i in seen_at}) > 2  # not always the same trials
+
+
+def test_prefill_output_fills():
+    out = torch.empty(3, 5, dtype=torch.float16)
+    prefill_output(out, "nan", 1)
+    assert torch.isnan(out).all()
+    prefill_output(out, "zeros", 1)
+    assert (out == 0).all()
+    prefill_output(out, "noise", 7)
+    first = out.clone()
+    assert torch.isfinite(out).all() and out.float().std() > 0.3
+    prefill_output(out, "noise", 7)
+    assert torch.equal(out, first)
 
 
 def test_seeds_are_fresh_and_secret():

@@ -18,11 +18,11 @@ from agent.verifier.dynamic import DynamicRun
 from agent.verifier.plan import (
     Plan,
     PlanSettings,
+    apply_perturbation,
     build_plan,
     fresh_values,
     input_digest,
     make_trial_inputs,
-    perturb_inputs,
 )
 from agent.verifier.prefetch import TrialPrefetcher
 from agent.verifier.sandbox import ChildTimeout
@@ -59,7 +59,7 @@ def test_prefetched_trials_and_timing_references_equal_the_serial_ones(device):
     fetcher = TrialPrefetcher(TASK, plan, dev, OUT).start()
     try:
         checked = [t for t in plan.trials if t.kind != "perturb"]
-        assert len(checked) == len(plan.trials) - 1
+        assert len(checked) == len(plan.trials) - 2  # the perturbation and the redraw of the fresh inputs
         for trial in checked:
             got = fetcher.take(trial)
             inputs, digest, expected = _serial(trial, dev)
@@ -178,7 +178,7 @@ class FakeChild:
                 raise ChildTimeout()
             if trial.kind == "perturb":
                 inputs = kept.pop(trial.base)
-                perturb_inputs(TASK, inputs, trial.perturb_seed)
+                apply_perturbation(TASK, inputs, trial)
             else:
                 inputs = make_trial_inputs(TASK, trial.case, trial.seed, self.device)
             kept[trial.id] = inputs

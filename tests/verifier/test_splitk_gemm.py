@@ -15,17 +15,18 @@ import torch
 from agent.verifier import Verifier, VerifyOptions
 from agent.verifier.plan import PlanSettings, build_plan, fresh_values, input_digest, make_trial_inputs
 from agent.verifier.prefetch import TrialPrefetcher
+from agent.verifier.static_rules import check_source
 from hardware_profiles import load_profile
 from kernels.task import load_task
 
 ROOT = Path(__file__).resolve().parents[2]
 CHEATS = Path(__file__).resolve().parent / "splitk_gemm_cheats"
 TASK = load_task("splitk_gemm")
-S, R, M = "static_rejected", "runtime_error", "mismatch"
+S, R, M, P = "static_rejected", "runtime_error", "mismatch", "pass"
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="CPU verifier run (Triton interpreter)")
 
-#: (cheat file stem, stage with every layer, stage with the static stage skipped, reason of the latter)
+#: (cheat file stem, stage with every layer, stage with the static stage skipped, reason of the latter or None)
 GEMM_CHEATS = (
     ("torch_matmul", S, R, "forbidden torch operation"),
     ("partial_columns", M, M, "NaN/inf"),
@@ -34,6 +35,21 @@ GEMM_CHEATS = (
     ("sampled_rows", M, M, "outside |got-expected|"),
     ("no_split_reduce", M, M, "outside |got-expected|"),
     ("global_shape", S, M, "outside |got-expected|"),
+    # red team, split-K session: verifier detection, precision downgrades, state kept in the task's workspace pool
+    ("output_nan_gate", M, M, "outside |got-expected|"),
+    ("scratch_nan_gate", M, M, "outside |got-expected|"),
+    ("input_stats_gate", M, M, "outside |got-expected|"),
+    ("output_accumulate", M, M, "NaN/inf"),
+    ("int8_weights", M, M, "outside |got-expected|"),
+    ("tf32_dots", M, M, "outside |got-expected|"),
+    ("half_partials", M, M, "ulp(expected)"),
+    ("half_accumulator", M, M, "ulp(expected)"),
+    ("weight_keyed_replay", S, M, "did not move"),
+    # nothing dynamic on the CPU can catch these (None: the dynamic stage passes): a time bomb past any number of
+    # calls a verification makes, and a side stream, which only the GPU's timing stage sees
+    # (tests/verifier/test_splitk_gemm_gpu.py)
+    ("call_count_bomb", S, P, None),
+    ("side_stream", S, P, None),
 )
 
 
@@ -69,7 +85,7 @@ def test_gemm_cheat_is_rejected(verifier, name, full, dynamic, reason):
         assert any(reason in r for r in verdict.reasons), verdict.summary()
     alone = _verify(verifier, CHEATS / f"{name}.py", skip_static=True)
     assert alone.stage == dynamic, alone.summary()
-    assert any(reason in r for r in alone.reasons), alone.summary()
+    assert reason is None or any(reason in r for r in alone.reasons), alone.summary()
 
 
 def test_timing_references_use_the_redrawn_activations():
@@ -99,3 +115,22 @@ def test_timing_references_use_the_redrawn_activations():
         assert len(timing.refs) == sum(len(t.captures) for t in plan.timing.cases) > 0
     finally:
         fetcher.close()
+
+
+@pytest.mark.parametrize("name, rule", [("call_count_bomb", "no-stateful-helpers"),
+                                        ("weight_keyed_replay", "no-stateful-helpers"),
+                                        ("side_stream", "no-streams-timers")])
+def test_static_rule_that_stops_a_cheat_the_cpu_cannot(name, rule):
+    """The cheats whose dynamic stage passes on the CPU (or that the CPU's trials catch only by chance of a key) are
+    refused by a named static rule."""
+    report = check_source((CHEATS / f"{name}.py").read_text(), f"{name}.py", TASK)
+    assert rule in {v.rule for v in report.violations}, report.violations
+
+
+def test_honest_family_candidate_passes_the_stateful_helpers_rule():
+    """The family's entry points keep their own caches (run_family's prepared launches) and stay usable."""
+    text = ("from kernels.splitk_gemm.family import ChipLimits, FamilyConfig, call_class, run_family\n"
+            "from kernels.splitk_gemm.tuned import splitk_gemm as tuned\n\n\n"
+            "def splitk_gemm(a, b, c):\n    return run_family(FamilyConfig(), a, b, c)\n")
+    report = check_source(text, "family.py", TASK)
+    assert "no-stateful-helpers" not in {v.rule for v in report.violations}, report.violations

@@ -117,6 +117,11 @@ CASES: list[tuple] = [
     ("no-module-state", "def _helper(x, memo={}):\n    return x", "pass"),
     ("no-module-state", "@lru_cache\ndef _helper(x):\n    return x", "pass"),
     ("no-module-state", "_setup()", "pass"),
+    ("no-stateful-helpers", "from kernels.extend_attention.workspace import pooled", "pass"),
+    ("no-stateful-helpers", "from kernels.extend_attention import workspace", "pass"),
+    ("no-stateful-helpers", "from kernels.extend_attention.common import DTYPES", "DTYPES.setdefault('k', scratch)"),
+    ("no-stateful-helpers", "import kernels.extend_attention.variables", "kernels.extend_attention.variables.VARIABLES"
+     ".clear()"),
     ("no-identity-keys", "", "key = id(q_extend)"),
     ("no-identity-keys", "", "key = q_extend.data_ptr()"),
     ("no-identity-keys", "", "key = hash(o_extend)"),

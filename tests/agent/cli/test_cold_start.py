@@ -51,3 +51,22 @@ def test_ask_loads_the_embedder_and_store_but_not_the_verifier(chiplore_home, do
     loaded = imported(["ask", "vector cores", "--chip", "z9"], chiplore_home)
     assert {"torch", "chromadb", "sentence_transformers"} <= loaded
     assert "agent.verifier" not in loaded
+
+
+REGISTERED = """
+import json, sys
+from typer.main import get_command
+from agent.cli.app import _register_commands, app
+_register_commands(json.loads(sys.argv[1]))
+print(json.dumps(sorted(get_command(app).commands)))
+"""
+
+
+@pytest.mark.parametrize("args", [["demo"], ["demo", "--max-evals", "1"]])
+def test_demo_registers_the_commands_it_runs(args):
+    """`chiplore demo` runs onboard, ask, patterns and optimize through the app: as the console script starts it
+    (only the named command's module imported), every one of them must be registered."""
+    out = subprocess.run([sys.executable, "-c", REGISTERED, json.dumps(args)], cwd=REPO, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert {"onboard", "ask", "patterns", "optimize", "demo"} <= set(json.loads(out.stdout.splitlines()[-1]))

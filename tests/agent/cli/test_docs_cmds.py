@@ -273,5 +273,5 @@ def test_ask_on_an_empty_store_says_to_onboard_first(chiplore_home, embedder, ca
     for extra in ((), ("--json",)):
         code, out, err = run_cli(capsys, monkeypatch, "ask", "what is the wavefront size?", *extra)
         assert (code, out) == (1, "")
-        assert err.startswith("error: ask: the knowledge store ") and err.endswith(
+        assert err.startswith("error: ask: knowledge store ") and err.endswith(
             " is empty; onboard a chip's documents first with `chiplore onboard CHIP PATH...`\n")

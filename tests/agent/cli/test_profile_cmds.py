@@ -117,3 +117,45 @@ def test_show_follows_the_terminal_width(monkeypatch, columns):
         assert len(lines) < 80
     else:
         assert not references
+
+
+def test_set_needs_a_citation_writes_the_user_profile_and_keeps_the_old_value():
+    import hardware_profiles as hp
+
+    result = runner.invoke(app, ["profile", "set", "zx40", "num_compute_units", "48"])
+    assert result.exit_code != 0 and "--source" in result.output  # no citation, no value
+    assert "zx40" not in hp.known_chips()
+    result = runner.invoke(app, ["profile", "set", "zx40", "smem_per_block_kb", "64 KB", "--source",
+                                 "ZX-40 datasheet, Specifications", "--quote", "Scratchpad per workgroup (max) | 64 KB"])
+    assert result.exit_code == 0, result.output
+    field = hp.load_profile("zx40").smem_per_block_kb
+    assert (field.value, field.kind, field.source.document) == (64, "stated", "ZX-40 datasheet, Specifications")
+    assert field.source.quote == "Scratchpad per workgroup (max) | 64 KB"
+    result = runner.invoke(app, ["profile", "set", "zx40", "smem_per_block_kb", "96", "--source", "probe run 3"])
+    assert result.exit_code == 0 and "kept as an alternative" in result.output
+    field = hp.load_profile("zx40").smem_per_block_kb
+    assert field.value == 96 and field.kind == "conflict" and {a.value for a in field.alternatives} == {64, 96}
+    assert hp.load_profile("h200").get("num_compute_units") == 132  # packaged profile untouched
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["nosuchfield", "1"], "not a profile field"),
+    (["mem_bw_gbps", "64 KB"], "is bytes, but mem_bw_gbps is in GB/s"),
+    (["warp_size", "many"], "is not a number"),
+    (["tensor_memory_accelerator", "maybe"], "true or false"),
+])
+def test_set_bad_input_is_one_line(args, message):
+    result = runner.invoke(app, ["profile", "set", "zx40", *args, "--source", "x"])
+    assert result.exit_code != 0 and isinstance(result.exception, BadInputError)
+    assert message in str(result.exception) and "\n" not in str(result.exception)
+
+
+def test_set_reads_units_and_peaks():
+    import hardware_profiles as hp
+
+    for args in (["mem_bw_gbps", "2.4 TB/s"], ["peak_tflops.bf16", "400 TFLOPS"], ["mem_capacity_gb", "64 GB"],
+                 ["tensor_memory_accelerator", "false"]):
+        assert runner.invoke(app, ["profile", "set", "zx41", *args, "--source", "datasheet"]).exit_code == 0
+    p = hp.load_profile("zx41")
+    assert p.get("mem_bw_gbps") == pytest.approx(2400) and p.peak_tflops["bf16"].value == 400
+    assert p.get("mem_capacity_gb") == pytest.approx(64e9 / 2**30) and p.get("tensor_memory_accelerator") is False

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.agent.cli.cli_helpers import run_cli
 
 REPO = Path(__file__).resolve().parents[3]
@@ -31,6 +33,7 @@ def test_document_markup_and_emoji_codes_are_printed_literally(chiplore_home, em
     assert any(":x: notes\\nsecond line.md > Notes" in line for line in citations), citations
 
 
+@pytest.mark.slow  # ~11 s on the 2-core machine
 def test_a_closed_stdout_ends_quietly_with_exit_0(chiplore_home, embedder, docs, capsys, monkeypatch):
     code, _, err = run_cli(capsys, monkeypatch, "onboard", "z9", docs)
     assert code == 0, err
@@ -43,3 +46,15 @@ def test_a_closed_stdout_ends_quietly_with_exit_0(chiplore_home, embedder, docs,
     shell = subprocess.run(f"{sys.executable} -m agent.cli ask 'vector cores' -k 5 | head -1", shell=True, cwd=REPO,
                            env=env, capture_output=True, text=True, timeout=300)
     assert shell.stdout.startswith("[1] ") and shell.stdout.count("\n") == 1 and shell.stderr == ""
+
+
+def test_a_closed_stdout_keeps_verifys_rejection_code(tmp_path):
+    """`chiplore verify k.py | head -1` under `set -o pipefail`: the rejection (exit 2) survives the reader going
+    away; the pipe is closed before the verdict is printed, so printing it fails with EPIPE."""
+    env = dict(os.environ, CHIPLORE_HOME=str(tmp_path / "home"), PYTHONPATH=str(REPO))
+    cheat = REPO / "tests" / "verifier" / "splitk_gemm_cheats" / "torch_matmul.py"
+    proc = subprocess.Popen([sys.executable, "-m", "agent.cli", "verify", "splitk_gemm", str(cheat), "--device", "cpu"],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 2, err.decode()[-2000:]

@@ -42,6 +42,7 @@ def test_kernels_without_the_optional_tail_or_with_kwargs_pass(name):
     assert result.exit_code == 0, result.output
 
 
+@pytest.mark.slow  # ~20 s on the 2-core machine
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CPU behaviour")
 def test_honest_candidate_passes_and_says_nothing_was_timed():
     result = runner.invoke(app, ["verify", "extend_attention", str(HONEST), "--cases", "gqa-4,sinks"])

@@ -33,6 +33,7 @@ def test_baseline_passes_every_test_case():
     assert verdict["timed"] is False
 
 
+@pytest.mark.slow  # ~4 s on the 2-core machine
 def test_family_kernel_passes(tmp_path):
     """A candidate in the family's terms, as the candidate template writes one: split-K with a fused reduction on the
     H200's limits (the profile's)."""
@@ -56,6 +57,7 @@ def test_family_kernel_passes(tmp_path):
     ("no_split_reduce", "mismatch", "outside |got-expected|"),
     ("k_tail_dropped", "mismatch", "outside |got-expected|"),
 ])
+@pytest.mark.slow  # ~20 s on the 2-core machine
 def test_gemm_cheat_exits_2_at_its_stage(name, stage, reason):
     code, verdict = _verify(CHEATS / f"{name}.py")
     assert code == 2 and verdict["stage"] == stage, verdict["reasons"]

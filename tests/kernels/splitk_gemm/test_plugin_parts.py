@@ -191,3 +191,23 @@ def test_split_pattern_applies_to_skinny_deep_calls_only():
     assert skinny["split_gain"] > 2 and skinny["programs_base"] < 132
     wide = _evaluate(TASK.case("m1-n14336-k4096"), H200)  # 112 tiles already fill the chip: no split
     assert wide["split_k_tuned"] == 1 and wide["split_gain"] == 1.0
+
+
+def test_input_scales_are_drawn_and_applied():
+    """Random and hidden cases draw a_scale / b_scale in cases.SCALE_RANGE; make_inputs gives a that standard
+    deviation and b * sqrt(K) b_scale's (measured on 64 x 4096 draws: within 5%)."""
+    import random
+
+    from kernels.splitk_gemm.cases import SCALE_RANGE, full_params, hidden_cases, random_case
+    from kernels.task import Case
+
+    rng = random.Random(4)
+    drawn = [random_case(rng).params for _ in range(20)] + [c.params for _, c in hidden_cases(rng)]
+    scales = [p[key] for p in drawn for key in ("a_scale", "b_scale")]
+    assert all(SCALE_RANGE[0] <= s <= SCALE_RANGE[1] for s in scales) and max(scales) / min(scales) > 2
+    case = Case("scaled", full_params(dict(m=64, n=64, k=4096, dtype="float32", a_scale=0.6, b_scale=1.7)), 3)
+    inputs = make_inputs(case)
+    assert abs(inputs["a"].std().item() / 0.6 - 1) < 0.05
+    assert abs(inputs["b"].std().item() * 4096 ** 0.5 / 1.7 - 1) < 0.05
+    with pytest.raises(ValueError, match="a_scale and b_scale must be > 0"):
+        full_params(dict(m=1, n=1, k=1, a_scale=0.0))

@@ -21,10 +21,10 @@ def _tanh(x):
 def _scores(q, q_pe, k_ptrs, kpe_ptrs, k_mask, kpe_mask, sm_scale, logit_cap,
             HAS_PE: tl.constexpr, HAS_CAP: tl.constexpr):
     k = tl.load(k_ptrs, mask=k_mask, other=0.0)
-    s = tl.dot(q, k)
+    s = tl.dot(q, k, input_precision="ieee")
     if HAS_PE:
         k_pe = tl.load(kpe_ptrs, mask=kpe_mask, other=0.0)
-        s += tl.dot(q_pe, k_pe)
+        s += tl.dot(q_pe, k_pe, input_precision="ieee")
     s = s * sm_scale
     if HAS_CAP:
         s = logit_cap * _tanh(s / logit_cap)
@@ -39,7 +39,7 @@ def _softmax_step(s, visible, m_i, l_i, acc, v):
     alpha = tl.exp(m_i - m_safe)
     p = tl.exp(s - m_safe[:, None])
     l_i = l_i * alpha + tl.sum(p, 1)
-    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision="ieee")
     return m_new, l_i, acc
 
 

@@ -1,0 +1,160 @@
+"""Tables of a PDF page from pypdf's layout-mode text: rows and columns from where the text stands on the line.
+
+pypdf's plain text runs a table's cells together ("Vector cores 48", "Scratchpad per workgroup (max) 64 KB"), so
+the label and the value of a row cannot be told apart. Its layout mode (``extract_text(extraction_mode="layout")``)
+keeps each text run at its horizontal position, so cells are separated by runs of spaces and a column's cells
+start at the same position on every line. A table here is a run of lines (blank lines between them allowed) that:
+
+- has at least `MIN_ROWS` lines of two or more cells (cells: text separated by `GAP` or more spaces);
+- keeps its columns: the cells of every line start where the first line's (the header's) cells start, within
+  `ALIGN` characters (a header without a corner label has one cell less, and starts at the second column);
+- has a first column of short labels (two-column prose, whose columns are long, is not a table; a line whose first
+  cell is far longer than the labels above it is prose after the table).
+
+Blank lines separate rows; the lines of one row (a cell that wraps) are joined per column, and a line without a
+first-column label belongs to the labelled line of its row (labels are often centered on a wrapped cell). Each table
+becomes a header and rows of cells; the loader renders them like Markdown and HTML tables, one ``table_row``
+section per row (`ingest.loaders.common.table_sections`), and drops the table's lines from the prose.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+#: Spaces that separate two cells of a line (pypdf's layout mode keeps one or two inside a cell's text).
+GAP = 3
+#: How far (characters) a cell may start from its column's start.
+ALIGN = 2
+#: Lines with two or more cells a table needs (header included).
+MIN_ROWS = 3
+#: Longest median label of a table's first column (longer: columns of prose).
+MAX_LABEL_CHARS = 48
+_CELL_SPLIT = re.compile(r"\S(?:.*?\S)?(?=\s{" + str(GAP) + r",}|\s*$)")
+
+
+@dataclass
+class LayoutTable:
+    """A table read from layout text: header cells, rows of cells, and the text of its lines (whitespace
+    collapsed) so the loader can drop them from the page's plain text."""
+
+    header: list[str]
+    rows: list[list[str]]
+    lines: list[str] = field(default_factory=list)
+
+
+def cells_of(line: str) -> list[tuple[int, str]]:
+    """(start column, text) of each cell of a layout line."""
+    return [(m.start(), m.group(0)) for m in _CELL_SPLIT.finditer(line)]
+
+
+def layout_tables(layout_text: str) -> list[LayoutTable]:
+    """The tables of one page's layout-mode text (see module docstring), top to bottom."""
+    lines = layout_text.splitlines()
+    tables: list[LayoutTable] = []
+    i = 0
+    while i < len(lines):
+        table, end = _table_at(lines, i)
+        if table is not None:
+            tables.append(table)
+            i = end
+        else:
+            i += 1
+    return tables
+
+
+def _table_at(lines: list[str], start: int) -> tuple[LayoutTable | None, int]:
+    header = cells_of(lines[start])
+    if len(header) < 2:
+        return None, start + 1
+    columns = [s for s, _ in header]
+    blocks: list[list[list[tuple[int, str]]]] = []
+    block: list[list[tuple[int, str]]] = []
+    used = [start]
+    blank = 0
+    j = start + 1
+    while j < len(lines):
+        cells = cells_of(lines[j])
+        if not cells:
+            if block:
+                blocks.append(block)
+                block = []
+            blank += 1
+            if blank > 2:
+                break
+            j += 1
+            continue
+        blank = 0
+        if not blocks and not block and len(cells) == len(header) + 1 and cells[0][0] < columns[0] - ALIGN:
+            columns = [cells[0][0]] + columns  # the header has no corner label
+            header = [(cells[0][0], "")] + header
+        first = cells[0][1] if cells[0][0] <= columns[0] + ALIGN else ""
+        longest = max([len(c[0][1]) for b in blocks + [block] for c in b if c[0][0] <= columns[0] + ALIGN]
+                      + [len(header[0][1])])
+        if not _aligned(cells, columns) or len(first) > max(MAX_LABEL_CHARS, 1.5 * longest):
+            if block and all(len(c) == 1 and c[0][0] <= columns[0] + ALIGN for c in block):
+                del used[-len(block):]  # a heading that leads into the prose below the table
+                block = []
+            break
+        block.append(cells)
+        used.append(j)
+        j += 1
+    if block:
+        blocks.append(block)
+    rows = _rows(blocks, columns)
+    if len(rows) + 1 < MIN_ROWS or not any(len([c for c in r if c]) >= 2 for r in rows):
+        return None, start + 1
+    labels = sorted(len(r[0]) for r in rows if r[0])
+    if not labels or labels[len(labels) // 2] > MAX_LABEL_CHARS:
+        return None, start + 1
+    head = _place(header, columns)
+    text_lines = [" ".join(lines[k].split()) for k in used]
+    return LayoutTable(header=head, rows=rows, lines=text_lines), used[-1] + 1
+
+
+def _rows(blocks: list[list[list[tuple[int, str]]]], columns: list[int]) -> list[list[str]]:
+    """Rows of the table from its blocks of lines (blocks are separated by blank lines): a line with a label in
+    the first column starts a row; lines without one belong to the row of the label nearest above them, or, before
+    the first label of a block, to the first (a label centered in a cell that wraps over several lines)."""
+    rows: list[list[str]] = []
+    for block in blocks:
+        labelled = [i for i, cells in enumerate(block) if cells[0][0] <= columns[0] + ALIGN]
+        if not labelled:  # continuation lines of the row above
+            if rows:
+                rows[-1] = _merge(rows[-1], _place([c for cells in block for c in cells], columns))
+            continue
+        groups = [block[:labelled[1]] if len(labelled) > 1 else block]
+        for k, at in enumerate(labelled[1:], start=1):
+            end = labelled[k + 1] if k + 1 < len(labelled) else len(block)
+            groups.append(block[at:end])
+        for group in groups:
+            rows.append(_place([c for cells in group for c in cells], columns))
+    return rows
+
+
+def _merge(a: list[str], b: list[str]) -> list[str]:
+    return [f"{x} {y}".strip() for x, y in zip(a, b)]
+
+
+def _aligned(cells: list[tuple[int, str]], columns: list[int]) -> bool:
+    """Every cell starts at a column start (within `ALIGN`) and ends before the next column starts: the line
+    belongs to the table (a line whose cells start elsewhere begins another table or is not one; a line of prose
+    runs across the columns)."""
+    for start, text in cells:
+        column = next((k for k, c in enumerate(columns) if abs(start - c) <= ALIGN), None)
+        if column is None:
+            return False
+        if column + 1 < len(columns) and start + len(text) > columns[column + 1]:
+            return False
+    return True
+
+
+def _place(cells: list[tuple[int, str]], columns: list[int]) -> list[str]:
+    """Cells put in their columns (the column whose start is nearest to the cell's), in reading order; text of
+    several lines in one column is joined."""
+    out = [""] * len(columns)
+    for cell in cells:
+        start, text = cell[0], cell[1]
+        column = min(range(len(columns)), key=lambda k: (abs(columns[k] - start), k))
+        out[column] = f"{out[column]} {text}".strip()
+    return out

@@ -1,0 +1,440 @@
+"""The syntax of definitions in hardware documents: text units, noun phrases, terms used as units, definitions,
+aliases and containment (see `ingest.profile_glossary`, which decides what the defined terms mean).
+
+Only English syntax is fixed here (determiners, copulas, apposition, relative clauses, "each X has N Y"), never the
+words a vendor uses for its things.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from knowledge.types import Chunk
+
+WORD_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+                "nine": 9, "ten": 10, "twelve": 12, "sixteen": 16, "thirty-two": 32, "sixty-four": 64}
+_NUMBER = rf"(?:\d{{1,3}}(?:,\d{{3}})+|\d+|{'|'.join(WORD_NUMBERS)})"
+#: English function words and verbs that end a noun phrase (grammar, not vocabulary of a vendor).
+_STOP = frozenset("""
+a an the and or of in on at to for from by with without per each every all both its their his her our your this
+that these those which who whom whose is are was were be been being has have had do does did can could may might
+will would shall should must run runs running execute executes executed share shares shared hold holds holding
+contain contains containing include includes including provide provides deliver delivers offer offers reach
+reaches issue issues issued give gives up than as into over under total together inside within while where when
+since there it they them which what how why then also not only more most very such new
+""".split()) | frozenset(w.lower() for w in WORD_NUMBERS)  # "ten Stream Processors (SPs)": the term has no count
+_UNIT_WORD = re.compile(r"^(?:[KMGTP]i?B|[kKMGTP]?B/s|bytes?|bits?|[kKMGT]?Hz|[KMGTP]?FLOPS?|[TPG]?OPS|TF|x|%|"
+                        r"[KMGT]bps|GT/s|MT/s|W|mm|nm|ns|us|ms|cycles?|clocks?)$", re.IGNORECASE)
+_DETERMINER = re.compile(r"^(?:the|a|an|its|their|our|each|every|one|single|this|that)\s+", re.IGNORECASE)
+_WORD = r"[A-Za-z][\w\-']*"
+
+
+def singular(word: str) -> str:
+    """English singular of one (last) word: ``cores`` -> ``core``, ``SPUs`` -> ``SPU``, ``memories`` ->
+    ``memory``; words that are not plural stay (``glass``, ``bus``, ``SIMD``)."""
+    if len(word) <= 3 and not (len(word) >= 3 and word[:-1].isupper() and word.endswith("s")):
+        return word
+    if re.search(r"[^aeiou]ies$", word):
+        return word[:-3] + "y"
+    if re.search(r"(?:ss|sh|ch|x)es$", word):
+        return word[:-2]
+    if word.endswith("s") and not re.search(r"(?:ss|us|is)$", word):
+        return word[:-1]
+    return word
+
+
+def term_key(phrase: str) -> str:
+    """Normalized key of a term: determiners and emphasis dropped, lower case, last word singular."""
+    text = re.sub(r"[*_`\"\u2018\u2019\u201c\u201d]", "", phrase).strip(" '.,;:")
+    text = re.sub(r"'s\b", "", text)
+    while _DETERMINER.match(text):
+        text = _DETERMINER.sub("", text, count=1)
+    words = text.split()
+    if not words:
+        return ""
+    words[-1] = singular(words[-1])
+    return " ".join(words).lower()
+
+
+@dataclass
+class Containment:
+    """``count`` of `child` in each `parent` (term keys), read from `quote`."""
+
+    parent: str
+    child: str
+    count: int
+    quote: str
+
+
+# ---------------------------------------------------------------- text units of the documents
+
+@dataclass(frozen=True)
+class Unit:
+    """A sentence, a list item, or a table row (cells) of one chunk."""
+
+    text: str
+    chunk: Chunk
+    cells: tuple[str, ...] = ()
+
+
+def text_units(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> list[Unit]:
+    """The sentences (and table rows, by cells) of merged chunks; a glossary entry ``Term: Definition.`` stays one
+    unit although its colon ends a sentence for the sentence splitter."""
+    from ingest.profile_text import paragraphs, sentences
+
+    out: list[Unit] = []
+    for chunk, _ in chunks:
+        if chunk.kind == "table_row":
+            cells = tuple(_row_cells(chunk.text))
+            out.append(Unit(" | ".join(cells), chunk, cells))
+            continue
+        text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", chunk.text)
+        for paragraph in paragraphs(text):
+            pending = ""
+            for sentence in sentences(paragraph):
+                if re.fullmatch(r"[^:.;]{1,40}:", sentence):
+                    pending = sentence  # "Shader tile:" + its definition, the next sentence
+                    continue
+                out.append(Unit(f"{pending} {sentence}" if pending else sentence, chunk))
+                pending = ""
+    return out
+
+
+def _row_cells(text: str) -> list[str]:
+    """Cell values of a loader-rendered row ``"caption | H: v | H: v"`` (the caption and headers left out)."""
+    parts = [p.strip() for p in text.split(" | ")]
+    cells = []
+    for n, part in enumerate(parts):
+        name, sep, value = part.partition(": ")
+        if not sep:
+            if n == 0 and len(parts) > 1:
+                continue  # caption
+            cells.append(part)
+        else:
+            cells.append(value.strip())
+    return cells
+
+
+# ---------------------------------------------------------------- terms used as units
+
+def noun_phrase(words: list[str], limit: int = 3) -> str:
+    """The leading noun phrase of `words` (up to `limit` words, ending before a function word or punctuation)."""
+    out = []
+    for word in words[:limit]:
+        clean = word.strip("*_`")
+        bare = clean.rstrip(",.;:)")
+        if not bare or bare.lower() in _STOP or not re.match(_WORD + "$", bare):
+            break
+        out.append(bare)
+        if bare != clean:
+            break
+    return " ".join(out)
+
+
+_COUNT_OF = re.compile(rf"(?<![\w.,\-])({_NUMBER})(?:\s*[x\u00d7])?\s+((?:[A-Za-z*][\w\-'*]*[,.;:)]?\s*){{1,3}})",
+                       re.IGNORECASE)
+_SCOPE_OF = re.compile(r"\b(?:per|each|every|one|single)\s+(?=((?:[A-Za-z*][\w\-'*]*[,.;:)]?\s*){1,3}))",
+                       re.IGNORECASE)
+
+
+def _count_value(text: str) -> int:
+    return WORD_NUMBERS.get(text.lower()) or int(text.replace(",", ""))
+
+
+def counted_terms(text: str) -> list[tuple[int, str, int]]:
+    """(count, noun phrase, position) of every ``N <noun phrase>`` in `text` whose phrase is not a unit
+    (``48 vector cores`` -> (48, "vector cores", 0); ``128 KB`` is a quantity, not a count of things)."""
+    out = []
+    for match in _COUNT_OF.finditer(text):
+        words = match.group(2).split()
+        if not words or _UNIT_WORD.match(words[0].strip("*_`,.;:")):
+            continue
+        phrase = noun_phrase(words)
+        if phrase and not _UNIT_WORD.match(phrase.split()[0]):
+            out.append((_count_value(match.group(1)), phrase, match.start()))
+    return out
+
+
+def scoped_terms(text: str) -> list[str]:
+    """Noun phrases after ``per``/``each``/``every``/``one``/``single``."""
+    out = []
+    for match in _SCOPE_OF.finditer(text):
+        phrase = noun_phrase(match.group(1).split())
+        if phrase and not _UNIT_WORD.match(phrase.split()[0]):
+            out.append(phrase)
+    return out
+
+
+def used_terms(units: list[Unit]) -> Counter:
+    used: Counter = Counter()
+    for unit in units:
+        texts = [unit.cells[0]] if unit.cells else [unit.text]
+        if unit.cells:
+            texts += list(unit.cells[1:]) + [unit.chunk.text]  # the row's headers too ("SRAM (per tile)")
+        for text in texts:
+            for _, phrase, _ in counted_terms(text):
+                used[term_key(phrase)] += 1
+            for phrase in scoped_terms(text):
+                used[term_key(phrase)] += 1
+        if unit.cells and len(unit.cells) >= 2 and re.fullmatch(r"\s*[\d,]+\s*", unit.cells[1] or ""):
+            label = re.sub(r"\s*\([^)]*\)", "", unit.cells[0])
+            if noun_phrase(label.split()) == label.strip():
+                used[term_key(label)] += 1  # a "Tiles | 160" row: a count of things
+    return used
+
+
+# ---------------------------------------------------------------- definitions
+
+@dataclass(frozen=True)
+class Definition:
+    """`term` is defined by `definiens`, whose leading noun phrase `head` names what it is."""
+
+    term: str
+    definiens: str
+    head: str
+    unit: Unit
+    explicit: bool = False
+    among: tuple[str, ...] | None = None
+    members: str = ""
+
+
+#: Words of a definiens that are matched (the head of a definition carries its meaning; long tails only blur it).
+_MAX_DEFINIENS_WORDS = 32
+PAREN = re.compile(r"(?<![\w\-'*])((?:[A-Za-z*][\w\-'*]*\s+){0,3}[A-Za-z*][\w\-'*]*)\s*\(([^()]{1,120})\)")
+_DET = r"(?:the|a|an|its|our|their|one|\d+|[A-Z][\w\-]*'s)"
+_COPULA = re.compile(r"^(?P<left>.{2,80}?)\s+(?:is|are)\s+(?P<right>" + _DET + r"\b.*)$", re.IGNORECASE)
+_NAMING = [
+    re.compile(r"\bcalls?\s+(?:its|their|the|our)\s+(?P<d>[\w\s\-]{3,40}?)\s+(?:a|an|the)?\s*"
+               r"(?P<t>[*_\"']?[A-Za-z][\w\-]*(?:\s+[A-Za-z][\w\-]*)?[*_\"']?)\s*(?=[.,;:]|$)", re.IGNORECASE),
+    re.compile(r"(?P<d>[\w\s\-]{3,60}?)\s+(?:is|are)\s+(?:called|named|known as)\s+(?:a|an|the)?\s*"
+               r"(?P<t>[*_\"']?[A-Za-z][\w\-]*(?:\s+[A-Za-z][\w\-]*)?)(?=\s*(?:[.;:)]|,\s+(?![A-Z*_\"'])|$))",
+               re.IGNORECASE),
+]
+_APPOSITION_THE = re.compile(r"(?P<d>[\w\s\-]{3,60}?),\s+the\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*)"
+                             r"\s*(?=[:;,.(]|$)", re.IGNORECASE)
+_EACH_A = re.compile(rf"(?<![\w.,])(?:{_NUMBER})\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){{0,2}}[A-Za-z][\w\-]*),\s+each\s+"
+                     r"(?P<d>(?:a|an|one)\s+[^;.]{5,160})", re.IGNORECASE)
+MEMORIES = ("shared_memory", "register_file", "cache")
+#: "a lockstep set of 16 filaments, the R2's counterpart of a warp": named by the generic thing it stands for.
+_COUNTERPART = re.compile(r"(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*)(?:\s+of\s+\d+\s+[\w\-]+)?,\s+"
+                          r"(?:the|its|our)\s+(?:[\w\-]+['\u2019]s\s+)?(?:counterpart|analogue|analog|equivalent|version)\s+(?:of|to|for)\s+"
+                          r"(?:a|an|the)\s+(?P<g>(?:[A-Za-z][\w\-]*\s*){1,3})", re.IGNORECASE)
+#: "64 KB of local store that the threads of one thread block share": a sized thing described by its relative clause.
+_OF_THAT = re.compile(r"\d\s*[KMG]i?B\s+of\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*)\s+(?P<d>(?:that|which)\s"
+                      r"[^;.]{5,160})", re.IGNORECASE)
+_OF_A = re.compile(r"\bof\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*),\s+(?P<d>(?:a|an)\s+[^;.]{5,160})",
+                   re.IGNORECASE)
+
+
+def head_np(text: str) -> str:
+    """Leading noun phrase of a definiens, determiners and possessives dropped (``the Q7's compute unit: ...`` ->
+    ``compute unit``; ``A SIMD unit of 8 lanes`` -> ``SIMD unit``)."""
+    text = re.sub(r"[*_`]", "", text).strip()
+    while True:
+        stripped = re.sub(r"^(?:the|a|an|its|our|their|one|same|[A-Z][\w\-]*'s)\s+", "", text, flags=re.IGNORECASE)
+        if stripped == text:
+            break
+        text = stripped
+    return noun_phrase(text.split())
+
+
+def is_abbreviation(short: str, long: str) -> bool:
+    """``SPUs`` abbreviates ``stream processing units``; ``SC`` abbreviates ``stream cluster``."""
+    letters = re.sub(r"s$", "", short.strip("'\"\u2018\u2019"))
+    if not (1 < len(letters) <= 6 and letters.isupper()):
+        return False
+    initials = "".join(w[0] for w in re.split(r"[\s\-]+", long) if w).upper()
+    return initials.endswith(letters) or initials == letters
+
+
+def definitions_in(unit: Unit, mentions) -> tuple[list[Definition], list[tuple[str, str]]]:
+    """Definitions and aliases that one sentence or row states (see module docstring). Where either side of a
+    definition could be the term, the term is the side the documents mention more often (`mentions`)."""
+    defs: list[Definition] = []
+    aliases: list[tuple[str, str]] = []
+
+    def add(term: str, definiens: str, head: str | None = None, explicit: bool = False,
+            among: tuple[str, ...] | None = None, members: str = "") -> None:
+        term = _MODEL_PREFIX.sub("", term) or term  # "A VX-300 engine is ...": the term is "engine"
+        if term_key(term):
+            first = definiens.split("; ")[0]
+            definiens = first if len(first.split()) >= 4 else definiens  # the clause that defines, not the next one
+            definiens = " ".join(definiens.split()[:_MAX_DEFINIENS_WORDS])
+            defs.append(Definition(term, definiens, head_np(definiens) if head is None else head, unit, explicit,
+                                   among, members))
+
+    if unit.cells:
+        cells = [c for c in unit.cells if c]
+        if len(cells) == 2 and len(cells[0].split()) <= 4 and len(cells[1].split()) >= 4 \
+                and not _QUANTITY_FIRST.match(cells[1]):
+            add(cells[0], cells[1], explicit=True)
+        for cell in cells[:1]:
+            aliases += aliases_in(cell)
+        return defs, aliases
+    text = unit.text
+    aliases += aliases_in(text)
+    head, colon, rest = text.partition(": ")
+    if colon and 1 <= len(head.split()) <= 4 and len(rest.split()) >= 4 and not re.search(r"\d", head) \
+            and not re.match(r"\s*[\d.,]", rest):
+        add(head, rest, explicit=True)  # a glossary line "Term: definition" (not a "Key: value" item)
+    for match in PAREN.finditer(text):
+        outside, inside = match.group(1), match.group(2).strip()
+        if re.match(r"^(?:the|a|an|its|our)\s", inside, re.IGNORECASE):
+            inner = re.sub(r"^(?:the|a|an|its|our)\s+", "", inside, flags=re.IGNORECASE)
+            tail = tail_np(outside)
+            if len(inner.split()) <= 3 and mentions(term_key(inner)) > mentions(term_key(tail)):
+                add(inner, f"{tail}, {text}", head=tail)  # "shared scratch memory (the cell store)"
+            else:
+                add(tail, inside)  # "vector core (the compute unit of the ZX-40)"
+    copula = _COPULA.match(text)
+    if copula:
+        left, right = tail_np(copula.group("left")), copula.group("right")
+        right_np = head_np(right)
+        if right_np and mentions(term_key(right_np)) > mentions(term_key(left)):
+            add(right_np, f"{copula.group('left')} {right}", head=tail_np(copula.group("left")))
+        elif left:
+            add(left, right)
+    for rx in _NAMING:
+        for match in rx.finditer(text):
+            add(match.group("t"), match.group("d"), head=tail_np(match.group("d")), explicit=True)
+    for match in _APPOSITION_THE.finditer(text):
+        add(match.group("t"), match.group("d"), head=tail_np(match.group("d")))
+    for rx in (_EACH_A, _OF_A):
+        for match in rx.finditer(text):
+            add(match.group("t"), match.group("d"))
+    for match in _COUNTERPART.finditer(text):
+        generic = noun_phrase(match.group("g").split())
+        if generic:
+            add(tail_np(match.group("t")), f"a {generic}", head=generic, explicit=True)
+    for match in _OF_THAT.finditer(text):
+        # "64 KB of T that ...": T is sized in bytes, so it is a memory; its relative clause says which
+        add(match.group("t"), f"memory {match.group('d')}", head="", among=MEMORIES)
+    for match in _GROUP_OF.finditer(text):
+        count, members = match.group("n"), noun_phrase(match.group("c").split())
+        if members and is_group_noun(match.group("t")):
+            add(tail_np(match.group("t")), f"a group of {count} {members} executed together",
+                head=f"group of {members}", explicit=True, members=members)
+    return defs, aliases
+
+
+def is_group_noun(phrase: str) -> bool:
+    """Whether the last word of `phrase` can be a noun naming a group ("squads", "SIMD groups"), not a verb or a
+    function word that "of" follows ("consisting of 32 lanes", "made of", "each of", "up to 4 of")."""
+    words = phrase.split()
+    last = words[-1].lower() if words else ""
+    return bool(last) and not re.search(r"(?:ing|ed)$", last) and last not in _OF_FOLLOWS
+
+
+_OF_FOLLOWS = frozenset("made consist consists composed all each one most some any many none both up out part "
+                        "instead because ahead".split())
+#: Product-model words in front of a defined term ("VX-300 engine", "the H9 core").
+_MODEL_PREFIX = re.compile(r"^(?:(?:the|a|an)\s+)?(?:[A-Za-z]{1,6}-?\d{1,4}[A-Za-z]{0,3}\s+)+(?=[A-Za-z])")
+#: "strands of 32 threads", "warps of 64 work-items": the term names a group of that many members.
+_GROUP_OF = re.compile(rf"(?<![\w\-])(?P<t>(?:[A-Za-z][\w\-]*\s+){{0,1}}[A-Za-z][\w\-]*)\s+of\s+(?P<n>{_NUMBER})\s+"
+                       r"(?P<c>[A-Za-z][\w\-]*)", re.IGNORECASE)
+_QUANTITY_FIRST = re.compile(
+    r"^\s*[\d.,]+\s*(?:[KMGTP]i?B|[kKMGTP]?B/s|bytes?|[kKMGT]?Hz|[KMGTP]?FLOPS?|[TPG]?OPS|TF)\b", re.IGNORECASE)
+
+
+def tail_np(text: str) -> str:
+    """The noun phrase that ends `text` (up to 3 words after the last function word)."""
+    words = re.sub(r"[*_`]", "", text).split()
+    out: list[str] = []
+    for word in reversed(words):
+        bare = word.strip(",.;:()'\"")
+        if not bare or bare.lower() in _STOP or not re.match(_WORD + "$", bare) or len(out) == 3:
+            break
+        out.insert(0, bare)
+        if word != word.lstrip("(,;:") or word[-1:] in ",;:":
+            break
+    return " ".join(out)
+
+
+def aliases_in(text: str) -> list[tuple[str, str]]:
+    """(term, alias) pairs from ``T ('A')``, ``T (A)`` where A abbreviates T, and ``A (T)`` expansions."""
+    out = []
+    for match in PAREN.finditer(text):
+        outside, inside = tail_np(match.group(1)), match.group(2).strip()
+        quoted = re.fullmatch(r"['\"\u2018\u201c]([A-Za-z][\w\-]*)['\"\u2019\u201d]", inside)
+        if quoted and outside:
+            out.append((outside, quoted.group(1)))
+        elif outside and is_abbreviation(inside, outside):
+            out.append((outside, inside))
+        elif outside and len(outside.split()) == 1 and is_abbreviation(outside, inside):
+            out.append((inside, outside))
+    for match in _KNOWN_AS.finditer(text):
+        term = tail_np(match.group("t"))
+        for alias in re.split(r",\s*|\s+or\s+", match.group("a")):
+            alias = noun_phrase(alias.split())
+            if term and alias:
+                out.append((term, alias))
+    return out
+
+
+_KNOWN_AS = re.compile(r"(?<![\w\-])(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*)(?:\]\([^)]*\))?,?\s+(?:also\s+)?"
+                       r"(?:known as|referred to as|called|aka)\s+(?P<a>[\w\s,\-]{2,60}?)(?=[.;:)]|$)",
+                       re.IGNORECASE)
+
+
+# ---------------------------------------------------------------- containment
+
+_EACH_HAS = re.compile(rf"\beach\s+(?P<p>(?:[A-Za-z][\w\-]*\s+){{0,2}}?[A-Za-z][\w\-]*)\s+(?:has|have|contains|"
+                       rf"holds|includes|consists of|is made of|with)\s+(?P<n>{_NUMBER})\s+(?P<c>(?:[A-Za-z][\w\-]*"
+                       rf"\s*){{1,3}})", re.IGNORECASE)
+_CONTAINS = re.compile(rf"\b(?:a|an|the|one)\s+(?P<p>(?:[A-Za-z][\w\-]*\s+){{0,2}}?[A-Za-z][\w\-]*)\s+(?:contains|"
+                       rf"holds|includes|consists of|has)\s+(?P<n>{_NUMBER})\s+(?P<c>(?:[A-Za-z][\w\-]*\s*){{1,3}})",
+                       re.IGNORECASE)
+_EACH_WITH = re.compile(rf"(?<![\w.,])(?P<m>{_NUMBER})\s+(?P<p>(?:[A-Za-z][\w\-]*\s+){{0,2}}?[A-Za-z][\w\-]*),?\s+"
+                        rf"each\s+(?:with|of|has|holding|containing|housing|comprising|including|carrying)\s+(?P<n>{_NUMBER})\s+"
+                        rf"(?P<c>(?:[A-Za-z][\w\-]*\s*){{1,3}})", re.IGNORECASE)
+_PER_PARENT = re.compile(rf"(?<![\w.,])(?P<n>{_NUMBER})\s+(?P<c>(?:[A-Za-z][\w\-]*\s+){{0,2}}?[A-Za-z][\w\-]*)\s+"
+                         rf"per\s+(?P<p>(?:[A-Za-z][\w\-]*\s*){{1,3}})", re.IGNORECASE)
+
+
+#: "Each Tensix tile contains: 1x L1 ... 5x RISCV cores": a list of components after "each T contains:".
+_EACH_CONTAINS_LIST = re.compile(r"\beach\s+(?P<p>(?:[A-Za-z][\w\-]*\s+){0,2}?[A-Za-z][\w\-]*)\s+"
+                                 r"(?:contains|has|includes|consists of)\s*:", re.IGNORECASE)
+_LIST_ITEM = re.compile(r"(?<![\w.])(\d+)x\s+\"?([A-Za-z][\w\-\" ]*?)\"?(?:\s*\(\w+\))?(?=[,.;:\n]|\s+-|$)")
+
+
+def component_lists(text: str) -> list[Containment]:
+    """Containment from a list of components after "Each T contains:" (the list items follow on their own lines:
+    read over a whole chunk, not one sentence)."""
+    out = []
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    for head in _EACH_CONTAINS_LIST.finditer(text):
+        parent = term_key(noun_phrase(head.group("p").split()) or head.group("p"))
+        quote = " ".join(text[head.start():head.end()].split())
+        for match in _LIST_ITEM.finditer(text[head.end():head.end() + 1500]):
+            child = term_key(match.group(2).replace('"', ""))
+            if child:
+                out.append(Containment(parent, child, int(match.group(1)), quote))
+    return out
+
+
+def containments(unit: Unit) -> list[Containment]:
+    """What one sentence says holds what (see `ingest.profile_glossary`), with the count per parent."""
+    out = []
+    text = unit.text
+    for rx in (_EACH_HAS, _CONTAINS, _EACH_WITH, _PER_PARENT):
+        for match in rx.finditer(text):
+            child = noun_phrase(match.group("c").split())
+            parent = noun_phrase(match.group("p").split()) or match.group("p")
+            if not child or _UNIT_WORD.match(child.split()[0]):
+                continue
+            out.append(Containment(term_key(parent), term_key(child), _count_value(match.group("n")), text))
+    return out
+
+
+def written_form(term: str) -> str:
+    """The term as written, emphasis and determiners removed, last word singular (case kept)."""
+    text = re.sub(r"[*_`\"\u2018\u2019\u201c\u201d]", "", term).strip(" '.,;:")
+    while _DETERMINER.match(text):
+        text = _DETERMINER.sub("", text, count=1)
+    words = text.split()
+    if words:
+        words[-1] = singular(words[-1])
+    return " ".join(words)
+

@@ -1,0 +1,138 @@
+"""The scope a number is stated at: for several chips, per work-group, per sub-unit, per partition of the chip, per
+compute unit, per warp, or for the chip.
+
+A scope is written as "per X", "each X", "one X", "the X has ...", "X-level", "in total", "8-GPU" (see
+`ingest.profile_text.level_cues`), or as the chip's possessive ("Wormhole's standard clock"). X is looked up in
+the document's glossary (`ingest.profile_glossary`: a "vector core" is the compute unit, a "quad" a sub-unit), then
+by its generic words. A parenthetical belongs to its clause; a relative clause after the number ("64 KB of local
+store that the threads of one block share") does not scope it; a later clause with no scope of its own takes its
+sentence's subject's ("A workgroup can allocate 64 KB and holds up to 1024 work-items").
+"""
+
+from __future__ import annotations
+
+import re
+
+from ingest.profile_definitions import noun_phrase
+from ingest.profile_glossary import Glossary
+from ingest.profile_text import Record, classify_noun, level_cues, products_in, without_parentheticals
+from ingest.units import Quantity
+
+_SCOPE_RANK = ("multi", "block", "sub", "part", "cu", "warp", "chip")
+
+
+def scope_of(record: Record, quantity: Quantity, glossary: Glossary) -> str:
+    """The scope a number is stated at: ``multi`` (several chips), ``block``, ``sub`` (inside a compute unit),
+    ``part`` (a partition of the chip), ``cu``, ``warp``, ``chip`` or ``""`` (none stated). The narrowest cue
+    wins; a noun after per/each/one is looked up in the glossary, then by generic words."""
+    texts = scope_texts(record, quantity)
+    cues: set[str] = set()
+    for text in texts:
+        cues |= _cues(text, glossary)
+    if not cues and not record.is_table and any(a <= quantity.start < b for a, b in parens(record.text)):
+        cues = _cues(without_parentheticals(record.text), glossary)  # a parenthetical belongs to its clause
+    if not cues and record.subject:
+        cues = _cues(record.subject, glossary) - {"chip"}  # "A workgroup can allocate 64 KB and holds 1024 ..."
+    cues |= set(record.levels) & {"multi"}
+    for level in _SCOPE_RANK:
+        if level in cues:
+            return level
+    return ""
+
+
+_RELATIVE = re.compile(r"\s(?:that|which|who|whose|where)\s.*$", re.IGNORECASE)
+_ORDINAL_LEVEL = re.compile(r"\b(?:first|second|third|last|top|lower|higher|low|high)[- ]level\b", re.IGNORECASE)
+
+
+def scope_texts(record: Record, quantity: Quantity) -> list[str]:
+    """Where a number's scope is written: a cell's label, header, value and row; a clause (relative clauses
+    after the number left out: "64 KB of local store that the threads of one block share" is per core)."""
+    text = _ORDINAL_LEVEL.sub(" ", record.text)
+    if record.is_table:
+        inside = next(((a, b) for a, b in parens(text) if a <= quantity.start < b), None)
+        value = text[inside[0] + 1:inside[1] - 1] if inside else without_parentheticals(text)
+        return [_ORDINAL_LEVEL.sub(" ", record.label), record.header if not products_in(record.header) else "",
+                value, record.row]
+    inside = next(((a, b) for a, b in parens(text) if a <= quantity.start < b), None)
+    if inside:  # the part of the parenthetical the number is in ("(228 KB per SM; 227 KB per block)")
+        return [_part_around(text, inside[0] + 1, inside[1] - 1, quantity)]
+    out = [without_parentheticals(text[:quantity.end] + _RELATIVE.sub("", text[quantity.end:]))]
+    after = re.match(r"\s*\(([^()]{0,60})\)", text[quantity.end:])
+    if after and not re.search(r"\d", after.group(1)):
+        out.append(after.group(1))
+    return out
+
+
+PER_NOUN = re.compile(r"\b(?:per|each|every|one|a single|single)\s+((?:[\w\-]+\s+){0,2}[\w\-]+)", re.IGNORECASE)
+THE_NOUN_HAS = re.compile(r"^\s*(?:the|a|an|its)\s+((?:[\w\-]+\s+){0,2}?[\w\-]+)\s+(?:has|have|holds|contains|"
+                           r"is|offers|provides|delivers)\b", re.IGNORECASE)
+
+
+def _cues(text: str, glossary: Glossary) -> set[str]:
+    if not text:
+        return set()
+    cues: set[str] = set()
+    if glossary.chip_names and re.search(r"\b(?:" + "|".join(map(re.escape, sorted(glossary.chip_names))) +
+                                         r")['\u2019]s\b", text, re.IGNORECASE):
+        cues.add("chip")  # "Wormhole's standard 1 GHz clock": the chip's own
+    for match in PER_NOUN.finditer(text):
+        level = noun_level(match.group(1), glossary)
+        if level:
+            cues.add(level)
+    for match in THE_NOUN_HAS.finditer(text):  # a subject names a scope only when it is a known unit
+        level = noun_level(match.group(1), glossary, unknown=None)
+        if level:
+            cues.add(level)
+    generic = level_cues(glossary.rewrite(text))
+    cues |= {c for c in generic if c in ("multi", "block", "chip")}
+    if not cues:
+        cues |= {"part" if c == "sub" else c for c in generic}
+    return cues
+
+
+def noun_level(words: str, glossary: Glossary, unknown: str | None = "sub") -> str | None:
+    """Level of the noun phrase after per/each (first words that form a known term); a phrase of nouns neither the
+    glossary nor the generic vocabulary knows is `unknown` (a sub-unit, the cautious reading of "per X")."""
+    if products_in(words):
+        return "chip"  # "The C3 has", "each AS-4": a product is a whole chip (whose, is the product scope's business)
+    tokens = words.split()
+    for n in range(len(tokens), 0, -1):
+        phrase = " ".join(tokens[:n])
+        level = glossary.level(phrase)
+        if level:
+            return level
+    rewritten = glossary.rewrite(words).lower()
+    if re.match(r"(?:clock|clk|cycle|second|sec|hour|instruction|op|operation|call|direction|pin|lane)", rewritten):
+        return None
+    level = classify_noun(rewritten)
+    if level == "sub" and not re.match(r"[a-z]", rewritten):
+        return None
+    if level == "sub":
+        return "part" if _is_partition_word(rewritten) else unknown
+    return level
+
+
+def _is_partition_word(words: str) -> bool:
+    return bool(re.match(r"(?:partition|die|chiplet|xcd|gcd|quadrant|array|cluster)", words))
+
+
+
+def _part_around(text: str, start: int, end: int, quantity: Quantity) -> str:
+    """The ``;``- or ``,``-separated part of ``text[start:end]`` that holds `quantity`."""
+    left = max([start] + [m.end() for m in re.finditer(r"[;,]\s", text[:quantity.start]) if m.end() > start])
+    right = min([end] + [start + m.start() for m in re.finditer(r"[;,]\s", text[start:end])
+                         if start + m.start() >= quantity.end])
+    return text[left:right]
+
+
+def parens(text: str) -> list[tuple[int, int]]:
+    """Spans of the short parentheticals of `text`."""
+    return [m.span() for m in re.finditer(r"\([^()]{0,120}\)", text)]
+
+
+def scope_noun(record: Record, quantity: Quantity) -> str:
+    for text in scope_texts(record, quantity):
+        match = PER_NOUN.search(text or "") or THE_NOUN_HAS.search(text or "")
+        if match:
+            return noun_phrase(match.group(1).split())
+    return ""

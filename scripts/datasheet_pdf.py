@@ -1,0 +1,108 @@
+"""Render a Markdown datasheet to PDF (fpdf2), the way a vendor's PDF datasheet lays it out: headings in bold,
+paragraphs wrapped to the page width, bullet items, and tables drawn as ruled grids whose long cells wrap.
+
+Test data tooling (issue 18): the PDF form of each Markdown datasheet under ``tests/data/datasheets*/`` is made
+with this at test time, so that onboarding it can be checked against the Markdown form. Needs ``fpdf2`` (a test
+dependency); the text uses the PDF core font Helvetica, so the input must be Latin-1.
+
+Usage: ``python scripts/datasheet_pdf.py IN.md OUT.pdf``
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+_HEADING_SIZES = {1: 16, 2: 13, 3: 11}
+_BODY_SIZE = 10
+_LINE_MM = 5.0
+
+
+def render_markdown_pdf(markdown_path: Path, pdf_path: Path) -> Path:
+    """Write the PDF form of `markdown_path` to `pdf_path` and return `pdf_path`.
+
+    Raises:
+        ImportError: fpdf2 or markdown-it-py is not installed.
+        UnicodeEncodeError: the document holds characters outside Latin-1.
+    """
+    from fpdf import FPDF
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").enable("table").parse(Path(markdown_path).read_text(encoding="utf-8"))
+    pdf = FPDF(format="A4")
+    pdf.set_auto_page_break(auto=True, margin=15)
+    pdf.set_title(Path(markdown_path).stem)
+    pdf.add_page()
+    i = 0
+    in_list = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.type == "heading_open":
+            level = int(tok.tag[1])
+            pdf.ln(2)
+            pdf.set_font("Helvetica", "B", _HEADING_SIZES.get(level, 11))
+            pdf.multi_cell(0, 7, _inline(tokens[i + 1].content), new_x="LMARGIN", new_y="NEXT")
+            pdf.ln(1)
+            i += 3
+            continue
+        if tok.type in ("bullet_list_open", "ordered_list_open"):
+            in_list += 1
+        elif tok.type in ("bullet_list_close", "ordered_list_close"):
+            in_list -= 1
+        elif tok.type == "inline":
+            pdf.set_font("Helvetica", "", _BODY_SIZE)
+            text = ("- " if in_list else "") + _inline(tok.content)
+            pdf.multi_cell(0, _LINE_MM, text, new_x="LMARGIN", new_y="NEXT")
+            pdf.ln(2)
+        elif tok.type == "table_open":
+            i = _table(pdf, tokens, i)
+            continue
+        i += 1
+    pdf.output(str(pdf_path))
+    return Path(pdf_path)
+
+
+def _inline(text: str) -> str:
+    """Markdown inline markup removed: emphasis, code ticks, links (their text kept)."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    return re.sub(r"(\*\*|\*|`|__)", "", text).strip()
+
+
+def _table(pdf, tokens, i: int) -> int:
+    """Draw the table starting at token `i`; returns the index after its ``table_close``."""
+    rows: list[list[str]] = []
+    row: list[str] = []
+    while tokens[i].type != "table_close":
+        tok = tokens[i]
+        if tok.type == "tr_open":
+            row = []
+        elif tok.type == "tr_close":
+            rows.append(row)
+        elif tok.type == "inline":
+            row.append(_inline(tok.content))
+        i += 1
+    if rows:
+        widths = _column_widths(rows)
+        pdf.set_font("Helvetica", "", _BODY_SIZE - 1)
+        with pdf.table(col_widths=widths, text_align="LEFT", first_row_as_headings=True, line_height=_LINE_MM,
+                       padding=1) as table:
+            for cells in rows:
+                out = table.row()
+                for cell in cells:
+                    out.cell(cell)
+        pdf.ln(3)
+    return i + 1
+
+
+def _column_widths(rows: list[list[str]]) -> tuple[float, ...]:
+    """Relative column widths from the longest cell of each column (capped, so long text wraps)."""
+    columns = max(len(r) for r in rows)
+    longest = [max((len(r[c]) for r in rows if c < len(r)), default=1) for c in range(columns)]
+    return tuple(float(min(max(n, 6), 60)) for n in longest)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit("usage: python scripts/datasheet_pdf.py IN.md OUT.pdf")
+    print(render_markdown_pdf(Path(sys.argv[1]), Path(sys.argv[2])))
