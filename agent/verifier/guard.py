@@ -29,6 +29,7 @@ import gc
 import os
 import sys
 import threading
+from typing import Any
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType, ModuleType
@@ -37,7 +38,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
 
 from agent.verifier import policy, refusals
-from agent.verifier.judge import STATE, FrameJudge, SandboxState, SandboxViolation, in_import_machinery, where
+from agent.verifier.judge import (STATE, FrameJudge, SandboxState, SandboxViolation, in_import_machinery, where,
+                                 where_called)
 from kernels.task import TASK_MODULES
 
 __all__ = ["STATE", "DispatchGuard", "FrameJudge", "Guards", "SandboxState", "SandboxViolation",
@@ -253,7 +255,7 @@ class Guards:
         finally:
             STATE.in_guard = False
         if not allowed:
-            raise STATE.violate(f"sandbox: {event}({_describe(args)}) at {where(responsible)}")
+            raise STATE.violate(f"sandbox: {event}({_describe(args)}) at {where_called(responsible)}")
 
     def _audit_allowed(self, event: str, args: tuple, frame: FrameType, responsible: FrameType | None) -> bool:
         """Events the import machinery raises while loading an allowed module pass (except writes); candidate
@@ -408,6 +410,30 @@ def _child_processes() -> list[int]:
     return found
 
 
+#: The CUDA caching allocator's small-pool bound: requests of at most 1 MiB come from 2 MiB "small" segments, larger
+#: ones from "large" segments (source: c10/cuda/CUDACachingAllocator.cpp, kSmallSize and kSmallBuffer).
+_SMALL_REQUEST = 1 << 20
+
+
+def _refill_requests(snapshot: list[dict[str, Any]]) -> list[int]:
+    """Allocation sizes (bytes) that take back every inactive block of a `torch.cuda.memory_snapshot()`: a large
+    segment's block at its exact size, a small segment's block in requests of at most 1 MiB (asked at its whole
+    size, a 2 MiB block would be served from a new large segment and stay unfilled)."""
+    requests = []
+    for seg in snapshot:
+        small = seg.get("segment_type") == "small"
+        for block in seg["blocks"]:
+            if block["state"] != "inactive":
+                continue
+            size = block["size"]
+            if small:
+                whole, rest = divmod(size, _SMALL_REQUEST)
+                requests += [_SMALL_REQUEST] * whole + ([rest] if rest else [])
+            else:
+                requests.append(size)
+    return requests
+
+
 def poison_free_memory(device: torch.device, like_nbytes: int, prefill: str = "nan", seed: int = 0) -> None:
     """Fill memory the allocator holds free so a candidate that reads an unwritten ``torch.empty`` block never sees
     a stale answer, with the bytes of the trial's output prefill (`plan.Prefill`), so that what unwritten memory
@@ -426,9 +452,8 @@ def poison_free_memory(device: torch.device, like_nbytes: int, prefill: str = "n
         return block.fill_(255 if prefill == "nan" else 0)
 
     if device.type == "cuda":
-        sizes = [b["size"] for seg in torch.cuda.memory_snapshot() for b in seg["blocks"]
-                 if b["state"] == "inactive"]
-        held = [filled(torch.empty(s, dtype=torch.uint8, device=device)) for s in sorted(sizes)[::-1][:512]]
+        requests = sorted(_refill_requests(torch.cuda.memory_snapshot()), reverse=True)[:4096]
+        held = [filled(torch.empty(s, dtype=torch.uint8, device=device)) for s in requests]
     else:
         held = [filled(torch.empty(max(1, like_nbytes), dtype=torch.uint8)) for _ in range(8)]
     del held

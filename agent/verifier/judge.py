@@ -166,6 +166,16 @@ def where(frame: FrameType | None) -> str:
     return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
 
 
+def where_called(frame: FrameType | None, callers: int = 3) -> str:
+    """``file:line in function`` of a frame and of up to `callers` frames it was called from, innermost first
+    (basenames only), e.g. ``<string>:3 in dynamic_func, from jit.py:720 in run``."""
+    parts = []
+    while frame is not None and len(parts) <= callers:
+        parts.append(f"{where(frame)} in {frame.f_code.co_name}")
+        frame = frame.f_back
+    return ", from ".join(parts) if parts else "?"
+
+
 def in_import_machinery(frame: FrameType) -> bool:
     """Whether `frame` belongs to importlib's bootstrap (the frames between an import and the module loaded)."""
     return frame.f_code.co_filename.startswith(IMPORT_MACHINERY)

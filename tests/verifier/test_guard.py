@@ -201,3 +201,20 @@ def test_direct_launches_are_counted_and_disabled_like_jit_launches():
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out == {"False": {"launches": 1, "ran": 1}, "True": {"launches": 1, "ran": 1}}, out  # ran: cumulative
+
+
+def test_free_blocks_of_small_segments_are_taken_back_in_small_pool_requests():
+    from agent.verifier.guard import _refill_requests
+
+    mib = 1 << 20
+    snapshot = [
+        {"segment_type": "small", "blocks": [{"size": 2 * mib, "state": "inactive"}]},
+        {"segment_type": "small", "blocks": [{"size": mib // 2, "state": "active_allocated"},
+                                             {"size": 3 * mib // 2, "state": "inactive"}]},
+        {"segment_type": "large", "blocks": [{"size": 20 * mib, "state": "inactive"},
+                                             {"size": 4 * mib, "state": "active_allocated"}]},
+    ]
+    requests = _refill_requests(snapshot)
+    # every request of a small segment's block must be small-pool sized (<= 1 MiB) and cover the block exactly
+    assert sorted(requests) == sorted([mib, mib, mib, mib // 2, 20 * mib])
+    assert sum(requests) == 2 * mib + 3 * mib // 2 + 20 * mib
