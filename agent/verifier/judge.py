@@ -107,10 +107,15 @@ class FrameJudge:
         return found
 
     def code_kind(self, code: CodeType) -> str:
-        """Kind of one code object (cached per code object)."""
+        """Kind of one code object (cached per code object). The methods `dataclasses` generates (``__init__``,
+        ``__repr__``, ``__eq__``, ...; code named ``__create_fn__.<locals>.NAME`` in ``<string>``, source:
+        Lib/dataclasses.py ``_create_fn``, CPython 3.10-3.12) are 'transparent' like the module that wrote them:
+        whoever called them is responsible (a candidate cannot write ``<string>`` code itself: exec and compile
+        are refused)."""
         found = self._by_code.get(code)
         if found is None:
-            found = self._by_code[code] = self.kind(code.co_filename)
+            found = self._by_code[code] = ("transparent" if is_dataclass_method(code) else
+                                           self.kind(code.co_filename))
         return found
 
     def is_triton_binder(self, frame: FrameType) -> bool:
@@ -164,6 +169,11 @@ def where(frame: FrameType | None) -> str:
     if frame is None:
         return "?"
     return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+def is_dataclass_method(code: CodeType) -> bool:
+    """Whether `code` is a method written by `dataclasses` (exec'd as ``__create_fn__.<locals>.NAME``)."""
+    return code.co_filename == "<string>" and code.co_qualname.startswith("__create_fn__.<locals>.")
 
 
 def where_called(frame: FrameType | None, callers: int = 3) -> str:

@@ -78,3 +78,30 @@ def test_code_from_a_string_is_untrusted():
     exec(compile("import sys\ndef f():\n    return sys._getframe()\n", "<string>", "exec"), namespace)
     frame = namespace["f"]()
     assert JUDGE.responsible(frame)[1] == "untrusted"
+
+
+def test_a_dataclass_written_method_passes_responsibility_to_its_caller():
+    """Gluon's compiler reprs its layout dataclasses; the generated ``__repr__`` (code from a string) calls
+    ``id()`` through `dataclasses`. The frame responsible is the one that called the generated method."""
+    import dataclasses
+
+    seen = []
+
+    class Probe:
+        def __repr__(self):
+            seen.append(sys._getframe(1))
+            return "probe"
+
+    @dataclasses.dataclass
+    class Layout:
+        inner: object
+
+    def caller():
+        return repr(Layout(Probe())), sys._getframe()
+
+    text, caller_frame = caller()
+    generated = seen[0]
+    assert text == "test_a_dataclass_written_method_passes_responsibility_to_its_caller.<locals>.Layout(inner=probe)"
+    assert generated.f_code.co_filename == "<string>" and generated.f_code.co_name == "__repr__"
+    assert JUDGE.code_kind(generated.f_code) == "transparent"
+    assert JUDGE.responsible(generated)[0] is caller_frame
