@@ -122,7 +122,8 @@ def test_bad_input_exits_1_with_one_line_and_store_unchanged(chiplore_home, embe
                 "encrypted": "PDF is encrypted (a password is required)", "empty": "file is empty",
                 "binary": "binary content, not a Markdown text file",
                 "random": "binary content, not a Markdown text file",
-                "png": f"{path.name}: unsupported file type '.png'", "bin": f"{path.name}: unsupported file type '.bin'"}
+                "png": f"{path.name}: unsupported file type '.png'",
+                "bin": f"{path.name}: unsupported file type '.bin'"}
     assert expected[kind] in line[0]
     assert records() == before
 
@@ -185,7 +186,8 @@ def test_truncated_pdf_prints_only_the_error_line(chiplore_home, tmp_path):
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1
     lines = proc.stderr.splitlines()
-    assert len(lines) == 1 and proc.stdout == "" and lines[0].startswith(f"error: {truncated}: corrupt PDF ("), proc.stderr
+    assert len(lines) == 1 and proc.stdout == "", proc.stderr
+    assert lines[0].startswith(f"error: {truncated}: corrupt PDF ("), proc.stderr
     proc = subprocess.run(cmd + ["--json"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and proc.stderr == ""
     assert json.loads(proc.stdout)["files"][0]["error"] == lines[0].removeprefix("error: ")
