@@ -34,7 +34,7 @@ from core.errors import BadInputError, ChiploreError, StoreError
 from core.text import printable
 from ingest.chunker import CHUNKER_VERSION, ChunkingOptions, chunk_sections
 from ingest.files import collect, file_sha256
-from ingest.loaders import LOADER_VERSION, load_document
+from ingest.loaders import LOADER_VERSION, LOADERS, load_document
 from ingest.onboard_progress import Progress
 from knowledge.store import KnowledgeStore
 
@@ -209,8 +209,10 @@ def onboard(chip: str, paths: Sequence[str | Path], progress: bool = True, store
     if not files:
         if any(f.status == "failed" for f in left_out):
             return report
-        detail = f" (skipped: {', '.join(printable(f.source) for f in left_out[:5])})" if left_out else ""
-        raise BadInputError(f"no supported documents in {', '.join(printable(str(p)) for p in paths)}{detail}")
+        detail = f" (skipped: {'; '.join(f'{printable(f.source)}: {f.error}' for f in left_out[:5])})" \
+            if left_out else ""
+        raise BadInputError(f"no supported documents in {', '.join(printable(str(p)) for p in paths)}{detail}; "
+                            f"onboard reads {', '.join(sorted(LOADERS))}")
     store = store or KnowledgeStore.open()
     store.wait = wait
     with Progress(progress, len(files)) as bar:

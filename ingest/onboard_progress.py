@@ -1,6 +1,10 @@
 """Onboarding's progress on stderr: a rich bar over files whose text names the current phase (loading, embedding
 and writing, extracting the hardware profile), and the line printed while another process holds the store.
 
+The bar is drawn only when stderr is a terminal, and it is erased when onboarding ends (transient): what stays on
+the screen, and all that a log or a pipe receives, is the command's own lines (errors, the summary). A bar drawn
+into a file is one line of its final state, which says nothing the summary does not.
+
 File names and phases are shown as text (never parsed as Rich markup or emoji codes) with control characters
 escaped (`core.text.printable`).
 """
@@ -14,7 +18,8 @@ from core.text import printable
 
 
 class Progress:
-    """A rich progress bar over files (or nothing when disabled; the waiting line is printed in both cases)."""
+    """A rich progress bar over files (or nothing when disabled or when stderr is not a terminal; the waiting line
+    is printed in every case)."""
 
     def __init__(self, enabled: bool, total: int) -> None:
         self.enabled = enabled
@@ -28,10 +33,13 @@ class Progress:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self._console = Console(stderr=True, emoji=False, highlight=False)
+            console = Console(stderr=True, emoji=False, highlight=False)
+            if not console.is_terminal:
+                return self
+            self._console = console
             self._bar = Progress(TextColumn("[bold]onboard[/bold]"), TextColumn("{task.fields[what]}", markup=False),
                                  BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=self._console,
-                                 transient=False)
+                                 transient=True)
             self._bar.__enter__()
             self._task = self._bar.add_task("", total=self.total, what="")
         return self

@@ -51,8 +51,8 @@ def onboard_cmd(
     whom) or, with --no-wait, fails with exit code 1. Exit code 0: every document is stored (entries that are not
     read, such as unsupported types, hidden files or links leaving the folder, are listed as skipped with the
     reason); 2: some files failed (each named on one error line) and the others were stored; 1: nothing could be
-    stored, or bad input (a path that does not exist, a bad chip name, an unreadable or damaged store, a busy store
-    with --no-wait).
+    stored (only the error lines are printed, no summary), or bad input (a path that does not exist, a bad chip
+    name, an unreadable or damaged store, a busy store with --no-wait).
     """
     from ingest.onboard import onboard
 
@@ -67,6 +67,8 @@ def onboard_cmd(
         for f in report.files:
             if f.note:
                 _err.print(_line(("repaired:", "yellow"), f" {f.source} ({f.note})"))
+        if not report.ok:  # nothing stored: the error lines are the whole answer (exit code 1)
+            raise typer.Exit(1)
         stored = len([f for f in report.files if f.status == "stored"])
         _out.print(_line(
             "onboarded ", (report.chip, "bold"), f": {len(report.documents)} files ({stored} stored, "

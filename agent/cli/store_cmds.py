@@ -3,7 +3,7 @@ complete; rebuild what chromadb's records allow (`knowledge.store_check`) and fi
 (`ingest.onboard.repair_interrupted`).
 
 Exit codes: ``check`` 0 = healthy, 1 = problems found (each on one line, then what to run); ``repair`` 0 = healthy
-afterwards, 1 = what could not be repaired (one line each).
+afterwards, 1 = what could not be repaired (one line each). Source names are printed in full (`_print_in_full`).
 """
 
 from __future__ import annotations
@@ -51,13 +51,29 @@ def check_cmd(as_json: bool = typer.Option(False, "--json", help="Print the resu
             journal = s.journal if s.expected is None else f"{s.journal} ({s.expected})"
             table.add_row(s.collection, Text(printable(s.chip)), Text(printable(s.source)), str(s.records),
                           str(s.indexed), journal)
-        _out.print(table)
+        _print_in_full(table)
         for line in report.problems:
             _err.print(Text.assemble(("problem: ", "red"), printable(line)))
     if not report.ok:
         if not as_json:
             _err.print("run `chiplore store repair` to rebuild the index and finish interrupted onboardings")
         raise typer.Exit(1)
+
+
+def _print_in_full(table: Table) -> None:
+    """Print `table` with every cell in full, never cut with an ellipsis: on a terminal within its width (a long
+    source name folds onto more lines of its cell); to a pipe or a file, which cut no line, at the table's natural
+    width, whatever ``COLUMNS`` says (each name on one line, as `grep` and a log reader need it)."""
+    from rich.measure import Measurement
+
+    for column in table.columns:
+        column.overflow = "fold"  # a cell narrower than its text wraps it, even inside a word; never an ellipsis
+        column.no_wrap = column.header in ("collection", "records", "in index")  # short: the names give way first
+    if _out.is_terminal:
+        _out.print(table)
+        return
+    natural = Measurement.get(_out, _out.options.update_width(1_000_000), table).maximum
+    CliConsole(highlight=False, width=max(natural, _out.width)).print(table)
 
 
 @store_app.command("repair")

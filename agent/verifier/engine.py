@@ -94,15 +94,16 @@ class Verifier:
                 stage advances, from the verifier's threads (it must be thread-safe; rich's `Status.update` is).
 
         Raises:
-            BadInputError: the file cannot be read.
+            BadInputError: the file cannot be read, or is not UTF-8 text free of NUL bytes (Python source is UTF-8
+                by default, PEP 3120, and may not contain NUL bytes): a binary file.
         """
         started = time.perf_counter()
         path = Path(candidate)
         try:
             data = path.read_bytes()
-            text = data.decode("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BadInputError(f"candidate file {path}: cannot read it ({exc})") from exc
+        except OSError as exc:
+            raise BadInputError(f"candidate file {path}: cannot read it ({exc.strerror or exc})") from exc
+        text = _source_text(path, data)
         base: dict[str, Any] = {"task": self.task.name, "candidate": str(path),
                                 "candidate_sha256": hashlib.sha256(data).hexdigest()}
         verdict = self._static(text, path, base)
@@ -286,6 +287,24 @@ class Verifier:
 #: The sandbox's byte copy of the candidate, as reasons name it: ``candidate.py:224`` (possibly with the scratch
 #: directory before it) or ``(candidate line 228)``.
 _SANDBOX_COPY = re.compile(r"(?<![\w.-])(?:/[^\s:'\"()]*/)?candidate\.py\b|\bcandidate(?= line \d)")
+
+
+def _source_text(path: Path, data: bytes) -> str:
+    """`data`, the bytes of the candidate file `path`, as Python source text.
+
+    Raises:
+        BadInputError: not UTF-8 (PEP 3120, Python's default source encoding) or holding a NUL byte (which Python
+            source may not contain): one line naming the file and the first offending byte's offset.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInputError(f"candidate file {path}: not a text (UTF-8) Python file: byte {exc.start} is not "
+                            "UTF-8 text (binary or corrupt)") from None
+    if "\x00" in text:
+        raise BadInputError(f"candidate file {path}: not a text (UTF-8) Python file: byte {data.index(0)} is a NUL "
+                            "byte (binary or corrupt)")
+    return text
 
 
 def _own_name(reason: str, name: str) -> str:

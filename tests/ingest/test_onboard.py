@@ -91,7 +91,8 @@ def test_nonexistent_path_fails_before_anything_is_written(chiplore_home, docs, 
 
 def test_folder_without_supported_files(chiplore_home, tmp_path):
     (tmp_path / "only.svg").write_text("<svg/>")
-    with pytest.raises(BadInputError, match=r"no supported documents .*\(skipped: only.svg\)"):
+    with pytest.raises(BadInputError, match=r"no supported documents .*\(skipped: only.svg: unsupported file type "
+                                            r"'.svg'\); onboard reads .*\.md, .*\.pdf"):
         onboard("z9", [tmp_path], progress=False)
 
 

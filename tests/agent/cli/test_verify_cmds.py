@@ -102,6 +102,22 @@ def test_a_directory_is_not_a_candidate_file(tmp_path, capsys, monkeypatch):
                    "the task's entry point)\n")
 
 
+@pytest.mark.parametrize("name, data, problem", [
+    ("kernel.py", b"def f():\n    return 1\n\xa2\xff" + os.urandom(64), "byte 22 is not UTF-8 text"),
+    ("logo.png", b"\x89PNG\r\n\x1a\n" + os.urandom(64), "byte 0 is not UTF-8 text"),
+    ("zeros.py", b"x = 1\n" + bytes(64), "byte 6 is a NUL byte"),
+], ids=["random-tail", "png", "nul-bytes"])
+def test_a_binary_file_is_one_line_exit_1(tmp_path, capsys, monkeypatch, name, data, problem):
+    """Random bytes, an image, a file of NUL bytes: one line naming the file, no codec message, exit 1."""
+    from tests.agent.cli.cli_helpers import run_cli
+
+    path = tmp_path / name
+    path.write_bytes(data)
+    code, out, err = run_cli(capsys, monkeypatch, "verify", "extend_attention", path)
+    assert (code, out) == (1, "")
+    assert err == f"error: candidate file {path}: not a text (UTF-8) Python file: {problem} (binary or corrupt)\n"
+
+
 @pytest.mark.parametrize("errors, shown", [({}, False), ({"gqa-4": {"case_id": "gqa-4"}}, False),
                                            ({"gqa-4": {"case_id": "gqa-4", "trials": 1, "elements": 8}}, True)])
 def test_errors_section_only_when_it_has_rows(errors, shown):
