@@ -169,8 +169,10 @@ def resolve_call(config: FamilyConfig, prob: Problem, limits: ChipLimits, hint: 
         rows_per_seq = max(1, prob.total_extend // max(1, prob.batch)) * prob.group
         rows = gather_ahead_rows(prob, rows_per_seq, splits, limits, hint, resolved.block_m, resolved.block_n)
     if rows == 0:
-        defaults = FamilyConfig()
-        return replace(resolved, gather_ahead=0, ahead_heads=defaults.ahead_heads, ahead_sync=defaults.ahead_sync)
+        off = (0, FamilyConfig.ahead_heads, FamilyConfig.ahead_sync)  # the class attributes are the defaults
+        if (resolved.gather_ahead, resolved.ahead_heads, resolved.ahead_sync) == off:
+            return resolved
+        return replace(resolved, gather_ahead=0, ahead_heads=off[1], ahead_sync=off[2])
     return replace(resolved, gather_ahead=rows) if rows != resolved.gather_ahead else resolved
 
 
