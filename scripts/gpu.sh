@@ -66,10 +66,11 @@ suite_kernel_tests() {  # the kernels' GPU tests (pytest-xdist is preinstalled t
 }
 
 suite_sglang_tests() {  # tuned, baseline and the report's drop-in against SGLang 0.5.23's own kernel (.cache/sglang):
-  # SGLang-style calls on the bench and edge cases and SGLang's three extend unit tests' inputs, bf16; the NaN case
+  # SGLang-style calls on the bench and edge cases and SGLang's three extend unit tests' inputs, bf16; the NaN case;
+  # the tuned entry point's replays (alternating shape classes, compiled-kernel launches)
   python3 benchmarks/sglang_kernel.py || exit 1
-  python3 -m pytest -q -m gpu tests/kernels/test_sglang_gpu.py tests/kernels/test_index_tail.py -p no:cacheprovider \
-    -n 4 -rfE --junitxml="$OUT/sglang-tests.xml" "$@"
+  python3 -m pytest -q -m gpu tests/kernels/test_sglang_gpu.py tests/kernels/test_index_tail.py \
+    tests/kernels/test_replay_gpu.py -p no:cacheprovider -n 4 -rfE --junitxml="$OUT/sglang-tests.xml" "$@"
 }
 
 suite_verifier_tests() {  # the verifier's GPU tests

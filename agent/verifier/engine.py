@@ -109,7 +109,7 @@ class Verifier:
         if verdict is None:
             verdict = self._dynamic(path, base, progress)
             if _host_clock_disagreement(verdict):  # host contention is sporadic, hidden GPU work is not
-                first = next(r for r in verdict.reasons if _HOST_CLOCK_REASON in r)
+                first = next(r for r in verdict.reasons if any(m in r for m in _HOST_CLOCK_REASONS))
                 verdict = self._dynamic(path, base, progress)
                 verdict.flags.append(f"clock check re-run once (new plan): the first run said: {first}")
         verdict.verify_seconds = round(time.perf_counter() - started, 3)
@@ -332,17 +332,20 @@ def _rules() -> list[str]:
     return rule_names()
 
 
-#: The clock check that a descheduled host thread can also trip (`dynamic._check_clocks`, exposed calls: the wall
-#: clock runs on while the timing process waits for a CPU after the call's end event).
-_HOST_CLOCK_REASON = "CUDA-event times disagree with the sandbox's wall clock"
+#: The clock checks that host load can also trip (`dynamic._check_clocks`): on exposed calls the sandbox's wall
+#: clock runs on while the timing process waits for a CPU after the call's end event, and the verifier's own clock
+#: counts the messages of every call, which slow down when the sandbox children or another run load the host.
+_HOST_CLOCK_REASONS = ("CUDA-event times disagree with the sandbox's wall clock", "but the verifier's own clock saw")
 
 
 def _host_clock_disagreement(verdict: Verdict) -> bool:
-    """Whether `verdict` failed only on the sandbox's wall clock against its CUDA events: a cheat that hides work
-    from the events fails that check on every run, while on a host busy with other processes (the parallel
-    sandbox children compiling, another run) an honest kernel failed it once in 52 H200 evaluations (session 6).
-    Such a verdict earns one re-run with a new plan; the verifier's own clock check is never re-run."""
-    return verdict.stage == "too_fast_to_be_true" and any(_HOST_CLOCK_REASON in r for r in verdict.reasons)
+    """Whether `verdict` failed only on a clock check that host load can trip (`_HOST_CLOCK_REASONS`).
+
+    Such a verdict earns one re-run with a new plan (new seeds, so new exposed calls): work hidden from the CUDA
+    events shows in every run, host contention is sporadic. Two failing runs reject the candidate.
+    """
+    return verdict.stage == "too_fast_to_be_true" and any(
+        marker in r for r in verdict.reasons for marker in _HOST_CLOCK_REASONS)
 
 
 def verify(task: TaskSpec | str, candidate_path: str | Path, profile: HardwareProfile | None = None,

@@ -59,6 +59,7 @@ from kernels.extend_attention.mla import MLA_IMPLS, mla_applies, run_mla
 from kernels.extend_attention.prefix_gather import gather_prefix
 from kernels.extend_attention.splits import split_factor
 from kernels.extend_attention.workspace import get_workspace, pooled
+from kernels.launch import launch as launch_kernel
 
 #: ``gather_ahead`` value "derived": the rows per key tile of the gather-ahead rule (`family_ahead.gather_ahead_rows`)
 #: for each call, 0 (off) where the rule says so.
@@ -363,7 +364,7 @@ def run_family(
     if gathered:  # prefix rows in sequence order: row t of sequence b at kv_indptr[b] + t
         k_buffer, v_buffer = gather_prefix(k_buffer, v_buffer, kv_indices, v_is_k,
                                            first_heads=config.ahead_heads if ahead else None, zero=counters,
-                                           bound=kv_indptr[-1:])
+                                           bound=kv_indptr)
     tma = _tma_allowed(config, prob.dtype, prob.head_dim, prob.head_dim_v, v_is_k, q_extend.device)
     tma_ext = (tma and not skip_extend and _describable(k_extend, prob.head_dim)
                and _describable(v_extend, prob.head_dim_v))
@@ -424,7 +425,7 @@ def run_family(
     _KNOWN_FITS[fit_key] = config
     if splits > 1:
         lse_out = lse_extend if store_lse else mid_l
-        _merge_kernel[merge_grid(prob.total_extend, prob.num_q_heads)](
+        launch_kernel(_merge_kernel, merge_grid(prob.total_extend, prob.num_q_heads),
             mid_o, mid_l, o_extend, lse_out, sinks if sinks is not None else dummy, prob.num_q_heads,
             mid_o.stride(0), mid_o.stride(1), mid_o.stride(2), mid_l.stride(0), mid_l.stride(1),
             o_extend.stride(0), o_extend.stride(1), lse_out.stride(0) if store_lse else 0,
@@ -444,7 +445,7 @@ def _launch_kernel(grid, q_extend, k_extend, v_extend, o_extend, k_buffer, v_buf
     heads, row blocks per head); `lse` is written only with STORE_LSE in `flags` (a dummy otherwise)."""
     scale, k_scale, v_scale = scales
     store_lse = flags["STORE_LSE"]
-    _family_fwd_kernel[grid](
+    launch_kernel(_family_fwd_kernel, grid,
         q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr, kv_indices,
         custom_mask, mask_indptr, mask_offsets, sinks, mid_o, mid_l, *descs, k_src, v_src, counters, lse,
         scale * LOG2E, scale, k_scale, v_scale, prob.batch, *heads, k_src.stride(0), k_src.stride(1),

@@ -61,6 +61,7 @@ from kernels.extend_attention.mla_gluon import GLUON_BLOCK_M, GLUON_IMPLS, GLUON
 from kernels.extend_attention.prefix_gather import gather_prefix
 from kernels.extend_attention.splits import MLA_MIN_SPLIT_KEYS, wave_split_factor
 from kernels.extend_attention.workspace import get_workspace
+from kernels.launch import launch
 
 if TYPE_CHECKING:
     from kernels.extend_attention.family import ChipLimits, FamilyConfig
@@ -194,7 +195,7 @@ def run_mla(config: FamilyConfig, q_extend, k_extend, v_extend, o_extend, k_buff
     contig = (use_gluon or config.pregather) and prob.total_prefix > 0 and k_buffer.stride(2) == 1
     k_pre = k_buffer
     if contig:  # prefix rows in sequence order below kv_indptr[B], zeros after
-        k_pre, _ = gather_prefix(k_buffer, v_buffer, kv_indices, v_is_k=True, bound=kv_indptr[-1:])
+        k_pre, _ = gather_prefix(k_buffer, v_buffer, kv_indices, v_is_k=True, bound=kv_indptr)
     scale = resolve_sm_scale(sm_scale, prob.head_dim)
     scale_pre, v_scale, cap = scale * float(k_scale), float(v_scale), float(logit_cap or 0.0)
     mid_o, mid_l = get_workspace(q_extend.device, splits, prob.total_extend, prob.num_q_heads, dims[0])
@@ -207,7 +208,7 @@ def run_mla(config: FamilyConfig, q_extend, k_extend, v_extend, o_extend, k_buff
                        kv_indptr, kv_indices, sinks, mid_o, mid_l, scale, scale_pre, v_scale, cap, bool(is_causal),
                        split_qk)
     if splits > 1:
-        _merge_kernel[merge_grid(prob.total_extend, prob.num_q_heads)](
+        launch(_merge_kernel, merge_grid(prob.total_extend, prob.num_q_heads),
             mid_o, mid_l, o_extend, mid_l, sinks if sinks is not None else qo_indptr, prob.num_q_heads,
             mid_o.stride(0), mid_o.stride(1), mid_o.stride(2), mid_l.stride(0), mid_l.stride(1),
             o_extend.stride(0), o_extend.stride(1), 0, 0, LV=dims[0], BLOCK_DV=dims[0], NUM_SPLITS=splits,
@@ -229,7 +230,7 @@ def _launch_triton(config: FamilyConfig, prob: Problem, dims: tuple[int, int], s
     ext_descs = _key_descriptors(k_extend, d, dpe, config.block_n) if tma_ext else (dummy, dummy)
     pre_descs = _key_descriptors(k_pre, d, dpe, config.block_n) if tma_pre else (dummy, dummy)
     row_blocks = triton.cdiv(prob.total_extend * prob.group, config.block_m) + prob.batch
-    _mla_fwd_kernel[(row_blocks, prob.num_kv_heads, splits)](
+    launch(_mla_fwd_kernel, (row_blocks, prob.num_kv_heads, splits),
         q_extend, k_extend, k_pre, o_extend, qo_indptr, kv_indptr, kv_indices,
         sinks if sinks is not None else dummy, mid_o, mid_l, *ext_descs, *pre_descs,
         scale * LOG2E, scale_pre * LOG2E, scale, scale_pre, v_scale, prob.batch, 1,

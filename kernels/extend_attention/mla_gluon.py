@@ -16,6 +16,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDes
 from kernels.extend_attention.common import Problem
 from kernels.extend_attention.family_mla_gluon import _mla_gluon_kernel
 from kernels.extend_attention.family_mla_ws import OUTPUT_REGS, _mla_ws_kernel
+from kernels.launch import launch
 
 if TYPE_CHECKING:
     from kernels.extend_attention.family import ChipLimits, FamilyConfig
@@ -109,10 +110,10 @@ def launch_gluon(config: FamilyConfig, prob: Problem, dims: tuple[int, int], spl
                   HEAVY_FIRST=config.heavy_first and is_causal, SCALE_V=v_scale != 1.0)
     if config.mla == "gluon_ws":  # 4 warps here, 4 more in the worker partition
         warps = GLUON_WARPS // 2
-        _mla_ws_kernel[(row_blocks, splits)](
+        launch(_mla_ws_kernel, (row_blocks, splits),
             *args, BLOCK_B=max(32 * warps, triton.next_power_of_2(prob.batch + 1)), EARLY_QK=early_qk,
             P_REGS=p_regs, OUTPUT_NUM_REGS=OUTPUT_REGS, num_warps=warps, **consts)
     else:
-        _mla_gluon_kernel[(row_blocks, splits)](
+        launch(_mla_gluon_kernel, (row_blocks, splits),
             *args, BLOCK_B=max(32 * GLUON_WARPS, triton.next_power_of_2(prob.batch + 1)),
             LAZY_RESCALE=lazy_rescale, num_warps=GLUON_WARPS, **consts)

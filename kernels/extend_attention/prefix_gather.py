@@ -22,6 +22,7 @@ import triton
 import triton.language as tl
 
 from kernels.extend_attention.workspace import pooled
+from kernels.launch import launch, refuse_replay
 
 #: Tokens per program and columns per chunk of the copy (a 16 KiB bf16 tile per chunk). Source: BENCHMARKS.md
 #: (benchmarks/bench_prefix_gather.py on the H200, bf16): 8 x 1024 moves mixed-batch's 2 x 134 MB at 3970 GB/s, 95 %
@@ -45,15 +46,16 @@ def _copy_rows(src, dst, slots, offs_t, t_ok, t_read, stride_st, stride_sh, HEAD
 
 @triton.jit
 def _gather_kv_kernel(k_src, v_src, k_dst, v_dst, kv_indices, total, stride_kt, stride_kh, stride_vt, stride_vh,
-                      zero_ptr, zero_n, bound_ptr, ZERO_BLOCK: tl.constexpr, HAS_BOUND: tl.constexpr,
+                      zero_ptr, zero_n, bound_ptr, bound_at, ZERO_BLOCK: tl.constexpr, HAS_BOUND: tl.constexpr,
                       K_HEAD_W: tl.constexpr, K_ROW_W: tl.constexpr,
                       K_COPY_W: tl.constexpr, V_HEAD_W: tl.constexpr,
                       V_ROW_W: tl.constexpr, V_COPY_W: tl.constexpr, HAS_V: tl.constexpr, BLOCK_T: tl.constexpr,
                       BLOCK_C: tl.constexpr):
     """K (and V unless HAS_V is false) rows of BLOCK_T prefix tokens, slot numbers loaded once; program 0 also
     zeroes zero_n int32 at zero_ptr when ZERO_BLOCK > 0 (the gather-ahead counters, without a launch of their own).
-    HAS_BOUND: only tokens below the device value at bound_ptr (kv_indptr[B]) are copied, the rest written as zeros:
-    entries of kv_indices past it are undefined and never read, and no row of the copy is left stale."""
+    HAS_BOUND: only tokens below the device value at bound_ptr + bound_at (kv_indptr[B]) are copied, the rest
+    written as zeros: entries of kv_indices past it are undefined and never read, and no row of the copy is left
+    stale."""
     if ZERO_BLOCK > 0:
         if tl.program_id(0) == 0:
             for z0 in range(0, zero_n, ZERO_BLOCK):
@@ -63,7 +65,7 @@ def _gather_kv_kernel(k_src, v_src, k_dst, v_dst, kv_indices, total, stride_kt, 
     t_ok = offs_t < total
     t_read = t_ok
     if HAS_BOUND:
-        t_read &= offs_t < tl.load(bound_ptr)
+        t_read &= offs_t < tl.load(bound_ptr + bound_at)
     slots = tl.load(kv_indices + offs_t, mask=t_read, other=0).to(tl.int64)
     _copy_rows(k_src, k_dst, slots, offs_t, t_ok, t_read, stride_kt, stride_kh, K_HEAD_W, K_ROW_W, K_COPY_W, BLOCK_C)
     if HAS_V:
@@ -84,9 +86,10 @@ def gather_prefix(k_buffer: torch.Tensor, v_buffer: torch.Tensor, kv_indices: to
     ``v_buffer[kv_indices]`` in the reusable workspaces, in one launch. With `first_heads` (an int in [1, H_kv]) only
     those leading KV heads' columns are written (``K_g[:, :n] = k_buffer[kv_indices, :n]``); the other columns keep
     whatever they held (the gather-ahead of `family_ahead` fills them). `zero` (an int32 tensor) is set to 0 in the
-    same launch. `bound` (a one-element int tensor on the device, e.g. ``kv_indptr[-1:]``) limits the copy to the
-    tokens below its value (kv_indices entries past kv_indptr[B] are undefined and never read); rows from there
-    to kv_indices.shape[0] are written as zeros (a TMA box past the last prefix row reads finite values).
+    same launch. `bound` (a 1-D int tensor on the device, e.g. ``kv_indptr``) limits the copy to the tokens below
+    its last element, which the copy kernel reads (kv_indices entries past kv_indptr[B] are undefined and never
+    read); rows from there to kv_indices.shape[0] are written as zeros (a TMA box past the last prefix row reads
+    finite values).
 
     k_buffer/v_buffer: [slots, H_kv, D] of one dtype, any row/head strides, unit stride along D. kv_indices: [ΣP]
     int32/int64 slot numbers. With `v_is_k` (MLA: V is a view of K) only K is copied and V_g is K_g. No host
@@ -107,6 +110,7 @@ def gather_prefix(k_buffer: torch.Tensor, v_buffer: torch.Tensor, kv_indices: to
     v_dst = k_dst if v_is_k else _workspace(v_buffer, "prefix_v", total)
     if total == 0:
         if zero is not None:
+            refuse_replay("gather_prefix zeroes a buffer with a torch op")
             zero.zero_()
         return k_dst, v_dst
     kw, vw = k_buffer.shape[2], v_buffer.shape[2]
@@ -114,10 +118,11 @@ def gather_prefix(k_buffer: torch.Tensor, v_buffer: torch.Tensor, kv_indices: to
     if first_heads is not None:  # the same 16 KiB bf16 tiles as fewer columns (leading heads) x more tokens
         block_c = min(BLOCK_C, triton.next_power_of_2(heads * max(kw, vw)))
         block_t = BLOCK_T * BLOCK_C // block_c
-    _gather_kv_kernel[(triton.cdiv(total, block_t),)](
+    launch(_gather_kv_kernel, (triton.cdiv(total, block_t),),
         k_buffer, v_buffer, k_dst, v_dst, kv_indices, total, k_buffer.stride(0), k_buffer.stride(1),
         v_buffer.stride(0), v_buffer.stride(1), zero if zero is not None else kv_indices,
         zero.numel() if zero is not None else 0, bound if bound is not None else kv_indices,
+        bound.shape[0] - 1 if bound is not None else 0,
         ZERO_BLOCK=0 if zero is None else 1024, HAS_BOUND=bound is not None, K_HEAD_W=kw,
         K_ROW_W=k_buffer[0].numel(), K_COPY_W=heads * kw,
         V_HEAD_W=vw, V_ROW_W=v_buffer[0].numel(), V_COPY_W=heads * vw, HAS_V=not v_is_k,

@@ -47,3 +47,14 @@ def get_workspace(device: torch.device, splits: int, tokens: int, heads: int, he
     mid_o = pooled(device, torch.float32, "mid_o", splits * tokens * heads * head_dim_v)
     mid_l = pooled(device, torch.float32, "mid_l", splits * tokens * heads)
     return mid_o.view(splits, tokens, heads, head_dim_v), mid_l.view(splits, tokens, heads)
+
+
+def is_pooled(t: torch.Tensor) -> bool:
+    """Whether `t` lies inside one of the pool's buffers (a view `pooled` or `get_workspace` returned): memory that
+    stays allocated while something holds the view, and whose contents every call writes before reading."""
+    start = t.data_ptr()
+    for buf in _POOL.values():
+        base = buf.data_ptr()
+        if buf.device == t.device and base <= start < base + buf.numel() * buf.element_size():
+            return True
+    return False

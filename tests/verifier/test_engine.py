@@ -252,12 +252,39 @@ def test_a_repeated_host_clock_disagreement_still_rejects():
     assert "disagree with the sandbox's wall clock" in verdict.reasons[0]
 
 
-def test_other_clock_failures_are_not_re_run():
-    class OwnClock(_ClockTrippedOnce):
+class _OwnClockTripped(_ClockTrippedOnce):
+    """The verifier's own clock saw far more time per call than the sandbox reported, on the first `fails` runs
+    (a host busy with other runs slows the messages the parent times each call by)."""
+
+    def _dynamic(self, path, base, progress=None):
+        self.runs += 1
+        if self.runs <= self.fails:
+            return Verdict(stage="too_fast_to_be_true", reasons=[
+                "case m64-n1408-k2048: reported 17.8 us per call but the verifier's own clock saw 305.3 us per "
+                "call"], **base)
+        return Verdict(stage="pass", **base)
+
+
+def test_an_own_clock_disagreement_is_re_measured_once_and_noted():
+    verifier = _OwnClockTripped(fails=1)
+    verdict = verifier.verify(_honest_path())
+    assert (verifier.runs, verdict.stage) == (2, "pass")
+    assert len(verdict.flags) == 1 and "re-run once" in verdict.flags[0] and "305.3 us" in verdict.flags[0]
+
+
+def test_a_repeated_own_clock_disagreement_still_rejects():
+    verifier = _OwnClockTripped(fails=2)
+    verdict = verifier.verify(_honest_path())
+    assert (verifier.runs, verdict.stage) == (2, "too_fast_to_be_true")
+    assert "verifier's own clock saw" in verdict.reasons[0]
+
+
+def test_other_too_fast_failures_are_not_re_run():
+    class NonPositive(_ClockTrippedOnce):
         def _dynamic(self, path, base, progress=None):
             self.runs += 1
             return Verdict(stage="too_fast_to_be_true", reasons=[
-                "case decode: reported 10.0 us per call but the verifier's own clock saw 900.0 us per call"], **base)
+                "case decode: non-positive or non-finite event times"], **base)
 
-    verifier = OwnClock(fails=0)
+    verifier = NonPositive(fails=0)
     assert verifier.verify(_honest_path()).stage == "too_fast_to_be_true" and verifier.runs == 1
