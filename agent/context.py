@@ -1,7 +1,8 @@
 """Stage 3a: what the loop retrieves before each proposal, with citations (documents, patterns, findings).
 
 Every iteration queries the knowledge base with the current diagnosis: documents about the bottlenecks of the
-worst cases, patterns ranked for this chip, task, case and diagnosis, and findings for this chip and task. The
+worst cases, patterns ranked for this chip, task, case and diagnosis (the top ones, and every applicable one that
+sets a family knob: `kept_patterns`), and findings for this chip and task. The
 result is logged per iteration (``retrieval/v{N}.json``) and handed to the proposer. With retrieval off
 (``--no-retrieval``) nothing is queried and the context says so.
 """
@@ -136,6 +137,14 @@ def document_queries(task: TaskSpec, chip: str, diagnoses: Mapping[str, CaseDiag
     return queries + [f"{chip} {TILE_QUERY}"]
 
 
+def kept_patterns(ranked: Sequence[RankedPatternLike], k: int) -> list[RankedPatternLike]:
+    """The first `k` of `ranked`, then every later applicable pattern that sets family knobs (`knob_values`):
+    patterns without knobs (family defaults such as a preallocated workspace) would otherwise crowd a knob's only
+    pattern out of the proposer's view, and a configuration would never combine it."""
+    later = [r for r in ranked[k:] if getattr(r, "applicable", True) and knob_values(r)]
+    return list(ranked[:k]) + later
+
+
 def gather(knowledge: Knowledge | None, task: TaskSpec, profile: HardwareProfile, chip: str,
            cases: Sequence[Case], diagnoses: Mapping[str, CaseDiagnosis], docs_k: int, findings_k: int,
            patterns_k: int = 5) -> RetrievalContext:
@@ -153,7 +162,7 @@ def gather(knowledge: Knowledge | None, task: TaskSpec, profile: HardwareProfile
                     ctx.documents.append(hit)
     for case in cases:
         ranked = knowledge.rank_patterns(profile, task, case, diagnoses.get(case.id))
-        ctx.patterns[case.id] = [pattern_view(case.id, r) for r in ranked[:patterns_k]]
+        ctx.patterns[case.id] = [pattern_view(case.id, r) for r in kept_patterns(ranked, patterns_k)]
     if findings_k:
         ctx.findings = knowledge.query_findings(chip, task.name, findings_k)
     return ctx

@@ -111,10 +111,14 @@ class FamilySpace:
         """Every case of the class fits the chip with `config` as given (`KernelFamily.fits`)."""
         return all(self.family.fits(config, f, self.profile) for f in self._class_features(key))
 
-    def all_configs(self, key: str) -> list[Config]:
-        """Every feasible configuration of class `key`, in knob-product order."""
+    def all_configs(self, key: str, fixed: Mapping[str, Any] | None = None) -> list[Config]:
+        """Every feasible configuration of class `key` with the knobs named in `fixed` at those values, in
+        knob-product order. The whole space (no `fixed`) can be millions of configurations: fix some knobs, or draw
+        configurations and test them with `feasible`."""
+        fixed = dict(fixed or {})
         names = list(self.knobs)
-        combos = (dict(zip(names, values)) for values in itertools.product(*self.knobs.values()))
+        choices = [(fixed[k],) if k in fixed else self.knobs[k] for k in names]
+        combos = (dict(zip(names, values)) for values in itertools.product(*choices))
         return [c for c in combos if self.feasible(c, key)]
 
     # ----- moves
@@ -137,9 +141,10 @@ class FamilySpace:
             return None
         return min(numeric, key=lambda a: abs(math.log(a / value)))
 
-    def neighbors(self, config: Mapping[str, Any], key: str) -> list[tuple[str, int, Config]]:
-        """Feasible configurations one knob step away: ``(knob, direction +1/-1, config)``; a switch's one
-        neighbour is its flip (+1: False -> True, -1: True -> False)."""
+    def neighbors(self, config: Mapping[str, Any], key: str, feasible: bool = True) -> list[tuple[str, int, Config]]:
+        """Configurations one knob step away: ``(knob, direction +1/-1, config)``; a switch's one neighbour is its
+        flip (+1: False -> True, -1: True -> False). Only feasible ones unless `feasible` is False (steps that fit
+        only together with another, e.g. a sub-knob of a switch that is off, for combining)."""
         out = []
         for knob, allowed in self.knobs.items():
             i = allowed.index(config[knob]) if config[knob] in allowed else None
@@ -148,7 +153,7 @@ class FamilySpace:
             for step in (-1, 1):
                 if 0 <= i + step < len(allowed):
                     moved = {**config, knob: allowed[i + step]}
-                    if self.feasible(moved, key):
+                    if not feasible or self.feasible(moved, key):
                         out.append((knob, step, moved))
         return out
 

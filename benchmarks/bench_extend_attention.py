@@ -15,6 +15,7 @@ that cannot run is listed with its reason. Writes JSON and prints a Markdown tab
 
     python benchmarks/bench_extend_attention.py --chip h200 --out $OUT/bench.json [--providers a,b] [--cases a,b]
     python benchmarks/bench_extend_attention.py --check --out /tmp/check.json   # CPU: correctness at tiny shapes
+    python benchmarks/bench_extend_attention.py --providers baseline,tuned --kernel best=RUN/best.py --out ...
 """
 
 from __future__ import annotations
@@ -42,7 +43,13 @@ from benchmarks._util import (  # noqa: E402
     use_chip,
     write_json,
 )
-from benchmarks.extend_providers import PROVIDERS, Provider, Unavailable, flex_provider  # noqa: E402
+from benchmarks.extend_providers import (  # noqa: E402
+    PROVIDERS,
+    Provider,
+    Unavailable,
+    file_provider,
+    flex_provider,
+)
 from kernels.extend_attention.cases import full_params  # noqa: E402
 from kernels.extend_attention.spec import TASK, make_inputs, reference  # noqa: E402
 from kernels.task import Case  # noqa: E402
@@ -67,12 +74,17 @@ CHECK_CASES = tuple(Case(f"check-{cid}", full_params({**p, "dtype": "float16"}),
 ))
 
 
-def make_providers(names: list[str], compiled_flex: bool) -> tuple[dict[str, Provider], dict[str, str]]:
-    """(name -> provider, name -> reason it is unavailable)."""
+def make_providers(names: list[str], compiled_flex: bool, kernels: dict[str, str] | None = None
+                   ) -> tuple[dict[str, Provider], dict[str, str]]:
+    """(name -> provider, name -> reason it is unavailable); `kernels`: name -> kernel file (`file_provider`)."""
     out, skipped = {}, {}
+    kernels = kernels or {}
     for name in names:
         try:
-            out[name] = flex_provider(compiled_flex) if name == "flex_attention" else PROVIDERS[name]()
+            if name in kernels:
+                out[name] = file_provider(name, kernels[name])
+            else:
+                out[name] = flex_provider(compiled_flex) if name == "flex_attention" else PROVIDERS[name]()
         except Unavailable as exc:
             skipped[name] = str(exc)
     return out, skipped
@@ -177,10 +189,10 @@ def markdown(rows: list[dict], providers: list[str]) -> str:
     return "\n".join(lines)
 
 
-def run_check(out: str, names: list[str]) -> int:
+def run_check(out: str, names: list[str], kernels: dict[str, str] | None = None) -> int:
     """CPU check: every available provider's output within tolerance on `CHECK_CASES`, nothing timed; exit 1 if
     not."""
-    providers, skipped = make_providers(names, compiled_flex=torch.cuda.is_available())
+    providers, skipped = make_providers(names, compiled_flex=torch.cuda.is_available(), kernels=kernels)
     rows = []
     device = "cuda" if torch.cuda.is_available() else "cpu"
     for case in CHECK_CASES:
@@ -203,14 +215,23 @@ def main() -> int:
     ap.add_argument("--providers", default=",".join(PROVIDERS))
     ap.add_argument("--cases", default="")
     ap.add_argument("--check", action="store_true", help="correctness at tiny shapes only (runs on the CPU)")
+    ap.add_argument("--kernel", action="append", default=[], metavar="NAME=PATH",
+                    help="one more provider: the extend_attention_fwd of a kernel file (e.g. a run's best candidate)")
     args = ap.parse_args()
     names = [n for n in args.providers.split(",") if n]
     unknown = set(names) - set(PROVIDERS)
     if unknown:
         ap.error(f"unknown provider(s) {sorted(unknown)}; known: {', '.join(PROVIDERS)}")
+    kernels = {}
+    for item in args.kernel:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path or name in PROVIDERS:
+            ap.error(f"--kernel {item!r}: expected NAME=PATH with a NAME other than {', '.join(PROVIDERS)}")
+        kernels[name] = path
+    names += list(kernels)
     profile = use_chip(args.chip)  # the chip's limits for the kernels; a virtual chip's partition
     if args.check:
-        return run_check(args.out, names)
+        return run_check(args.out, names, kernels)
     peaks = (profile.peak_flops("bf16") / 1e12, profile.peak_bytes_per_s() / 1e9)
     cases = [c for c in TASK.bench_cases if not args.cases or c.id in args.cases.split(",")]
     t0, warm = time.time(), []
@@ -218,7 +239,7 @@ def main() -> int:
         with mp.get_context("spawn").Pool(min(len(cases), 9), initializer=use_chip, initargs=(args.chip,)) as pool:
             warm = pool.map(_warm_flex, [c.id for c in cases])
         print(f"flex_attention compiled in {time.time() - t0:.0f}s: {warm}", flush=True)
-    providers, skipped = make_providers(names, compiled_flex=True)
+    providers, skipped = make_providers(names, compiled_flex=True, kernels=kernels)
     print(f"providers: {list(providers)}; unavailable: {skipped}", flush=True)
     rows = []
     for case in cases:

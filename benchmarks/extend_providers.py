@@ -1,5 +1,6 @@
-"""The extend-attention bench's providers: ours (baseline, tuned), SGLang 0.5.23's own Triton kernel, torch
-flex_attention and FlashInfer, each turning the task's input sets into its own call on the same tensors.
+"""The extend-attention bench's providers: ours (baseline, tuned, or a kernel file such as a run's best candidate),
+SGLang 0.5.23's own Triton kernel, torch flex_attention and FlashInfer, each turning the task's input sets into its
+own call on the same tensors.
 
 A provider's `setup(sets)` returns its prepared arguments per input set (work a serving engine does once, outside
 the timed region: gathering K/V for flex and building its block mask; appending the extend K/V to the cache and
@@ -47,6 +48,26 @@ def baseline_provider() -> Provider:
 def tuned_provider() -> Provider:
     """The tuned entry point, ``kernels.extend_attention.extend_attention_fwd``."""
     return Provider("tuned", lambda sets: sets, extend_attention_fwd, lambda a, _: a["o_extend"])
+
+
+def file_provider(name: str, path: str) -> Provider:
+    """The ``extend_attention_fwd`` of a kernel file, e.g. a run's best candidate (``chiplore report`` writes it as
+    ``extend_attention_best_v<N>.py``), imported under the module name `name`.
+
+    Raises:
+        Unavailable: the file does not exist or defines no ``extend_attention_fwd``.
+    """
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"bench_kernel_{name}", path)
+    if spec is None or spec.loader is None or not os.path.isfile(path):
+        raise Unavailable(f"kernel file {path!r} not found")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fn = getattr(module, "extend_attention_fwd", None)
+    if fn is None:
+        raise Unavailable(f"kernel file {path!r} defines no extend_attention_fwd")
+    return Provider(name, lambda sets: sets, fn, lambda a, _: a["o_extend"])
 
 
 def sglang_provider() -> Provider:

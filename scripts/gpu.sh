@@ -107,6 +107,16 @@ suite_optimize_splitk() {  # issue 17 (~150-170 s, one H200; limit 210): chiplor
   tar czf "$OUT/optimize-splitk.tgz" -C "$OUT" optimize-splitk && rm -rf "$OUT/optimize-splitk"
 }
 
+suite_optimize_tuned() {  # issue 20 (~9.5 min, one H200; limit 600): chiplore optimize extend_attention --chip h200
+  # from an empty findings store (up to 40 evaluations in the budget), then one bench process: baseline, tuned and
+  # the run's best kernel. PASS/FAIL lines: run, bench, geomean time(tuned)/time(best) >= 0.95, every case within
+  # 10 % of tuned, evaluation at which 95 % of tuned's geomean was reached. Needs .whl installed and .model
+  python3 scripts/optimize_tuned_gpu.py --out "$OUT/optimize-tuned" "$@"
+  cp "$OUT/optimize-tuned/results.json" "$OUT/optimize-tuned.json" 2>/dev/null
+  cp "$OUT/optimize-tuned/results.md" "$OUT/optimize-tuned.md" 2>/dev/null
+  tar czf "$OUT/optimize-tuned.tgz" -C "$OUT" optimize-tuned && rm -rf "$OUT/optimize-tuned"
+}
+
 pytest_checked() {  # LABEL PYTEST-ARGS...: pytest, then its outcome as one PASS/FAIL line
   local label=$1 rc
   shift

@@ -2,10 +2,11 @@
 
 It turns ranked patterns (with parameters the knowledge base computed for this chip and case) and verified
 findings into family configurations per case class, then explores around the best one knob step at a time.
-It learns from this run's verdicts: failed configurations are never retried, knob moves that won or lost are
-scored up or down (per class, and half as much across classes), the fastest verified configuration of a class
-becomes its exploration centre, and after a multi-class candidate is rejected the classes that did improve are
-proposed on their own. It never proposes the same dispatch table twice (content hash).
+It combines knobs: two-knob moves pair any one-knob steps, also steps that fit only together (a sub-knob of a
+switch that is off). It learns from this run's verdicts: failed configurations are never retried, knob moves that
+won or lost are scored up or down (per class, and half as much across classes), the fastest verified configuration
+of a class becomes its exploration centre, and after a multi-class candidate is rejected the classes that did
+improve are proposed on their own. It never proposes the same dispatch table twice (content hash).
 """
 
 from __future__ import annotations
@@ -203,7 +204,12 @@ class PatternGuidedProposer:
             label = self.space.value_label
             yield (config, why[0], f"{knob} {label(knob, centre[knob])} -> {label(knob, config[knob])}{why[1]}",
                    move, why[2])
-        for (k1, _d1, c1), (k2, _d2, c2) in itertools.combinations(steps, 2):
+        # pairs of steps, each feasible alone or not (gather-ahead's sub-knobs fit only with gather-ahead on)
+        single = {(k, config[k]) for k, _d, config in steps}
+        raw = steps + [s for s in sorted(self.space.neighbors(centre, key, feasible=False),
+                                         key=lambda s: -self._move_score(key, s[0], s[1], s[2][s[0]], centre, targets))
+                       if (s[0], s[2][s[0]]) not in single]
+        for (k1, _d1, c1), (k2, _d2, c2) in itertools.combinations(raw, 2):
             if k1 != k2:
                 config = {**c1, k2: c2[k2]}
                 if self.space.feasible(config, key):

@@ -1,7 +1,9 @@
 """Uniform random search over the family space: the `--no-retrieval` ablation.
 
 Each proposal picks a case class uniformly, then a configuration uniformly among the class's configurations
-that fit the chip (the same space the pattern-guided proposer searches), on top of the current best table.
+that fit the chip (the same space the pattern-guided proposer searches), on top of the current best table: every
+knob's value drawn uniformly, drawn again until the configuration fits (rejection sampling is uniform over the
+configurations that fit, and the space is too large to enumerate: millions of knob combinations).
 It consults no documents, patterns or findings, and never proposes the same configuration for a class twice.
 """
 
@@ -13,7 +15,7 @@ from agent.proposers.base import Proposal, ProposalContext
 from agent.runstate import EvalRecord, Lineage
 
 #: Draws before concluding that the space holds nothing untried.
-MAX_DRAWS = 5000
+MAX_DRAWS = 20000
 
 
 class UniformProposer:
@@ -25,7 +27,6 @@ class UniformProposer:
         self.space = space
         self.tried: set[str] = set()
         self.tried_in_class: set[tuple[str, str]] = set()
-        self._configs: dict[str, list[Config]] = {}
 
     def observe(self, lineage: Lineage | None, record: EvalRecord) -> None:
         if lineage is None:
@@ -45,10 +46,9 @@ class UniformProposer:
         classes = sorted(self.space.classes)
         for _ in range(MAX_DRAWS):
             key = ctx.rng.choice(classes)
-            configs = self._configs.setdefault(key, self.space.all_configs(key))
-            if not configs:
+            config = {knob: ctx.rng.choice(values) for knob, values in self.space.knobs.items()}
+            if not self.space.feasible(config, key):
                 continue
-            config = ctx.rng.choice(configs)
             table = {**ctx.best_table, key: config}
             digest = table_hash(table)
             if digest in self.tried or (key, config_key(config)) in self.tried_in_class:
@@ -59,7 +59,7 @@ class UniformProposer:
     def _proposal(self, ctx: ProposalContext, table: dict[str, Config], key: str, digest: str) -> Proposal:
         targets = self.space.class_cases(key)
         knobs = ", ".join(f"{k}={v}" for k, v in table[key].items())
-        rationale = f"{key}: uniform draw over {len(self._configs[key])} configurations that fit the chip ({knobs})"
+        rationale = f"{key}: uniform draw among the configurations that fit the chip ({knobs})"
         generation = (ctx.best_lineage.generation if ctx.best_lineage else 0) + 1
         header = {"id": f"v{ctx.n}", "parent_id": ctx.best_id, "generation": generation, "patterns": [],
                   "rationale": rationale, "run_id": ctx.run_id, "chip": ctx.chip}

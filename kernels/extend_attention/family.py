@@ -11,7 +11,10 @@ ahead_heads / ahead_sync (with pregather: only the first `ahead_heads` KV heads'
 the programs of KV head h copy head h + ahead_heads's, `gather_ahead` rows per key tile; `family_ahead.py`), and mla
 (absorbed-MLA calls, 576/512 with V a view of K, run a dedicated kernel of `mla.py`: "triton" with the same tile,
 stage, split, pregather and tma knobs, "gluon" / "gluon_ws" the Hopper Gluon kernels (the Triton one elsewhere);
-"off": the generic kernel below).
+"off": the generic kernel below), and ragged_tiles (a ragged call runs square tiles of that size with 4 warps).
+Two knobs take a value that is a function of the call, resolved by `resolve_call` from metadata and the caller's
+host-side hint: ``num_splits=0`` (`auto_splits`) and ``gather_ahead=AHEAD_DERIVED`` (`family_ahead.gather_ahead_rows`),
+so that one configuration per dispatch class can be right for every call of the class.
 Every launch is free of host synchronization: sizes come from tensor metadata
 (ΣE = q_extend.shape[0], B = qo_indptr.shape[0] - 1, and kv_indices.shape[0] as an upper bound on ΣP: a serving
 engine's index buffer may run on past kv_indptr[B], into entries no kernel reads) and the split-KV partials live in a
@@ -50,6 +53,7 @@ from kernels.extend_attention.common import (
     v_is_view_of_k as _v_is_view_of_k,
 )
 from kernels.extend_attention.dispatch import call_class  # noqa: F401 - family candidates import it from here
+from kernels.extend_attention.family_ahead import gather_ahead_rows
 from kernels.extend_attention.family_kernels import LOG2E, _family_fwd_kernel, _merge_kernel, merge_grid
 from kernels.extend_attention.mla import MLA_IMPLS, mla_applies, run_mla
 from kernels.extend_attention.prefix_gather import gather_prefix
@@ -57,11 +61,17 @@ from kernels.extend_attention.splits import split_factor
 from kernels.extend_attention.workspace import get_workspace, pooled
 from kernels.launch import launch as launch_kernel
 
+#: ``gather_ahead`` value "derived": the rows per key tile of the gather-ahead rule (`family_ahead.gather_ahead_rows`)
+#: for each call, 0 (off) where the rule says so.
+AHEAD_DERIVED = -1
+
 
 @dataclass(frozen=True)
 class FamilyConfig:
     """Knob values of the family. ``num_splits=0`` derives the split count from the chip's `ChipLimits` and the
-    call.
+    call; ``gather_ahead=AHEAD_DERIVED`` the gather-ahead rows (`resolve_call`). ``ragged_tiles`` > 0: a ragged
+    call (`is_ragged`) runs BLOCK_M = BLOCK_N = ragged_tiles with 4 warps, two programs per SM where a short
+    sequence would pad a large row block (BENCHMARKS.md, 'Kernel sweeps': ragged 1236 -> 1164 us on the H200).
 
     ``tma`` is a request, like num_stages: the extend K/V tiles (and, with ``pregather``, the prefix K/V tiles)
     are loaded through host-side tensor descriptors (`triton.tools.tensor_descriptor.TensorDescriptor`, one 2-D
@@ -94,6 +104,7 @@ class FamilyConfig:
     ahead_heads: int = 1
     ahead_sync: bool = False
     mla: str = "off"
+    ragged_tiles: int = 0
 
     def __post_init__(self) -> None:
         for name in ("block_m", "block_n"):
@@ -102,8 +113,10 @@ class FamilyConfig:
                 raise ValueError(f"FamilyConfig.{name}={value} must be a power of two >= 16")
         if (self.num_warps not in (1, 2, 4, 8, 16) or self.num_stages < 1 or not 0 <= self.num_splits <= 64
                 or not 0 <= self.gather_stages <= 6
-                or not (self.gather_ahead == 0 or 0 < self.gather_ahead <= 256
+                or not (self.gather_ahead in (0, AHEAD_DERIVED) or 0 < self.gather_ahead <= 256
                         and not self.gather_ahead & (self.gather_ahead - 1))
+                or not (self.ragged_tiles == 0 or 16 <= self.ragged_tiles <= 256
+                        and not self.ragged_tiles & (self.ragged_tiles - 1))
                 or not 1 <= self.ahead_heads <= 64 or self.mla not in MLA_IMPLS):
             raise ValueError(f"FamilyConfig out of range: {self}")
 
@@ -118,6 +131,58 @@ class FamilyConfig:
         if unknown:
             raise ValueError(f"unknown FamilyConfig knob(s): {sorted(unknown)}")
         return FamilyConfig(**data)
+
+
+def extend_hint(max_len_extend: Any, extend_seq_lens_cpu: Any) -> int | None:
+    """The caller's host-side bound of the longest extend: ``max(extend_seq_lens_cpu)`` when given (SGLang's host
+    list of E_b), else `max_len_extend` (a host int), else None. A hint for configuration rules only: rows are
+    located from qo_indptr on the device."""
+    if extend_seq_lens_cpu is not None and len(extend_seq_lens_cpu):
+        return int(max(extend_seq_lens_cpu))
+    return int(max_len_extend) if max_len_extend is not None else None
+
+
+def is_ragged(prob: Problem, hint: int | None) -> bool:
+    """A ragged batch: the longest extend (`hint`, `extend_hint`) over twice the mean, max E x B > 2 ΣE."""
+    return hint is not None and hint * prob.batch > 2 * prob.total_extend
+
+
+def resolve_tiles(config: FamilyConfig, prob: Problem, hint: int | None) -> FamilyConfig:
+    """`config` with ``ragged_tiles`` applied: BLOCK_M = BLOCK_N = ragged_tiles and 4 warps for a ragged call
+    (`is_ragged`), the knob then 0; unchanged without it."""
+    if not config.ragged_tiles:
+        return config
+    if is_ragged(prob, hint):
+        return replace(config, block_m=config.ragged_tiles, block_n=config.ragged_tiles, num_warps=4, ragged_tiles=0)
+    return replace(config, ragged_tiles=0)
+
+
+def resolve_call(config: FamilyConfig, prob: Problem, limits: ChipLimits, hint: int | None) -> FamilyConfig:
+    """`config` with its call-dependent values resolved for a call of sizes `prob` and extend bound `hint`
+    (`extend_hint`): ``ragged_tiles`` applied to a ragged call (then 0), ``gather_ahead=AHEAD_DERIVED`` replaced by
+    `family_ahead.gather_ahead_rows` on the resolved tiles and split count (``num_splits`` or `auto_splits`; the
+    split count itself stays as given), and the gather-ahead sub-knobs (ahead_heads, ahead_sync) at their defaults
+    where gather-ahead is off (they change nothing then). Metadata and host ints only; idempotent."""
+    resolved = resolve_tiles(config, prob, hint)
+    rows = resolved.gather_ahead
+    if rows == AHEAD_DERIVED:
+        splits = resolved.num_splits or auto_splits(resolved, prob, limits)
+        rows_per_seq = max(1, prob.total_extend // max(1, prob.batch)) * prob.group
+        rows = gather_ahead_rows(prob, rows_per_seq, splits, limits, hint, resolved.block_m, resolved.block_n)
+    if rows == 0:
+        off = (0, FamilyConfig.ahead_heads, FamilyConfig.ahead_sync)  # the class attributes are the defaults
+        if (resolved.gather_ahead, resolved.ahead_heads, resolved.ahead_sync) == off:
+            return resolved
+        return replace(resolved, gather_ahead=0, ahead_heads=off[1], ahead_sync=off[2])
+    return replace(resolved, gather_ahead=rows) if rows != resolved.gather_ahead else resolved
+
+
+def launch_config(config: FamilyConfig, prob: Problem, limits: ChipLimits, v_is_k: bool,
+                  hint: int | None) -> FamilyConfig:
+    """The configuration `run_family` launches the generic kernel with for `config` (before any shrink on an
+    `OutOfResources` refusal): `resolve_call`, `fit_to_chip`, then ``num_splits=0`` as `auto_splits`."""
+    fitted = fit_to_chip(resolve_call(config, prob, limits, hint), prob, limits, v_is_k)
+    return fitted if fitted.num_splits else replace(fitted, num_splits=auto_splits(fitted, prob, limits))
 
 
 def smem_footprint_kb(config: FamilyConfig, prob: Problem, v_is_k: bool) -> float:
@@ -253,15 +318,16 @@ def run_family(
     """Extend attention with the family kernel at `config`; writes ``o_extend`` in place and returns it.
 
     Arguments, shapes and semantics as `kernels.extend_attention.baseline.extend_attention_fwd` (SGLang 0.5.23's
-    signature); `max_len_extend` and `extend_seq_lens_cpu` are accepted for compatibility but not trusted (row blocks
-    are located from qo_indptr on the device); `window_kv_offsets` as `common.mask_offsets`. The prefix-stage scores
-    are scaled by ``k_scale`` with the softmax scale, and the prefix part of the accumulator by ``v_scale`` once,
-    after the prefix tiles (the online softmax rescales the accumulator uniformly, so this equals scaling every
-    prefix tile's P.V). With ``identity_kv_indices`` the buffers are read in place as the contiguous prefix (no
-    pre-gather, no descriptors). `limits` (`kernels.chip.ChipLimits`; default: the process's chip limits,
+    signature); `max_len_extend` and `extend_seq_lens_cpu` are hints for the call-dependent knobs
+    (`resolve_call`), never trusted for correctness (row blocks are located from qo_indptr on the device);
+    `window_kv_offsets` as `common.mask_offsets`. The prefix-stage scores are scaled by ``k_scale`` with the
+    softmax scale, and the prefix part of the accumulator by ``v_scale`` once, after the prefix tiles (the online
+    softmax rescales the accumulator uniformly, so this equals scaling every prefix tile's P.V). With
+    ``identity_kv_indices`` the buffers are read in place as the contiguous prefix (no pre-gather, no
+    descriptors). `limits` (`kernels.chip.ChipLimits`; default: the process's chip limits,
     `kernels.chip.current_chip_limits`, never the device's) bounds tiles by shared memory and sizes split-KV. A
-    configuration
-    that Triton refuses for shared memory (`OutOfResources` at compile time, when the footprint model fell short)
+    configuration that Triton refuses for shared memory (`OutOfResources` at compile time, when the footprint
+    model fell short)
     is shrunk by `shrink_once` and launched again; the first that compiles is remembered.
 
     Raises:
@@ -277,6 +343,7 @@ def run_family(
     if prob.batch == 0 or prob.total_extend == 0:
         return o_extend
     limits = limits_or_current(limits)
+    config = resolve_call(config, prob, limits, extend_hint(max_len_extend, extend_seq_lens_cpu))
     block_d, block_dpe, block_dv = head_dim_blocks(prob.head_dim, prob.head_dim_v)
     v_is_k = (_v_is_view_of_k(k_buffer, v_buffer) and _v_is_view_of_k(k_extend, v_extend)
               and block_dv == block_d == prob.head_dim_v)

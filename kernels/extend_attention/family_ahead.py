@@ -13,6 +13,9 @@ h - ahead_heads have released (`ahead_release`: CTA barrier, then a release incr
 deadlock (the work-ticket discipline of CUB's decoupled look-back, Merrill & Garland 2016). Its TMA loads then
 follow a proxy fence, as the copies were generic-proxy stores (PTX ISA, "Proxies", fence.proxy.async).
 Without ``ahead_sync`` the heads run as consecutive launches of `ahead_heads` heads each (stream order).
+
+Which calls gather ahead, and how many rows per tile: `gather_ahead_rows` (the tuned entry point's rule, and the
+family's ``gather_ahead=AHEAD_DERIVED``).
 """
 
 from __future__ import annotations
@@ -21,6 +24,38 @@ import triton
 import triton.language as tl
 
 from kernels.extend_attention.family_tiles import _prefix_tile
+
+#: Gather-ahead rows per key tile measured on the H200 (16: the mixed batch's 4096-key prefix over 8 row blocks);
+#: fewer rows per tile leave part of a slice to the copy after the loop, more cost issue slots in it.
+AHEAD_ROWS_RANGE = (8, 16)
+
+
+def gather_ahead_rows(prob, rows_per_seq: int, splits: int, limits, hint: int | None, block_m: int = 128,
+                      block_n: int = 128) -> int:
+    """Gather-ahead rows per key tile for a call of sizes `prob` (`common.Problem`) at `block_m` x `block_n` tiles
+    and `splits` splits on a chip of `limits` (`kernels.chip.ChipLimits`), or 0 to keep the whole pre-gather.
+
+    On when the call has a prefix, one split, several KV heads, equal extend lengths (`hint`, the caller's
+    host-side bound of the longest extend, x B == ΣE: a sequence with fewer row blocks would copy a larger slice,
+    mostly after its loop, and the next head's programs of that sequence wait for it; the hint only steers this
+    choice), a slice of its prefix per row block that `AHEAD_ROWS_RANGE` rows per key tile copy inside the loop
+    (rows = BLOCK_N / row blocks per sequence, `rows_per_seq` query rows per sequence after GQA packing), and at
+    least 0.9 x compute units programs per KV head, so the programs of head h (which wait for head h - 1's copies)
+    start about a wave after those of head h - 1.
+    Source: BENCHMARKS.md, 'Kernel sweeps' (H200, mixed batch): 665 -> 637 us with tickets; the one-head pre-gather
+    costs 22 us against 136 us for all heads and the copy inside the loop about 35-50 us; two heads ahead 650 us,
+    32 rows per tile 703 us.
+    """
+    blocks_per_seq = -(-rows_per_seq // block_m)
+    rows = block_n // blocks_per_seq if blocks_per_seq else 0
+    programs_per_head = prob.batch * blocks_per_seq
+    uniform = hint is not None and hint * prob.batch == prob.total_extend
+    if (not uniform or prob.total_prefix == 0 or splits != 1 or prob.num_kv_heads < 2
+            or block_n % max(1, blocks_per_seq)
+            or not AHEAD_ROWS_RANGE[0] <= rows <= AHEAD_ROWS_RANGE[1]
+            or programs_per_head * 10 < 9 * limits.num_compute_units):
+        return 0
+    return rows
 
 
 @triton.jit
@@ -119,4 +154,5 @@ def ahead_release(counter):
     tl.atomic_add(counter, 1, sem="release", scope="gpu")
 
 
-__all__ = ["ahead_prefix", "ahead_release", "ahead_ticket", "ahead_wait", "triton"]
+__all__ = ["AHEAD_ROWS_RANGE", "ahead_prefix", "ahead_release", "ahead_ticket", "ahead_wait", "gather_ahead_rows",
+           "triton"]

@@ -19,12 +19,23 @@ from kernels.chip import ChipLimits
 from kernels.extend_attention.baseline import baseline_tiles
 from kernels.extend_attention.common import DTYPES, Problem
 from kernels.extend_attention.dispatch import dispatch_class
-from kernels.extend_attention.family import FamilyConfig, auto_splits, fit_to_chip, pack_factor, smem_footprint_kb
+from kernels.extend_attention.family import (
+    AHEAD_DERIVED,
+    FamilyConfig,
+    auto_splits,
+    fit_to_chip,
+    pack_factor,
+    resolve_call,
+    resolve_tiles,
+    smem_footprint_kb,
+)
 from kernels.extend_attention.mla import mla_applies
 
-#: Knobs of the family that the agent searches (`family.FamilyConfig` fields) and their allowed values. The first
-#: value of a switch is the baseline kernel's structure (`ExtendAttentionFamily.structure_config`). heavy_first,
-#: fold_scale, gather_stages and the gather-ahead knobs are set by the tuned entry point only.
+#: Knobs of the family that the agent searches (`family.FamilyConfig` fields) and their allowed values: every knob
+#: the tuned entry point sets (`tuned.class_config`). The first value of a switch is the baseline kernel's structure
+#: (`ExtendAttentionFamily.structure_config`). Two values are functions of the call, resolved per call by
+#: `family.resolve_call`, so that one configuration of a dispatch class can be right for all of its calls:
+#: ``num_splits=0`` and ``gather_ahead=AHEAD_DERIVED``; ``ragged_tiles`` applies only to ragged calls.
 KNOBS: dict[str, tuple[Any, ...]] = {
     "block_m": (16, 32, 64, 128),
     "block_n": (32, 64, 128),
@@ -37,6 +48,15 @@ KNOBS: dict[str, tuple[Any, ...]] = {
     # absorbed-MLA calls (576/512, V a view of K) on the dedicated kernel (mla.py: the two-warpgroup Gluon kernel
     # on Hopper, the Triton one elsewhere); other calls ignore it (`ExtendAttentionFamily.fits` keeps it "off" there)
     "mla": ("off", "gluon"),
+    "heavy_first": (False, True),  # causal row blocks in decreasing work order
+    "fold_scale": (False, True),  # softmax scale folded into the exp2 FMA
+    "gather_stages": (0, 2, 3),  # loop-level pipelining of the prefix gather (the MLA kernel's too); 0 = off
+    # with pregather: the programs of KV head h copy head h + ahead_heads's prefix (family_ahead.py), rows per key
+    # tile; AHEAD_DERIVED = the rule family_ahead.gather_ahead_rows per call (0 where it says off)
+    "gather_ahead": (0, AHEAD_DERIVED, 8, 16),
+    "ahead_heads": (1, 2),
+    "ahead_sync": (False, True),  # one launch ordered by work tickets, instead of one launch per ahead_heads heads
+    "ragged_tiles": (0, 64),  # a ragged call (max E > 2 x mean E) runs these square tiles with 4 warps
 }
 
 
@@ -92,7 +112,7 @@ class ExtendAttentionFamily:
     """`kernels.task.KernelFamily` of extend attention (see the protocol for each method's contract)."""
 
     module = "kernels.extend_attention.family"
-    value_labels: Mapping[str, Mapping[Any, str]] = {"num_splits": {0: "auto"}}
+    value_labels: Mapping[str, Mapping[Any, str]] = {"num_splits": {0: "auto"}, "gather_ahead": {AHEAD_DERIVED: "auto"}}
 
     def features(self, case: Any) -> CaseShape:
         return case_shape(case)
@@ -101,18 +121,29 @@ class ExtendAttentionFamily:
         return dispatch_class(features.rows_per_sequence, features.group, features.head_dim, ridge_flop_per_byte)
 
     def smem_kb(self, config: Mapping[str, Any], features: CaseShape) -> float:
-        """`family.smem_footprint_kb` of `config` (missing knobs at their defaults)."""
-        return smem_footprint_kb(FamilyConfig(**dict(config)), features.problem(), features.v_is_k)
+        """`family.smem_footprint_kb` of `config` (missing knobs at their defaults) on the tiles the case runs
+        (`family.resolve_tiles`, the case's longest extend as the caller's hint)."""
+        prob = features.problem()
+        tiles = resolve_tiles(FamilyConfig(**dict(config)), prob, features.max_extend)
+        return smem_footprint_kb(tiles, prob, features.v_is_k)
 
     def fits(self, config: Mapping[str, Any], features: CaseShape, chip: Any) -> bool:
         """Within the chip's ``smem_per_block_kb`` and ``num_warps * warp_size <= max_threads_per_block``, and not a
-        duplicate: the dedicated MLA path (``mla`` other than "off") only for an MLA-shaped case
-        (`mla.mla_applies`; elsewhere the knob changes nothing).
+        duplicate (a knob value that changes nothing): the dedicated MLA path (``mla`` other than "off") only for
+        an MLA-shaped case (`mla.mla_applies`), gather-ahead only with ``pregather`` (it copies into the
+        pre-gathered buffers), and its sub-knobs (ahead_heads, ahead_sync) away from their first values only with
+        gather-ahead on.
 
         Raises:
             kernels.chip.UnknownChipLimit: a limit is unknown in `chip` (the family needs every one).
         """
         if config.get("mla", "off") != "off" and not mla_applies(features.problem(), features.v_is_k, None, None):
+            return False
+        ahead = config.get("gather_ahead", 0)
+        if ahead and not config.get("pregather", False):
+            return False
+        if not ahead and (config.get("ahead_heads", 1) != KNOBS["ahead_heads"][0]
+                          or config.get("ahead_sync", False) != KNOBS["ahead_sync"][0]):
             return False
         limits = ChipLimits.from_profile(chip)
         if self.smem_kb(config, features) > limits.smem_per_block_kb:
@@ -121,14 +152,16 @@ class ExtendAttentionFamily:
 
     def programs(self, config: Mapping[str, Any] | None, features: CaseShape, chip: Any) -> int:
         """Heads x row blocks x splits, by the kernels' grid rules. None is the baseline (one q head per program,
-        `baseline_tiles` rows); a family configuration is first fitted to the chip as `run_family` does, and
-        ``num_splits=0`` resolved with `family.auto_splits`."""
+        `baseline_tiles` rows); a family configuration is first resolved for the case (`family.resolve_call`, the
+        case's longest extend as the hint) and fitted to the chip as `run_family` does, and ``num_splits=0``
+        resolved with `family.auto_splits`."""
         s, limits = features, ChipLimits.from_profile(chip)
         if config is None:
             block_m, _, _ = baseline_tiles(s.head_dim, DTYPES[s.dtype].itemsize, limits.smem_per_block_kb)
             return s.num_q_heads * sum(math.ceil(e / block_m) for e in s.extend_lens)
         prob = s.problem()
-        fitted = fit_to_chip(FamilyConfig(**dict(config)), prob, limits, s.v_is_k)
+        resolved = resolve_call(FamilyConfig(**dict(config)), prob, limits, s.max_extend)
+        fitted = fit_to_chip(resolved, prob, limits, s.v_is_k)
         splits = fitted.num_splits or auto_splits(fitted, prob, limits)
         pack = pack_factor(fitted, prob)
         heads = s.num_kv_heads if pack > 1 else s.num_q_heads

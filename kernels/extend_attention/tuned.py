@@ -15,40 +15,26 @@ from dataclasses import replace
 
 from kernels.chip import ChipLimits, current_chip_limits
 from kernels.extend_attention.common import Problem, check_inputs
-from kernels.extend_attention.family import FamilyConfig, auto_splits, run_family
+from kernels.extend_attention.family import (
+    AHEAD_DERIVED,
+    FamilyConfig,
+    auto_splits,
+    extend_hint,
+    resolve_call,
+    run_family,
+)
 from kernels.extend_attention.prepared import ReplayCache, scalar_key, tensor_key
 from kernels.extend_attention.splits import compute_bound
 from kernels.extend_attention.workspace import is_pooled
 from kernels.launch import Recording, current_device_and_stream
 
 
-def choose_config(prob: Problem, limits: ChipLimits, max_len_extend: int | None = None) -> FamilyConfig:
-    """Family configuration for a call with sizes `prob` on a chip with `limits`.
-
-    - Memory-bound (at most `splits.COMPUTE_BOUND_ROWS` query rows per sequence after GQA packing: decode,
-      speculative verify): pack the G q heads of a KV head into one block so each K/V tile is read once, a small
-      BLOCK_M, two stages, BLOCK_N 128, split-KV by the family's rule (``num_splits=0``, `splits.split_factor`).
-    - Compute-bound (prefill, chunked prefill): the prefix is gathered once into contiguous order (`pregather`) so
-      that, like the extend part, it is loaded through TMA tensor descriptors (`tma`). One sequence or a uniform
-      batch: 128-row blocks, 8 warps, 3 stages, split-KV by `splits.split_factor` (at most 2 when compute-bound).
-      A ragged batch (`max_len_extend`, the caller's host-side bound, over twice the mean extend length; used only
-      as a hint, never for correctness) and D <= 64: 64x64 tiles, 4 warps, two programs per SM (113 KB of shared
-      memory, <= 255 registers x 128 threads), so one program's softmax runs while the other's dots do, and a short
-      sequence pads at most 63 rows; D > 128: 64x64, 4 warps, one split.
-    - MLA-like 576/512, many rows: the dedicated MLA kernel where V is a view of K (`mla.py`: on Hopper the
-      Gluon kernel ``mla="gluon"`` with eager rescale, elsewhere the Triton one; 64 x 64 tiles, pre-gathered
-      prefix through TMA; the warp-specialized ``"gluon_ws"`` faults on the H200 and is not used), else 64-row
-      tiles with the gather pipelined by the loop. Source: BENCHMARKS.md, 'MLA path' (H200: the Gluon kernel
-      1494 us against 2436 us for the best Triton tiles and 2782 us for the generic family;
-      benchmarks/sweep_mla.py compares the warp-specialized variants with it).
-    One sequence or a uniform batch of several KV heads with a wave of programs per head: gather-ahead
-    (`gather_ahead_knobs`): only KV head 0's prefix is copied first, the rest by the attention programs.
-    `run_family` fits any of these to the chip's shared memory and uses descriptors only where `tma_plan` allows.
-    Source: BENCHMARKS.md, 'Kernel sweeps' (H200, bf16): chunked prefill 3399 -> 2164 us with pre-gather + TMA,
-    large heads 1760 -> 1270 us with 64x64 / 4 warps, ragged 1236 -> 1164 us and small heads 605 -> 572 us with
-    64x64 / 4 warps; the uniform mixed batch, one-sequence prefill and chunked prefill are faster with 128x128:
-    661 / 1182 / 2054 us against 666 / 1309 / 2122 us.
-    """
+def class_config(prob: Problem) -> FamilyConfig:
+    """The tuned configuration of a call's class, with the call-dependent knobs at their derived values
+    (``num_splits=0``, ``gather_ahead=AHEAD_DERIVED``, ``ragged_tiles``; `family.resolve_call`): a function of the
+    rows per sequence after GQA packing and the head dims only, so one configuration serves every call of a
+    dispatch class whose calls take the same branch below (`run_family` fits the tiles to the chip).
+    `choose_config` documents the rules."""
     rows_per_seq = max(1, prob.total_extend // max(1, prob.batch)) * prob.group
     big_d = prob.head_dim + prob.head_dim_v
     if not compute_bound(rows_per_seq):  # decode, speculative verify
@@ -61,46 +47,49 @@ def choose_config(prob: Problem, limits: ChipLimits, max_len_extend: int | None 
     if big_d > 256:  # 256/256, 192/128
         return FamilyConfig(block_m=64, block_n=64, num_warps=4, num_stages=3, num_splits=1, pack_gqa=False,
                             pregather=True, tma=True)
-    ragged = max_len_extend is not None and max_len_extend * prob.batch > 2 * prob.total_extend
-    if big_d <= 128 or ragged:  # D <= 64, or a ragged batch: two 4-warp programs per SM
-        config = FamilyConfig(block_m=64, block_n=64, num_warps=4, num_stages=3, num_splits=1,
-                              pack_gqa=big_d > 128, pregather=True, tma=True)
-        return replace(config, num_splits=auto_splits(config, prob, limits))
-    config = FamilyConfig(block_m=128, block_n=128, num_warps=8, num_stages=3, num_splits=1, pack_gqa=True,
-                          pregather=True, tma=True)
-    splits = auto_splits(config, prob, limits)
-    return replace(config, num_splits=splits, **gather_ahead_knobs(prob, rows_per_seq, splits, limits, max_len_extend))
+    if big_d <= 128:  # D <= 64: two 4-warp programs per SM
+        return FamilyConfig(block_m=64, block_n=64, num_warps=4, num_stages=3, num_splits=0, pack_gqa=False,
+                            pregather=True, tma=True)
+    return FamilyConfig(block_m=128, block_n=128, num_warps=8, num_stages=3, num_splits=0, pack_gqa=True,
+                        pregather=True, tma=True, gather_ahead=AHEAD_DERIVED, ahead_heads=1, ahead_sync=True,
+                        ragged_tiles=64)
 
 
-#: Gather-ahead rows per 128-key tile measured on the H200 (16: the mixed batch's 4096-key prefix over 8 row
-#: blocks); fewer rows per tile leave part of a slice to the copy after the loop, more cost issue slots in it.
-AHEAD_ROWS_RANGE = (8, 16)
+def choose_config(prob: Problem, limits: ChipLimits, max_len_extend: int | None = None) -> FamilyConfig:
+    """Family configuration for a call with sizes `prob` on a chip with `limits`: `class_config` resolved for the
+    call (`family.resolve_call`, `max_len_extend` the caller's bound of the longest extend), and for a
+    compute-bound call of D_qk + D_v <= 256 the split count of `family.auto_splits`.
 
-
-def gather_ahead_knobs(prob: Problem, rows_per_seq: int, splits: int, limits: ChipLimits,
-                       max_len_extend: int | None, block: int = 128) -> dict:
-    """Gather-ahead knobs (`family_ahead.py`) for a compute-bound 128x128 call, or {} to keep the whole pre-gather.
-
-    On when the call has a prefix, one split, several KV heads, equal extend lengths (`max_len_extend` x B == ΣE:
-    a sequence with fewer row blocks would copy a larger slice, mostly after its loop, and the next head's programs
-    of that sequence wait for it; the host-side hint only steers this choice), a slice of its prefix per row block that
-    `AHEAD_ROWS_RANGE` rows per key tile copy inside the loop (rows = BLOCK_N / row blocks per sequence), and at least
-    0.9 x compute units programs per KV head, so the programs of head h (which wait for head h - 1's copies) start
-    about a wave after those of head h - 1. One head ahead, ordered by tickets in one launch.
-    Source: BENCHMARKS.md, 'Kernel sweeps' (H200, mixed batch): 665 -> 637 us with tickets; the one-head pre-gather
-    costs 22 us against 136 us for all heads and the copy inside the loop about 35-50 us; two heads ahead 650 us,
-    32 rows per tile 703 us.
+    - Memory-bound (at most `splits.COMPUTE_BOUND_ROWS` query rows per sequence after GQA packing: decode,
+      speculative verify): pack the G q heads of a KV head into one block so each K/V tile is read once, a small
+      BLOCK_M, two stages, BLOCK_N 128, split-KV by the family's rule (``num_splits=0``, `splits.split_factor`).
+    - Compute-bound (prefill, chunked prefill): the prefix is gathered once into contiguous order (`pregather`) so
+      that, like the extend part, it is loaded through TMA tensor descriptors (`tma`). One sequence or a uniform
+      batch: 128-row blocks, 8 warps, 3 stages, split-KV by `splits.split_factor` (at most 2 when compute-bound).
+      A ragged batch (`max_len_extend`, the caller's host-side bound, over twice the mean extend length; used only
+      as a hint, never for correctness; ``ragged_tiles=64``) and D <= 64: 64x64 tiles, 4 warps, two programs per
+      SM (113 KB of shared memory, <= 255 registers x 128 threads), so one program's softmax runs while the
+      other's dots do, and a short sequence pads at most 63 rows; D > 128: 64x64, 4 warps, one split.
+    - MLA-like 576/512, many rows: the dedicated MLA kernel where V is a view of K (`mla.py`: on Hopper the
+      Gluon kernel ``mla="gluon"`` with eager rescale, elsewhere the Triton one; 64 x 64 tiles, pre-gathered
+      prefix through TMA; the warp-specialized ``"gluon_ws"`` faults on the H200 and is not used), else 64-row
+      tiles with the gather pipelined by the loop. Source: BENCHMARKS.md, 'MLA path' (H200: the Gluon kernel
+      1494 us against 2436 us for the best Triton tiles and 2782 us for the generic family;
+      benchmarks/sweep_mla.py compares the warp-specialized variants with it).
+    One sequence or a uniform batch of several KV heads with a wave of programs per head: gather-ahead
+    (``gather_ahead=AHEAD_DERIVED``, `family_ahead.gather_ahead_rows`; one head ahead, ordered by tickets): only
+    KV head 0's prefix is copied first, the rest by the attention programs.
+    `run_family` fits any of these to the chip's shared memory and uses descriptors only where `tma_plan` allows.
+    Source: BENCHMARKS.md, 'Kernel sweeps' (H200, bf16): chunked prefill 3399 -> 2164 us with pre-gather + TMA,
+    large heads 1760 -> 1270 us with 64x64 / 4 warps, ragged 1236 -> 1164 us and small heads 605 -> 572 us with
+    64x64 / 4 warps; the uniform mixed batch, one-sequence prefill and chunked prefill are faster with 128x128:
+    661 / 1182 / 2054 us against 666 / 1309 / 2122 us.
     """
-    blocks_per_seq = -(-rows_per_seq // block)
-    rows = block // blocks_per_seq if blocks_per_seq else 0
-    programs_per_head = prob.batch * blocks_per_seq
-    uniform = max_len_extend is not None and max_len_extend * prob.batch == prob.total_extend
-    if (not uniform or prob.total_prefix == 0 or splits != 1 or prob.num_kv_heads < 2
-            or block % max(1, blocks_per_seq)
-            or not AHEAD_ROWS_RANGE[0] <= rows <= AHEAD_ROWS_RANGE[1]
-            or programs_per_head * 10 < 9 * limits.num_compute_units):
-        return {}
-    return {"gather_ahead": rows, "ahead_heads": 1, "ahead_sync": True}
+    config = resolve_call(class_config(prob), prob, limits, max_len_extend)
+    rows_per_seq = max(1, prob.total_extend // max(1, prob.batch)) * prob.group
+    if compute_bound(rows_per_seq) and prob.head_dim + prob.head_dim_v <= 256:
+        config = replace(config, num_splits=auto_splits(config, prob, limits))
+    return config
 
 
 def extend_attention_fwd(
@@ -182,11 +171,10 @@ def _run(tensors: tuple, limits: ChipLimits, bound: int | None, is_causal, max_l
 
 
 def length_hint(extend_seq_lens_cpu, max_len_extend) -> int | None:
-    """The configuration rules' hint of the longest extend: ``max(extend_seq_lens_cpu)`` (SGLang's host list of E_b)
-    when given and non-empty, else ``int(max_len_extend)`` (a host int), else None. Never bounds the rows computed."""
-    if extend_seq_lens_cpu is not None and len(extend_seq_lens_cpu):
-        return int(max(extend_seq_lens_cpu))
-    return int(max_len_extend) if max_len_extend is not None else None
+    """The configuration rules' hint of the longest extend (`family.extend_hint`): ``max(extend_seq_lens_cpu)``
+    (SGLang's host list of E_b) when given and non-empty, else ``int(max_len_extend)`` (a host int), else None.
+    Never bounds the rows computed."""
+    return extend_hint(max_len_extend, extend_seq_lens_cpu)
 
 
 def call_key(tensors: tuple, scalars: tuple, limits: ChipLimits) -> tuple | None:

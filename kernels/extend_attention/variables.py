@@ -4,7 +4,9 @@
 The catalog's formulas (kernels/extend_attention/catalog.yaml) read these next to the chip profile's and the
 diagnosis' variables and the compulsory ``flops``, ``bytes`` and ``intensity`` every task has (knowledge.variables).
 Head-dim tiles are the kernel's own (`common.head_dim_blocks`) and the split factor is the family's own rule
-(`splits.split_factor`), so the knowledge side budgets exactly what the kernel runs.
+(`splits.split_factor`), so the knowledge side budgets exactly what the kernel runs; the measured configuration of a
+case's class is the tuned entry point's own rule (`tuned.class_config`, with its derived values), so a pattern that
+proposes it proposes exactly what the tuned entry point runs.
 """
 
 from __future__ import annotations
@@ -13,8 +15,14 @@ from collections.abc import Callable
 from typing import Any
 
 from kernels.extend_attention.common import head_dim_blocks
+from kernels.extend_attention.family_space import case_shape
 from kernels.extend_attention.params import POOL_FACTOR, full_params
 from kernels.extend_attention.splits import split_factor
+from kernels.extend_attention.tuned import class_config
+
+#: Knobs of the tuned class configuration that formulas read, as ``tuned_<knob>()``.
+TUNED_KNOBS = ("block_m", "block_n", "num_warps", "num_stages", "num_splits", "pack_gqa", "heavy_first",
+               "fold_scale", "gather_stages", "gather_ahead", "ahead_heads", "ahead_sync", "ragged_tiles", "mla")
 
 #: Elements' bytes per input dtype name.
 ELEMENT_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
@@ -45,6 +53,9 @@ FUNCTIONS: dict[str, str] = {
     "split_factor": "split_factor(programs, units): the family's split-KV factor (splits.split_factor) for a "
                     "launch of `programs` programs on `units` compute units, from the case's mean prefix and its "
                     "query rows per sequence (E_mean x G)",
+    **{f"tuned_{knob}": f"tuned_{knob}(): {knob} of the configuration the tuned entry point runs for the case's "
+       f"class (tuned.class_config; derived values as the family resolves them per call: num_splits 0, "
+       f"gather_ahead -1)" for knob in TUNED_KNOBS},
 }
 
 
@@ -96,4 +107,7 @@ def bind_functions(case: Any) -> dict[str, Callable[..., Any]]:
     def splits(programs: float, units: float) -> int:
         return split_factor(int(programs), int(units), sum(pre) // len(pre), rows_per_sequence)
 
-    return {"seq_tiles": seq_tiles, "split_factor": splits}
+    tuned = class_config(case_shape(case).problem())
+    out: dict[str, Callable[..., Any]] = {
+        f"tuned_{knob}": (lambda _k=knob: getattr(tuned, _k)) for knob in TUNED_KNOBS}
+    return {"seq_tiles": seq_tiles, "split_factor": splits, **out}

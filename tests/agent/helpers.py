@@ -53,6 +53,10 @@ OPTIMA = {
 }
 FAMILY_DEFAULT = {"block_m": 64, "block_n": 64, "num_warps": 4, "num_stages": 2, "num_splits": 0,
                   "pack_gqa": True}
+#: The knobs added with the tuned entry point's (heavy_first ... ragged_tiles) at their first values (the baseline's
+#: structure); tests that enumerate the space fix them (the whole space is millions of configurations).
+LATER_KNOBS = {k: TASK.knobs[k][0] for k in ("heavy_first", "fold_scale", "gather_stages", "gather_ahead",
+                                             "ahead_heads", "ahead_sync", "ragged_tiles")}
 DISPATCH = {"prefill": "compute-d128", "chunked-prefill": "compute-d128", "mixed-batch": "compute-d128",
             "ragged": "compute-d128", "small-heads": "compute-d64", "spec-verify": "memory-d128",
             "decode": "memory-d128", "large-heads": "compute-d256", "mla": "compute-wide"}

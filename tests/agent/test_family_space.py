@@ -14,7 +14,7 @@ from kernels.extend_attention.dispatch import call_class
 from kernels.extend_attention.family import FamilyConfig, tma_plan
 from kernels.extend_attention.family_space import case_shape
 from kernels.extend_attention.spec import TASK, make_inputs, reference
-from tests.agent.helpers import h200_profile
+from tests.agent.helpers import LATER_KNOBS, h200_profile
 
 SIG = inspect.signature(baseline.extend_attention_fwd)
 HEADER = {"id": "v1", "parent_id": "v0", "generation": 1, "patterns": ["split-kv"], "rationale": "test",
@@ -56,7 +56,7 @@ def test_feasibility_uses_family_footprint(space):
     assert space.feasible(big, "compute-d128") is False  # 2*(4*128*256 + 128*128)/1024 = 288 KiB
     small = {**big, "num_stages": 2}  # 2*(2*128*256 + 128*128)/1024 = 160 KiB
     assert space.feasible(small, "compute-d128")
-    wide, d128 = space.all_configs("compute-wide"), space.all_configs("compute-d128")
+    wide, d128 = space.all_configs("compute-wide", LATER_KNOBS), space.all_configs("compute-d128", LATER_KNOBS)
     assert all(space.feasible(c, "compute-wide") for c in wide)
     generic = [c for c in wide if c["mla"] == "off"]
     assert 0 < len(generic) < len(d128) and len(wide) == 2 * len(generic)  # the MLA class: either path
@@ -75,7 +75,9 @@ def test_snap_neighbors_and_structure(space):
     assert space.snap("pack_gqa", True) is True and space.snap("block_m", "x") is None
     base = space.structure_config("compute-d128")
     assert base == {"block_m": 128, "block_n": 64, "num_warps": 8, "num_stages": 1, "num_splits": 1,
-                    "pack_gqa": False, "pregather": False, "tma": False, "mla": "off"}
+                    "pack_gqa": False, "pregather": False, "tma": False, "mla": "off", **LATER_KNOBS}
+    assert LATER_KNOBS == {"heavy_first": False, "fold_scale": False, "gather_stages": 0, "gather_ahead": 0,
+                           "ahead_heads": 1, "ahead_sync": False, "ragged_tiles": 0}  # the baseline's structure
     moves = space.neighbors(base, "compute-d128")
     assert ("block_m", -1, {**base, "block_m": 64}) in moves
     assert all(knob != "block_m" or direction == -1 for knob, direction, _ in moves)
@@ -110,12 +112,15 @@ def test_switch_knobs_pregather_and_tma(space):
     # 4 block_m x 3 block_n x 2 warps x 4 stages x 6 splits x 2 x 2 x 2 switches = 4608 before feasibility (and
     # mla "off": the class has no MLA-shaped case); the switches change no shared memory, so exactly a quarter of the
     # feasible set has both off
-    configs = space.all_configs("compute-d128")
+    configs = space.all_configs("compute-d128", LATER_KNOBS)
     plain = [c for c in configs if not c["pregather"] and not c["tma"]]
     assert len(configs) == 4 * len(plain) and 0 < len(configs) <= 4 * 3 * 2 * 4 * 6 * 2 * 2 * 2
     # a configuration recorded before the switches existed ran at the family's defaults (FamilyConfig: off)
-    old = {k: v for k, v in base.items() if k not in ("pregather", "tma")}
-    assert space.complete(old) == base and space.full_table({"compute-d128": old})["compute-d128"] == base
+    old = {k: v for k, v in base.items() if k not in ("pregather", "tma", *LATER_KNOBS)}
+    # (heavy_first and fold_scale: on in FamilyConfig, so such a configuration ran with them)
+    ran = {**base, **{k: getattr(FamilyConfig(), k) for k in LATER_KNOBS}}
+    assert ran["heavy_first"] is ran["fold_scale"] is True
+    assert space.complete(old) == ran and space.full_table({"compute-d128": old})["compute-d128"] == ran
 
 
 def _load_candidate(path):
@@ -145,7 +150,8 @@ def test_rendered_candidate_with_pregather_and_tma_is_correct(space, tmp_path, c
               "pregather": True, "tma": True}
     source = space.render({"memory-d64": config}, SIG, HEADER)
     assert ("FamilyConfig(block_m=16, block_n=32, num_warps=4, num_stages=2, num_splits=2, pack_gqa=False, "
-            "pregather=True, tma=True, mla='off')") in source
+            "pregather=True, tma=True, mla='off', heavy_first=True, fold_scale=True, gather_stages=0, "
+            "gather_ahead=0, ahead_heads=1, ahead_sync=False, ragged_tiles=0)") in source
     path = tmp_path / "kernel_v2.py"
     path.write_text(source)
     module = _load_candidate(path)

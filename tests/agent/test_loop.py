@@ -8,7 +8,8 @@ import pytest
 
 from agent.config import AcceptanceRules, OptimizeConfig, StopRules
 from agent.session import run_optimization, start_run
-from tests.agent.helpers import BASELINE_US, ScriptedKnowledge, ScriptedVerifier, floors, h200_profile
+from kernels.extend_attention.spec import TASK
+from tests.agent.helpers import BASELINE_US, LATER_KNOBS, ScriptedKnowledge, ScriptedVerifier, floors, h200_profile
 
 
 def _config(**kw):
@@ -58,7 +59,8 @@ def test_offline_run_improves_and_keeps_every_promise(tmp_path):
     # the switches no scripted pattern sets keep the baseline structure
     assert first.parameters["table"]["memory-d128"] == {"block_m": 16, "block_n": 64, "num_warps": 8,
                                                         "num_stages": 1, "num_splits": 8, "pack_gqa": True,
-                                                        "pregather": False, "tma": False, "mla": "off"}
+                                                        "pregather": False, "tma": False, "mla": "off",
+                                                        **{k: TASK.knobs[k][0] for k in LATER_KNOBS}}
     # retrieval logged with citations every iteration
     log = run.read_retrieval(5)
     assert log["enabled"] and log["documents"][0]["cite"] == "h200-note.md > Memory"

@@ -81,8 +81,9 @@ def test_it_applies_only_where_one_launch_per_kv_head_can_copy_the_next():
     assert not _applies(FamilyConfig(**{**AHEAD.to_dict(), "ahead_heads": 4}), gqa)  # every head pre-gathered
 
 
-@pytest.mark.parametrize("knobs", [{"gather_ahead": 3}, {"gather_ahead": 512}, {"gather_ahead": -1},
+@pytest.mark.parametrize("knobs", [{"gather_ahead": 3}, {"gather_ahead": 512}, {"gather_ahead": -2},
                                    {"ahead_heads": 0}])
 def test_rows_per_tile_must_be_a_power_of_two_up_to_256_and_heads_ahead_positive(knobs):
+    """-1 (family.AHEAD_DERIVED: the rule per call) is the one value outside the rows."""
     with pytest.raises(ValueError, match="out of range"):
         FamilyConfig(**knobs)

@@ -11,7 +11,9 @@ from knowledge.catalog import CATALOG_PATH, CatalogError, load_catalog
 TASK_CATALOG = load_task("extend_attention").files.catalog
 
 SEEDED = {"split_kv", "preallocated_workspace", "metadata_lengths", "multi_query_blocks", "tile_sizing",
-          "software_pipelining", "warp_count", "int64_indexing", "persistent_grid", "pregather_tma"}
+          "software_pipelining", "warp_count", "int64_indexing", "persistent_grid", "pregather_tma",
+          # the knobs of the tuned entry point (kernels/extend_attention/tuned.py)
+          "measured_tiles", "gather_ahead", "ragged_tiles", "mla_kernel", "exp2_scale_fold", "heavy_first"}
 #: Patterns that only split-K GEMM's catalog part defines.
 GEMM_ONLY = {"fused_split_reduce"}
 BOTTLENECKS = {"memory-bound", "compute-bound", "occupancy", "launch-overhead"}
@@ -28,7 +30,8 @@ def test_packaged_catalog_covers_the_techniques():
             assert set(p.knobs) <= knobs, (task, p.id)
     assert GEMM_ONLY & {p.id for p in cat.patterns_for("splitk_gemm")} == GEMM_ONLY
     assert not GEMM_ONLY & {p.id for p in cat.patterns_for("extend_attention")}
-    assert cat.pattern("split_kv", "extend_attention").knobs == {"num_splits": "num_splits"}
+    # the family's split rule itself (num_splits 0: splits.split_factor per call), right for every call of a class
+    assert cat.pattern("split_kv", "extend_attention").knobs == {"num_splits": "0"}
     assert cat.pattern("multi_query_blocks", "extend_attention").knobs == {"pack_gqa": "pack_gqa", "block_m": "block_m"}
     # generic sources of the idea plus the task's own (SGLang's split-KV decode)
     split = cat.pattern("split_kv", "extend_attention")
@@ -78,7 +81,7 @@ def test_prior_formula_with_missing_field_names_the_pattern(tmp_path):
 
 
 @pytest.mark.parametrize("old, new, message", [
-    ("knobs: {num_splits: num_splits}", "knobs: {num_splitz: num_splits}", "unknown knob"),
+    ('knobs: {num_splits: "0"}', 'knobs: {num_splitz: "0"}', "unknown knob"),
     ('prior_gain: "split_gain"', 'prior_gain: "__import__(1)"', "unknown function"),
     ('prior_gain: "split_gain"', 'prior_gain: "split_gain.real"', "Attribute is not allowed"),
     ("composes_with: [multi_query_blocks]", "composes_with: [multi_query_blockz]", "unknown pattern id"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from agent.proposers.offline import PatternGuidedProposer
+from kernels.extend_attention.family import FamilyConfig
 
 
 def test_num_splits_zero_reads_as_auto():
@@ -18,7 +19,7 @@ class _Space:
 
     value_label = staticmethod(lambda knob, value: "auto" if (knob, value) == ("num_splits", 0) else str(value))
 
-    def neighbors(self, centre, key):
+    def neighbors(self, centre, key, feasible=True):
         return [("num_splits", -1, {**centre, "num_splits": 0})]
 
     def feasible(self, config, key):
@@ -67,8 +68,12 @@ def test_findings_recorded_before_the_switches_still_seed_plans():
         "parameters": {**old, "dispatch_class": "memory-d128"}})
     ctx = SimpleNamespace(retrieval=SimpleNamespace(findings=[finding]), chip="h200")
     plans = PatternGuidedProposer(space)._finding_plans("memory-d128", ctx)  # type: ignore[arg-type]
-    # the candidate that made this finding rendered no pregather/tma/mla: it ran at FamilyConfig's defaults (off)
-    assert [p.config for p in plans] == [{**old, "pregather": False, "tma": False, "mla": "off"}]
+    # the candidate that made this finding rendered no pregather/tma/mla (nor the later knobs): it ran at
+    # FamilyConfig's defaults
+    defaults = FamilyConfig()
+    later = {k: getattr(defaults, k) for k in space.knobs if k not in old}
+    assert later["pregather"] is later["tma"] is False and later["mla"] == "off" and later["heavy_first"] is True
+    assert [p.config for p in plans] == [{**old, **later}]
     assert plans[0].note.startswith("verified x9.50 on h200")
 
 
@@ -85,3 +90,23 @@ def test_pattern_expected_to_lose_is_not_applied(monkeypatch):
     targets = {"tma": [(True, -1.7, "pregather_tma", [])]}
     centre = space.structure_config("memory-d128")
     assert proposer._move_score("memory-d128", "tma", 1, True, centre, targets) < 0
+
+
+def test_two_knob_moves_combine_a_switch_with_its_sub_knob(monkeypatch):
+    """Gather-ahead's ordering (ahead_sync) fits only with gather-ahead on, so neither single step reaches the tuned
+    compute-d128 configuration from one without gather-ahead; the pair does."""
+    from kernels.extend_attention.family import AHEAD_DERIVED
+    from kernels.extend_attention.family_space import case_shape
+    from kernels.extend_attention.spec import TASK
+    from kernels.extend_attention.tuned import class_config
+
+    space = _space()
+    proposer = PatternGuidedProposer(space)
+    monkeypatch.setattr(proposer, "_aggregate_patterns", lambda key, ctx: [])
+    tuned = class_config(case_shape(TASK.case("mixed-batch")).problem()).to_dict()
+    assert tuned["gather_ahead"] == AHEAD_DERIVED and tuned["ahead_sync"] is True
+    centre = {**tuned, "gather_ahead": 0, "ahead_sync": False}
+    assert not space.feasible({**centre, "ahead_sync": True}, "compute-d128")
+    ctx = SimpleNamespace(best_id="v1", best_table={"compute-d128": centre})
+    configs = [c[0] for c in proposer._class_candidates("compute-d128", ctx, [])]  # type: ignore[arg-type]
+    assert tuned in configs
