@@ -221,7 +221,7 @@ class Guards:
             machinery = False
             while caller is not None and in_import_machinery(caller):
                 caller, machinery = caller.f_back, True
-            candidate = not machinery and caller is not None and self.judge.code_kind(caller.f_code) == "untrusted"
+            candidate = not machinery and caller is not None and self.judge.frame_kind(caller) == "untrusted"
         finally:
             STATE.in_guard = False
         if not candidate:

@@ -98,6 +98,12 @@ ATTEMPTS = {
     "frame_walk": ("torch.sys._getframe(0)", "sys._getframe"),
     "gc_scan": ("torch.sys.modules['gc'].get_objects()", "gc.get_objects"),
     "exec_string": ("exec('1')", "sandbox: compile"),
+    # a subclass of a trusted dataclass with a C-level __post_init__, re-created by trusted kernel code
+    # (dataclasses.replace in family.resolve_tiles): the generated __init__ would open the file under the kernel's name
+    "dataclass_post_init_via_trusted_replace": (
+        "from kernels.extend_attention import family; sink = []\nclass Config(family.FamilyConfig):\n    pass\n"
+        "config = Config(ragged_tiles=16); Config.__post_init__ = staticmethod(torch.sys.modules['functools'].partial("
+        "sink.extend, map(open, ['shadow.py'], ['w']))); family.resolve_tiles(config, None, None)", "sandbox: open"),
 }
 
 
