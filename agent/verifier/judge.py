@@ -15,6 +15,7 @@ of a frame cannot be chosen by code that may not call ``exec``). Reading ``frame
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sysconfig
 from dataclasses import dataclass, field
@@ -298,8 +299,6 @@ def _is_repr_guard(code: CodeType) -> bool:
 def _dataclass_records() -> tuple[type, ...]:
     """The classes of the records `dataclasses` keeps on a dataclass (``__dataclass_fields__`` values,
     ``__dataclass_params__``)."""
-    import dataclasses
-
     return tuple(t for t in (dataclasses.Field, getattr(dataclasses, "_DataclassParams", None)) if t is not None)
 
 

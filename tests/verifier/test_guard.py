@@ -87,6 +87,14 @@ ATTEMPTS = {
     "signal_handler": ("torch.sys.modules['signal'].signal(14, print)", "installs a signal handler"),
     "flag_flip_keeps_guards": ("torch.sys.modules['agent.verifier.judge'].STATE.active = False; "
                                "open('shadow.py', 'w')", "sandbox: open"),
+    # the guards' own "judging" flag is plain Python state: forged, it must not wave through what they refuse
+    "in_guard_forged_open": ("torch.sys.modules['agent.verifier.judge'].STATE.in_guard = True; "
+                             "open('shadow.py', 'w')", "sandbox: open"),
+    "in_guard_forged_import": ("torch.sys.modules['agent.verifier.judge'].STATE.in_guard = True; import os",
+                               "import of 'os'"),
+    "in_guard_forged_dispatch_off": ("torch.sys.modules['agent.verifier.judge'].STATE.in_guard = True\n"
+                                     "with torch._C._DisableTorchDispatch():\n    torch.ones(2).sum()",
+                                     "switches the torch guard off"),
     "import_os": ("import os", "import of 'os'"),
     "import_cached_sys": ("import sys", "import of 'sys'"),
     "import_math": ("import math, triton.language", "allowed"),
