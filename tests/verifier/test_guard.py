@@ -232,3 +232,37 @@ def test_free_blocks_of_small_segments_are_taken_back_in_small_pool_requests():
     # every request of a small segment's block must be small-pool sized (<= 1 MiB) and cover the block exactly
     assert sorted(requests) == sorted([mib, mib, mib, mib // 2, 20 * mib])
     assert sum(requests) == 2 * mib + 3 * mib // 2 + 20 * mib
+
+
+#: Known gaps of the in-process dynamic layer (the static rules refuse the attribute chains they need): the judge is
+#: a Python object any code reaches (the dispatch guard on torch's mode stack, ``builtins.__import__.__self__``), so
+#: rebinding its methods or editing its caches makes the candidate's code "trusted". Kept as strict expected
+#: failures: when one is closed, the test fails and moves into ATTEMPTS.
+KNOWN_GAPS = {
+    "judge_method_rebound": (
+        "mode = torch.utils._python_dispatch._get_current_dispatch_mode(); "
+        "mode.judge.responsible = lambda frame: (None, 'trusted'); mode.judge.is_harness = lambda frame: True; "
+        "torch.ones(2).sum()", "forbidden torch operation"),
+    "judge_cache_edited": (
+        "mode = torch.utils._python_dispatch._get_current_dispatch_mode(); "
+        "[mode.judge._cache.__setitem__(k, 'trusted') for k in list(mode.judge._cache)]; "
+        "[mode.judge._by_code.__setitem__(k, 'trusted') for k in list(mode.judge._by_code)]; "
+        "open('shadow.py', 'w')", "sandbox: open"),
+}
+
+
+@pytest.fixture(scope="module")
+def gap_results():
+    lines = "\n".join(f"attempt({name!r}, {code!r})" for name, (code, _) in KNOWN_GAPS.items())
+    proc = subprocess.run([sys.executable, "-c", SCRIPT.format(root=str(ROOT), attempts=lines)], capture_output=True,
+                          text=True, timeout=300, env={"TRITON_INTERPRET": "1", "PATH": "/usr/bin:/bin"},
+                          cwd=str(ROOT / "tests" / "verifier"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    Path(ROOT / "tests" / "verifier" / "shadow.py").unlink(missing_ok=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.xfail(strict=True, reason="known gap: the judge's own methods and caches are writable Python state")
+@pytest.mark.parametrize("name", sorted(KNOWN_GAPS))
+def test_known_gap_judge_state(gap_results, name):
+    assert gap_results[name].startswith("refused") and KNOWN_GAPS[name][1] in gap_results[name], gap_results[name]
