@@ -249,6 +249,16 @@ def is_abbreviation(short: str, long: str) -> bool:
     return initials.endswith(letters) or initials == letters
 
 
+#: "A kernel is compiled for one Helm core", "each work-group runs on one engine", "a codelet is placed on one
+#: tile": the programming model's unit of work (kernel, program, work-group, thread block) bound to one X makes X
+#: the compute unit (CUDA C Programming Guide, "Hardware Implementation": a block runs on one multiprocessor).
+_RUNS_ON_ONE = re.compile(
+    r"\b(?:a|an|each|every|one)\s+(?:kernel(?:\s+instance)?|program|codelet|work-?group|thread\s+block|block)\s+"
+    r"(?:is\s+|are\s+)?(?:compiled|written|built|launched|dispatched|placed|scheduled|runs?|executes?|executed)\s+"
+    r"(?:for|on|to|onto)\s+(?:one|a\s+single|exactly\s+one)\s+(?P<t>(?:[A-Za-z][\w\-]*\s*){1,3})",
+    re.IGNORECASE)
+
+
 def definitions_in(unit: Unit, mentions) -> tuple[list[Definition], list[tuple[str, str]]]:
     """Definitions and aliases that one sentence or row states (see module docstring). Where either side of a
     definition could be the term, the term is the side the documents mention more often (`mentions`)."""
@@ -304,6 +314,10 @@ def definitions_in(unit: Unit, mentions) -> tuple[list[Definition], list[tuple[s
     for rx in (_EACH_A, _OF_A):
         for match in rx.finditer(text):
             add(match.group("t"), match.group("d"))
+    for match in _RUNS_ON_ONE.finditer(text):
+        term = noun_phrase(match.group("t").split())
+        if term:
+            add(term, "the core that one kernel instance is compiled for and runs on", head="", explicit=True)
     for match in _COUNTERPART.finditer(text):
         generic = noun_phrase(match.group("g").split())
         if generic:
@@ -392,6 +406,20 @@ _EACH_WITH = re.compile(rf"(?<![\w.,])(?P<m>{_NUMBER})\s+(?P<p>(?:[A-Za-z][\w\-]
 _PER_PARENT = re.compile(rf"(?<![\w.,])(?P<n>{_NUMBER})\s+(?P<c>(?:[A-Za-z][\w\-]*\s+){{0,2}}?[A-Za-z][\w\-]*)\s+"
                          rf"per\s+(?P<p>(?:[A-Za-z][\w\-]*\s*){{1,3}})", re.IGNORECASE)
 
+#: "6 clusters of 4 engines", "8 groups of 16 lanes": N parents, each of M children (the parent's count is read as a
+#: chip-level count by `counted_terms`).
+_N_OF_M = re.compile(rf"(?<![\w.,])(?P<m>{_NUMBER})\s+(?P<p>(?:[A-Za-z][\w\-]*\s+){{0,1}}?[A-Za-z][\w\-]*s)\s+of\s+"
+                     rf"(?P<n>{_NUMBER})\s+(?P<c>(?:[A-Za-z][\w\-]*\s*){{1,3}})", re.IGNORECASE)
+#: "every column is a chain of 64 tiles", "each row forms a ring of 8 cores": M children in each parent.
+_EVERY_IS_OF = re.compile(rf"\b(?:each|every)\s+(?P<p>(?:[A-Za-z][\w\-]*\s+){{0,2}}?[A-Za-z][\w\-]*)\s+(?:is|forms|"
+                          rf"makes up)\s+(?:a|an|one)\s+[A-Za-z][\w\-]*\s+of\s+(?P<n>{_NUMBER})\s+"
+                          rf"(?P<c>(?:[A-Za-z][\w\-]*\s*){{1,3}})", re.IGNORECASE)
+#: The text just before a count that is a per-parent count of one of those forms ("6 clusters of |4|",
+#: "every column is a chain of |64|"): not a chip-level count.
+PER_PARENT_BEFORE = re.compile(rf"(?:(?<![\w.,]){_NUMBER}\s+(?:[A-Za-z][\w\-]*\s+)?[A-Za-z][\w\-]*s\s+of|"
+                               rf"\b(?:each|every)\s+(?:[A-Za-z][\w\-]*\s+){{1,3}}(?:is|forms|makes up)\s+"
+                               rf"(?:a|an|one)\s+[A-Za-z][\w\-]*\s+of)\s+$", re.IGNORECASE)
+
 
 #: "Each Tensix tile contains: 1x L1 ... 5x RISCV cores": a list of components after "each T contains:".
 _EACH_CONTAINS_LIST = re.compile(r"\beach\s+(?P<p>(?:[A-Za-z][\w\-]*\s+){0,2}?[A-Za-z][\w\-]*)\s+"
@@ -418,7 +446,7 @@ def containments(unit: Unit) -> list[Containment]:
     """What one sentence says holds what (see `ingest.profile_glossary`), with the count per parent."""
     out = []
     text = unit.text
-    for rx in (_EACH_HAS, _CONTAINS, _EACH_WITH, _PER_PARENT):
+    for rx in (_EACH_HAS, _CONTAINS, _EACH_WITH, _PER_PARENT, _N_OF_M, _EVERY_IS_OF):
         for match in rx.finditer(text):
             child = noun_phrase(match.group("c").split())
             parent = noun_phrase(match.group("p").split()) or match.group("p")

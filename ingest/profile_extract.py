@@ -29,6 +29,7 @@ from hardware_profiles.merge import merge_profiles
 from hardware_profiles.schema import SCALAR_FIELDS
 from hardware_profiles.yaml_io import check_chip_name
 from ingest.profile_definitions import is_abbreviation as _is_abbreviation
+from ingest.profile_columns import choose_columns, described_phrases
 from ingest.profile_definitions import singular
 from ingest.profile_derive import compute_units_from_hierarchy
 from ingest.profile_glossary import Glossary, build_glossary
@@ -143,6 +144,7 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Cand
         scalar_candidates(record, out, glossary)
         peak_candidates(record, out, glossary)
     out.candidates.extend(extra or [])
+    out.candidates = choose_columns(out.candidates, product or name.replace("_", " "), described_phrases(texts))
     report.candidates = len(out.candidates)
     report.problems = sorted(set(out.problems))
     fields: dict[str, ProfileField] = {}

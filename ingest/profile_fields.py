@@ -41,7 +41,8 @@ QUANTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
                                          "DRAM bandwidth", "bandwidth")),
     "engine_clock": ("hz", ("peak engine clock", "boost clock", "maximum core clock frequency", "engine clock",
                             "core clock", "clock of the compute units", "compute units run at up to", "clock rate",
-                            "clock speed", "the chip's standard clock rate")),
+                            "clock speed", "the chip's standard clock rate", "graphics clock",
+                            "processor clock frequency", "the clock the compute engines run at")),
 }
 #: Quantities of the same dimensions that the profile does not hold (absorb numbers about other things).
 LOOKALIKES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -60,9 +61,10 @@ LOOKALIKES: dict[str, tuple[str, tuple[str, ...]]] = {
     "other_bandwidth": ("bytes_per_s", (
         "interconnect link bandwidth", "PCIe host bandwidth", "network bandwidth", "cache bandwidth",
         "on-chip SRAM bandwidth", "network-on-chip bandwidth", "bandwidth per direction",
-        "aggregate bandwidth of a node",
+        "bandwidth of a node of several accelerators",
     )),
-    "other_clock": ("hz", ("memory clock", "memory data rate", "base clock", "minimum clock", "interface clock")),
+    "other_clock": ("hz", ("memory clock", "memory data rate", "base clock", "minimum idle clock", "interface clock",
+                           "network-on-chip clock", "clock of the management or control processor")),
 }
 #: (quantity, scope) -> profile field; scope "" = no scope stated. A pair not listed states no profile field.
 FIELD_BY_SCOPE: dict[tuple[str, str], str] = {

@@ -52,6 +52,8 @@ CONCEPTS = ConceptSpace({
         "the basic building block to which blocks of threads are assigned",
         "a self-contained processor with its own local memory",
         "the unit that a runtime schedules kernel work onto, one thread block or work-group at a time",
+        "the programmable unit of the architecture", "the chip's unit of computation",
+        "the core that one kernel instance is compiled for and runs on",
     ],
     "warp": [
         "warp", "wavefront",
@@ -317,12 +319,15 @@ def _name_as_written(key: str, units: list[Unit]) -> str:
 
 def _partitions_from_containment(glossary: Glossary) -> None:
     """A term that holds compute units is a partition of the chip ("8 shader arrays, each with 10 SPUs"), whatever
-    its definition said; a term inside the compute unit is a sub-unit."""
+    its definition said; a term inside the compute unit is a sub-unit. A term taken for a compute unit that holds
+    several of another compute-unit term ("6 clusters of 4 engines", both read as processors) is the partition:
+    the unit of computation is the innermost one that the document counts (the CUDA/OpenCL sense of a compute
+    unit: the processor that runs one block, never a group of them)."""
     units = glossary.compute_unit_keys()
     for c in glossary.contains:
         child = glossary.aliases.get(c.child, c.child)
         parent = glossary.aliases.get(c.parent, c.parent)
-        if child in units and parent not in units:
+        if child in units and parent != child and c.count >= 2:
             term = glossary.terms.get(parent)
             if term is not None and term.concept != "partition":
                 term.concept = "partition"

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ingest.profile_definitions import noun_phrase, term_key
+from ingest.profile_definitions import PER_PARENT_BEFORE, noun_phrase, term_key
 from ingest.profile_fields import SCALABLE, Match, field_for, is_profile_quantity, match_quantity
 from ingest.profile_glossary import Glossary
 from ingest.profile_labels import ENABLED_SUBSET, PHYSICAL_TOTAL, _np_after, labels, own_words, sentence_after
@@ -231,6 +231,9 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
             continue
         if match.quantity == "memory_bandwidth" and not record.is_table and not _PEAK_CUE.search(record.key):
             continue  # a device's memory bandwidth is written as its peak (or total, aggregate, maximum)
+        if quantity.dimension == "count" and not record.is_table and \
+                PER_PARENT_BEFORE.search(record.text[max(0, quantity.start - 80):quantity.start]):
+            continue  # "6 clusters of 4 engines": 4 is per cluster (the chip's count is derived, profile_derive)
         if match.quantity == "compute_units" and _holds_compute_units(record, quantity, glossary):
             continue  # "4 core arrays; each core array contains 20 cores": a count of partitions
         scope = scope_of(record, quantity, glossary)

@@ -59,6 +59,20 @@ _FOOTNOTE_MARKS = "*†‡§¹²³⁴"
 #: A column that says who shares or uses a memory ("Shared by: the work-items of one work-group") names no scope
 #: of the size beside it (the memory is sized per its owner).
 _SHARING = re.compile(r"\b(?:shared|used|accessed|visible)\s+(?:by|to)\b|\bscope\b|\bsharing\b", re.IGNORECASE)
+#: A column that says at what level each row's figure is counted ("Counted per", "Granularity", "Where it lives",
+#: "Level", "Per"): its cell is the row's scope, read as "per <cell>" (English syntax of such headers).
+_SCOPE_COLUMN = re.compile(r"^\s*(?:(?:counted|given|stated|measured|sized)\s+(?:per|for|at)|per|granularity|level|"
+                           r"where(?:\s+it\s+(?:lives|sits|is))?|applies\s+to|unit\s+of\s+count)\s*$", re.IGNORECASE)
+
+
+def _scope_cell(cell: str) -> str:
+    """A scope column's cell as a noun phrase: parentheticals and leading determiners dropped ("one XVE" ->
+    "XVE", "cluster (shared by its 4 engines)" -> "cluster")."""
+    text = re.sub(r"\([^()]*\)", " ", normalize_space(cell))
+    text = re.sub(r"^(?:one|a|an|the|each|every)\s+", "", text.strip(), flags=re.IGNORECASE)
+    return normalize_space(text)
+
+
 #: A cell that says before its figure that the figure is with sparsity ("(with sparsity) 4,800 TFLOPS").
 _SPARSE_WORDS = re.compile(r"sparsity|sparse", re.IGNORECASE)
 
@@ -85,15 +99,19 @@ def _row_records(header: list[str], row: list[str], caption: str, chunk: Chunk, 
     out = []
     for i, cell in enumerate(row[1:], start=1):
         cell = normalize_space(cell)
-        if not cell:
-            continue
+        if not cell or (i < len(header) and _SCOPE_COLUMN.search(header[i])):
+            continue  # a scope column's cell says where the row's figure is counted; it is no figure itself
         if sum(1 for w in cell.split() if re.fullmatch(r"[A-Za-z][a-z'\-]{2,}[,.;:]?", w)) >= _SENTENCE_WORDS:
             out.extend(prose_records(cell, chunk, tokens))  # a definition or remark: read as sentences
             continue
         name = normalize_space(header[i]) if i < len(header) else ""
         locator = locator_of(chunk, f"{where}row '{label}'" + (f", column '{name}'" if name else ""))
+        per = next((_scope_cell(row[j]) for j in range(1, len(row)) if j != i and j < len(header)
+                    and _SCOPE_COLUMN.search(header[j])), "")
         others = " ".join(normalize_space(c) for j, c in enumerate(row[1:], start=1) if j != i
-                          and not re.search(r"\d", c) and not _SHARING.search(header[j] if j < len(header) else ""))
+                          and not re.search(r"\d", c) and not _SHARING.search(header[j] if j < len(header) else "")
+                          and not (j < len(header) and _SCOPE_COLUMN.search(header[j])))
+        others = f"per {per} {others}".strip() if per else others
         for part_label, part_name, part in _split_cell(label, name, cell):
             record = _cell_record(part_name, part_label, part, caption, chunk, tokens, locator, product=row_product,
                                   unit=row_unit)

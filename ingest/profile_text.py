@@ -40,7 +40,7 @@ _COMPARISON_BEFORE = re.compile(
 )
 
 CHIP_NOUNS = (r"(?:gpus?|accelerators?|devices?|chips?|asics?|processors?|packages?|oams?|cards?|apus?|products?|"
-              r"parts?|models?|skus?)")
+              r"parts?|models?|skus?|npus?|tpus?|ipus?|dpus?|xpus?)")
 #: Generic names of the compute unit (CUDA, HIP and OpenCL documentation); a vendor's own name is learned from its
 #: documents (`ingest.profile_glossary`) and rewritten to "compute unit" before scopes are read.
 CU_NOUNS = r"(?:compute units?|cus?|streaming multiprocessors?|sms?)"
@@ -213,9 +213,14 @@ def clause_product(clause: str, sentence: str, context: str, tokens: set[str],
     predecessor that names no product ("Competing GPUs offer 132 SMs", "the previous generation had ...") is about
     another product, and so are the clauses after it in its sentence that name none."""
     brands = getattr(tokens, "brands", frozenset())
-    own = _verdict(products_in(clause, brands), tokens)
+    named = products_in(clause, brands)
+    own = _verdict(named, tokens)
+    if own == "chip" and _FOREIGN.search(sentence) and _verdict(named[:1], tokens) == "other":
+        return "other"  # "The A5 that the A7 replaces had 20 cores": the first product named is the subject
     if own is not None:
         return own
+    if comparison_section(context):
+        return "other"
     at = sentence.find(clause)
     if _FOREIGN.search(clause) or (at > 0 and _FOREIGN.search(sentence[:at])
                                    and not products_in(sentence[:at], brands)):
@@ -247,7 +252,22 @@ _ASIDE = re.compile(r"(?:^|[,;(]\s*|\s)(?:up from|down from|compared (?:to|with)
                     r"over the|relative to)\s[^,;)]*", re.IGNORECASE)
 #: Words that make a clause about a product other than the one described: competitors and predecessors.
 _FOREIGN = re.compile(r"\b(?:competing|competitors?|competitive|rivals?|other vendors?|(?:previous|prior|earlier|last|"
-                      r"older)[- ]generation|predecessors?)\b", re.IGNORECASE)
+                      r"older)[- ]generation|predecessors?|(?:that|which)\s+(?:the\s+)?\S+\s+(?:replaces|succeeds)|"
+                      r"(?:a|an|another|one)\s+(?:leading|competing|rival|comparable|contemporary)\b)\b",
+                      re.IGNORECASE)
+#: The heading of a section about other products: comparisons, predecessors, related products.
+_COMPARISON_HEADING = re.compile(r"\b(?:compar\w*|versus|vs\.?|related products|predecessors?|competit\w*|"
+                                 r"(?:previous|prior|earlier|older)[- ]generations?)\b", re.IGNORECASE)
+
+
+def comparison_section(section: str) -> bool:
+    """True when the innermost heading of `section` (``"Title > Sub > Heading"``) announces a comparison with
+    other products ("How the L9 compares", "Compared with the A5", "Related products"): its sentences that name
+    no product are about those products. The document's title (a section without ``>``) never counts: a family
+    comparison sheet describes its own chip too."""
+    if " > " not in section:
+        return False
+    return bool(_COMPARISON_HEADING.search(section.rsplit(" > ", 1)[-1]))
 
 
 def level_cues(text: str) -> set[str]:

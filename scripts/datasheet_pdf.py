@@ -3,7 +3,8 @@ paragraphs wrapped to the page width, bullet items, and tables drawn as ruled gr
 
 Test data tooling (issue 18): the PDF form of each Markdown datasheet under ``tests/data/datasheets*/`` is made
 with this at test time, so that onboarding it can be checked against the Markdown form. Needs ``fpdf2`` (a test
-dependency); the text uses the PDF core font Helvetica, so the input must be Latin-1.
+dependency); the text is set in DejaVu Sans, the Unicode TrueType font matplotlib ships (a dependency), so dashes,
+multiplication signs and micro signs survive into the PDF's text layer as they are in the Markdown.
 
 Usage: ``python scripts/datasheet_pdf.py IN.md OUT.pdf``
 """
@@ -24,7 +25,6 @@ def render_markdown_pdf(markdown_path: Path, pdf_path: Path) -> Path:
 
     Raises:
         ImportError: fpdf2 or markdown-it-py is not installed.
-        UnicodeEncodeError: the document holds characters outside Latin-1.
     """
     from fpdf import FPDF
     from markdown_it import MarkdownIt
@@ -33,6 +33,7 @@ def render_markdown_pdf(markdown_path: Path, pdf_path: Path) -> Path:
     pdf = FPDF(format="A4")
     pdf.set_auto_page_break(auto=True, margin=15)
     pdf.set_title(Path(markdown_path).stem)
+    _add_unicode_font(pdf)
     pdf.add_page()
     i = 0
     in_list = 0
@@ -41,7 +42,7 @@ def render_markdown_pdf(markdown_path: Path, pdf_path: Path) -> Path:
         if tok.type == "heading_open":
             level = int(tok.tag[1])
             pdf.ln(2)
-            pdf.set_font("Helvetica", "B", _HEADING_SIZES.get(level, 11))
+            pdf.set_font(_FONT, "B", _HEADING_SIZES.get(level, 11))
             pdf.multi_cell(0, 7, _inline(tokens[i + 1].content), new_x="LMARGIN", new_y="NEXT")
             pdf.ln(1)
             i += 3
@@ -51,7 +52,7 @@ def render_markdown_pdf(markdown_path: Path, pdf_path: Path) -> Path:
         elif tok.type in ("bullet_list_close", "ordered_list_close"):
             in_list -= 1
         elif tok.type == "inline":
-            pdf.set_font("Helvetica", "", _BODY_SIZE)
+            pdf.set_font(_FONT, "", _BODY_SIZE)
             text = ("- " if in_list else "") + _inline(tok.content)
             pdf.multi_cell(0, _LINE_MM, text, new_x="LMARGIN", new_y="NEXT")
             pdf.ln(2)
@@ -61,6 +62,18 @@ def render_markdown_pdf(markdown_path: Path, pdf_path: Path) -> Path:
         i += 1
     pdf.output(str(pdf_path))
     return Path(pdf_path)
+
+
+_FONT = "DejaVu"
+
+
+def _add_unicode_font(pdf) -> None:
+    """Register matplotlib's DejaVu Sans (regular and bold) with `pdf` as family `_FONT`."""
+    import matplotlib
+
+    fonts = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
+    pdf.add_font(_FONT, "", str(fonts / "DejaVuSans.ttf"))
+    pdf.add_font(_FONT, "B", str(fonts / "DejaVuSans-Bold.ttf"))
 
 
 def _inline(text: str) -> str:
@@ -84,7 +97,7 @@ def _table(pdf, tokens, i: int) -> int:
         i += 1
     if rows:
         widths = _column_widths(rows)
-        pdf.set_font("Helvetica", "", _BODY_SIZE - 1)
+        pdf.set_font(_FONT, "", _BODY_SIZE - 1)
         with pdf.table(col_widths=widths, text_align="LEFT", first_row_as_headings=True, line_height=_LINE_MM,
                        padding=1) as table:
             for cells in rows:

@@ -138,6 +138,8 @@ class _Walker:
             self._add(node.astext(), "caption")
         elif isinstance(node, nodes.container) and node.get("chiplore_title"):
             self._titled(node, bullet)
+        elif isinstance(node, nodes.definition_list_item):
+            self._definition(node)
         elif isinstance(node, (nodes.bullet_list, nodes.enumerated_list)):
             self.walk(node, bullet=True)
         elif isinstance(node, nodes.Element):
@@ -169,6 +171,13 @@ class _Walker:
             self.pseudo = True
             return
         self._add(("- " if bullet else "") + one_line(node.astext()), "prose")
+
+    def _definition(self, node: nodes.definition_list_item) -> None:
+        """A definition-list item (a glossary entry ``Term`` + indented definition) as one ``Term: definition``
+        paragraph, so that the term stays with what defines it (docutils keeps the term in its own node)."""
+        term = one_line(" ".join(t.astext() for t in node.findall(nodes.term)))
+        body = " ".join(one_line(d.astext()) for d in node.findall(nodes.definition))
+        self._add(f"{term}: {body}" if term else body, "prose")
 
     def _end_pseudo(self) -> None:
         if self.pseudo:
