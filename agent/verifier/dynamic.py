@@ -61,6 +61,12 @@ class Outcome:
     #: Stopped by the verifier because the candidate failed in another sandbox child (not a verdict of its own).
     stopped: bool = False
     exit_statuses: list[int] = field(default_factory=list)
+    #: Ids of the trials judged and passed, in the order judged: a pass needs every trial of the plan here exactly
+    #: once (`Verifier._dynamic` checks it against the plan).
+    judged: list[int] = field(default_factory=list)
+    #: Ids of the perturbation trials whose reference moved (`replay_check`): a pass of a plan with perturbation
+    #: trials needs at least one, or nothing checked that the output follows its inputs in place.
+    sensitive: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -68,6 +74,7 @@ class _Kept:
     inputs: dict[str, Any]
     output: torch.Tensor
     expected: torch.Tensor
+    digest: str
 
 
 @dataclass
@@ -161,6 +168,7 @@ class DynamicRun:
             for trial in self.plan.trials:
                 self._step(trial.id)
                 self._judge_trial(trial)
+                self.outcome.judged.append(trial.id)
                 self.progress("judged")
                 now = time.perf_counter()
                 self.outcome.trial_seconds[f"{trial.case.id} ({trial.label}, trial {trial.id})"] = round(now - last, 3)
@@ -241,6 +249,9 @@ class DynamicRun:
             if base is None:
                 raise Failure("runtime_error", f"{label}: perturbation of an unknown trial")
             prepared = self._perturbed(base.inputs, trial)
+            if prepared.digest == base.digest:
+                raise Failure("runtime_error", f"verifier infrastructure: {label}: the perturbation left every input "
+                              "as it was, so the trial could not tell a replayed output")
         else:
             prepared = self.prefetch.take(trial)
         inputs, digest, expected = prepared.inputs, prepared.digest, prepared.expected
@@ -260,12 +271,12 @@ class DynamicRun:
         if int(head.get("launches", 0)) < 1:
             raise Failure("runtime_error", f"{label}: no Triton kernel was launched")
         if base is not None:
-            self._check_sensitivity(label, base, got, expected, tol)
+            self._check_sensitivity(label, trial, base, got, expected, tol)
         self._record(trial.case, result, tol)
         if not result.ok:
             raise Failure("mismatch", f"{label}: {describe(result, self.output, tol)}")
         if trial.id in self.bases:
-            self.kept[trial.id] = _Kept(inputs, got, expected)
+            self.kept[trial.id] = _Kept(inputs, got, expected, digest)
 
     def _perturbed(self, inputs: dict[str, Any], trial: Trial) -> Prepared:
         """A perturbation trial: its base trial's inputs edited in place, digested, and their reference (here, not
@@ -285,14 +296,13 @@ class DynamicRun:
                           "dtype")
         return tensor.to(self.device)
 
-    def _check_sensitivity(self, label: str, base: _Kept, got: torch.Tensor, expected: torch.Tensor, tol) -> None:
-        ref_moved = moved(base.expected, expected, tol)
-        stuck = int((ref_moved & ~moved(base.output, got, tol)).sum().item())
-        total = int(ref_moved.sum().item())
-        if total and stuck > total // 2:
-            raise Failure("mismatch", f"{label}: the output did not move when the inputs moved in place: the "
-                          f"reference changed at {total} elements, the candidate's output stayed at {stuck} of them "
-                          "(a cached or replayed result)")
+    def _check_sensitivity(self, label: str, trial: Trial, base: _Kept, got: torch.Tensor, expected: torch.Tensor,
+                           tol: Tolerance) -> None:
+        moved_at, problem = replay_check(base.expected, base.output, expected, got, tol)
+        if problem is not None:
+            raise Failure("mismatch", f"{label}: {problem}")
+        if moved_at:
+            self.outcome.sensitive.append(trial.id)
 
     def _record(self, case: Case, c: Comparison, tol) -> None:
         prev = self.outcome.errors.get(case.id) or CaseErrors(case_id=case.id, atol=tol.atol, rtol=tol.rtol)
@@ -404,6 +414,26 @@ class DynamicRun:
         if event < 0.8 * seen - 200:
             raise Failure("too_fast_to_be_true", f"case {case_id}: reported {event:.1f} us per call but the "
                           f"verifier's own clock saw {seen:.1f} us per call")
+
+
+def replay_check(base_expected: torch.Tensor, base_output: torch.Tensor, expected: torch.Tensor, got: torch.Tensor,
+                 tol: Tolerance) -> tuple[int, str | None]:
+    """An in-place perturbation trial judged: (the number of elements where its reference `expected` moved from its
+    base trial's reference `base_expected`, elementwise beyond `tol` as `compare.moved` says; why the trial fails,
+    or None). It fails when the candidate's output `got` stayed at its base output `base_output` at more than half of
+    those elements (a cached or replayed result). All four are shaped like the output.
+
+    A trial whose reference moved nowhere checks nothing (a replayed output would match): it does not fail, but it
+    does not count as a sensitivity check either (`Outcome.sensitive`; extend attention's redraw of q alone leaves
+    a row that sees one key unchanged).
+    """
+    ref_moved = moved(base_expected, expected, tol)
+    total = int(ref_moved.sum().item())
+    stuck = int((ref_moved & ~moved(base_output, got, tol)).sum().item())
+    if total and stuck > total // 2:
+        return total, (f"the output did not move when the inputs moved in place: the reference changed at {total} "
+                       f"elements, the candidate's output stayed at {stuck} of them (a cached or replayed result)")
+    return total, None
 
 
 def _clocks_disagree(event_us: float, wall_us: float) -> bool:

@@ -113,6 +113,10 @@ class Verifier:
                 first = next(r for r in verdict.reasons if any(m in r for m in _HOST_CLOCK_REASONS))
                 verdict = self._dynamic(path, base, progress, source=data)
                 verdict.flags.append(f"clock check re-run once (new plan): the first run said: {first}")
+            elif _numb_perturbations(verdict):  # a property of the drawn plan, not of the candidate
+                first = verdict.reasons[0]
+                verdict = self._dynamic(path, base, progress, source=data)
+                verdict.flags.append(f"re-run once with a new plan: the first run said: {first}")
         verdict.verify_seconds = round(time.perf_counter() - started, 3)
         return verdict
 
@@ -212,15 +216,20 @@ class Verifier:
         if tampering:
             outcome.stage = "runtime_error"
             outcome.reasons = [f"environment tampering: {c}" for c in tampering[:10]] + outcome.reasons
+        unchecked = plan_coverage_problem(plan, outcome) if not outcome.stage else None
+        if unchecked:
+            outcome.stage, outcome.reasons = "runtime_error", [f"verifier infrastructure: {unchecked}"]
         child_of = {t.id: i for i, part in enumerate(parts) for t in part.trials}
         config = {"options": self.options.model_dump(mode="json"), "static_rules": len(_rules()),
                   "plan": [{"case": t.case.id, "kind": t.kind, "label": t.label, "seed": f"{t.seed:#x}",
-                            "child": child_of[t.id]} for t in plan.trials],
+                            "child": child_of.get(t.id)} for t in plan.trials],
                   "profile": self.profile.chip if self.profile else None,
                   "chip_limits": self.limits.to_dict() if self.limits else None, "partition": partition,
                   "phase_seconds": outcome.phase_seconds,
                   "trial_seconds": outcome.trial_seconds, "fs_isolation": outcome.fs_isolation,
                   "children": len(parts), "exit_statuses": outcome.exit_statuses,
+                  "trials_planned": len(plan.trials), "trials_judged": len(outcome.judged),
+                  "perturbations_that_moved_the_reference": len(outcome.sensitive),
                   "device_conflicts": self._device_conflicts(device)}
         device_name = _device_name(device) + (f" ({describe_partition(self.profile)})" if partition else "")
         verdict = Verdict(stage="pass", device=device_name, versions=_versions(), config=config,
@@ -293,6 +302,38 @@ class Verifier:
 #: The sandbox's byte copy of the candidate, as reasons name it: ``candidate.py:224`` (possibly with the scratch
 #: directory before it) or ``(candidate line 228)``.
 _SANDBOX_COPY = re.compile(r"(?<![\w.-])(?:/[^\s:'\"()]*/)?candidate\.py\b|\bcandidate(?= line \d)")
+
+
+def plan_coverage_problem(plan: Plan, outcome: Outcome) -> str | None:
+    """Why `outcome`, a dynamic stage that found no failure, is still no pass for `plan`, or None: a pass needs
+    every trial of the plan judged exactly once, in whichever sandbox child (`Outcome.judged`), and, where the plan
+    has in-place perturbation trials, at least one whose reference moved (`Outcome.sensitive`), or nothing checked
+    that the candidate's output follows its inputs (a result cached on pointers and shapes would pass)."""
+    planned = sorted(t.id for t in plan.trials)
+    judged = sorted(outcome.judged)
+    if judged != planned:
+        missing = sorted(set(planned) - set(judged))
+        twice = sorted({i for i in judged if judged.count(i) > 1})
+        return (f"{len(judged)} trial verdicts for the plan's {len(planned)} trials (never judged: "
+                f"{missing or 'none'}; judged twice: {twice or 'none'}); no pass without every trial judged once")
+    perturbations = [t.id for t in plan.trials if t.kind == "perturb"]
+    if perturbations and not outcome.sensitive:
+        return (f"none of the {len(perturbations)} in-place perturbation trials moved the reference, so nothing "
+                f"checked that the output follows its inputs; {_NUMB_PERTURBATIONS}")
+    return None
+
+
+#: The end of `plan_coverage_problem`'s reason when no perturbation moved the reference: the drawn case's output
+#: does not depend on the inputs the perturbation edits (extend attention: every query row masked out by a random
+#: custom mask, the output all zeros), so a result replayed from the base trial matches. Such a verdict earns one
+#: re-run with a new plan (`Verifier.verify`); two such plans in a row reject.
+_NUMB_PERTURBATIONS = "no pass without that check"
+
+
+def _numb_perturbations(verdict: Verdict) -> bool:
+    """Whether `verdict` failed only because no perturbation trial of its plan moved the reference."""
+    return verdict.stage == "runtime_error" and len(verdict.reasons) == 1 and verdict.reasons[0].startswith(
+        "verifier infrastructure: none of the") and verdict.reasons[0].endswith(_NUMB_PERTURBATIONS)
 
 
 def _source_text(path: Path, data: bytes) -> str:

@@ -160,6 +160,8 @@ class ParallelRun:
             merged.timings.update(o.timings)
             merged.trial_seconds.update(o.trial_seconds)
             merged.fs_isolation = merged.fs_isolation or o.fs_isolation
+            merged.judged += o.judged
+            merged.sensitive += o.sensitive
         merged.exit_statuses = [o.exit_status for o in outcomes]
         merged.exit_status = next((s for s in merged.exit_statuses if s), 0)
         merged.phase_seconds = self._phases(started)

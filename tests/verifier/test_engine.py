@@ -213,6 +213,61 @@ def test_progress_counts_every_judged_trial_across_all_children(verifier):
     total = len(verdict.config["plan"])
     assert verdict.config["children"] == 2  # the default on the CPU
     assert seen == [f"{n} of {total} trials judged" for n in range(1, total + 1)]
+    assert verdict.config["trials_planned"] == verdict.config["trials_judged"] == total
+    assert verdict.config["perturbations_that_moved_the_reference"] >= 1
+
+
+def test_a_plan_split_that_loses_trials_is_no_pass(verifier, monkeypatch):
+    """A pass needs every trial of the plan judged in some child: here the split drops the in-place perturbation
+    trials (the ones that catch a result replayed on pointers and shapes), and an honest candidate that passes
+    every trial it runs is still no pass."""
+    from agent.verifier import engine
+    from agent.verifier.plan import Plan, split_plan
+
+    def lossy_split(plan: Plan, children: int = 2) -> tuple[Plan, ...]:
+        return tuple(Plan(p.task, p.device, tuple(t for t in p.trials if t.kind != "perturb"), p.timing)
+                     for p in split_plan(plan, children))
+
+    monkeypatch.setattr(engine, "split_plan", lossy_split)
+    kept, verifier.options = verifier.options, VerifyOptions(device="cpu", timeout_s=120, case_ids=("gqa-4",),
+                                                             random_cases=1)
+    try:
+        verdict = verifier.verify(ROOT / "kernels" / "extend_attention" / "baseline.py")
+    finally:
+        verifier.options = kept
+    perturbations = [p["kind"] for p in verdict.config["plan"]].count("perturb")
+    assert perturbations == 2  # the full perturbation and the redraw of q alone
+    assert verdict.stage == "runtime_error", verdict.summary()
+    assert verdict.config["trials_judged"] == verdict.config["trials_planned"] - perturbations
+    (reason,) = verdict.reasons
+    assert "never judged: [1, 2]" in reason and "no pass without every trial judged once" in reason
+
+
+def _outcome(judged: list[int], sensitive: list[int]):
+    from agent.verifier.dynamic import Outcome
+
+    return Outcome(judged=judged, sensitive=sensitive)
+
+
+def test_plan_coverage_needs_every_trial_judged_once_and_one_moving_perturbation():
+    import random
+
+    from agent.verifier.engine import plan_coverage_problem
+    from agent.verifier.plan import PlanSettings, build_plan
+
+    settings = PlanSettings(include_test_cases=True, include_bench_cases=False, random_cases=3, small=True,
+                            timing=False)
+    plan = build_plan(TASK, "cpu", settings, random.Random(7))
+    ids = [t.id for t in plan.trials]
+    perturbs = [t.id for t in plan.trials if t.kind == "perturb"]
+    assert perturbs == [1, 2]
+    assert plan_coverage_problem(plan, _outcome(ids[::-1], [1])) is None  # children judge in any order
+    lost = plan_coverage_problem(plan, _outcome(ids[:-1], [1]))
+    assert lost is not None and f"never judged: [{ids[-1]}]" in lost and f"{len(ids) - 1} trial verdicts" in lost
+    twice = plan_coverage_problem(plan, _outcome([*ids[:-1], ids[0]], [1]))
+    assert twice is not None and "judged twice: [0]" in twice
+    numb = plan_coverage_problem(plan, _outcome(ids, []))
+    assert numb is not None and "none of the 2 in-place perturbation trials moved the reference" in numb
 
 
 class _ClockTrippedOnce(Verifier):
@@ -319,3 +374,49 @@ def test_the_clock_re_run_runs_the_bytes_the_static_stage_checked(tmp_path):
     assert verifier.runs == 2 and "rewritten" in candidate.read_text()
     assert verdict.stage == "pass", verdict.summary()
     assert "re-run once" in verdict.flags[-1]
+
+
+def _zero_output_case():
+    """A one-token extend-attention case and trial seed whose random custom mask hides the token's only key: the
+    reference output is all zeros whatever q and v hold, so an in-place perturbation moves nothing."""
+    from kernels.extend_attention.params import full_params
+    from kernels.task import Case
+
+    case = Case("masked-out", full_params(dict(extend_lens=[1], prefix_lens=[0], num_q_heads=2, num_kv_heads=1,
+                                               head_dim=16, custom_mask=True, dtype="float16")), 1)
+    for seed in range(1, 200):
+        if not TASK.reference(TASK.make_inputs(case, seed, "cpu"))["o_extend"].any():
+            return case, seed
+    raise AssertionError("no seed masks the only key out")
+
+
+def test_a_replay_passes_no_plan_whose_perturbations_move_nothing(verifier, monkeypatch):
+    """The cache-on-pointers cheat replays its first output in the perturbation trials; where that first case's
+    output cannot move (all zeros), the replay matches. Such a plan is re-drawn once, then rejected: no pass."""
+    from dataclasses import replace
+
+    from agent.verifier import engine
+    from agent.verifier.plan import Plan, build_plan
+    from tests.verifier.corpus import CHEATS
+
+    case, seed = _zero_output_case()
+    plans = []
+
+    def numb_plan(*args, **kwargs) -> Plan:
+        plan = build_plan(*args, **kwargs)
+        assert [t.kind for t in plan.trials[:3]] == ["check", "perturb", "perturb"]
+        first = [replace(t, case=case, seed=seed if t.id == 0 else t.seed) for t in plan.trials[:3]]
+        plans.append(Plan(plan.task, plan.device, (*first, *plan.trials[3:]), plan.timing))
+        return plans[-1]
+
+    monkeypatch.setattr(engine, "build_plan", numb_plan)
+    kept, verifier.options = verifier.options, VerifyOptions(device="cpu", timeout_s=120, case_ids=("gqa-4",),
+                                                             random_cases=1, skip_static=True)
+    try:
+        verdict = verifier.verify(next(c for c in CHEATS if c.name == "ptr_cache").path)
+    finally:
+        verifier.options = kept
+    assert verdict.stage == "runtime_error", verdict.summary()
+    assert len(plans) == 2 and verdict.config["perturbations_that_moved_the_reference"] == 0
+    assert "none of the 2 in-place perturbation trials moved the reference" in verdict.reasons[0]
+    assert any(f.startswith("re-run once with a new plan") for f in verdict.flags)
