@@ -76,6 +76,8 @@ def _parse_value(field: str, unit: str, text: str) -> tuple[float | bool, str | 
         if word in _TRUE | _FALSE:
             return word in _TRUE, None
         raise BadInputError(f"profile set: {field} is a yes/no feature; give true or false, not {text!r}")
+    if text.strip().startswith("-"):
+        raise BadInputError(f"profile set: {text.strip()!r} is negative; {field} ({unit}) is never below 0")
     quantity = parse_quantity(text)
     if quantity is None or text.strip()[:1] not in "0123456789.":
         raise BadInputError(f"profile set: {text!r} is not a number for {field} ({unit})")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
@@ -17,30 +18,49 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,  # click's help: paragraphs rewrapped to the terminal, long option names on a line
 )
 
 
-def _flags_take_no_value() -> None:
-    """Rich help without a value placeholder after a flag (``--json``, not ``--json <bool>``).
-
-    typer's rich help shows every option's type, flags included (typer 0.29 prints ``<bool>``), although a flag
-    takes no value; its plain help already leaves it out. Only the help text changes; parsing is untouched.
-    """
-    option = typer.core.TyperOption
-    shown = getattr(option, "display_type_rich", None)
-    if shown is None or getattr(shown, "_chiplore_flags", False):
-        return
-
-    def display_type_rich(self: typer.core.TyperOption, ctx):  # type: ignore[no-untyped-def]
-        if self.is_flag and self.metavar is None and not self.count:
-            return None
-        return shown(self, ctx)
-
-    display_type_rich._chiplore_flags = True  # type: ignore[attr-defined]
-    option.display_type_rich = display_type_rich  # type: ignore[method-assign]
+#: An argument that is a negative number (``-3``, ``-0.5``, ``-.5``, ``-1e3``), not an option name.
+_NEGATIVE_NUMBER = re.compile(r"-(\d|\.\d)")
 
 
-_flags_take_no_value()
+class NegativeNumberArguments(typer.core.TyperCommand):
+    """A command whose arguments may be negative numbers: click reads ``-3`` as an unknown short option ("No such
+    option: -3") before the command can check the value. Here numbers reach the arguments (click's
+    ``ignore_unknown_options``, for that call); any other unknown option (a typo such as ``--sourc``) is still
+    click's "No such option" error, naming that option."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:  # type: ignore[no-untyped-def]
+        numbers, unknown = _dash_arguments(self, ctx, args)
+        if numbers and unknown:
+            raise _CLICK.NoSuchOption(unknown, ctx=ctx)
+        ctx.ignore_unknown_options = ctx.ignore_unknown_options or numbers
+        return super().parse_args(ctx, args)
+
+
+def _dash_arguments(command: typer.core.TyperCommand, ctx, args: list[str]) -> tuple[bool, str | None]:  # type: ignore[no-untyped-def]
+    """(whether `args` hold a negative number where click looks for options, the first unknown option or None);
+    values of options that take one are skipped (``--source "-3 dB"``), as is everything after ``--``."""
+    options = [p for p in command.get_params(ctx) if p.param_type_name == "option"]
+    known = {name for p in options for name in (*p.opts, *p.secondary_opts)}
+    with_value = {name for p in options if not p.is_flag and not p.count for name in p.opts}
+    numbers, skip = False, False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--":
+            break
+        elif arg in with_value:
+            skip = True
+        elif not arg.startswith("-") or arg in known or arg.split("=", 1)[0] in with_value:
+            continue
+        elif _NEGATIVE_NUMBER.match(arg):
+            numbers = True
+        else:
+            return numbers, arg
+    return numbers, None
 
 
 def installed_version() -> str:

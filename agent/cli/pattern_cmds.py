@@ -123,8 +123,9 @@ def patterns_cmd(
     if case is None:
         _console.print(f"[bold]{spec.name} on {profile.chip}[/bold]: top patterns per bench case "
                        "(modeled gain, knobs); details with --case")
-    for result in results:
-        _print_ranked(result, detailed=case is not None)
+    shown = "".join(_print_ranked(result, detailed=case is not None) for result in results)
+    for line in legend(shown):
+        _console.print(line, highlight=False, markup=False)
 
 
 def _graph() -> Any:
@@ -169,18 +170,37 @@ def _print_catalog(catalog: Any, task: str, graph: Any, as_json: bool) -> None:
     _console.print(table)
 
 
-def _print_ranked(result: dict[str, Any], detailed: bool) -> None:
+#: The marks of the ranked listing, each explained under it when it appears (`legend`).
+NOT_APPLICABLE = " - "
+LEGEND = {
+    NOT_APPLICABLE: " -  = not applicable on this chip: a 'requires' precondition fails (the line marked 'fails')",
+    "?": "?   = unknown: the chip profile lacks a value it needs; a gain ?x has neither a prior nor evidence",
+}
+
+
+def legend(printed: str) -> list[str]:
+    """The `LEGEND` lines for the marks that occur in `printed` (the listing's text), in `LEGEND`'s order."""
+    marks = {NOT_APPLICABLE: any(line.startswith(NOT_APPLICABLE) for line in printed.splitlines()),
+             "?": "?" in printed}
+    return [text for mark, text in LEGEND.items() if marks[mark]]
+
+
+def _print_ranked(result: dict[str, Any], detailed: bool) -> str:
+    """Print one case's ranking; return the text of its marked values (ranks, gains, knobs, parameters, signals),
+    where `legend` looks for marks: free text (names, preconditions, citations) may hold a '?' of its own."""
     title = f"{result['task']} / {result['case']} ({result['case_class']}) on {result['chip']}"
     signals = ", ".join(f"{b['id']} {_fmt(b['holds'])}" for b in result["bottlenecks"])
     if not detailed:
         top = [p for p in result["patterns"] if p["applicable"]][:3]
         cells = [f"{p['pattern_id']} modeled {_fmt(p['expected_gain'])}x {_knobs(p)}".strip() for p in top]
         _console.print(f"[bold]{result['case']}[/bold]: " + " | ".join(cells))
-        return
+        return " ".join(f"{_fmt(p['expected_gain'])} {_knobs(p)}" for p in top)
     _console.print(f"[bold]{title}[/bold]\nbottleneck signals: {signals}\n")
+    marks = [signals]
     for i, p in enumerate(result["patterns"], start=1):
         gain = _gain_label(p)
-        rank = f"{i:2d}." if p["applicable"] else " - "
+        rank = f"{i:2d}." if p["applicable"] else NOT_APPLICABLE
+        marks += [rank, _knobs(p), *map(_fmt, p["parameters"].values())]
         _console.print(f"{rank} [bold]{p['pattern_id']}[/bold]: {p['name']}; {gain}")
         measured = sorted({v.removeprefix("evidence: ") for v in p["knob_sources"].values() if v != "rule"})
         lines = [f"knobs: {_knobs(p) or '-'}" + (f" (* from the evidence: {'; '.join(measured)})" if measured else ""),
@@ -196,6 +216,7 @@ def _print_ranked(result: dict[str, Any], detailed: bool) -> None:
             lines.append("not a family knob: a candidate must implement it")
         for line in lines:
             _console.print(f"      {line}", highlight=False, markup=False)
+    return "\n".join(marks)
 
 
 def _gain_label(p: dict[str, Any]) -> str:

@@ -9,11 +9,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from agent.cli.app import app
+from agent.cli.app import NegativeNumberArguments, app
 from agent.cli.console import CliConsole
 from hardware_profiles import HardwareProfile, known_chips, load_profile, profile_path, save_profile
 from hardware_profiles.device_query import chip_name_from_device, merge_device_facts, query_device
-from hardware_profiles.schema import display_value
+from hardware_profiles.schema import Alternative, ProfileField, display_value
 from hardware_profiles.virtual import describe_partition
 from hardware_profiles.yaml_io import check_chip_name, profile_to_data
 
@@ -63,9 +63,15 @@ def profile_table(profile: HardwareProfile, references: list[str] | None = None)
             else:  # narrow: the formula goes with the reference
                 source = f"{source} -- {name} derived: {field.formula}" if source else f"derived: {field.formula}"
         table.add_row(name, display_value(field.value), field.unit, kind, cite(source))
-        for alt in field.alternatives:
+        for alt in other_alternatives(field):
             table.add_row("", f"  alt {display_value(alt.value)}", field.unit, "", cite(alt.source.cite()))
     return table
+
+
+def other_alternatives(field: ProfileField) -> list[Alternative]:
+    """The alternatives of a conflict other than the value shown: a conflict records every value it has seen, the
+    shown one included (`hardware_profiles.merge`), and the row above already shows that value with its source."""
+    return [a for a in field.alternatives if a.value != field.value]
 
 
 @profile_app.command("show")
@@ -161,7 +167,7 @@ def detect(name: str = typer.Option(None, "--as", help="profile name to update (
     console.print(f"saved {path}")
 
 
-@profile_app.command("set")
+@profile_app.command("set", cls=NegativeNumberArguments)
 def set_cmd(chip: str = typer.Argument(..., help="chip name, e.g. zx40"),
             field: str = typer.Argument(..., help="profile field, e.g. num_compute_units or peak_tflops.bf16"),
             value: str = typer.Argument(..., help="the value: 48, '64 KB', '2.4 TB/s', true/false for a feature"),

@@ -63,3 +63,28 @@ def test_usage_errors_exit_1_so_that_2_always_means_a_rejected_kernel(capsys, mo
         assert "Error" in err
     code, out, _ = run_cli(capsys, monkeypatch, "--help")
     assert code == 0 and "verify" in out
+
+
+
+@pytest.mark.parametrize("command", ["onboard", "store", "optimize", "store check", "profile set"])
+def test_help_is_readable_at_80_columns(command, capsys, monkeypatch):
+    """At 80 columns every option description has at least 30 columns, and the command's prose is wrapped to the
+    width: within a paragraph no line stops short (< 60 characters) of the margin while the paragraph goes on."""
+    from tests.agent.cli.cli_helpers import run_cli
+
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = run_cli(capsys, monkeypatch, *command.split(), "--help")
+    assert code == 0
+    lines = out.splitlines()
+    assert all(len(line) <= 80 for line in lines), out
+    first_panel = next(i for i, line in enumerate(lines) if line.rstrip().endswith(":") and not line[0].isspace())
+    prose = lines[1:first_panel]
+    for this, following in zip(prose, prose[1:]):
+        assert not (this.strip() and following.strip()) or len(this) >= 60, (this, out)
+    rows = [line for line in lines[first_panel:] if line.startswith("  ") and line.strip()]
+    for line in rows:  # an option or argument row, or a continuation: its description column
+        name, gap, description = line.strip().partition("  ")
+        text = description.lstrip() if gap else line.lstrip()
+        if not gap and not line.startswith(" " * 10):
+            continue  # an option name on a line of its own (its description follows on the next line)
+        assert 80 - line.index(text) >= 30, (line, out)

@@ -154,3 +154,18 @@ def test_gains_are_labelled_modeled_measured_or_quoted(embedder, capsys, monkeyp
     code, out, _ = run_cli(capsys, monkeypatch, "patterns", "--chip", "h200")
     assert code == 0 and "top patterns per bench case (modeled gain, knobs)" in " ".join(out.split())
     assert " modeled " in out.split("decode:")[1].splitlines()[0]
+
+
+def test_ranked_listing_explains_its_marks_only_when_they_appear(monkeypatch):
+    from agent.cli.pattern_cmds import LEGEND, NOT_APPLICABLE, _fmt, legend
+
+    monkeypatch.setenv("COLUMNS", "200")
+    detailed = runner.invoke(app, ["patterns", "--chip", "h200", "--case", "decode"])
+    assert detailed.exit_code == 0, detailed.output
+    lines = detailed.output.splitlines()
+    assert any(line.startswith(NOT_APPLICABLE) for line in lines)  # h200 decode: some requires precondition fails
+    assert LEGEND[NOT_APPLICABLE] in lines
+    summary = runner.invoke(app, ["patterns", "--chip", "h200"])
+    assert summary.exit_code == 0 and "?" not in summary.output and not any(
+        text in summary.output for text in LEGEND.values())
+    assert legend(f"{_fmt(None)} block_m=16") == [LEGEND["?"]]  # a gain the model cannot give: "modeled ?x"

@@ -159,3 +159,29 @@ def test_set_reads_units_and_peaks():
     p = hp.load_profile("zx41")
     assert p.get("mem_bw_gbps") == pytest.approx(2400) and p.peak_tflops["bf16"].value == 400
     assert p.get("mem_capacity_gb") == pytest.approx(64e9 / 2**30) and p.get("tensor_memory_accelerator") is False
+
+
+@pytest.mark.parametrize("value", ["-3", "-0.5", "-.5"])
+def test_set_negative_value_reaches_the_commands_check(value, capsys, monkeypatch):
+    from tests.agent.cli.cli_helpers import run_cli
+
+    code, out, err = run_cli(capsys, monkeypatch, "profile", "set", "zx40", "num_compute_units", value,
+                             "--source", "x")
+    assert code == 1 and err.strip() == (f"error: profile set: {value!r} is negative; num_compute_units (count) "
+                                          "is never below 0")
+    code, out, err = run_cli(capsys, monkeypatch, "profile", "set", "zx40", "num_compute_units", value, "--sourc", "x")
+    assert code == 1 and "No such option: --sourc" in err  # a typo is still click's error, naming the typo
+    code, out, err = run_cli(capsys, monkeypatch, "profile", "set", "zx40", "num_compute_units", "3",
+                             "--source", "-3 dB table")  # an option's value may start with '-'
+    assert code == 0, err
+
+
+def test_show_conflict_lists_only_the_other_values(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    assert runner.invoke(app, ["profile", "set", "h200", "num_compute_units", "140", "--source", "made up"]
+                         ).exit_code == 0
+    output = runner.invoke(app, ["profile", "show", "h200"]).output
+    rows = [line for line in output.splitlines() if "alt " in line or "num_compute_units" in line]
+    assert re.search(r"num_compute_units\s*│\s*140\s*│.*conflict", output), output
+    assert "alt 132" in output and "alt 140" not in output, rows
+    assert "alt 60" not in output and "alt 50" in output  # packaged l2 conflict: 60 shown, 50 the alternative
