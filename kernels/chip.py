@@ -45,7 +45,7 @@ class UnknownChipLimit(ValueError):
             f"chip {name!r}: {field_name} ({LIMIT_FIELDS[field_name]}) is unknown in its profile, and a kernel runs "
             f"only with limits from the chip's profile; measure it with `chiplore profile probe {name}` on the "
             f"device, onboard a document that states it (`chiplore onboard {name} DOC`), or set it with "
-            f"`chiplore profile set {name} {field_name} VALUE`")
+            f"`chiplore profile set {name} {field_name} VALUE --source \"DOCUMENT, page or section\"`")
 
 
 class ChipLimitsUnset(RuntimeError):

@@ -3,8 +3,8 @@ paragraphs wrapped to the page width, bullet items, and tables drawn as ruled gr
 
 Test data tooling (issue 18): the PDF form of each Markdown datasheet under ``tests/data/datasheets*/`` is made
 with this at test time, so that onboarding it can be checked against the Markdown form. Needs ``fpdf2`` (a test
-dependency); the text is set in DejaVu Sans, the Unicode TrueType font matplotlib ships (a dependency), so dashes,
-multiplication signs and micro signs survive into the PDF's text layer as they are in the Markdown.
+dependency); Latin-1 text is set in the PDF core font Helvetica, other text in DejaVu Sans, the Unicode TrueType
+font matplotlib ships (a dependency), so dashes and multiplication signs survive into the PDF's text layer.
 
 Usage: ``python scripts/datasheet_pdf.py IN.md OUT.pdf``
 """
@@ -33,7 +33,8 @@ def render_markdown_pdf(markdown_path: Path, pdf_path: Path) -> Path:
     pdf = FPDF(format="A4")
     pdf.set_auto_page_break(auto=True, margin=15)
     pdf.set_title(Path(markdown_path).stem)
-    _add_unicode_font(pdf)
+    global _FONT
+    _FONT = _font_for(pdf, Path(markdown_path).read_text(encoding="utf-8"))
     pdf.add_page()
     i = 0
     in_list = 0
@@ -64,16 +65,23 @@ def render_markdown_pdf(markdown_path: Path, pdf_path: Path) -> Path:
     return Path(pdf_path)
 
 
-_FONT = "DejaVu"
+_FONT = "Helvetica"
 
 
-def _add_unicode_font(pdf) -> None:
-    """Register matplotlib's DejaVu Sans (regular and bold) with `pdf` as family `_FONT`."""
+def _font_for(pdf, text: str) -> str:
+    """The PDF core font Helvetica for Latin-1 text; otherwise matplotlib's DejaVu Sans (regular and bold),
+    registered with `pdf`, which has the dashes and signs Helvetica lacks."""
+    try:
+        text.encode("latin-1")
+        return "Helvetica"
+    except UnicodeEncodeError:
+        pass
     import matplotlib
 
     fonts = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
-    pdf.add_font(_FONT, "", str(fonts / "DejaVuSans.ttf"))
-    pdf.add_font(_FONT, "B", str(fonts / "DejaVuSans-Bold.ttf"))
+    pdf.add_font("DejaVu", "", str(fonts / "DejaVuSans.ttf"))
+    pdf.add_font("DejaVu", "B", str(fonts / "DejaVuSans-Bold.ttf"))
+    return "DejaVu"
 
 
 def _inline(text: str) -> str:

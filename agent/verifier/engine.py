@@ -108,10 +108,10 @@ class Verifier:
                                 "candidate_sha256": hashlib.sha256(data).hexdigest()}
         verdict = self._static(text, path, base)
         if verdict is None:
-            verdict = self._dynamic(path, base, progress)
+            verdict = self._dynamic(path, base, progress, source=data)
             if _host_clock_disagreement(verdict):  # host contention is sporadic, hidden GPU work is not
                 first = next(r for r in verdict.reasons if any(m in r for m in _HOST_CLOCK_REASONS))
-                verdict = self._dynamic(path, base, progress)
+                verdict = self._dynamic(path, base, progress, source=data)
                 verdict.flags.append(f"clock check re-run once (new plan): the first run said: {first}")
         verdict.verify_seconds = round(time.perf_counter() - started, 3)
         return verdict
@@ -164,7 +164,13 @@ class Verifier:
             self._conflicts = device_conflicts(self.limits, ChipLimits.from_device("cuda"))
         return self._conflicts
 
-    def _dynamic(self, path: Path, base: dict[str, Any], progress: Callable[[str], None] | None = None) -> Verdict:
+    def _dynamic(self, path: Path, base: dict[str, Any], progress: Callable[[str], None] | None = None,
+                 source: bytes | None = None) -> Verdict:
+        """The sandboxed stage on `source`, the candidate's bytes as the static stage read and checked them (None:
+        read `path` now). Never the file as it is on disk later: a first run's children, or anyone else, may have
+        rewritten it before the clock check's re-run, and those bytes would run unchecked by the static rules."""
+        if source is None:
+            source = path.read_bytes()
         device = self.device()
         partition = self._partition(device)
         plan = build_plan(self.task, device, self._settings(device))
@@ -179,7 +185,7 @@ class Verifier:
             for part in parts:  # one fresh child per part, each with its own scratch, limits and timeout
                 scratch = sandbox.new_scratch()
                 scratches.append(scratch)
-                shutil.copyfile(path, scratch / "candidate.py")
+                (scratch / "candidate.py").write_bytes(source)
                 request = {"plan": part.to_json(), "candidate": str(scratch / "candidate.py"),
                            "scratch": str(scratch), "root": str(self.root),
                            "compute_guard": self.options.compute_guard, "max_file_bytes": 256 << 20,

@@ -213,17 +213,17 @@ class Guards:
         return self._orig_start(function, args, kwargs or {})
 
     def _import(self, name, globals=None, locals=None, fromlist=(), level=0):
-        if STATE.in_guard or not STATE.armed():
+        if not STATE.armed():  # never skipped on `SandboxState.in_guard` (a cached module raises no audit event)
             return self._orig_import(name, globals, locals, fromlist, level)
-        STATE.in_guard = True
+        previous, STATE.in_guard = STATE.in_guard, True
         try:
             caller = sys._getframe(1)
             machinery = False
             while caller is not None and in_import_machinery(caller):
                 caller, machinery = caller.f_back, True
-            candidate = not machinery and caller is not None and self.judge.code_kind(caller.f_code) == "untrusted"
+            candidate = not machinery and caller is not None and self.judge.frame_kind(caller) == "untrusted"
         finally:
-            STATE.in_guard = False
+            STATE.in_guard = previous
         if not candidate:
             return self._orig_import(name, globals, locals, fromlist, level)
         items = tuple(fromlist or ())
@@ -242,18 +242,20 @@ class Guards:
         return module
 
     def _audit(self, event: str, args: tuple) -> None:
-        """The audit hook. Fast path: events the guards raise themselves (`SandboxState.in_guard`) and events
-        raised while nothing is armed return at once; otherwise the responsible frame is found from the event's
-        immediate caller outwards (one cached lookup when that caller is trusted or the candidate)."""
-        if STATE.in_guard or not STATE.armed():
+        """The audit hook. Fast path: events raised while nothing is armed, and the frame reads the guards make
+        themselves while they judge (`SandboxState.in_guard` with a `GUARD_EVENTS` event), return at once;
+        otherwise the responsible frame is found from the event's immediate caller outwards (one cached lookup when
+        that caller is trusted or the candidate). The flag is plain Python state a candidate can reach, so it never
+        waves through an event the guards do not raise themselves (a file, an import, exec, a socket, ctypes)."""
+        if not STATE.armed() or (STATE.in_guard and event in GUARD_EVENTS):
             return
-        STATE.in_guard = True
+        previous, STATE.in_guard = STATE.in_guard, True
         try:
             frame = sys._getframe(1)
             responsible, kind = self.judge.responsible(frame)
             allowed = kind != "untrusted" or self._audit_allowed(event, args, frame, responsible)
         finally:
-            STATE.in_guard = False
+            STATE.in_guard = previous
         if not allowed:
             raise STATE.violate(f"sandbox: {event}({_describe(args)}) at {where_called(responsible)}")
 
@@ -279,7 +281,7 @@ class Guards:
         collection still off (violations are recorded in `STATE`)."""
         STATE.kernels_disabled = disable_kernels
         mode = DispatchGuard(self.judge) if self.compute_guard else None
-        STATE.active = True
+        STATE.active, STATE.in_guard = True, False
         try:
             if mode is None:
                 try:
@@ -374,6 +376,11 @@ class Guards:
         if self.device.type == "cuda" and torch.cuda.current_stream() != stream_before:
             problems.append("changed the current CUDA stream")
         return problems
+
+
+#: The audit events the guards raise themselves while judging a frame (reading ``sys._getframe``, ``f_code``,
+#: ``f_back``, ``f_globals``, ``f_locals``): the only ones `SandboxState.in_guard` lets through unjudged.
+GUARD_EVENTS = frozenset({"object.__getattr__", "sys._getframe"})
 
 
 def _read_only_open(args: tuple) -> bool:

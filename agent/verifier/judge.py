@@ -15,13 +15,32 @@ of a frame cannot be chosen by code that may not call ``exec``). Reading ``frame
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import CodeType, FrameType
+from types import CodeType, FrameType, FunctionType, GetSetDescriptorType, MemberDescriptorType
 
 import torch
+
+#: ``Py_TPFLAGS_HEAPTYPE``: set on classes made at run time (class statements, ``type(...)``), whose attributes can
+#: be rebound; types defined in C (int, tuple, torch.dtype) lack it and are immutable (source: CPython Include/object.h).
+_HEAPTYPE = 1 << 9
+
+#: The attributes the methods `dataclasses` generates look up on an instance or its class (besides its fields): the
+#: hooks ``__init__`` calls, the special methods repr/eq/order/hash call on fields, the attribute and construction
+#: hooks (``dataclasses.replace`` calls ``obj.__class__(**changes)``). Source: Lib/dataclasses.py, CPython 3.11-3.13.
+GENERATED_REACH = ("__post_init__", "__setattr__", "__delattr__", "__getattribute__", "__getattr__", "__repr__",
+                   "__str__", "__format__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__",
+                   "__class__", "__new__", "__init__", "__call__", "__get__", "__set__", "__index__", "__len__",
+                   "__iter__", "__bool__")
+
+#: Builtin containers `FrameJudge.clean_value` looks into.
+_CONTAINERS = (tuple, list, dict, set, frozenset)
+
+#: Descriptors a class gets from `type` itself (``__dict__``, ``__weakref__``, slots).
+_DESCRIPTORS = (GetSetDescriptorType, MemberDescriptorType)
 
 #: Code filenames of the import machinery (its frames sit between an import statement and the module it loads).
 IMPORT_MACHINERY = ("<frozen importlib._bootstrap", "<frozen importlib._bootstrap_external")
@@ -107,16 +126,106 @@ class FrameJudge:
         return found
 
     def code_kind(self, code: CodeType) -> str:
-        """Kind of one code object (cached per code object). The methods `dataclasses` generates (``__init__``,
-        ``__repr__``, ``__eq__``, ...; code named ``__create_fn__.<locals>.NAME`` in ``<string>``, source:
-        Lib/dataclasses.py ``_create_fn``, CPython 3.10-3.12) are 'transparent' like the module that wrote them:
-        whoever called them is responsible (a candidate cannot write ``<string>`` code itself: exec and compile
-        are refused)."""
+        """Kind of one code object (cached per code object). A method `dataclasses` generated (`is_dataclass_method`)
+        is 'untrusted' here: what it does depends on the instance it runs on, so only `frame_kind` can lift it to
+        'transparent'."""
         found = self._by_code.get(code)
         if found is None:
-            found = self._by_code[code] = ("transparent" if is_dataclass_method(code) else
-                                           self.kind(code.co_filename))
+            found = self._by_code[code] = ("untrusted" if is_dataclass_method(code) else self.kind(code.co_filename))
         return found
+
+    def frame_kind(self, frame: FrameType) -> str:
+        """Kind of one frame: `code_kind`, except that a method `dataclasses` generated (``__init__``, ``__repr__``,
+        ``__eq__``, ...; code named ``__create_fn__.<locals>.NAME`` in ``<string>``, source: Lib/dataclasses.py
+        ``_create_fn``, CPython 3.10-3.12) is 'transparent' like the module that wrote it -- whoever called it is
+        responsible -- when every argument it runs on is `clean_value` (Gluon's compiler reprs its layout
+        dataclasses, whose repr calls ``id()``). On an instance of a class with a C-level callable in it (a
+        subclass whose ``__post_init__`` is ``functools.partial(list.extend, map(open, ...))``), or on field values
+        whose special methods are such callables, the generated code would call them with no Python frame of
+        their own, and trusted code that calls the method (``dataclasses.replace`` in a kernel) would be held
+        responsible for them: the frame is 'untrusted' then. Callers hold `SandboxState.in_guard` (``f_locals``
+        raises an audit event)."""
+        code = frame.f_code
+        kind = self.code_kind(code)
+        if kind != "untrusted" or not is_dataclass_method(code):
+            return kind
+        names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+        values = frame.f_locals
+        clean = all(self.clean_value(values.get(n)) for n in names)
+        return "transparent" if clean else "untrusted"
+
+    def clean_value(self, value: object, depth: int = 3) -> bool:
+        """Whether the special methods the generated dataclass methods call on `value` (repr, eq, hash, order,
+        ``__post_init__``, ``__setattr__``) are all written in Python by trusted code, or belong to a type defined in
+        C (int, str, tuple, torch.dtype, ...): recursively through builtin containers and dataclass fields, `depth`
+        levels deep (deeper means not clean). Looks attributes up in the classes' own dictionaries, so that no code
+        of the value's runs while the judge judges."""
+        cls = type(value)
+        if not _flags(cls) & _HEAPTYPE:
+            if cls in _CONTAINERS:
+                if depth <= 0 or len(value) > 256:  # type: ignore[arg-type]
+                    return False
+                items = value.items() if cls is dict else value  # type: ignore[attr-defined]
+                return all(self.clean_value(i, depth - 1) for i in items)
+            return True
+        if depth <= 0 or not self.clean_class(cls):
+            return False
+        fields = _lookup(cls, "__dataclass_fields__")
+        if not isinstance(fields, dict):
+            return True
+        for name in fields:
+            slot = _lookup(cls, name) if type(name) is str else None
+            if type(slot) is MemberDescriptorType:
+                try:
+                    field_value = slot.__get__(value, cls)
+                except AttributeError:
+                    continue
+            else:
+                state = _lookup(cls, "__dict__")
+                try:
+                    namespace = state.__get__(value, cls) if type(state) is GetSetDescriptorType else {}
+                except TypeError:  # a descriptor of another type under that name
+                    return False
+                field_value = namespace.get(name) if type(namespace) is dict else None
+            if not self.clean_value(field_value, depth - 1):
+                return False
+        return True
+
+    def clean_class(self, cls: type) -> bool:
+        """Whether every attribute that the generated dataclass methods can reach on an instance of `cls`
+        (`GENERATED_REACH` and its dataclass fields, looked up along ``__mro__``) is data, a descriptor of the type
+        itself, or a Python function that is not library code (the candidate's own functions are judged in their
+        own frames), possibly wrapped in staticmethod/classmethod/property: never a C-level callable or a library
+        function standing in for a special method. The metaclass must be `type` or clean itself."""
+        meta = type(cls)
+        if meta is not type and not (issubclass(meta, type) and self.clean_class(meta)):
+            return False
+        fields = _lookup(cls, "__dataclass_fields__")
+        names = GENERATED_REACH + (tuple(n for n in fields if type(n) is str) if isinstance(fields, dict) else ())
+        return all(self._clean_lookup(cls, name) for name in names)
+
+    def _clean_lookup(self, cls: type, name: str) -> bool:
+        """Whether `name`, looked up along ``cls.__mro__``, is absent, defined by a type written in C (immutable),
+        or a clean attribute of a class made in Python."""
+        for klass in type.__getattribute__(cls, "__mro__"):
+            namespace = type.__getattribute__(klass, "__dict__")
+            if name in namespace:
+                return not _flags(klass) & _HEAPTYPE or self._clean_attribute(namespace[name])
+        return True
+
+    def _clean_attribute(self, value: object) -> bool:
+        kind = type(value)
+        if kind in (staticmethod, classmethod):
+            return self._clean_attribute(value.__func__)  # type: ignore[attr-defined]
+        if kind is property:
+            return all(f is None or self._clean_attribute(f)
+                       for f in (value.fget, value.fset, value.fdel))  # type: ignore[attr-defined]
+        if kind is FunctionType:
+            code = value.__code__  # type: ignore[attr-defined]
+            return is_dataclass_method(code) or _is_repr_guard(code) or self.code_kind(code) != "transparent"
+        if kind in _DESCRIPTORS or kind in _dataclass_records():
+            return True
+        return not callable(value) and _lookup(kind, "__get__") is None  # data: never looked up as a method
 
     def is_triton_binder(self, frame: FrameType) -> bool:
         """Whether `frame` runs Triton's exec-built argument binder (``dynamic_func`` in Triton's namespace, whose
@@ -148,7 +257,7 @@ class FrameJudge:
         while frame is not None:
             if frame is boundary:
                 return frame, "untrusted"
-            kind = self.code_kind(frame.f_code)
+            kind = self.frame_kind(frame)
             if kind == "untrusted" and self.is_triton_binder(frame):
                 kind = "trusted"
             if kind != "transparent":
@@ -162,6 +271,35 @@ def _triton_jit_callable() -> type | None:
     from triton.runtime import jit
 
     return getattr(jit, "JITCallable", None)
+
+
+def _flags(cls: type) -> int:
+    """``cls.__flags__`` read through `type` itself (a metaclass's ``__getattribute__`` never runs)."""
+    return type.__getattribute__(cls, "__flags__")
+
+
+def _lookup(cls: type, name: str) -> object:
+    """`name` in the dictionary of the first class of ``cls.__mro__`` that defines it, else None (no descriptor
+    runs, no metaclass hook)."""
+    for klass in type.__getattribute__(cls, "__mro__"):
+        namespace = type.__getattribute__(klass, "__dict__")
+        if name in namespace:
+            return namespace[name]
+    return None
+
+
+def _is_repr_guard(code: CodeType) -> bool:
+    """Whether `code` is the recursion guard `dataclasses` wraps a generated ``__repr__`` in (3.11:
+    ``dataclasses._recursive_repr``; 3.12+: ``reprlib.recursive_repr``), which calls only the function it wraps."""
+    name = os.path.basename(code.co_filename)
+    return (name == "dataclasses.py" and code.co_qualname == "_recursive_repr.<locals>.wrapper") or (
+        name == "reprlib.py" and code.co_qualname == "recursive_repr.<locals>.decorating_function.<locals>.wrapper")
+
+
+def _dataclass_records() -> tuple[type, ...]:
+    """The classes of the records `dataclasses` keeps on a dataclass (``__dataclass_fields__`` values,
+    ``__dataclass_params__``)."""
+    return tuple(t for t in (dataclasses.Field, getattr(dataclasses, "_DataclassParams", None)) if t is not None)
 
 
 def where(frame: FrameType | None) -> str:

@@ -82,13 +82,13 @@ def refuse_if_untrusted(judge: FrameJudge, what: str, frame: Any, trusted_may: b
     """Raise `SandboxViolation` when the guards are armed and the code responsible for `frame` is untrusted, or is
     trusted code other than the verifier's own (Triton, the task's kernels) and `trusted_may` is False: such code
     may be running a C-level callable the candidate handed it (``map(Tensor.tolist, ...)`` in a launch hook)."""
-    if STATE.in_guard or not STATE.armed():
+    if not STATE.armed():  # never skipped on `SandboxState.in_guard`: the guards' judging calls none of these
         return
-    STATE.in_guard = True
+    previous, STATE.in_guard = STATE.in_guard, True
     try:
         responsible, kind = judge.responsible(frame)
     finally:
-        STATE.in_guard = False
+        STATE.in_guard = previous
     if kind == "untrusted" or not (trusted_may or judge.is_harness(responsible)):
         raise STATE.violate(f"{what} at {where(responsible)} while the candidate ran")
 

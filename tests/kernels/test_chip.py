@@ -81,3 +81,12 @@ def test_device_conflicts_name_each_disagreement():
     assert device_conflicts(profile, device) == ["num_compute_units: profile 40, device 132",
                                                  "smem_per_block_kb: profile 48, device 227"]
     assert device_conflicts(profile, ChipLimits(40.5, 48, 32, 1024)) == []  # within 2 %
+
+
+def test_the_unknown_limit_hint_names_a_profile_set_command_the_cli_accepts():
+    """`chiplore profile set` refuses a value without --source (ingest/profile_set.py); the hint must carry it."""
+    import re
+
+    message = str(UnknownChipLimit("lattice7", "num_compute_units"))
+    commands = re.findall(r"`(chiplore profile set [^`]*)`", message)
+    assert commands == ['chiplore profile set lattice7 num_compute_units VALUE --source "DOCUMENT, page or section"']

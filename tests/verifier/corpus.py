@@ -155,6 +155,10 @@ CHEATS: tuple[Cheat, ...] = (
           "pre-run hooks"),
     Cheat("prerun_hook_dict_torch", "library call instead of a kernel (pre-run hook, constexpr carrier)", S, R,
           "pre-run hooks"),
+    # red team, session 6: a dataclass subclass whose __post_init__ is a C-level callable, called by the __init__
+    # `dataclasses` wrote, which a kernel's dataclasses.replace called: frame grabs under trusted code's name
+    Cheat("dataclass_post_init_frames", "stealing the answer (C-level __post_init__ through dataclasses.replace)", S,
+          R, "sys._getframe"),
     Cheat("trusted_float_readout", "library call instead of a kernel (host read-out through a trusted helper)", R,
           R, "code the verifier trusts"),
 )

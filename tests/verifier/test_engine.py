@@ -224,7 +224,7 @@ class _ClockTrippedOnce(Verifier):
         super().__init__(TASK, load_profile("h200"))
         self.fails, self.runs = fails, 0
 
-    def _dynamic(self, path, base, progress=None):
+    def _dynamic(self, path, base, progress=None, source=None):
         self.runs += 1
         if self.runs <= self.fails:
             return Verdict(stage="too_fast_to_be_true", reasons=[
@@ -256,7 +256,7 @@ class _OwnClockTripped(_ClockTrippedOnce):
     """The verifier's own clock saw far more time per call than the sandbox reported, on the first `fails` runs
     (a host busy with other runs slows the messages the parent times each call by)."""
 
-    def _dynamic(self, path, base, progress=None):
+    def _dynamic(self, path, base, progress=None, source=None):
         self.runs += 1
         if self.runs <= self.fails:
             return Verdict(stage="too_fast_to_be_true", reasons=[
@@ -281,10 +281,41 @@ def test_a_repeated_own_clock_disagreement_still_rejects():
 
 def test_other_too_fast_failures_are_not_re_run():
     class NonPositive(_ClockTrippedOnce):
-        def _dynamic(self, path, base, progress=None):
+        def _dynamic(self, path, base, progress=None, source=None):
             self.runs += 1
             return Verdict(stage="too_fast_to_be_true", reasons=[
                 "case decode: non-positive or non-finite event times"], **base)
 
     verifier = NonPositive(fails=0)
     assert verifier.verify(_honest_path()).stage == "too_fast_to_be_true" and verifier.runs == 1
+
+
+class _RewrittenBeforeTheReRun(Verifier):
+    """The first dynamic run ends on the own-clock check and, meanwhile, the candidate file on disk is replaced
+    (what a first run's child could do where Landlock is unavailable): the re-run is the real sandboxed stage."""
+
+    def __init__(self, rewrite: str):
+        super().__init__(TASK, load_profile("h200"), VerifyOptions(device="cpu", timeout_s=300))
+        self.rewrite, self.runs = rewrite, 0
+
+    def _dynamic(self, path, base, progress=None, source=None):
+        self.runs += 1
+        if self.runs == 1:
+            path.write_text(self.rewrite)
+            return Verdict(stage="too_fast_to_be_true", reasons=[
+                "case m64-n1408-k2048: reported 17.8 us per call but the verifier's own clock saw 305.3 us per "
+                "call"], **base)
+        return super()._dynamic(path, base, progress, source=source)
+
+
+def test_the_clock_re_run_runs_the_bytes_the_static_stage_checked(tmp_path):
+    """A file rewritten between the first run and the re-run must not run unchecked: the re-run runs the bytes
+    the static stage read (the honest baseline passes), not the rewritten file (which would fail at once)."""
+    candidate = tmp_path / "candidate_v1.py"
+    candidate.write_bytes(_honest_path().read_bytes())
+    with _RewrittenBeforeTheReRun("def extend_attention_fwd(*args, **kwargs):\n    raise RuntimeError('rewritten')\n") \
+            as verifier:
+        verdict = verifier.verify(candidate)
+    assert verifier.runs == 2 and "rewritten" in candidate.read_text()
+    assert verdict.stage == "pass", verdict.summary()
+    assert "re-run once" in verdict.flags[-1]

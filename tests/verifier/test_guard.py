@@ -87,6 +87,14 @@ ATTEMPTS = {
     "signal_handler": ("torch.sys.modules['signal'].signal(14, print)", "installs a signal handler"),
     "flag_flip_keeps_guards": ("torch.sys.modules['agent.verifier.judge'].STATE.active = False; "
                                "open('shadow.py', 'w')", "sandbox: open"),
+    # the guards' own "judging" flag is plain Python state: forged, it must not wave through what they refuse
+    "in_guard_forged_open": ("torch.sys.modules['agent.verifier.judge'].STATE.in_guard = True; "
+                             "open('shadow.py', 'w')", "sandbox: open"),
+    "in_guard_forged_import": ("torch.sys.modules['agent.verifier.judge'].STATE.in_guard = True; import os",
+                               "import of 'os'"),
+    "in_guard_forged_dispatch_off": ("torch.sys.modules['agent.verifier.judge'].STATE.in_guard = True\n"
+                                     "with torch._C._DisableTorchDispatch():\n    torch.ones(2).sum()",
+                                     "switches the torch guard off"),
     "import_os": ("import os", "import of 'os'"),
     "import_cached_sys": ("import sys", "import of 'sys'"),
     "import_math": ("import math, triton.language", "allowed"),
@@ -98,6 +106,12 @@ ATTEMPTS = {
     "frame_walk": ("torch.sys._getframe(0)", "sys._getframe"),
     "gc_scan": ("torch.sys.modules['gc'].get_objects()", "gc.get_objects"),
     "exec_string": ("exec('1')", "sandbox: compile"),
+    # a subclass of a trusted dataclass with a C-level __post_init__, re-created by trusted kernel code
+    # (dataclasses.replace in family.resolve_tiles): the generated __init__ would open the file under the kernel's name
+    "dataclass_post_init_via_trusted_replace": (
+        "from kernels.extend_attention import family; sink = []\nclass Config(family.FamilyConfig):\n    pass\n"
+        "config = Config(ragged_tiles=16); Config.__post_init__ = staticmethod(torch.sys.modules['functools'].partial("
+        "sink.extend, map(open, ['shadow.py'], ['w']))); family.resolve_tiles(config, None, None)", "sandbox: open"),
 }
 
 
@@ -218,3 +232,37 @@ def test_free_blocks_of_small_segments_are_taken_back_in_small_pool_requests():
     # every request of a small segment's block must be small-pool sized (<= 1 MiB) and cover the block exactly
     assert sorted(requests) == sorted([mib, mib, mib, mib // 2, 20 * mib])
     assert sum(requests) == 2 * mib + 3 * mib // 2 + 20 * mib
+
+
+#: Known gaps of the in-process dynamic layer (the static rules refuse the attribute chains they need): the judge is
+#: a Python object any code reaches (the dispatch guard on torch's mode stack, ``builtins.__import__.__self__``), so
+#: rebinding its methods or editing its caches makes the candidate's code "trusted". Kept as strict expected
+#: failures: when one is closed, the test fails and moves into ATTEMPTS.
+KNOWN_GAPS = {
+    "judge_method_rebound": (
+        "mode = torch.utils._python_dispatch._get_current_dispatch_mode(); "
+        "mode.judge.responsible = lambda frame: (None, 'trusted'); mode.judge.is_harness = lambda frame: True; "
+        "torch.ones(2).sum()", "forbidden torch operation"),
+    "judge_cache_edited": (
+        "mode = torch.utils._python_dispatch._get_current_dispatch_mode(); "
+        "[mode.judge._cache.__setitem__(k, 'trusted') for k in list(mode.judge._cache)]; "
+        "[mode.judge._by_code.__setitem__(k, 'trusted') for k in list(mode.judge._by_code)]; "
+        "open('shadow.py', 'w')", "sandbox: open"),
+}
+
+
+@pytest.fixture(scope="module")
+def gap_results():
+    lines = "\n".join(f"attempt({name!r}, {code!r})" for name, (code, _) in KNOWN_GAPS.items())
+    proc = subprocess.run([sys.executable, "-c", SCRIPT.format(root=str(ROOT), attempts=lines)], capture_output=True,
+                          text=True, timeout=300, env={"TRITON_INTERPRET": "1", "PATH": "/usr/bin:/bin"},
+                          cwd=str(ROOT / "tests" / "verifier"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    Path(ROOT / "tests" / "verifier" / "shadow.py").unlink(missing_ok=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.xfail(strict=True, reason="known gap: the judge's own methods and caches are writable Python state")
+@pytest.mark.parametrize("name", sorted(KNOWN_GAPS))
+def test_known_gap_judge_state(gap_results, name):
+    assert gap_results[name].startswith("refused") and KNOWN_GAPS[name][1] in gap_results[name], gap_results[name]

@@ -48,6 +48,9 @@ GEMM_CHEATS = (
     # nothing dynamic on the CPU can catch these (None: the dynamic stage passes): a time bomb past any number of
     # calls a verification makes, and a side stream, which only the GPU's timing stage sees
     # (tests/verifier/test_splitk_gemm_gpu.py)
+    # a probe for state kept in freed allocator memory: it computes honestly unless it finds its own tag, so it
+    # passes while free memory is refilled before every call (timed calls: tests/verifier/test_splitk_gemm_gpu.py)
+    ("freed_workspace_memo", P, P, None),
     ("call_count_bomb", S, P, None),
     ("side_stream", S, P, None),
 )
@@ -81,7 +84,7 @@ def test_baseline_passes(verifier):
 def test_gemm_cheat_is_rejected(verifier, name, full, dynamic, reason):
     verdict = _verify(verifier, CHEATS / f"{name}.py")
     assert verdict.stage == full, verdict.summary()
-    if full != S:
+    if full not in (S, P):
         assert any(reason in r for r in verdict.reasons), verdict.summary()
     alone = _verify(verifier, CHEATS / f"{name}.py", skip_static=True)
     assert alone.stage == dynamic, alone.summary()

@@ -77,3 +77,14 @@ def test_free_memory_poison_follows_the_prefill(prefill):
     else:
         assert bool((again < 0x40).all()) and again.float().std() > 5
         assert bool(torch.isfinite(again.view(torch.float16)).all())
+
+
+def test_freed_workspace_never_reaches_the_next_timed_call(verifier):
+    """The probe looks for the tag its previous call left in a freed workspace the size of the output and writes
+    NaN when it finds it: the caching allocator hands the block back to the next call unless free memory is
+    refilled before every call. Refilled before the timed calls too, it never finds the tag and passes; without
+    that refill its captured timed calls are NaN (a mismatch)."""
+    verifier.options = VerifyOptions(device="cuda", case_ids=CASES, reps=10, skip_static=True)
+    verdict = verifier.verify(CHEATS / "freed_workspace_memo.py")
+    assert verdict.stage == "pass", verdict.summary()
+    assert verdict.timed
