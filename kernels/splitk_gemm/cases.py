@@ -62,10 +62,22 @@ def full_params(params: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: Drawn scales stay at least this factor away from 1 (`draw_scales`): the bench cases have unit scales, so a hidden
+#: case whose scales could land near 1 would let a kernel that checks "do the inputs look like the verifier's
+#: standard ones?" pass by chance; each one is off by >= 25 % in both inputs.
+SCALE_MARGIN = 1.0 / 0.75
+
+
 def draw_scales(rng: random.Random) -> dict[str, float]:
-    """{"a_scale", "b_scale"} drawn log-uniformly in `SCALE_RANGE`."""
+    """{"a_scale", "b_scale"}, each drawn log-uniformly in `SCALE_RANGE` outside [1/SCALE_MARGIN, SCALE_MARGIN]
+    (below or above 1 with equal chance)."""
     lo, hi = (math.log(v) for v in SCALE_RANGE)
-    return {"a_scale": math.exp(rng.uniform(lo, hi)), "b_scale": math.exp(rng.uniform(lo, hi))}
+    gap = math.log(SCALE_MARGIN)
+
+    def one() -> float:
+        return math.exp(rng.uniform(lo, -gap) if rng.random() < 0.5 else rng.uniform(gap, hi))
+
+    return {"a_scale": one(), "b_scale": one()}
 
 
 def case_class(m: int) -> str:
@@ -125,8 +137,11 @@ def hidden_cases(rng: random.Random, small: bool = True) -> tuple[tuple[str, Cas
     - ``long-k``: a K of thousands with M <= 4 (interpreter: hundreds), so a kernel that drops or repeats a split,
       or sums partials in a low precision, is far off;
     - ``odd-tail``: odd K and N (primes in the interpreter's sizes), so the tails past BLOCK_K and BLOCK_N are
-      never a whole tile.
-    Both with drawn input scales (`draw_scales`).
+      never a whole tile;
+    - ``full-size``: M, N and K in the top half of the range the other draws use (interpreter: M 20..40, N 80..160,
+      K 160..320), so that a kernel which behaves honestly only on inputs too small to tell it apart (too few
+      values to estimate their statistics, a whole output in one tile) meets one that is not.
+    All with drawn input scales (`draw_scales`).
     Seeds and sizes are drawn, never written down.
     """
     scale = 1 if small else 16
@@ -135,7 +150,9 @@ def hidden_cases(rng: random.Random, small: bool = True) -> tuple[tuple[str, Cas
                   dtype="float16" if small else "bfloat16")
     odd = dict(m=rng.randint(2, 9), n=rng.choice(primes) * scale - (scale > 1),
                k=rng.choice(primes) * scale + (scale > 1), dtype="float16" if small else "bfloat16")
+    full = (dict(m=rng.randint(20, 40), n=rng.randint(80, 160), k=rng.randint(160, 320), dtype="float16") if small
+            else dict(m=rng.randint(64, 128), n=rng.randint(4096, 8192), k=rng.randint(4096, 8192), dtype="bfloat16"))
     return tuple((label, Case(f"hidden-{label}-{rng.randrange(1 << 30):08x}", full_params({**params,
                                                                                           **draw_scales(rng)}),
                               rng.randrange(1 << 31), "hidden"))
-                 for label, params in (("long-k", long_k), ("odd-tail", odd)))
+                 for label, params in (("long-k", long_k), ("odd-tail", odd), ("full-size", full)))
