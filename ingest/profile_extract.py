@@ -44,7 +44,7 @@ from ingest.profile_resolve import (  # noqa: F401  ExtractionReport is part of 
     source_of,
 )
 from ingest.profile_rules import DTYPES, Candidate, RuleOutput, peak_candidates, prefetch_labels, scalar_candidates
-from ingest.profile_tables import list_item_records, table_records
+from ingest.profile_tables import list_item_records, prefer_exact_product_rows, table_records
 from ingest.profile_text import ChipTokens, Record, brands_of, chip_tokens, families_of, products_in, prose_records
 from knowledge.types import Chunk
 
@@ -190,6 +190,7 @@ def _records(merged_chunks: list[tuple[Chunk, tuple[Chunk, ...]]], tokens: set[s
         for record in found:
             record.originals = originals
         records.extend(found)
+    prefer_exact_product_rows(records, tokens)
     return records
 
 
