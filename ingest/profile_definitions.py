@@ -394,12 +394,12 @@ _KNOWN_AS = re.compile(r"(?<![\w\-])(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w
 
 # ---------------------------------------------------------------- containment
 
-_EACH_HAS = re.compile(rf"\beach\s+(?P<p>(?:[A-Za-z][\w\-]*\s+){{0,2}}?[A-Za-z][\w\-]*)\s+(?:has|have|contains|"
-                       rf"holds|includes|consists of|is made of|with)\s+(?P<n>{_NUMBER})\s+(?P<c>(?:[A-Za-z][\w\-]*"
-                       rf"\s*){{1,3}})", re.IGNORECASE)
+_EACH_HAS = re.compile(rf"\b(?:each|every)\s+(?P<p>(?:[A-Za-z][\w\-]*\s+){{0,2}}?[A-Za-z][\w\-]*)\s+(?:has|have|"
+                       rf"contains|holds|includes|consists of|is made of|with|pairs|combines|groups|bundles|houses)"
+                       rf"\s+(?P<n>{_NUMBER})\s+(?P<c>(?:[A-Za-z][\w\-]*\s*){{1,3}})", re.IGNORECASE)
 _CONTAINS = re.compile(rf"\b(?:a|an|the|one)\s+(?P<p>(?:[A-Za-z][\w\-]*\s+){{0,2}}?[A-Za-z][\w\-]*)\s+(?:contains|"
-                       rf"holds|includes|consists of|has)\s+(?P<n>{_NUMBER})\s+(?P<c>(?:[A-Za-z][\w\-]*\s*){{1,3}})",
-                       re.IGNORECASE)
+                       rf"holds|includes|consists of|has|pairs|combines|groups|bundles|houses)\s+(?P<n>{_NUMBER})\s+"
+                       rf"(?P<c>(?:[A-Za-z][\w\-]*\s*){{1,3}})", re.IGNORECASE)
 _EACH_WITH = re.compile(rf"(?<![\w.,])(?P<m>{_NUMBER})\s+(?P<p>(?:[A-Za-z][\w\-]*\s+){{0,2}}?[A-Za-z][\w\-]*),?\s+"
                         rf"each\s+(?:with|of|has|holding|containing|housing|comprising|including|carrying)\s+(?P<n>{_NUMBER})\s+"
                         rf"(?P<c>(?:[A-Za-z][\w\-]*\s*){{1,3}})", re.IGNORECASE)

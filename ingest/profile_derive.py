@@ -10,6 +10,8 @@ sentence must name the chip or no product.
 
 from __future__ import annotations
 
+import re
+
 from hardware_profiles import ProfileField, Source
 from ingest.profile_definitions import term_key
 from ingest.profile_glossary import Glossary
@@ -38,7 +40,7 @@ def compute_units_from_hierarchy(glossary: Glossary, records: list[Record]) -> P
             continue
         count, quote = outer
         record = about_chip.get(" ".join(inner.quote.split()))
-        if record is None or " ".join(quote.split()) not in about_chip:
+        if record is None or not _count_about_chip(records, quote, count):
             continue
         formula = f"{count} {parent} x {inner.count} {inner.child} per {parent}"
         found.setdefault(count * inner.count, (formula, record))
@@ -47,6 +49,14 @@ def compute_units_from_hierarchy(glossary: Glossary, records: list[Record]) -> P
     (value, (formula, record)), = found.items()
     source = Source(document=record.chunk.source, locator=record.locator or None, quote=" ".join(record.key.split()))
     return ProfileField(value=float(value), unit="count", kind="derived", source=source, formula=formula)
+
+
+def _count_about_chip(records: list[Record], quote: str, count: int) -> bool:
+    """True when a clause of sentence `quote` that states `count` is about the chip or no named product (not the
+    predecessor of "Compared with the previous X2 (40 WGPs), the X3 ...")."""
+    key = " ".join(quote.split())
+    return any(" ".join(r.key.split()) == key and r.product != "other" and not r.is_table
+               and re.search(rf"(?<![\d.,]){count}(?![\d]|[.,]\d)", r.text) for r in records)
 
 
 def _chip_count(glossary: Glossary, parent: str) -> tuple[int, str] | None:

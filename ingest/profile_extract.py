@@ -21,6 +21,7 @@ An optional LLM (`ingest.profile_llm`) may add candidates; each must quote its c
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from hardware_profiles.yaml_io import check_chip_name
 from ingest.profile_definitions import is_abbreviation as _is_abbreviation
 from ingest.profile_columns import choose_columns, described_phrases
 from ingest.profile_definitions import singular
+from ingest.number_words import digits_for_number_words
 from ingest.profile_derive import compute_units_from_hierarchy
 from ingest.profile_glossary import Glossary, build_glossary
 from ingest.profile_llm import ProposalModel, propose_candidates
@@ -42,7 +44,7 @@ from ingest.profile_resolve import (  # noqa: F401  ExtractionReport is part of 
     source_of,
 )
 from ingest.profile_rules import DTYPES, Candidate, RuleOutput, peak_candidates, prefetch_labels, scalar_candidates
-from ingest.profile_tables import list_item_records, table_records
+from ingest.profile_tables import list_item_records, prefer_exact_product_rows, table_records
 from ingest.profile_text import ChipTokens, Record, brands_of, chip_tokens, families_of, products_in, prose_records
 from knowledge.types import Chunk
 
@@ -130,7 +132,7 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Cand
     report = ExtractionReport(chip=name, chunks=len(chunks),
                               documents=sorted({c.source for c in chunks}))
     out = RuleOutput()
-    merged = merge_windows(chunks)
+    merged = [(_digits_for_words(c), originals) for c, originals in merge_windows(chunks)]
     texts = [c.text for c, _ in merged]
     tokens = ChipTokens(tokens, brands_of(tokens, texts), families_of(texts))
     glossary = build_glossary(merged)
@@ -172,6 +174,13 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Cand
     return profile, report
 
 
+def _digits_for_words(chunk: Chunk) -> Chunk:
+    """`chunk` with spelled-out cardinals written as digits (`ingest.number_words`) in the text the rules read;
+    quotes are still taken verbatim from the original windows."""
+    text, spans = digits_for_number_words(chunk.text)
+    return dataclasses.replace(chunk, text=text) if spans else chunk
+
+
 def _records(merged_chunks: list[tuple[Chunk, tuple[Chunk, ...]]], tokens: set[str]) -> list[Record]:
     records: list[Record] = []
     for merged, originals in merged_chunks:
@@ -181,6 +190,7 @@ def _records(merged_chunks: list[tuple[Chunk, tuple[Chunk, ...]]], tokens: set[s
         for record in found:
             record.originals = originals
         records.extend(found)
+    prefer_exact_product_rows(records, tokens)
     return records
 
 

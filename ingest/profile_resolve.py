@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from hardware_profiles import ProfileField, Source
 from hardware_profiles.schema import Alternative
+from ingest.number_words import verbatim_span
 from ingest.profile_rules import Candidate
 from ingest.profile_text import classify_noun
 
@@ -76,6 +77,9 @@ def _verbatim_quote(candidate: Candidate) -> str:
     for option in ([record.quote] if len(record.quote) <= _QUOTE_MAX else []) + [record.text]:
         if held(_squash(option)):
             return _squash(option)
+        spelled = next((s for t in texts if (s := verbatim_span(option, t))), None)  # figures written in words
+        if spelled:
+            return spelled
     text, q = record.text, candidate.quantity
     if not (0 <= q.start < q.end <= len(text)) or text[q.start:q.end].strip() != q.text:
         return q.text

@@ -376,6 +376,7 @@ def peak_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> None
             out.candidates.append(Candidate(f"peak_tflops.{dtype}", quantity.to("TFLOP/s"),
                                             quantity.resolution / 1e12, record, quantity, variant=variant,
                                             noun=per_unit or ""))
+        out.candidates.extend(_relative_peaks(record, quantity, per_unit or ""))
 
 
 def _per_unit_noun(record: Record, quantity: Quantity) -> str | None:
@@ -394,6 +395,52 @@ def _per_unit_noun(record: Record, quantity: Quantity) -> str | None:
     return None
 
 
+#: A figure stated relative to the one before it: "twice that in FP8", "half that for FP32", "4 times that",
+#: "twice as much in INT8" (English comparatives of a multiple). Its data type is not the earlier figure's.
+_RELATIVE_FIGURE = re.compile(r"\b(?:(?P<word>twice|double|half|thrice|triple)|(?P<n>\d+(?:\.\d+)?)\s*(?:x|times))\s+"
+                              r"(?:that|this|the\s+(?:figure|rate|number)|as\s+(?:much|many|fast|high))\b",
+                              re.IGNORECASE)
+_RELATIVE_FACTORS = {"twice": 2.0, "double": 2.0, "half": 0.5, "thrice": 3.0, "triple": 3.0}
+
+
+def _before_relative(window: str) -> str:
+    """`window` up to its first relative figure ("..., twice that in FP8"): what follows is about another figure."""
+    match = _RELATIVE_FIGURE.search(window)
+    return window[:match.start()] if match else window
+
+
+def _sentence_rest(record: Record, quantity: Quantity) -> str:
+    """The text of `quantity`'s sentence after it (prose), up to the next FLOP/s figure."""
+    at = record.key.find(record.text)
+    rest = record.key[at + quantity.end:] if at >= 0 else record.text[quantity.end:]
+    following = [q for q in find_quantities(rest) if q.dimension == "flops"]
+    return rest[:following[0].start] if following else rest
+
+
+def _relative_peaks(record: Record, quantity: Quantity, noun: str) -> list[Candidate]:
+    """Peaks stated as a multiple of `quantity` right after it ("413 TFLOPS of BF16, twice that in FP8" -> FP8
+    826 TFLOPS): ``derived``, the factor times the figure, with the sentence that states both as the quote. A
+    relative figure whose data type is not named is left out."""
+    if record.is_table:
+        return []
+    rest = _sentence_rest(record, quantity)
+    match = _RELATIVE_FIGURE.search(rest)
+    if match is None:
+        return []
+    factor = _RELATIVE_FACTORS[match.group("word").lower()] if match.group("word") else float(match.group("n"))
+    scope = re.split(r"[,;]\s|\s(?:and|while|but)\s", rest[match.end():], maxsplit=1)[0]
+    scope = _before_relative(scope)
+    out = []
+    for dtype, rx in DTYPES.items():
+        if rx.search(scope):
+            variant = "matrix" if _MATRIX.search(scope) else "vector" if _VECTOR.search(scope) else ""
+            formula = f"{factor:g} x {quantity.text} ('{match.group(0)}')"
+            out.append(Candidate(f"peak_tflops.{dtype}", quantity.to("TFLOP/s") * factor,
+                                 quantity.resolution / 1e12 * factor, record, quantity, kind="derived",
+                                 formula=formula, variant=variant, noun=noun))
+    return out
+
+
 def _dtypes_near(record: Record, quantities: list[Quantity], n: int) -> list[tuple[str, str]]:
     """(dtype, variant) named next to quantity `n`: after it (up to the next value), else before it."""
     if record.is_table:
@@ -410,6 +457,7 @@ def _dtypes_near(record: Record, quantities: list[Quantity], n: int) -> list[tup
             # into the next figure's clause ("0.8 PFLOPS and dense FP8 at 1.6 PFLOPS")
             following = [q for q in find_quantities(rest) if q.dimension == "flops"]
             windows[0] = rest[:following[0].start] if following else rest
+        windows[0] = _before_relative(windows[0])
     for window in windows:
         found = [(dtype, m) for dtype, rx in DTYPES.items() for m in rx.finditer(window)]
         if found:

@@ -68,6 +68,13 @@ THE_NOUN_HAS = re.compile(r"^\s*(?:the|a|an|its)\s+((?:[\w\-]+\s+){0,2}?[\w\-]+)
                            r"is|offers|provides|delivers)\b", re.IGNORECASE)
 
 
+#: A clause whose subject is one thing of a kind, singular and indefinite ("A WGP pairs ...", "An engine groups
+#: ..."), followed by its verb (third person singular) and a figure: the figure is inside one such thing (English
+#: syntax: the indefinite article names any one of several, never the chip a datasheet is about by name).
+ONE_NOUN_VERBS = re.compile(r"^\s*(?:a|an)\s+((?:[\w\-]+\s+){0,2}?[\w\-]*[^\Ws])\s+(?!is\b|was\b|has\b)[a-z]+s\s+"
+                            r"(?:up\s+to\s+|at\s+most\s+)?\d", re.IGNORECASE)
+
+
 def _cues(text: str, glossary: Glossary) -> set[str]:
     if not text:
         return set()
@@ -82,6 +89,10 @@ def _cues(text: str, glossary: Glossary) -> set[str]:
     for match in THE_NOUN_HAS.finditer(text):  # a subject names a scope only when it is a known unit
         level = noun_level(match.group(1), glossary, unknown=None)
         if level:
+            cues.add(level)
+    for match in ONE_NOUN_VERBS.finditer(text):  # "A WGP pairs 2 compute units": a count inside one X
+        level = noun_level(match.group(1), glossary)
+        if level and level != "chip":
             cues.add(level)
     generic = level_cues(glossary.rewrite(text))
     cues |= {c for c in generic if c in ("multi", "block", "chip")}

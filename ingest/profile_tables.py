@@ -117,6 +117,7 @@ def _row_records(header: list[str], row: list[str], caption: str, chunk: Chunk, 
                                   unit=row_unit)
             record.quote = normalize_space(f"{name}: {cell}") if name else cell
             record.row = others
+            record.product_row = label if row_product else ""
             record.sparse = record.sparse or bool(_SPARSE_WORDS.search(re.split(r"\d", part, maxsplit=1)[0]))
             out.append(record)
     return out
@@ -480,6 +481,31 @@ def _item_spans(text: str) -> list[tuple[int, int]]:
         nxt = starts[i + 1] if i + 1 < len(starts) and starts[i + 1] < line_end else line_end
         spans.append((start, nxt))
     return spans
+
+
+def _row_rank(label: str, tokens: set[str]) -> tuple[int, int]:
+    """(0 for an exact name, else 1; words) of a product cell that names the chip: its words other than the
+    brand words are the chip's model token alone ("Nimbus N8" for chip ``n8``), or more ("Nimbus N8 Twin")."""
+    brands = getattr(tokens, "brands", frozenset())
+    words = [w for w in re.findall(r"[\w\-]+", label.lower()) if w not in brands]
+    exact = len(words) == 1 and words[0].replace("-", "") in tokens
+    return (0 if exact else 1, len(words))
+
+
+def prefer_exact_product_rows(records: list[Record], tokens: set[str]) -> None:
+    """In a table with one product per row, only the row that names the chip most exactly is the chip's: the
+    exact name, else the shortest name that contains the chip's model token ("N8" over "N8 Twin", a board of
+    two); the other rows that contain it are about other products (their `Record.product` becomes ``other``).
+    Rows are grouped by document and section."""
+    tables: dict[tuple[str, str], list[Record]] = {}
+    for record in records:
+        if record.product_row and record.product == "chip":
+            tables.setdefault((record.chunk.source, record.chunk.section), []).append(record)
+    for rows in tables.values():
+        best = min(_row_rank(r.product_row, tokens) for r in rows)
+        for record in rows:
+            if _row_rank(record.product_row, tokens) != best:
+                record.product = "other"
 
 
 def table_records(chunk: Chunk, tokens: set[str]) -> tuple[list[Record], str]:

@@ -91,6 +91,7 @@ class Record:
         originals: the chunks `chunk` was merged from (quotes must appear verbatim in one of them).
         label, header: a table cell's row label and column header (empty for prose).
         row: the other cells of a table cell's row (their scope words apply to the row: "Shared by: one core").
+        product_row: a table cell's product cell when its table has one product per row (else empty).
         subject: the nearest earlier clause of the sentence that is not a comparison aside (its scope carries over
             when the clause states none: "A workgroup can allocate up to 64 KB and holds up to 1024 work-items").
     """
@@ -112,6 +113,7 @@ class Record:
     header: str = ""
     row: str = ""
     subject: str = ""
+    product_row: str = ""
 
 
 class ChipTokens(set):
@@ -219,6 +221,8 @@ def clause_product(clause: str, sentence: str, context: str, tokens: set[str],
         return "other"  # "The A5 that the A7 replaces had 20 cores": the first product named is the subject
     if own is not None:
         return own
+    if _verdict(products_in(clause, brands, comparisons=True), tokens) == "other":
+        return "other"  # "Compared with the previous X2 (40 cores, 16 GB)": the figures are the compared product's
     if comparison_section(context):
         return "other"
     at = sentence.find(clause)

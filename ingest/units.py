@@ -51,11 +51,11 @@ def _add(dimension: str, factor: float, *spellings: str) -> None:
 
 _KI, _MI, _GI, _TI = 2**10, 2**20, 2**30, 2**40
 _add("bytes", 1, "b", "byte", "bytes")
-_add("bytes", _KI, "kb", "kib", "kbyte", "kbytes", "k-byte", "k-bytes", "kilobyte", "kilobytes", "kibibytes")
-_add("bytes", _MI, "mb", "mib", "mbyte", "mbytes", "megabyte", "megabytes", "mebibytes")
-_add("bytes", _GI, "gib", "gibibytes")
+_add("bytes", _KI, "kb", "kib", "kbyte", "kbytes", "k-byte", "k-bytes", "kilobyte", "kilobytes", "kibibyte", "kibibytes")
+_add("bytes", _MI, "mb", "mib", "mbyte", "mbytes", "megabyte", "megabytes", "mebibyte", "mebibytes")
+_add("bytes", _GI, "gib", "gibibyte", "gibibytes")
 _add("bytes", 1e9, "gb", "gbyte", "gbytes", "gigabyte", "gigabytes")
-_add("bytes", _TI, "tib", "tebibytes")
+_add("bytes", _TI, "tib", "tebibyte", "tebibytes")
 _add("bytes", 1e12, "tb", "terabyte", "terabytes")
 #: Decimal capacity prefixes -> the binary factor of the same prefix (for `Quantity.binary_value`).
 _BINARY_OF_DECIMAL = {1e9: _GI, 1e12: _TI}
@@ -76,9 +76,9 @@ _add("flops", 1e12, "tf", "teraflops", "teraflop/s", "tera-flops", "tops", "tera
 _add("flops", 1e15, "pf", "petaflops", "petaflop/s", "pops")
 _add("flops", 1e9, "gigaflops")
 _add("hz", 1, "hz")
-_add("hz", 1e3, "khz")
-_add("hz", 1e6, "mhz")
-_add("hz", 1e9, "ghz")
+_add("hz", 1e3, "khz", "kilohertz")
+_add("hz", 1e6, "mhz", "megahertz")
+_add("hz", 1e9, "ghz", "gigahertz")
 _add("transfers_per_s", 1e9, "gt/s", "gbps", "gb/s/pin")
 _add("transfers_per_s", 1e6, "mt/s", "mbps")
 
@@ -103,7 +103,7 @@ _NUMBER = (
     r"(?:(?P<frac>[½¼¾])|(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?P<fracb>[½¼¾])?)"
 )
 _UNIT_WORD = (
-    r"(?:[kmgt]bits?/s|terabytes?|gigabytes?|megabytes?|kilobytes?|[kmgt]-bytes?|[kmgtpe]i?b(?:ytes?)?|bytes?|[kmgtp]?flops?|"
+    r"(?:[kmgt]bits?/s|(?:kibi|mebi|gibi|tebi)bytes?|(?:kilo|mega|giga)hertz|terabytes?|gigabytes?|megabytes?|kilobytes?|[kmgt]-bytes?|[kmgtpe]i?b(?:ytes?)?|bytes?|[kmgtp]?flops?|"
     r"[kmgtp]?ops|tera-?flops|teraflop|petaflops|gigaflops|iops|tf|pf|pops|[kmg]?hz|[gm]t/s|[gm]bps)"
 )
 _RATE = r"(?:\s*/\s*s(?:ec(?:ond)?)?\b|/s|\s+per\s+second\b|ps\b)?"
