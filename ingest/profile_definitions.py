@@ -394,26 +394,28 @@ _KNOWN_AS = re.compile(r"(?<![\w\-])(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w
 
 # ---------------------------------------------------------------- containment
 
-_EACH_HAS = re.compile(rf"\b(?:each|every)\s+(?P<p>(?:[A-Za-z][\w\-]*\s+){{0,2}}?[A-Za-z][\w\-]*)\s+(?:has|have|"
-                       rf"contains|holds|includes|consists of|is made of|with|pairs|combines|groups|bundles|houses)"
-                       rf"\s+(?P<n>{_NUMBER})\s+(?P<c>(?:[A-Za-z][\w\-]*\s*){{1,3}})", re.IGNORECASE)
-_CONTAINS = re.compile(rf"\b(?:a|an|the|one)\s+(?P<p>(?:[A-Za-z][\w\-]*\s+){{0,2}}?[A-Za-z][\w\-]*)\s+(?:contains|"
-                       rf"holds|includes|consists of|has|pairs|combines|groups|bundles|houses)\s+(?P<n>{_NUMBER})\s+"
-                       rf"(?P<c>(?:[A-Za-z][\w\-]*\s*){{1,3}})", re.IGNORECASE)
-_EACH_WITH = re.compile(rf"(?<![\w.,])(?P<m>{_NUMBER})\s+(?P<p>(?:[A-Za-z][\w\-]*\s+){{0,2}}?[A-Za-z][\w\-]*),?\s+"
-                        rf"each\s+(?:with|of|has|holding|containing|housing|comprising|including|carrying)\s+(?P<n>{_NUMBER})\s+"
-                        rf"(?P<c>(?:[A-Za-z][\w\-]*\s*){{1,3}})", re.IGNORECASE)
-_PER_PARENT = re.compile(rf"(?<![\w.,])(?P<n>{_NUMBER})\s+(?P<c>(?:[A-Za-z][\w\-]*\s+){{0,2}}?[A-Za-z][\w\-]*)\s+"
-                         rf"per\s+(?P<p>(?:[A-Za-z][\w\-]*\s*){{1,3}})", re.IGNORECASE)
+#: A term of one to three words (lazy), the parent of a containment; `_CHILD`: the counted children's words.
+_PARENT = r"(?:[A-Za-z][\w\-]*\s+){0,2}?[A-Za-z][\w\-]*"
+_CHILD = r"(?:[A-Za-z][\w\-]*\s*){1,3}"
+_HAS_VERBS = "has|have|contains|holds|includes|consists of|is made of|with|pairs|combines|groups|bundles|houses"
+_CONTAINS_VERBS = "contains|holds|includes|consists of|has|pairs|combines|groups|bundles|houses"
+_EACH_WITH_VERBS = "with|of|has|holding|containing|housing|comprising|including|carrying"
+
+_EACH_HAS = re.compile(rf"\b(?:each|every)\s+(?P<p>{_PARENT})\s+(?:{_HAS_VERBS})\s+(?P<n>{_NUMBER})\s+(?P<c>{_CHILD})",
+                       re.IGNORECASE)
+_CONTAINS = re.compile(rf"\b(?:a|an|the|one)\s+(?P<p>{_PARENT})\s+(?:{_CONTAINS_VERBS})\s+(?P<n>{_NUMBER})\s+"
+                       rf"(?P<c>{_CHILD})", re.IGNORECASE)
+_EACH_WITH = re.compile(rf"(?<![\w.,])(?P<m>{_NUMBER})\s+(?P<p>{_PARENT}),?\s+each\s+(?:{_EACH_WITH_VERBS})\s+"
+                        rf"(?P<n>{_NUMBER})\s+(?P<c>{_CHILD})", re.IGNORECASE)
+_PER_PARENT = re.compile(rf"(?<![\w.,])(?P<n>{_NUMBER})\s+(?P<c>{_PARENT})\s+per\s+(?P<p>{_CHILD})", re.IGNORECASE)
 
 #: "6 clusters of 4 engines", "8 groups of 16 lanes": N parents, each of M children (the parent's count is read as a
 #: chip-level count by `counted_terms`).
 _N_OF_M = re.compile(rf"(?<![\w.,])(?P<m>{_NUMBER})\s+(?P<p>(?:[A-Za-z][\w\-]*\s+){{0,1}}?[A-Za-z][\w\-]*s)\s+of\s+"
-                     rf"(?P<n>{_NUMBER})\s+(?P<c>(?:[A-Za-z][\w\-]*\s*){{1,3}})", re.IGNORECASE)
+                     rf"(?P<n>{_NUMBER})\s+(?P<c>{_CHILD})", re.IGNORECASE)
 #: "every column is a chain of 64 tiles", "each row forms a ring of 8 cores": M children in each parent.
-_EVERY_IS_OF = re.compile(rf"\b(?:each|every)\s+(?P<p>(?:[A-Za-z][\w\-]*\s+){{0,2}}?[A-Za-z][\w\-]*)\s+(?:is|forms|"
-                          rf"makes up)\s+(?:a|an|one)\s+[A-Za-z][\w\-]*\s+of\s+(?P<n>{_NUMBER})\s+"
-                          rf"(?P<c>(?:[A-Za-z][\w\-]*\s*){{1,3}})", re.IGNORECASE)
+_EVERY_IS_OF = re.compile(rf"\b(?:each|every)\s+(?P<p>{_PARENT})\s+(?:is|forms|makes up)\s+(?:a|an|one)\s+"
+                          rf"[A-Za-z][\w\-]*\s+of\s+(?P<n>{_NUMBER})\s+(?P<c>{_CHILD})", re.IGNORECASE)
 #: The text just before a count that is a per-parent count of one of those forms ("6 clusters of |4|",
 #: "every column is a chain of |64|"): not a chip-level count.
 PER_PARENT_BEFORE = re.compile(rf"(?:(?<![\w.,]){_NUMBER}\s+(?:[A-Za-z][\w\-]*\s+)?[A-Za-z][\w\-]*s\s+of|"

@@ -99,3 +99,27 @@ def assert_close_to_reference(got: torch.Tensor, expected: torch.Tensor, dtype: 
     tol = TASK.tolerances[dtype]
     err = (got - expected).abs()
     assert bool((err <= tol.atol + tol.rtol * expected.abs()).all()), f"{label}: max error {float(err.max()):.3g}"
+
+
+def count_launches(monkeypatch) -> dict[str, int]:
+    """Count, from now on, launches through Triton's JIT path (``JITFunction.run``: binding, specialization, cache
+    lookup) and through a kept compiled kernel (`kernels.launch.DirectLaunch.launch_compiled`); returns the live
+    counts {"jit": n, "direct": n}."""
+    from triton.runtime.jit import JITFunction
+
+    from kernels.launch import DirectLaunch
+
+    counts = {"jit": 0, "direct": 0}
+    jit_run, direct = JITFunction.run, DirectLaunch.launch_compiled
+
+    def counting_jit(self, *args, **kwargs):
+        counts["jit"] += 1
+        return jit_run(self, *args, **kwargs)
+
+    def counting_direct(self, *args, **kwargs):
+        counts["direct"] += 1
+        return direct(self, *args, **kwargs)
+
+    monkeypatch.setattr(JITFunction, "run", counting_jit)
+    monkeypatch.setattr(DirectLaunch, "launch_compiled", counting_direct)
+    return counts

@@ -13,7 +13,7 @@ from kernels.extend_attention import tuned
 from kernels.extend_attention.cases import full_params
 from kernels.extend_attention.spec import make_inputs, reference
 from kernels.task import Case
-from tests.kernels.helpers import assert_close_to_reference
+from tests.kernels.helpers import assert_close_to_reference, count_launches
 
 pytestmark = pytest.mark.gpu
 
@@ -52,26 +52,10 @@ def test_alternating_classes_replay_right():
 def test_replayed_calls_launch_the_kept_compiled_kernels(case, monkeypatch):
     """From the third call of a signature on, every launch goes through `DirectLaunch.launch_compiled` (the kept
     compiled kernel, counted and disabled by the verifier's guards), never `JITFunction.run`."""
-    from triton.runtime.jit import JITFunction
-
-    from kernels.launch import DirectLaunch
-
     tuned._REPLAYS.clear()
     for seed in (1, 2):
         _call_and_check(case, seed)
-    counts = {"jit": 0, "direct": 0}
-    jit_run, direct = JITFunction.run, DirectLaunch.launch_compiled
-
-    def counting_jit(self, *args, **kwargs):
-        counts["jit"] += 1
-        return jit_run(self, *args, **kwargs)
-
-    def counting_direct(self, *args, **kwargs):
-        counts["direct"] += 1
-        return direct(self, *args, **kwargs)
-
-    monkeypatch.setattr(JITFunction, "run", counting_jit)
-    monkeypatch.setattr(DirectLaunch, "launch_compiled", counting_direct)
+    counts = count_launches(monkeypatch)
     for seed in (3, 4):
         _call_and_check(case, seed)
     assert counts["jit"] == 0 and counts["direct"] >= 2, counts

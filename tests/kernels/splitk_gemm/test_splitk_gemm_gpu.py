@@ -16,6 +16,7 @@ from kernels.splitk_gemm.config import FamilyConfig
 from kernels.splitk_gemm.family import run_family
 from kernels.splitk_gemm.spec import TASK, make_inputs
 from kernels.splitk_gemm.tuned import choose_config
+from tests.kernels.helpers import count_launches
 from tests.kernels.splitk_gemm.helpers import check_impl
 
 pytestmark = pytest.mark.gpu
@@ -130,25 +131,9 @@ def test_warm_calls_launch_the_kept_compiled_kernels(case_id, monkeypatch):
     """After the first call of a signature, the tuned entry point launches through the compiled kernels it kept
     (`DirectLaunch.launch_compiled`, which the verifier's guards count and disable), never `JITFunction.run`;
     the outputs stay right. A call of another signature (a transposed view of a) goes through Triton once."""
-    from triton.runtime.jit import JITFunction
-
-    from kernels.launch import DirectLaunch
-
     case = TASK.case(case_id)
     check_impl(tuned, case, "cuda")
-    counts = {"jit": 0, "direct": 0}
-    jit_run, direct = JITFunction.run, DirectLaunch.launch_compiled
-
-    def counting_jit(self, *args, **kwargs):
-        counts["jit"] += 1
-        return jit_run(self, *args, **kwargs)
-
-    def counting_direct(self, *args, **kwargs):
-        counts["direct"] += 1
-        return direct(self, *args, **kwargs)
-
-    monkeypatch.setattr(JITFunction, "run", counting_jit)
-    monkeypatch.setattr(DirectLaunch, "launch_compiled", counting_direct)
+    counts = count_launches(monkeypatch)
     for seed in range(3):
         check_impl(tuned, case, "cuda", seed=seed)
     assert counts["jit"] == 0 and counts["direct"] >= 3, counts
