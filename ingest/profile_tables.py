@@ -406,10 +406,12 @@ def _html_to_text(text: str) -> str:
 
 
 _ITEM_MARK = r"(?:[-*+\u2022]|\d{1,2}[.)])\s+"
-_ITEM_KEY = r"[^\s:|*_`][^:|\n]{0,58}?"
+_ITEM_KEY = r"[^\s:|*_`][^:|\n\u2013\u2014]{0,58}?"
+#: What ends an item's key: a colon (``L2 cache: 32 MB``) or a spaced em or en dash (``L2 cache — 32 MB``).
+_ITEM_SEP = r"(?:\s*:|\s+[\u2013\u2014](?=\s))"
 #: A list item that opens with ``key:`` (the key at most 60 characters, no ``|`` so table rows stay tables).
-_ITEM_START = re.compile(rf"(?:^|(?<=\s)){_ITEM_MARK}(?=\**{_ITEM_KEY}\**\s*:\**\s)", re.MULTILINE)
-_ITEM = re.compile(rf"^{_ITEM_MARK}\**(?P<key>{_ITEM_KEY})\**\s*:\**\s+(?P<value>\S.*)$", re.DOTALL)
+_ITEM_START = re.compile(rf"(?:^|(?<=\s)){_ITEM_MARK}(?=\**{_ITEM_KEY}\**{_ITEM_SEP}\**\s)", re.MULTILINE)
+_ITEM = re.compile(rf"^{_ITEM_MARK}\**(?P<key>{_ITEM_KEY})\**{_ITEM_SEP}\**\s+(?P<value>\S.*)$", re.DOTALL)
 _VALUE_END = re.compile(r"(?<=[^\s\d])[.;]\s+(?=[A-Z])")
 
 
@@ -454,8 +456,7 @@ def _item_record(item: str, chunk: Chunk, tokens: set[str]) -> tuple[Record | No
         return None, ""
     first, *rest = _VALUE_END.split(match.group("value"), maxsplit=1)
     value = normalize_space(first)
-    bare = re.sub(r"\[[^\]]*\]|\([^()]*\)", " ", value).strip(" .,;")
-    if len(_VALUE_NUMBER.findall(bare)) != 1 or len(bare.split()) > _MAX_VALUE_WORDS:
+    if not _simple_value(value):
         return None, ""
     key = normalize_space(match.group("key"))
     quote = normalize_space(item)
@@ -464,6 +465,13 @@ def _item_record(item: str, chunk: Chunk, tokens: set[str]) -> tuple[Record | No
     record = _cell_record(key, "", value, "", chunk, tokens, locator_of(chunk, f"list item '{key}'"))
     record.quote = quote
     return record, rest[0].strip() if rest else ""
+
+
+def _simple_value(value: str) -> bool:
+    """True for one number, an optional unit and at most a few words (bracketed references and parentheticals
+    aside): ``48 KB (shared)``, ``1,024 at most``."""
+    bare = re.sub(r"\[[^\]]*\]|\([^()]*\)", " ", value).strip(" .,;")
+    return len(_VALUE_NUMBER.findall(bare)) == 1 and len(bare.split()) <= _MAX_VALUE_WORDS
 
 
 def _item_spans(text: str) -> list[tuple[int, int]]:

@@ -1,6 +1,9 @@
 """Markdown loader (markdown-it-py, CommonMark + pipe tables), with HTML tables and MyST directives.
 
 - Headings (ATX and setext) give the heading path; paragraphs, list items and code blocks are prose.
+- A paragraph that opens with a bold label followed by a colon or a spaced dash (``**L2 cache** — 32 MB``,
+  ``**L2 cache:** 32 MB``) is a label/value line: it is kept as a list item (``- L2 cache — 32 MB``) so the
+  extractor reads it like a ``key: value`` item.
 - Pipe tables and HTML ``<table>`` blocks: one ``table_row`` section per row, carrying the header row and the
   table's caption (or the short paragraph that introduces it).
 - MyST fences: ``{list-table}`` is parsed with docutils like reStructuredText (one section per row);
@@ -65,7 +68,7 @@ class _Builder:
                 list_depth -= 1
             elif tok.type == "inline":
                 text = _inline_text(tok)
-                self._prose(("- " + text) if list_depth else text)
+                self._prose(("- " + text) if list_depth or _bold_label(tok) else text)
             elif tok.type == "table_open":
                 i = self._table(tokens, i)
                 continue
@@ -151,6 +154,22 @@ def _inline_text(tok: Token) -> str:
         elif child.type == "html_inline" and child.content.lower().startswith("<br"):
             parts.append(" ")
     return one_line("".join(parts))
+
+
+#: The text after a bold label that makes it a label/value line: a colon, or a spaced em or en dash.
+_LABEL_SEPARATOR = re.compile(r"^\s*(?::|[\u2014\u2013]\s)")
+
+
+def _bold_label(tok: Token) -> bool:
+    """True when the inline token (a paragraph) opens with bold text followed by a label separator
+    (``**Label** — value``, ``**Label:** value``, ``**Label**: value``)."""
+    kids = [c for c in tok.children or [] if not (c.type == "text" and not c.content)]
+    if len(kids) < 4 or kids[0].type != "strong_open" or kids[2].type != "strong_close":
+        return False
+    label, rest = kids[1].content, kids[3].content if kids[3].type == "text" else ""
+    if kids[1].type != "text" or not label.strip() or len(label) > 60:
+        return False
+    return label.rstrip().endswith(":") or bool(_LABEL_SEPARATOR.match(rest))
 
 
 def _lead_in(paragraph: str) -> str:
