@@ -39,10 +39,12 @@ from ingest.profile_llm import ProposalModel, propose_candidates
 from ingest.profile_resolve import (  # noqa: F401  ExtractionReport is part of this module's API
     ExtractionReport,
     chip_peaks_from_per_unit,
+    document_family,
     resolve_field,
     resolve_peak,
     source_of,
 )
+from ingest.profile_supersede import precedence_of
 from ingest.profile_rules import DTYPES, Candidate, RuleOutput, peak_candidates, prefetch_labels, scalar_candidates
 from ingest.profile_tables import list_item_records, prefer_exact_product_rows, table_records
 from ingest.profile_text import ChipTokens, Record, brands_of, chip_tokens, families_of, products_in, prose_records
@@ -149,16 +151,17 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Cand
     out.candidates = choose_columns(out.candidates, product or name.replace("_", " "), described_phrases(texts))
     report.candidates = len(out.candidates)
     report.problems = sorted(set(out.problems))
+    rank = precedence_of(chunks, document_family)
     fields: dict[str, ProfileField] = {}
     for field_name, unit in SCALAR_FIELDS.items():
         mine = [c for c in out.candidates if c.field == field_name]
-        fields[field_name] = resolve_field(field_name, unit, mine, out.learned_sub.get(field_name, []), report)
+        fields[field_name] = resolve_field(field_name, unit, mine, out.learned_sub.get(field_name, []), report, rank)
     if fields["num_compute_units"].value is None and fields["num_compute_units"].kind != "conflict":
         fields["num_compute_units"] = compute_units_from_hierarchy(glossary, records) or fields["num_compute_units"]
     peaks = {}
     for dtype in DTYPES:
         mine = [c for c in out.candidates if c.field == f"peak_tflops.{dtype}"]
-        resolved = resolve_peak(dtype, [c for c in mine if not c.noun], report)
+        resolved = resolve_peak(dtype, [c for c in mine if not c.noun], report, rank)
         if resolved.value is None and resolved.kind != "conflict":
             derived = chip_peaks_from_per_unit([c for c in mine if c.noun], fields["num_compute_units"], glossary)
             resolved = resolve_peak(dtype, derived, report) if derived else resolved

@@ -127,6 +127,8 @@ def labels(record: Record, quantity: Quantity, every: list[Quantity], glossary: 
     apposition = _APPOSITION.search(lead_in) if not after else None
     if apposition:  # "the whole LDS of its VP, 64 KiB": the number restates the noun phrase
         before = apposition.group("np")
+    if record.topic and not after and _FIGURE_WORD.search(lead_in):
+        before = record.topic  # "1. Memory bandwidth. ... The correct figure is 3.35 TB/s": the item's label
     if re.match(r"\s*of\s+(?:it|them)\b", text[quantity.end:end]) and record.key:
         # "48 KB of it": of the thing named before, in the sentence or the one before it
         after = _antecedent(record.key, text) or _antecedent(f"{record.prev} {text}", text) or after
@@ -170,6 +172,8 @@ def _group_concept(glossary: Glossary, phrase: str) -> str | None:
 _APPOSITION = re.compile(r"\b(?:the|its|their|all|whole)\s+(?P<np>(?:[A-Za-z][\w\-]*\s+){0,3}?[A-Za-z][\w\-()]*"
                          r"(?:\s+of\s+(?:the|its|their|one|each)\s+[A-Za-z][\w\-]*)?),\s*$", re.IGNORECASE)
 #: A clause led by a participle ("Running at up to", "Clocked at"): its subject is the sentence's.
+#: Words that name a figure without saying what it measures ("the correct figure", "the new value").
+_FIGURE_WORD = re.compile(r"\b(?:figure|value|number|amount|rating)s?\b", re.IGNORECASE)
 _PARTICIPLE = re.compile(r"^\s*[A-Z][a-z]+(?:ing|ed)\s+(?:at|to|up)\b")
 _ANAPHORA = re.compile(r"^\s*(?:this|that|these|it|which)\s+(?:is|are|gives|comes|amounts|totals)\b", re.IGNORECASE)
 

@@ -15,6 +15,7 @@ from hardware_profiles import ProfileField, Source
 from hardware_profiles.schema import Alternative
 from ingest.number_words import verbatim_span
 from ingest.profile_rules import Candidate
+from ingest.profile_supersede import supersede
 from ingest.profile_text import classify_noun
 
 _MAX_ALTERNATIVES = 8
@@ -279,9 +280,26 @@ def _in_field_units(candidate: Candidate, learned_base: list[float]) -> list[flo
     return [v * factor for v in learned_base]
 
 
+def _superseded(field_name: str, candidates: list[Candidate], rank, report: ExtractionReport) -> list[Candidate]:
+    """`candidates` without those an errata document or a later revision corrects (`ingest.profile_supersede`);
+    each one left out is noted in the report with its quote and the correcting quote."""
+    if rank is None or len(candidates) < 2:
+        return candidates
+
+    def describe(c: Candidate) -> str:
+        return f"{c.value:g} ({c.record.chunk.source}: {source_of(c).quote[:100]!r})"
+
+    kept, notes = supersede(candidates, lambda c: rank(c.record.chunk), _agree, describe)
+    report.superseded += [f"{field_name}: {n}" for n in notes]
+    return kept
+
+
 def resolve_field(field_name: str, unit: str, candidates: list[Candidate], learned: list[float],
-                  report: ExtractionReport) -> ProfileField:
-    candidates = _scoped(_drop_learned_sub(_dedupe(candidates), learned), field_name, report)
+                  report: ExtractionReport, rank=None) -> ProfileField:
+    """One field's value from its candidates (see `ingest.profile_extract`); `rank`: chunk -> `Precedence`
+    (`ingest.profile_supersede.precedence_of`), when corrections may supersede earlier statements."""
+    candidates = _superseded(field_name, _drop_learned_sub(_dedupe(candidates), learned), rank, report)
+    candidates = _scoped(candidates, field_name, report)
     if not candidates:
         return ProfileField(unit=unit)
     groups = _groups(candidates)
@@ -290,9 +308,12 @@ def resolve_field(field_name: str, unit: str, candidates: list[Candidate], learn
     return _conflict(field_name, unit, groups, candidates, report)
 
 
-def resolve_peak(dtype: str, candidates: list[Candidate], report: ExtractionReport) -> ProfileField:
+def resolve_peak(dtype: str, candidates: list[Candidate], report: ExtractionReport, rank=None) -> ProfileField:
+    """The dense peak of `dtype` (matrix over vector figures, see `ingest.profile_extract`); `rank` as for
+    `resolve_field`."""
     unit = "TFLOP/s"
-    candidates = _scoped(_dedupe(candidates), f"peak_tflops.{dtype}", report)
+    candidates = _superseded(f"peak_tflops.{dtype}", _dedupe(candidates), rank, report)
+    candidates = _scoped(candidates, f"peak_tflops.{dtype}", report)
     matrix = [c for c in candidates if c.variant == "matrix"]
     vector = [c for c in candidates if c.variant == "vector"]
     plain = [c for c in candidates if not c.variant and not any(_agree(c, v) for v in vector)]

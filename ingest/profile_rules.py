@@ -27,6 +27,7 @@ from ingest.profile_fields import SCALABLE, Match, field_for, is_profile_quantit
 from ingest.profile_glossary import Glossary
 from ingest.profile_labels import ENABLED_SUBSET, PHYSICAL_TOTAL, _np_after, labels, own_words, sentence_after
 from ingest.profile_scope import THE_NOUN_HAS, noun_level, parens, scope_noun, scope_of
+from ingest.profile_supersede import is_old_figure
 from ingest.profile_text import Record
 from ingest.units import TARGET_UNITS, Quantity, find_quantities
 
@@ -221,15 +222,16 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
             _report_unit_problem(record, quantity, every, glossary, out)
         if quantity.dimension not in ("count", "bytes", "bytes_per_s", "hz") or _per_time(quantity):
             continue
-        if _is_bound(record, quantity) or _DEFAULT_AFTER.match(record.text[quantity.end:]):
-            continue
+        if _is_bound(record, quantity) or _DEFAULT_AFTER.match(record.text[quantity.end:]) or \
+                is_old_figure(record.text, quantity.start, quantity.end):
+            continue  # a bound, a default, or an old figure ("now 1,800 MHz (was 1,900 MHz)")
         if quantity.dimension == "count" and PHYSICAL_TOTAL.match(sentence_after(record, quantity)):
             continue  # the die's total, of which fewer are enabled in the product
         match = what_it_is(record, quantity, every, glossary)
         if match is None:
             _report_unit_problem(record, quantity, every, glossary, out)
             continue
-        if match.quantity == "memory_bandwidth" and not record.is_table and not _PEAK_CUE.search(record.key):
+        if match.quantity == "memory_bandwidth" and not record.is_table and not _PEAK_CUE.search(f"{record.key} {record.topic}"):
             continue  # a device's memory bandwidth is written as its peak (or total, aggregate, maximum)
         if quantity.dimension == "count" and not record.is_table and \
                 PER_PARENT_BEFORE.search(record.text[max(0, quantity.start - 80):quantity.start]):
@@ -364,7 +366,7 @@ def peak_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> None
     if record.is_table:
         quantities = quantities[:1]
     for n, quantity in enumerate(quantities):
-        if quantity.per or _is_bound(record, quantity):
+        if quantity.per or _is_bound(record, quantity) or is_old_figure(record.text, quantity.start, quantity.end):
             continue
         scope = scope_of(record, quantity, glossary)
         if scope in ("multi", "block"):

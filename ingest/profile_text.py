@@ -114,6 +114,21 @@ class Record:
     row: str = ""
     subject: str = ""
     product_row: str = ""
+    topic: str = ""
+
+
+#: A paragraph's first sentence that is only a label ("Memory bandwidth.", "L2 cache:"): a few words, no figure.
+_TOPIC_SENTENCE = re.compile(r"^[*_]*(?P<t>[A-Za-z][\w\-/() ]{1,60}?)[*_]*\s*[.:]?[*_]*$")
+
+
+def topic_of(first_sentence: str) -> str:
+    """The label a sentence gives the sentences after it in its paragraph ("1. Memory bandwidth. The datasheet
+    gives ..."): a sentence of up to five words and no digit; else empty. A later sentence that names its quantity only as "the
+    figure" or "the value" is about this label (`ingest.profile_labels.labels`)."""
+    match = _TOPIC_SENTENCE.match(first_sentence.strip())
+    if not match or len(match.group("t").split()) > 5:
+        return ""
+    return match.group("t").strip()
 
 
 class ChipTokens(set):
@@ -403,21 +418,25 @@ def prose_records(text: str, chunk: Chunk, tokens: set[str]) -> list[Record]:
     text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)  # Markdown links and images -> their text
     for paragraph in paragraphs(text):
         previous = ""
+        topic = ""
         for sentence in sentences(paragraph):
+            topic = topic_of(sentence) or topic  # a label sentence labels the sentences after it
             parts = clauses(sentence)
             subject_levels = level_cues(without_parentheticals(parts[0])) & {"sub"} if parts else set()
             prev_clause: tuple[str, str] | None = None
+            prev_levels: set[str] = set()
             for index, clause in enumerate(parts):
                 levels = level_cues(without_parentheticals(clause)) | (subject_levels if index else set())
                 if index and re.match(r"\s*\d", clause):  # "carries four HX-7 chips and 512 GB": the same verb's
-                    levels |= level_cues(without_parentheticals(parts[index - 1])) & {"multi"}  # object, its chips
+                    levels |= prev_levels & {"multi"}  # object, its chips' (through a list of such figures)
+                prev_levels = levels
                 product = clause_product(clause, sentence, context, tokens, prev_clause)
                 prev_clause = (clause, product)
                 subject = next((p for p in reversed(parts[:index]) if not _ASIDE.match(p)), "")
                 records.append(Record(
                     text=clause, key=sentence, local=clause, quote=sentence, locator=locator_of(chunk),
                     chunk=chunk, product=product,
-                    levels=levels, prev=previous, subject=subject,
+                    levels=levels, prev=previous, subject=subject, topic=topic,
                 ))
             previous = sentence
     return records
