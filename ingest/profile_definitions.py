@@ -259,6 +259,21 @@ _RUNS_ON_ONE = re.compile(
     re.IGNORECASE)
 
 
+#: "The Atoll A3 is built from 96 matrix cores", "Kestrel accelerators are made of PE arrays": what the chip is
+#: built from is its building block (the compute unit, or a partition when it holds compute units: see
+#: `ingest.profile_glossary`).
+_BUILT_FROM = re.compile(rf"(?P<s>[^.;:]{{2,80}}?)\s+(?:is|are)\s+(?:built|made|composed|assembled|constructed)\s+"
+                         rf"(?:up\s+)?(?:from|of|out\s+of)\s+(?:{_NUMBER}\s+)?(?P<t>(?:[A-Za-z][\w\-]*\s*){{1,3}})",
+                         re.IGNORECASE)
+#: The subject of `_BUILT_FROM` must be the chip: a chip noun or a product model name.
+_CHIP_SUBJECT = re.compile(r"\b(?:accelerators?|chips?|devices?|gpus?|npus?|processors?|coprocessors?|asics?|"
+                           r"socs?|dies?)\b|\b[A-Za-z]{1,6}-?\d{1,4}[A-Za-z]{0,3}\b", re.IGNORECASE)
+
+
+#: The speaker mark of a question-and-answer text ("Q: ...", "A: ...", "Question: ..."): not a term being defined.
+DIALOGUE_MARK = re.compile(r"^\s*[*_]*(?:Q|A|Question|Answer)\s*[:.][*_]*\s+", re.IGNORECASE)
+
+
 def definitions_in(unit: Unit, mentions) -> tuple[list[Definition], list[tuple[str, str]]]:
     """Definitions and aliases that one sentence or row states (see module docstring). Where either side of a
     definition could be the term, the term is the side the documents mention more often (`mentions`)."""
@@ -285,6 +300,9 @@ def definitions_in(unit: Unit, mentions) -> tuple[list[Definition], list[tuple[s
         return defs, aliases
     text = unit.text
     aliases += aliases_in(text)
+    text = DIALOGUE_MARK.sub("", text)
+    if text.rstrip(" *_").endswith("?"):
+        return defs, aliases  # a question defines nothing ("How big is the register file?")
     head, colon, rest = text.partition(": ")
     if colon and 1 <= len(head.split()) <= 4 and len(rest.split()) >= 4 and not re.search(r"\d", head) \
             and not re.match(r"\s*[\d.,]", rest):
@@ -314,6 +332,11 @@ def definitions_in(unit: Unit, mentions) -> tuple[list[Definition], list[tuple[s
     for rx in (_EACH_A, _OF_A):
         for match in rx.finditer(text):
             add(match.group("t"), match.group("d"))
+    for match in _BUILT_FROM.finditer(text):
+        term = noun_phrase(match.group("t").split())
+        if term and _CHIP_SUBJECT.search(match.group("s")):
+            add(term, "the basic building block of the chip, the processor it is built from", head="",
+                explicit=True, among=("compute_unit", "partition"))
     for match in _RUNS_ON_ONE.finditer(text):
         term = noun_phrase(match.group("t").split())
         if term:
@@ -371,7 +394,7 @@ def aliases_in(text: str) -> list[tuple[str, str]]:
     out = []
     for match in PAREN.finditer(text):
         outside, inside = tail_np(match.group(1)), match.group(2).strip()
-        quoted = re.fullmatch(r"['\"\u2018\u201c]([A-Za-z][\w\-]*)['\"\u2019\u201d]", inside)
+        quoted = re.fullmatch(r"['\"\u2018\u201c]([A-Za-z][\w\-]*(?:\s+[A-Za-z][\w\-]*){0,2})['\"\u2019\u201d]", inside)
         if quoted and outside:
             out.append((outside, quoted.group(1)))
         elif outside and is_abbreviation(inside, outside):

@@ -31,7 +31,7 @@ from hardware_profiles.schema import SCALAR_FIELDS
 from hardware_profiles.yaml_io import check_chip_name
 from ingest.profile_definitions import is_abbreviation as _is_abbreviation
 from ingest.profile_columns import choose_columns, described_phrases
-from ingest.profile_definitions import singular
+from ingest.profile_definitions import singular, term_key
 from ingest.number_words import digits_for_number_words
 from ingest.profile_derive import compute_units_from_hierarchy
 from ingest.profile_glossary import Glossary, build_glossary
@@ -286,6 +286,9 @@ def _compute_unit_name(glossary: Glossary, merged: list[tuple[Chunk, tuple[Chunk
         return term.name, Source(document=term.chunk.source, locator=term.chunk.cite().split(" ", 1)[-1] if
                                  term.chunk.section or term.chunk.page else None, quote=row)
     names = [term.name, *sorted(k for k, v in glossary.terms.items() if v is term), *sorted(term.aliases)]
+    used = _most_used_alias(glossary, term, merged)
+    if used is not None:
+        return used
     for name in sorted(names, key=len, reverse=True):
         words = [re.escape(w) for w in name.split()]
         paired = re.compile(r"(?<![\w\-])((?i:" + r"\s+".join(words[:-1] + [words[-1] + r"(?:s|es)?"]) +
@@ -310,6 +313,26 @@ def _compute_unit_name(glossary: Glossary, merged: list[tuple[Chunk, tuple[Chunk
                 quote = _sentence_around(original.text, at, at + len(term.name))
                 return term.name, _source_in(chunk, original, quote)
     return None, None
+
+
+def _most_used_alias(glossary: Glossary, term, merged: list[tuple[Chunk, tuple[Chunk, ...]]]
+                     ) -> tuple[str, Source] | None:
+    """The name a document introduces for its compute unit and then uses (``processing-element arrays ("PE
+    arrays")``, then "per PE array" throughout): a multi-word alias mentioned more often than the term's own name,
+    as written, with the sentence that introduces it. None when the term's own name is used as often."""
+    own = glossary.mentions(term_key(term.name))
+    best = max(((glossary.mentions(a), a) for a in term.aliases if len(a.split()) >= 2), default=(0, ""))
+    if best[0] <= own:
+        return None
+    words = [re.escape(w) for w in best[1].split()]
+    rx = re.compile(r"(?<![\w\-])(?i:" + r"\s+".join(words[:-1] + [words[-1] + r"(?:s|es)?"]) + r")(?![\w\-])")
+    for chunk, originals in merged:
+        for original in originals:
+            match = rx.search(original.text)
+            if match:
+                quote = _sentence_around(original.text, match.start(), match.end())
+                return _singular_phrase(match.group(0)), _source_in(chunk, original, quote)
+    return None
 
 
 def _singular_phrase(phrase: str) -> str:

@@ -31,7 +31,7 @@ QUANTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
                                  "registers per compute unit", "registers per SM", "number of 32-bit registers")),
     "shared_memory": ("bytes", ("shared memory", "shared memory per compute unit", "shared memory per thread block",
                                 "local data share", "LDS", "scratchpad memory", "software-managed local memory",
-                                "on-chip SRAM of each compute unit")),
+                                "on-chip SRAM of each compute unit", "scratch memory", "local scratch")),
     "register_file": ("bytes", ("register file", "vector register file per compute unit", "vector registers",
                                 "VGPR file")),
     "l2_cache": ("bytes", ("L2 cache", "level-two cache", "second-level cache shared by the chip")),

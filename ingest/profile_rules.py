@@ -358,7 +358,7 @@ def _report_unit_problem(record: Record, quantity: Quantity, every: list[Quantit
 
 def peak_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> None:
     """Dense peaks per data type; the data type and matrix/vector variant come from the words next to the value."""
-    if record.sparse or re.search(r"speedup|sparsity|sparse", record.local, re.IGNORECASE):
+    if record.sparse or (record.is_table and re.search(r"speedup|sparsity|sparse", record.local, re.IGNORECASE)):
         return
     if _PER_UNIT.search(record.local):
         return
@@ -367,6 +367,8 @@ def peak_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> None
         quantities = quantities[:1]
     for n, quantity in enumerate(quantities):
         if quantity.per or _is_bound(record, quantity) or is_old_figure(record.text, quantity.start, quantity.end):
+            continue
+        if not record.is_table and _sparse_figure(record.text, quantities, n):
             continue
         scope = scope_of(record, quantity, glossary)
         if scope in ("multi", "block"):
@@ -379,6 +381,28 @@ def peak_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> None
                                             quantity.resolution / 1e12, record, quantity, variant=variant,
                                             noun=per_unit or ""))
         out.candidates.extend(_relative_peaks(record, quantity, per_unit or ""))
+
+
+_SPARSE = re.compile(r"speedup|sparsity|sparse", re.IGNORECASE)
+_DENSE = re.compile(r"\bdense\b", re.IGNORECASE)
+
+
+def _sparse_figure(text: str, quantities: list[Quantity], n: int) -> bool:
+    """Whether prose figure `n` is a sparse (or speedup) figure: the words after it, up to the next figure or the
+    end of its parenthetical, say so ("550.5 TFLOPS with 2:4 sparsity"), or the words before it since the last
+    figure do and the words after it do not say "dense" ("sparse FP8 at 1.6 PFLOPS"). A dense figure beside a
+    sparse one in its parenthetical ("275.3 TFLOPS dense (550.5 TFLOPS with sparsity)") is dense."""
+    q = quantities[n]
+    end = quantities[n + 1].start if n + 1 < len(quantities) else len(text)
+    after = text[q.end:end]
+    after = after[:after.find("(")] if "(" in after else after  # the next figure's parenthetical is its own
+    after = after[:after.find(")") + 1] if ")" in after else after
+    start = quantities[n - 1].end if n else 0
+    before = text[start:q.start]
+    before = before[before.rfind(")") + 1:] if ")" in before else before
+    if _SPARSE.search(after):
+        return True
+    return bool(_SPARSE.search(before)) and not _DENSE.search(after)
 
 
 def _per_unit_noun(record: Record, quantity: Quantity) -> str | None:

@@ -68,6 +68,7 @@ _SENTENCE_END = re.compile(
 #: The ideographic full stop (Chinese, Japanese) and its half-width form end a sentence.
 _CJK_FULL_STOP = re.compile(r"[\u3002\uff61]\s*")
 _CLAUSE_SPLIT = re.compile(r",\s+|;\s+|\s+(?:and|while|whereas|but|although)\s+", re.IGNORECASE)
+_DIALOGUE_MARK = re.compile(r"^\s*[*_]*(?:Q|A|Question|Answer)\s*[:.][*_]*\s+", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[*\-+\u2022]|\d+\.)\s+")
 
 
@@ -420,6 +421,7 @@ def prose_records(text: str, chunk: Chunk, tokens: set[str]) -> list[Record]:
         previous = ""
         topic = ""
         for sentence in sentences(paragraph):
+            sentence = _DIALOGUE_MARK.sub("", sentence)  # "A: Each core has ...": the answer, not its speaker
             topic = topic_of(sentence) or topic  # a label sentence labels the sentences after it
             parts = clauses(sentence)
             subject_levels = level_cues(without_parentheticals(parts[0])) & {"sub"} if parts else set()
