@@ -30,7 +30,9 @@ ALIGN = 2
 MIN_ROWS = 3
 #: Longest median label of a table's first column (longer: columns of prose).
 MAX_LABEL_CHARS = 48
-_CELL_SPLIT = re.compile(r"\S(?:.*?\S)?(?=\s{" + str(GAP) + r",}|\s*$)")
+#: A cell: the shortest run of text that `GAP` spaces (or the line's end) follow, so a one-character cell ("4")
+#: is not joined to the next one.
+_CELL_SPLIT = re.compile(r"\S(?:.*?\S)??(?=\s{" + str(GAP) + r",}|\s*$)")
 
 
 @dataclass
