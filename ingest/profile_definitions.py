@@ -36,7 +36,7 @@ def singular(word: str) -> str:
     ``memory``; words that are not plural stay (``glass``, ``bus``, ``SIMD``)."""
     if len(word) <= 3 and not (len(word) >= 3 and word[:-1].isupper() and word.endswith("s")):
         return word
-    if re.search(r"[^aeiou]ies$", word):
+    if re.search(r"[^aeiou]ies$", word) and len(word) > 4:  # "memories" -> "memory"; "dies" -> "die"
         return word[:-3] + "y"
     if re.search(r"(?:ss|sh|ch|x)es$", word):
         return word[:-2]

@@ -21,7 +21,7 @@ from ingest.profile_text import Record
 def compute_units_from_hierarchy(glossary: Glossary, records: list[Record]) -> ProfileField | None:
     """``num_compute_units`` = (partitions on the chip) x (compute units per partition), or None.
 
-    Both counts must come from sentences (or rows) about the chip or about no named product (`Record.product`),
+    Both counts must come from sentences (or list items: "Dies: 2" and, under "Each die", "Clusters: 24") about the chip or about no named product (`Record.product`),
     and exactly one product value must result (two hierarchies that disagree give None: unknown, not guessed).
 
     Args:
@@ -29,7 +29,7 @@ def compute_units_from_hierarchy(glossary: Glossary, records: list[Record]) -> P
         records: the records of the same documents (for the citation and the product of each sentence).
     """
     units = glossary.compute_unit_keys()
-    about_chip = {" ".join(r.key.split()): r for r in records if r.product != "other" and not r.is_table}
+    about_chip = {_statement(r): r for r in records if r.product != "other"}
     found: dict[int, tuple[str, Record]] = {}
     for inner in glossary.contains:
         if glossary.aliases.get(inner.child, inner.child) not in units or inner.parent in units:
@@ -55,8 +55,13 @@ def _count_about_chip(records: list[Record], quote: str, count: int) -> bool:
     """True when a clause of sentence `quote` that states `count` is about the chip or no named product (not the
     predecessor of "Compared with the previous X2 (40 WGPs), the X3 ...")."""
     key = " ".join(quote.split())
-    return any(" ".join(r.key.split()) == key and r.product != "other" and not r.is_table
+    return any(_statement(r) == key and r.product != "other"
                and re.search(rf"(?<![\d.,]){count}(?![\d]|[.,]\d)", r.text) for r in records)
+
+
+def _statement(record: Record) -> str:
+    """The text a containment or a count was read from: a sentence, or a list item or row as quoted."""
+    return " ".join((record.quote if record.is_table else record.key).split())
 
 
 def _chip_count(glossary: Glossary, parent: str) -> tuple[int, str] | None:

@@ -240,6 +240,7 @@ def build_glossary(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> Glossary:
         glossary.contains += containments(unit)
         for count, phrase, _ in counted_terms(unit.text):
             glossary.chip_counts.setdefault(term_key(phrase), (count, unit.text))
+        _scoped_count(glossary, unit)
     for chunk, _ in chunks:
         if chunk.kind != "table_row":
             glossary.contains += component_lists(chunk.text)
@@ -255,6 +256,30 @@ def build_glossary(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> Glossary:
     _shortened_references(glossary)
     _partitions_from_containment(glossary)
     return glossary
+
+
+#: A list item that gives a count of things: "Clusters: 24", "Dies: 2, joined by a bridge" (a plural label).
+_COUNT_ITEM = re.compile(r"^(?P<t>[A-Za-z][\w\- ]{1,40}?s)\s*:\s*(?P<n>\d{1,5})(?![\d.,]\d|\s*[A-Za-z%/])")
+
+
+def _scoped_count(glossary: Glossary, unit: Unit) -> None:
+    """A count item under a scope heading ("Each die > Clusters: 24") is a containment (each die holds 24
+    clusters); one under no scope heading ("Dies: 2") counts the chip's. See `ingest.profile_scope.scope_heading`."""
+    from ingest.profile_scope import scope_heading
+
+    if unit.cells:
+        return
+    scope = scope_heading(unit.chunk.section or "")
+    for item in re.split(r"(?:^|\s)-\s+", unit.text):  # list items run together in a chunk's text
+        match = _COUNT_ITEM.match(item.strip())
+        if not match:
+            continue
+        child, count = term_key(match.group("t")), int(match.group("n"))
+        if scope:
+            parent = term_key(re.sub(r"^\s*(?:each|every|per|one|a single)\s+", "", scope, flags=re.IGNORECASE))
+            glossary.contains.append(Containment(parent, child, count, item.strip()))
+        else:
+            glossary.chip_counts.setdefault(child, (count, item.strip()))
 
 
 _OWNS_BYTES = re.compile(r"\beach\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}?[A-Za-z][\w\-]*)\s+(?:has|contains|holds|"

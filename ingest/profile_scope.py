@@ -33,11 +33,24 @@ def scope_of(record: Record, quantity: Quantity, glossary: Glossary) -> str:
         cues = _cues(without_parentheticals(record.text), glossary)  # a parenthetical belongs to its clause
     if not cues and record.subject:
         cues = _cues(record.subject, glossary) - {"chip"}  # "A workgroup can allocate 64 KB and holds 1024 ..."
+    if not cues:
+        cues = _cues(scope_heading(record.chunk.section or ""), glossary)  # under "Each die" (nested list)
     cues |= set(record.levels) & {"multi"}
     for level in _SCOPE_RANK:
         if level in cues:
             return level
     return ""
+
+
+_SCOPE_HEADING = re.compile(r"^\s*(?:each|every|per|one|a single)\s+[A-Za-z][\w\- ]{0,40}$", re.IGNORECASE)
+
+
+def scope_heading(section: str) -> str:
+    """The innermost heading of `section` when it only names a scope ("Title > Each die > Each cluster" -> "Each
+    cluster": `ingest.loaders.markdown` puts a nested list's scope items there), else empty. A statement with no
+    scope of its own is at that scope."""
+    inner = section.rsplit(" > ", 1)[-1] if " > " in section else ""
+    return inner if _SCOPE_HEADING.match(inner) else ""
 
 
 _RELATIVE = re.compile(r"\s(?:that|which|who|whose|where)\s.*$", re.IGNORECASE)

@@ -4,6 +4,8 @@
 - A paragraph that opens with a bold label followed by a colon or a spaced dash (``**L2 cache** — 32 MB``,
   ``**L2 cache:** 32 MB``) is a label/value line: it is kept as a list item (``- L2 cache — 32 MB``) so the
   extractor reads it like a ``key: value`` item.
+- A list item that only names a scope ("Each die", `SCOPE_ITEM`) adds that scope to the heading path of the
+  items nested under it: a nested bullet hierarchy (package > each die > each cluster) keeps its levels.
 - Pipe tables and HTML ``<table>`` blocks: one ``table_row`` section per row, carrying the header row and the
   table's caption (or the short paragraph that introduces it).
 - MyST fences: ``{list-table}`` is parsed with docutils like reStructuredText (one section per row);
@@ -39,6 +41,11 @@ def load_markdown(path: Path, source: str) -> LoadedDocument:
     return LoadedDocument(sections=sections, title=title)
 
 
+#: A list item that only names a scope ("Each die", "**Per cluster**"): the items nested under it are stated at
+#: that scope, so it joins their heading path (the innermost scope is the nearest enclosing one).
+SCOPE_ITEM = re.compile(r"^[*_]*(?:each|every|per|one|a single)\s+[A-Za-z][\w\- ]{0,40}?[*_]*:?$", re.IGNORECASE)
+
+
 def markdown_sections(text: str, source: str) -> list[Section]:
     """Sections of Markdown `text` in reading order (see module docstring)."""
     tokens = MarkdownIt("commonmark").enable("table").parse(text)
@@ -52,6 +59,7 @@ class _Builder:
         self.levels: list[int] = []
         self.sections: list[Section] = []
         self.last_prose = ""
+        self.items: list[str] = []  # the text of the open list items, outermost first
 
     def run(self, tokens: list[Token]) -> list[Section]:
         i = 0
@@ -66,9 +74,13 @@ class _Builder:
                 list_depth += 1
             elif tok.type in ("bullet_list_close", "ordered_list_close"):
                 list_depth -= 1
+                self.items = self.items[:list_depth]
             elif tok.type == "inline":
                 text = _inline_text(tok)
-                self._prose(("- " + text) if list_depth or _bold_label(tok) else text)
+                if list_depth:
+                    self.items = self.items[:list_depth - 1] + [text]
+                scopes = tuple(clean(t) for t in self.items[:list_depth] if SCOPE_ITEM.match(clean(t)))
+                self._prose(("- " + text) if list_depth or _bold_label(tok) else text, scopes=scopes)
             elif tok.type == "table_open":
                 i = self._table(tokens, i)
                 continue
@@ -88,10 +100,11 @@ class _Builder:
         self.path.append(text)
         self.last_prose = ""
 
-    def _prose(self, text: str, kind: str = "prose") -> None:
+    def _prose(self, text: str, kind: str = "prose", scopes: tuple[str, ...] = ()) -> None:
         text = clean(text)
         if text:
-            self.sections.append(Section(text=text, source=self.source, heading_path=tuple(self.path), kind=kind))
+            self.sections.append(Section(text=text, source=self.source, heading_path=tuple(self.path) + scopes,
+                                         kind=kind))
             self.last_prose = text
 
     def _table(self, tokens: list[Token], i: int) -> int:
