@@ -197,7 +197,16 @@ def _per_time(quantity: Quantity) -> bool:
 
 
 def _is_bound(record: Record, quantity: Quantity) -> bool:
-    return bool(_BOUND_BEFORE.search(record.text[max(0, quantity.start - 20):quantity.start]))
+    """A bound ("over 2.5 PFLOP/s") or an end of a range ("32–64 GB depending on SKU", "96 to 128 engines"): not
+    one product's value."""
+    before = record.text[max(0, quantity.start - 20):quantity.start]
+    return bool(_BOUND_BEFORE.search(before) or _RANGE_BEFORE.search(before)
+                or _RANGE_AFTER.match(record.text[quantity.end:quantity.end + 20]))
+
+
+#: The upper end of a range: a number and a dash or "to" right before the figure; the lower end: the same after.
+_RANGE_BEFORE = re.compile(r"\d\s*(?:[\-\u2013\u2014]|to)\s*$")
+_RANGE_AFTER = re.compile(r"^\s*(?:[\-\u2013\u2014]|to)\s*\d")
 
 
 def prefetch_labels(records: list[Record], glossary: Glossary) -> None:
