@@ -190,6 +190,19 @@ def _holds_compute_units(record: Record, quantity: Quantity, glossary: Glossary)
                                                   for c in glossary.contains)
 
 
+#: Quantities that belong to one compute unit: stated with no scope they are per unit, unless the chip itself is
+#: the subject that has them (a chip total of every unit's memory).
+_PER_UNIT_QUANTITIES = ("shared_memory", "register_file", "register_count")
+
+
+def _chip_is_subject(record: Record, quantity: Quantity) -> bool:
+    """Whether a sentence names the chip as what holds `quantity`: its clause names the chip's product before the
+    figure ("the T12 therefore has 150 MiB of SRAM"); a table cell never does."""
+    from ingest.profile_text import products_in
+
+    return not record.is_table and record.product == "chip" and bool(products_in(record.text[:quantity.start]))
+
+
 def _per_time(quantity: Quantity) -> bool:
     """A rate per clock, cycle or pin (``2KBytes/clock``, ``18 Gbps per pin``) is not a chip figure; a size per
     unit (``128 KiB per core``) is, at that unit's scope."""
@@ -250,6 +263,8 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
         scope = scope_of(record, quantity, glossary)
         if ENABLED_SUBSET.search(record.text[:quantity.start]):
             scope = "chip"  # the enabled ones are the product's
+        if not scope and match.quantity in _PER_UNIT_QUANTITIES and _chip_is_subject(record, quantity):
+            scope = "chip"  # "Across the grid the T9 has 150 MiB of SRAM": the chip's total, not one unit's
         _learn_sub_values(record, match.quantity, quantity.dimension, glossary, out)
         name = field_for(match.quantity, scope)
         if name is None:

@@ -16,7 +16,7 @@ GB = 1e9 / 2**30
 _OUTLINE = """# Quenby Q2 outline
 
 The Q2 is a fictional inference chip. The forge is the compute unit of the Q2: a strand bundle (the Q2's
-thread block) runs on one forge.
+thread block) runs on one forge. Across its mesh the Quenby Q2 therefore has 11.25 MiB of forge SRAM.
 
 - Q2 chip
   - Quadrants: 4
@@ -46,10 +46,10 @@ def test_a_scope_item_joins_the_heading_path_of_the_items_under_it():
 
 def test_counts_per_level_multiply_to_the_chip_and_per_level_figures_keep_their_scope(tmp_path):
     """4 quadrants x 15 forges = 60 forges (derived, not the per-quadrant 15); 192 KiB per forge; the 0.5 TB/s is
-    per quadrant, not the chip's; 48 GB stays the chip's."""
+    per quadrant, not the chip's; 48 GB stays the chip's; the chip's 11.25 MiB of SRAM in all is no forge's."""
     profile, _ = extract_profile_with_report("quenby_q2", _chunks(tmp_path))
     assert (profile.num_compute_units.kind, profile.num_compute_units.value) == ("derived", 60)
     assert "4 quadrant x 15 forge" in profile.num_compute_units.formula
-    assert profile.smem_per_compute_unit_kb.value == 192
+    assert (profile.smem_per_compute_unit_kb.kind, profile.smem_per_compute_unit_kb.value) == ("stated", 192)
     assert profile.mem_bw_gbps.value is None
     assert abs(profile.mem_capacity_gb.value - 48 * GB) < 1e-6
