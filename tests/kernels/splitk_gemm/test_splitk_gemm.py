@@ -73,7 +73,7 @@ def test_split_counts(split_k, device):
 
 
 @pytest.mark.parametrize("fused", [True, False], ids=["fused", "workspace"])
-@pytest.mark.parametrize("split_k", [8, 10, 19])
+@pytest.mark.parametrize("split_k", [8, 10, pytest.param(19, marks=pytest.mark.slow)])
 def test_reductions_of_more_partials_than_one_load_group(split_k, fused, device):
     """K = 300 in 19 iterations of 16; requested 8, 10, 19 splits are 7 (a rest only), 10 (one group of
     `REDUCE_UNROLL` = 8 loads and a rest of 2) and 19 (two groups and a rest of 3): every partial summed once."""
