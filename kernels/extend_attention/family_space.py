@@ -30,6 +30,7 @@ from kernels.extend_attention.family import (
     smem_footprint_kb,
 )
 from kernels.extend_attention.mla import mla_applies
+from kernels.extend_attention.mla_gluon import MLA_ROUTE
 
 #: Knobs of the family that the agent searches (`family.FamilyConfig` fields) and their allowed values: every knob
 #: the tuned entry point sets (`tuned.class_config`). The first value of a switch is the baseline kernel's structure
@@ -47,7 +48,7 @@ KNOBS: dict[str, tuple[Any, ...]] = {
     "tma": (False, True),  # K/V tiles through tensor descriptors where family.tma_plan allows, else pointers
     # absorbed-MLA calls (576/512, V a view of K) on the dedicated kernel (mla.py: the two-warpgroup Gluon kernel
     # on Hopper, the Triton one elsewhere); other calls ignore it (`ExtendAttentionFamily.fits` keeps it "off" there)
-    "mla": ("off", "gluon"),
+    "mla": ("off", MLA_ROUTE),
     "heavy_first": (False, True),  # causal row blocks in decreasing work order
     "fold_scale": (False, True),  # softmax scale folded into the exp2 FMA
     "gather_stages": (0, 2, 3),  # loop-level pipelining of the prefix gather (the MLA kernel's too); 0 = off
