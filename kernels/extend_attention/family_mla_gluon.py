@@ -20,6 +20,8 @@ Two switches (`FamilyConfig.mla` values of `mla_gluon.GLUON_VARIANTS`):
   the next copy's issue (FlashAttention-3's intra-warpgroup overlap of one tile's GEMMs with the next; the wait
   keeps the two score groups in flight: `warpgroup_mma_wait` counts MMA operations). 16 more accumulator registers
   per thread (the next scores), no more shared memory;
+  Its copies are issued by a prefix/extend branch (`_issue_tile_branch`: two copies per tile, not four predicated
+  ones);
 - P_IN_ROPE: P [64, BLOCK_N] is written over the rope part [BLOCK_N, DPE] of the key tile it belongs to (DPE ==
   BLOCK_N; both warpgroups have read it: the row-max reduction's barrier follows their score waits), so the P
   buffer (8 KiB) goes and each key buffer carries its own P: with SCORES_AHEAD, P(t + 1) never waits for P . V(t)
@@ -97,6 +99,22 @@ def _issue_tile(t, n_pre, pre_row0, ext_row0, kn_pre_desc, kr_pre_desc, kn_ext_d
     _tma_load(kn_ext_desc, [ext_row, 0], bar, kn_dst, pred=pred & (t >= n_pre))
     _tma_load(kr_ext_desc, [ext_row, D], bar, kr_dst, pred=pred & (t >= n_pre))
 
+
+@gluon.jit
+def _issue_tile_branch(t, n_pre, pre_row0, ext_row0, kn_pre_desc, kr_pre_desc, kn_ext_desc, kr_ext_desc, bar, kn_dst,
+                       kr_dst, pred, D: gl.constexpr, BLOCK_N: gl.constexpr):
+    """`_issue_tile` with the prefix/extend choice as a branch: two copies issued per tile instead of four
+    predicated ones (each copy is a CTA barrier plus an elected issue in the sm_90 code, predicated off or not)."""
+    mbarrier.expect(bar, kn_pre_desc.block_type.nbytes + kr_pre_desc.block_type.nbytes, pred=pred)
+    if pred:
+        if t < n_pre:
+            pre_row = pre_row0 + t * BLOCK_N
+            _tma_load(kn_pre_desc, [pre_row, 0], bar, kn_dst)
+            _tma_load(kr_pre_desc, [pre_row, D], bar, kr_dst)
+        else:
+            ext_row = ext_row0 + (t - n_pre) * BLOCK_N
+            _tma_load(kn_ext_desc, [ext_row, 0], bar, kn_dst)
+            _tma_load(kr_ext_desc, [ext_row, D], bar, kr_dst)
 
 @gluon.jit
 def _softmax_step(s, m_i, l_i, t, n_pre, lo, hi, ext_len, tok, offs_n, qk_scale, qk_scale_pre, cap_scale,
@@ -200,8 +218,8 @@ def _tile_step_ahead(acc, s_tok, m_i, l_i, t, buf, nxt, n_tiles, n_pre, lo, hi, 
     read a buffer no copy is writing and nobody uses them."""
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 2],
                                                        instr_shape=[16, BLOCK_N // 2, 16])
-    _issue_tile(t + 1, n_pre, pre_row0, ext_row0, kn_pre_desc, kr_pre_desc, kn_ext_desc, kr_ext_desc,
-                bars.index(nxt), k_n.index(nxt), k_r.index(nxt), t + 1 < n_tiles, D, BLOCK_N)
+    _issue_tile_branch(t + 1, n_pre, pre_row0, ext_row0, kn_pre_desc, kr_pre_desc, kn_ext_desc, kr_ext_desc,
+                       bars.index(nxt), k_n.index(nxt), k_r.index(nxt), t + 1 < n_tiles, D, BLOCK_N)
     s = warpgroup_mma_wait(0, deps=[s_tok])
     p, alpha, m_i, l_i, rescale = _softmax_step(s, m_i, l_i, t, n_pre, lo, hi, ext_len, tok, offs_n, qk_scale,
                                                 qk_scale_pre, cap_scale, cap_scale_pre, LOGIT_CAP, IS_CAUSAL,
