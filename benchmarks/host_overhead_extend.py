@@ -30,7 +30,8 @@ synchronized between calls): ``host_us`` as the tuned entry point runs (launches
 `kernels.tensormap.PreparedLauncher`, tensor maps encoded once per buffer), ``host_us_triton_launcher`` with
 `kernels.launch.PREPARED_LAUNCHERS` off (Triton's ``CompiledKernel.run``, which encodes every tensor map on every
 launch), ``launch_us`` the part of a call spent in `DirectLaunch.launch_compiled` (the launchers), the launches per
-call and the tensor maps encoded per replayed call (0 once the buffers were seen).
+call, the tensor maps encoded per replayed call (0 once the buffers were seen) and the launches per call that went
+through ``JITFunction.run`` instead (0 unless launch hooks are set).
 """
 
 from __future__ import annotations
@@ -153,20 +154,26 @@ def gpu_row(case, calls: int) -> dict:
     row = {"case": case.id, "launches": len(replays[0].launches),
            "host_us": host_us(tuned.extend_attention_fwd, args, calls)}
     row["maps_encoded_per_call"] = (tensormap.TENSOR_MAPS.encodes - encodes) / (calls + 1)
-    spent = [0.0]
-    original = launch.DirectLaunch.launch_compiled
+    spent, jit_calls = [0.0], [0]
+    original, jit_run = launch.DirectLaunch.launch_compiled, JITFunction.run
 
     def timed(self, *a):
         t0 = time.perf_counter()
         original(self, *a)
         spent[0] += time.perf_counter() - t0
 
-    launch.DirectLaunch.launch_compiled = timed
+    def counted(self, *a, **k):
+        jit_calls[0] += 1
+        return jit_run(self, *a, **k)
+
+    launch.DirectLaunch.launch_compiled, JITFunction.run = timed, counted
     try:
         host_us(tuned.extend_attention_fwd, args, calls)
     finally:
-        launch.DirectLaunch.launch_compiled = original
+        launch.DirectLaunch.launch_compiled, JITFunction.run = original, jit_run
     row["launch_us"] = spent[0] / (calls + 1) * 1e6
+    row["jit_launches_per_call"] = jit_calls[0] / (calls + 1)  # 0 when every launch is replayed directly
+    row["launch_hooks"] = launch.launch_hooks()
     launch.PREPARED_LAUNCHERS = False
     try:
         row["host_us_triton_launcher"] = host_us(tuned.extend_attention_fwd, args, calls)
@@ -174,7 +181,8 @@ def gpu_row(case, calls: int) -> dict:
         launch.PREPARED_LAUNCHERS = True
     print(f"{case.id:16s} launches {row['launches']}  host {row['host_us']:6.1f} us (launchers {row['launch_us']:5.1f})"
           f"  with Triton's launcher {row['host_us_triton_launcher']:6.1f} us  maps encoded per call "
-          f"{row['maps_encoded_per_call']:.2f}", flush=True)
+          f"{row['maps_encoded_per_call']:.2f}  JITFunction.run per call {row['jit_launches_per_call']:.2f}"
+          f"{'  (launch hooks set)' if row['launch_hooks'] else ''}", flush=True)
     return row
 
 
