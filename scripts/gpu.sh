@@ -56,7 +56,7 @@ suite_host_overhead() {  # issue 20 (~30 s after bench, whose compiled kernels i
   python3 benchmarks/host_overhead_extend.py --device cuda --calls 200 --out "$OUT/host-overhead.json" "$@"
 }
 
-suite_mla_sweep() {  # MLA kernels (Gluon, warp-specialized variants isolated in child processes), the tuned entry point and FlashInfer on the mla case (< 3 min)
+suite_mla_sweep() {  # MLA kernels (Gluon route; its scores-ahead variants and the tuned entry point isolated in child processes; --only gluon-ws... for the warp-specialized ones) and FlashInfer (.fi) on the mla case, each checked against the fp32 reference (< 200 s)
   python3 benchmarks/sweep_mla.py --out "$OUT/mla-sweep.json" "$@"
 }
 
