@@ -43,12 +43,13 @@ _GL_DTYPES = {torch.bfloat16: bfloat16, torch.float16: float16}
 
 def gluon_smem_kb(block_n: int, prob: Problem, impl: str = "gluon") -> float:
     """Shared memory of one program in KiB: Q [64, D_qk], two key tiles [BLOCK_N, D_qk] and P [64, BLOCK_N].
-    ``"gluon"``: one P buffer, three mbarriers and the reduction scratch (sm_90 compile with triton 3.6 at
-    BLOCK_N = 64: 229,912 B, this model 229,400 B + the scratch); ``"gluon_ws"``: P in the rope slot of its key
+    ``"gluon"``: one P buffer, three mbarriers and 512 B of reduction scratch (sm_90 compile at BLOCK_N = 64 with
+    triton 3.6 and 3.9: 229,912 B, this model the same); ``"gluon_ws"``: P in the rope slot of its key
     tile when the rope width equals BLOCK_N, else two P buffers, plus two [2, 64] fp32 vectors (rescale factors, row
     statistics), eight mbarriers and 512 B of slack (compile at BLOCK_N = 64: 222,500 B, this model 222,784 B);
     ``"gluon_ahead"`` as ``"gluon"`` (the next scores live in registers); ``"gluon_ahead_rope"`` without the P
-    buffer (P in the rope slot of its key tile, `gluon_p_in_rope`)."""
+    buffer (P in the rope slot of its key tile, `gluon_p_in_rope`; compile with triton 3.9: 221,720 B, the model's
+    bytes)."""
     elem = prob.dtype.itemsize
     tiles = elem * prob.head_dim * (GLUON_BLOCK_M + GLUON_BUFFERS * block_n)
     if impl == "gluon_ws":
@@ -71,9 +72,10 @@ def gluon_registers(impl: str, block_n: int, prob: Problem) -> int:
     """fp32 accumulator registers per thread that the Gluon kernel of `impl` keeps live in its key loop (8 warps:
     the 64 x D_v output accumulator and the 64 x BLOCK_N scores spread over 256 threads; with scores ahead a second
     score tile is in flight while P and the output accumulator are live; ``"gluon_ws"``: the softmax warpgroup's
-    half of the output (64 x D_v / 2 over 128 threads) and its whole score tile, plus the next one with early
-    scores). The compiler adds addresses, P's bf16 registers and loop state; the hardware limit is 255 per thread
-    and 65,536 per SM (NVIDIA Hopper tuning guide)."""
+    half of the output (64 x D_v / 2 over 128 threads), its score tile and the next one (early scores, the
+    default)). The compiler adds addresses, P's bf16 registers and loop state (sm_90 compile with triton 3.9 at the
+    bench shape: 214 registers for ``"gluon"``; 255 and 84-100 bytes of spills for the scores-ahead variants); the
+    hardware limit is 255 per thread and 65,536 per SM (NVIDIA Hopper tuning guide)."""
     rows = GLUON_BLOCK_M
     if impl == "gluon_ws":
         return rows * prob.head_dim_v // 2 // 128 + 2 * rows * block_n // 128
