@@ -120,8 +120,8 @@ ARM_NAMES = {"a": "(a) retrieval, H200 findings", "b": "(b) retrieval, empty fin
 
 def markdown(results: list[dict[str, Any]]) -> str:
     """The tables for BENCHMARKS.md: one summary row per chip and arm, then the configurations per class."""
-    lines = ["| chip | arm | evaluations to 95 % of the chip's best | final geomean over baseline | measured-floor fraction "
-             "(geomean over cases) | status |", "|---|---|---:|---:|---:|---|"]
+    lines = ["| chip | arm | evaluations to 95 % of the chip's best | final geomean over baseline | "
+             "measured-floor fraction (geomean over cases) | status |", "|---|---|---:|---:|---:|---|"]
     for chip in results:
         for row in chip["arms"]:
             if row.get("missing"):
