@@ -59,7 +59,6 @@ def test_there_are_eight_development_datasheets_in_several_formats():
     assert {".md", ".rst", ".html"} <= suffixes
 
 
-@pytest.mark.slow
 def test_development_datasheets_meet_the_bar(evaluation):
     results, summary, _ = evaluation.evaluate(evaluation.datasheet_cases(DATASHEETS))
     wrong = [(r.chip, r.truth_field, r.value) for r in results if r.truth_kind == "stated" and not r.correct]
@@ -115,7 +114,6 @@ def _answering(chunks, count: int, term: str) -> list[str]:
     return rows or [c.id for c in chunks if re.search(number, c.text) and names(c.text)]
 
 
-@pytest.mark.slow
 def test_ask_ranks_the_answer_to_how_many_compute_units_in_the_top_3(chiplore_home, embedder):
     from ingest.onboard import onboard
     from knowledge.retrieval import search

@@ -175,6 +175,7 @@ def test_a_broken_sandbox_is_one_clear_error(tmp_path):
     sandbox.close()
 
 
+@pytest.mark.slow
 def test_runtime_reasons_name_the_users_file_and_its_lines(verifier, tmp_path):
     from agent.verifier.engine import _own_name
 
@@ -218,6 +219,7 @@ def test_progress_counts_every_judged_trial_across_all_children(verifier):
     assert verdict.config["perturbations_that_moved_the_reference"] >= 1
 
 
+@pytest.mark.slow
 def test_a_plan_split_that_loses_trials_is_no_pass(verifier, monkeypatch):
     """A pass needs every trial of the plan judged in some child: here the split drops the in-place perturbation
     trials (the ones that catch a result replayed on pointers and shapes), and an honest candidate that passes

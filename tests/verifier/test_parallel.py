@@ -250,8 +250,8 @@ CAUGHT_IN = {  # cheat name -> (options, the child the trial that catches it is 
     "partial_grid": ({}, "both: every trial; the first in plan order is reported"),
 }
 
-#: Over ~1.5 s each on a quiet 2-core machine: full suite only (the fast lane keeps the other three).
-SLOW_PAIRS = {"fp32_as_fp16", "no_max_subtraction", "dead_kernel"}
+#: Over ~1.5 s each on a quiet 2-core machine: full suite only (the fast lane keeps the other two).
+SLOW_PAIRS = {"fp32_as_fp16", "no_max_subtraction", "dead_kernel", "hardcoded_test_shapes"}
 
 
 @CPU_ONLY

@@ -66,7 +66,7 @@ def test_stream_k_splits_tiles_between_programs():
     assert plan.stream_k and plan.programs == 40 and tiles * iterations % plan.programs != 0
 
 
-@pytest.mark.parametrize("split_k", [0, 1, 2, 5, 64])
+@pytest.mark.parametrize("split_k", [0, 1, 2, 5, pytest.param(64, marks=pytest.mark.slow)])
 def test_split_counts(split_k, device):
     """Auto (0), none, even, uneven and more splits than K-iterations (capped to non-empty splits)."""
     check_impl(family(split_k=split_k, fused_reduce=True), TASK.case("long-k-33x96x300"), device)
