@@ -2,8 +2,9 @@
 metadata, `call_class`) and the agent (from a case's features, `space.SplitKGemmFamily.dispatch_class`) use.
 
 A class key is ``<rows>-<shape>``:
-- rows: ``m4`` (M <= `config.GEMV_MAX_ROWS`: a weight stream, where the GEMV mode applies), ``m16`` (M <= 16), ``m64`` (M <= 64), ``m128`` (M <= 128), else ``mbig``: the tuned rules' BLOCK_M and
-  warps follow M (`tuned.choose_config`);
+- rows: ``m4`` (M <= `config.GEMV_MAX_ROWS`: a weight stream, where the GEMV mode applies), ``m16`` (M <= 16),
+  ``m64`` (M <= 64), ``m128`` (M <= 128), else ``mbig``: the tuned rules' BLOCK_M and warps follow M
+  (`tuned.choose_config`);
 - shape: ``deep`` when K >= N (few column tiles and a long reduction: where split-K pays), else ``wide``.
 The split count itself is sized per call from the chip's compute units (split_k = 0), so one configuration of a
 class serves every size in it on any chip. Every class is memory-bound on current GPUs (intensity ~ M FLOP/byte in
