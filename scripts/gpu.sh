@@ -170,7 +170,7 @@ suite_splitk_sweep() {  # split-K GEMM: the bench plus ~13 variants of the tuned
 
 suite_splitk_gemv() {  # split-K GEMM at M 1, 2, 4, 8, 16 on the 6 bench layers (~130 s; limit 150; needs .whl): cuBLAS,
   # tuned and 4 GEMV-mode variants, median us (% of spec bandwidth); the last lines are per M the geomean vs cuBLAS
-  python3 benchmarks/bench_splitk_gemm.py --chip h200 --few-rows --reps 15 --budget-s 125 \
+  python3 benchmarks/bench_splitk_gemm.py --chip h200 --few-rows --reps 15 --budget-s 110 \
     --out "$OUT/splitk-gemv.json" "$@"
 }
 
