@@ -51,6 +51,11 @@ suite_bench() {  # extend attention: baseline, tuned, SGLang 0.5.23 (.cache/sgla
   python3 benchmarks/bench_extend_attention.py --chip h200 --out "$OUT/bench.json" "$@"
 }
 
+suite_host_overhead() {  # issue 20 (~30 s after bench, whose compiled kernels it reuses; limit 120): host us per
+  # replayed tuned call on the 9 cases, prepared launcher (tensor maps once per buffer) vs Triton's launcher
+  python3 benchmarks/host_overhead_extend.py --device cuda --calls 200 --out "$OUT/host-overhead.json" "$@"
+}
+
 suite_mla_sweep() {  # MLA kernels (Gluon, warp-specialized variants isolated in child processes), the tuned entry point and FlashInfer on the mla case (< 3 min)
   python3 benchmarks/sweep_mla.py --out "$OUT/mla-sweep.json" "$@"
 }
