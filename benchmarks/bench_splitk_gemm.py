@@ -40,7 +40,7 @@ if "--check" in sys.argv and not __import__("torch").cuda.is_available():
 import torch  # noqa: E402
 
 from benchmarks._util import environment, write_json  # noqa: E402
-from benchmarks.splitk_few_rows import GEMV_VARIANTS, few_rows_markdown, run_few_rows  # noqa: E402
+from benchmarks.splitk_few_rows import GEMV_VARIANTS, few_rows_markdown, run_few_rows, variant_config  # noqa: E402
 from hardware_profiles import load_profile  # noqa: E402
 from kernels.chip import ChipLimits  # noqa: E402
 from kernels.launch import current_device_and_stream  # noqa: E402
@@ -129,7 +129,7 @@ def sweep_variants(case: Case, limits: ChipLimits) -> dict:
     if t.block_m > 64:
         variants["block_m=64"] = replace(t, block_m=64, num_warps=4, **auto)
     if p["m"] <= 16:
-        variants.update(GEMV_VARIANTS)
+        variants.update({name: variant_config(name, case, limits) for name in GEMV_VARIANTS})
     seen, out = set(), {}
     for name, cfg in variants.items():
         if cfg not in seen:

@@ -12,23 +12,39 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from typing import Any
 
 from kernels.splitk_gemm.cases import BENCH_GRID, case_class, full_params
-from kernels.splitk_gemm.config import FamilyConfig
+from kernels.splitk_gemm.common import DTYPES, Problem
+from kernels.splitk_gemm.config import FamilyConfig, gemv_rows
+from kernels.splitk_gemm.schedule import pipeline_stages
 from kernels.task import Case
 
 #: Rows of the sweep: decode (1) to small batches (16).
 FEW_ROWS_M = (1, 2, 4, 8, 16)
 _GEMV = dict(block_m=16, gemv=True, split_k=0, fused_reduce=True)
-#: GEMV-mode configurations timed per case (BLOCK_M 16: rows per program min(16, pow2(M), GEMV_MAX_ROWS)).
+#: GEMV-mode configurations timed per case (BLOCK_M 16: rows per program min(16, pow2(M), GEMV_MAX_ROWS)). Those
+#: named "stages=rule" get, per case, the stages of the family's bytes-in-flight rule (`variant_config`).
 GEMV_VARIANTS: dict[str, FamilyConfig] = {
-    "gemv 64x128 w4 s3": FamilyConfig(block_n=64, block_k=128, num_warps=4, num_stages=3, **_GEMV),
+    "gemv 64x128 w4 stages=rule": FamilyConfig(block_n=64, block_k=128, num_warps=4, **_GEMV),
+    "gemv 128x64 w8 stages=rule": FamilyConfig(block_n=128, block_k=64, num_warps=8, **_GEMV),
     "gemv 32x256 w4 s3": FamilyConfig(block_n=32, block_k=256, num_warps=4, num_stages=3, **_GEMV),
-    "gemv 128x64 w8 s4": FamilyConfig(block_n=128, block_k=64, num_warps=8, num_stages=4, **_GEMV),
-    "gemv 64x128 atomic": FamilyConfig(block_n=64, block_k=128, num_warps=4, num_stages=3, atomic=True,
-                                       **{**_GEMV, "fused_reduce": False}),
+    "gemv 64x128 atomic stages=rule": FamilyConfig(block_n=64, block_k=128, num_warps=4, atomic=True,
+                                                   **{**_GEMV, "fused_reduce": False}),
 }
+
+
+def variant_config(name: str, case: Case, limits) -> FamilyConfig:
+    """`GEMV_VARIANTS[name]` for `case`; "stages=rule" variants with `schedule.pipeline_stages` of their tiles at the
+    case's GEMV rows (`config.gemv_rows`) within the chip's smem_per_block_kb."""
+    config = GEMV_VARIANTS[name]
+    if "stages=rule" not in name:
+        return config
+    p = case.params
+    prob = Problem(p["m"], p["n"], p["k"], DTYPES[p["dtype"]])
+    rows = replace(config, block_m=gemv_rows(config.block_m, prob.m))
+    return replace(config, num_stages=pipeline_stages(rows, prob, limits.smem_per_block_kb))
 
 
 def few_row_cases() -> list[Case]:
@@ -107,12 +123,13 @@ def run_few_rows(limits, peaks: tuple[float, float], measured_bw: float | None, 
             break
         sets = [make_inputs(case, 1000 + i, "cuda") for i in range(2)]
         expected = reference(sets[0])["c"]
+        configs = {name: variant_config(name, case, limits) for name in GEMV_VARIANTS}
         named = {"cublas": cublas, "tuned": tuned,
                  **{name: (lambda a, b, c, _cfg=cfg: run_family(_cfg, a, b, c, limits=limits))
-                    for name, cfg in GEMV_VARIANTS.items()}}
+                    for name, cfg in configs.items()}}
         for name, fn in named.items():
-            row = timer(name, fn, sets, case, expected, peaks, reps)
-            rows.append(bandwidth_fractions(row, peaks[1], measured_bw))
+            row = bandwidth_fractions(timer(name, fn, sets, case, expected, peaks, reps), peaks[1], measured_bw)
+            rows.append({**row, "config": configs[name].to_dict()} if name in configs else row)
         del sets, expected
         torch.cuda.empty_cache()
         print(f"benched {case.id} at {time.time() - start:.0f}s", flush=True)

@@ -57,3 +57,18 @@ def test_table_compares_the_best_gemv_variant_with_cublas_per_m():
     best = math.sqrt(10 / 8 * 20 / 16)
     assert f"| 1 | {gemv:.3f}x | {tuned:.3f}x | {best:.3f}x | 2 of 2 |" in table
     assert "| 2 |" not in table  # cases never timed (budget) leave no row
+
+
+def test_rule_stages_keep_the_bytes_in_flight_within_shared_memory():
+    """m1-n4096-k4096, 64 x 128 bf16 weight tiles at one row: a stage weighs 64*128*2 + 0.5*128*2 = 16512 bytes,
+    so 96 KiB in flight needs 1 + ceil(98304 / 16512) = 7 stages, capped at the family's 6 (and 227 KiB holds
+    227 // 16.25 = 13); a 48 KiB chip holds 48 // 16.25 = 2. Fixed-stage variants keep theirs."""
+    from benchmarks.splitk_few_rows import variant_config
+    from kernels.chip import ChipLimits
+
+    case = few_row_cases()[0]
+    big = ChipLimits(num_compute_units=132, smem_per_block_kb=227.0, warp_size=32, max_threads_per_block=1024)
+    small = ChipLimits(num_compute_units=36, smem_per_block_kb=48.0, warp_size=32, max_threads_per_block=1024)
+    assert variant_config("gemv 64x128 w4 stages=rule", case, big).num_stages == 6
+    assert variant_config("gemv 64x128 w4 stages=rule", case, small).num_stages == 2
+    assert variant_config("gemv 32x256 w4 s3", case, small) == GEMV_VARIANTS["gemv 32x256 w4 s3"]

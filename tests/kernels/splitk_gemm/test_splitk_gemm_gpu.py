@@ -9,7 +9,7 @@ import random
 import pytest
 import torch
 
-from benchmarks.splitk_few_rows import GEMV_VARIANTS
+from benchmarks.splitk_few_rows import GEMV_VARIANTS, variant_config
 from hardware_profiles import load_profile
 from kernels.chip import ChipLimits
 from kernels.splitk_gemm import baseline, splitk_gemm, workspace
@@ -65,9 +65,9 @@ def test_stream_k(case_id):
 def test_gemv_variants_bf16(m, variant):
     """The few-row sweep's GEMV configurations (benchmarks/splitk_few_rows.py) in bfloat16 at a bench layer with
     a long K, and at odd N and K (tails in both)."""
-    run = functools.partial(run_family, GEMV_VARIANTS[variant], limits=H200)
     for n, k in ((4096, 14336), (1409, 2051)):
-        check_impl(run, Case(f"gemv-{m}x{n}x{k}", full_params(dict(m=m, n=n, k=k)), 5, "decode"), "cuda")
+        case = Case(f"gemv-{m}x{n}x{k}", full_params(dict(m=m, n=n, k=k)), 5, "decode")
+        check_impl(functools.partial(run_family, variant_config(variant, case, H200), limits=H200), case, "cuda")
 
 
 @pytest.mark.parametrize("knobs", [dict(split_k=32, fused_reduce=True, stream_k=False),
