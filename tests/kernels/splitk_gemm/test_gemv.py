@@ -14,7 +14,7 @@ import torch
 
 from kernels.chip import ChipLimits
 from kernels.splitk_gemm.cases import full_params
-from kernels.splitk_gemm.common import Problem
+from kernels.splitk_gemm.common import GEMV_WIDE_ACC_ELEMS, Problem
 from kernels.splitk_gemm.config import GEMV_MAX_ROWS, FamilyConfig, gemv_rows
 from kernels.splitk_gemm.dispatch import dispatch_class
 from kernels.splitk_gemm.family import plan_launch, run_family
@@ -66,6 +66,15 @@ def test_gemv_row_blocks_and_wide_k(block_m, block_k, device):
     """Explicit rows per program below M (several row blocks) and a BLOCK_K wider than the K tail."""
     check_impl(gemv(block_m=block_m, block_k=block_k, block_n=32, split_k=2, fused_reduce=True),
                _case("gemv-4x37x101", m=4, n=37, k=101), device, dtype="float16")
+
+
+@pytest.mark.parametrize("block_n,block_k", [(64, 128), (64, 256)])
+def test_gemv_one_row_accumulators(block_n, block_k, device):
+    """One row: the element-wise accumulator (64 x 128 = GEMV_WIDE_ACC_ELEMS) and, above it, the per-iteration
+    sum over K (64 x 256)."""
+    assert block_n * block_k // 8192 in (1, 2) and GEMV_WIDE_ACC_ELEMS == 8192
+    check_impl(gemv(block_n=block_n, block_k=block_k, split_k=2, fused_reduce=True),
+               _case("gemv-1x37x301", m=1, n=37, k=301), device, dtype="float16")
 
 
 def test_gemv_one_element_and_empty_k(device):
