@@ -17,19 +17,23 @@ from typing import Any
 
 from kernels.splitk_gemm.cases import BENCH_GRID, case_class, full_params
 from kernels.splitk_gemm.common import DTYPES, Problem
-from kernels.splitk_gemm.config import FamilyConfig, gemv_rows
-from kernels.splitk_gemm.schedule import pipeline_stages
+from kernels.splitk_gemm.config import MAX_SPLIT_K, FamilyConfig, gemv_rows
+from kernels.splitk_gemm.schedule import MIN_ITERS_PER_SPLIT, k_iterations, pipeline_stages, tile_count
 from kernels.task import Case
 
 #: Rows of the sweep: decode (1) to small batches (16).
 FEW_ROWS_M = (1, 2, 4, 8, 16)
 _GEMV = dict(block_m=16, gemv=True, split_k=0, fused_reduce=True)
 #: GEMV-mode configurations timed per case (BLOCK_M 16: rows per program min(16, pow2(M), GEMV_MAX_ROWS)). Those
-#: named "stages=rule" get, per case, the stages of the family's bytes-in-flight rule (`variant_config`).
+#: named "stages=rule" get, per case, the stages of the family's bytes-in-flight rule; "4x units" an explicit split
+#: that launches about 4 programs per compute unit (`variant_config`): Triton keeps the GEMV loads in registers
+#: (no shared-memory pipeline: 512 B of shared memory at sm_90, offline compile), so the bytes in flight per unit
+#: come from its resident programs, which this variant measures against the split rule's one wave.
 GEMV_VARIANTS: dict[str, FamilyConfig] = {
     "gemv 64x128 w4 stages=rule": FamilyConfig(block_n=64, block_k=128, num_warps=4, **_GEMV),
     "gemv 128x64 w8 stages=rule": FamilyConfig(block_n=128, block_k=64, num_warps=8, **_GEMV),
     "gemv 32x256 w4 s3": FamilyConfig(block_n=32, block_k=256, num_warps=4, num_stages=3, **_GEMV),
+    "gemv 128x64 w8 4x units": FamilyConfig(block_n=128, block_k=64, num_warps=8, num_stages=2, **_GEMV),
     "gemv 64x128 atomic stages=rule": FamilyConfig(block_n=64, block_k=128, num_warps=4, atomic=True,
                                                    **{**_GEMV, "fused_reduce": False}),
 }
@@ -39,11 +43,15 @@ def variant_config(name: str, case: Case, limits) -> FamilyConfig:
     """`GEMV_VARIANTS[name]` for `case`; "stages=rule" variants with `schedule.pipeline_stages` of their tiles at the
     case's GEMV rows (`config.gemv_rows`) within the chip's smem_per_block_kb."""
     config = GEMV_VARIANTS[name]
-    if "stages=rule" not in name:
-        return config
     p = case.params
     prob = Problem(p["m"], p["n"], p["k"], DTYPES[p["dtype"]])
     rows = replace(config, block_m=gemv_rows(config.block_m, prob.m))
+    if "4x units" in name:
+        most = max(1, min(MAX_SPLIT_K, k_iterations(rows, prob) // MIN_ITERS_PER_SPLIT))
+        wanted = -(-4 * int(limits.num_compute_units) // tile_count(rows, prob))
+        return replace(config, split_k=max(1, min(most, wanted)))
+    if "stages=rule" not in name:
+        return config
     return replace(config, num_stages=pipeline_stages(rows, prob, limits.smem_per_block_kb))
 
 

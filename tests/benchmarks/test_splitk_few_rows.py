@@ -72,3 +72,15 @@ def test_rule_stages_keep_the_bytes_in_flight_within_shared_memory():
     assert variant_config("gemv 64x128 w4 stages=rule", case, big).num_stages == 6
     assert variant_config("gemv 64x128 w4 stages=rule", case, small).num_stages == 2
     assert variant_config("gemv 32x256 w4 s3", case, small) == GEMV_VARIANTS["gemv 32x256 w4 s3"]
+
+
+def test_four_programs_per_unit_variant_splits_within_the_iterations():
+    """m1-n4096-k4096 with 128 x 64 tiles: 32 tiles, 4 x 132 units / 32 = 16.5 -> 17 splits wanted, capped by
+    64 K-iterations / 4 per split = 16; m1-n28672-k8192: 224 tiles -> ceil(528 / 224) = 3."""
+    from benchmarks.splitk_few_rows import variant_config
+    from kernels.chip import ChipLimits
+
+    h200 = ChipLimits(num_compute_units=132, smem_per_block_kb=227.0, warp_size=32, max_threads_per_block=1024)
+    by_id = {c.id: c for c in few_row_cases()}
+    assert variant_config("gemv 128x64 w8 4x units", by_id["m1-n4096-k4096"], h200).split_k == 16
+    assert variant_config("gemv 128x64 w8 4x units", by_id["m1-n28672-k8192"], h200).split_k == 3
