@@ -26,9 +26,9 @@ FEW_ROWS_M = (1, 2, 4, 8, 16)
 _GEMV = dict(block_m=16, gemv=True, split_k=0, fused_reduce=True)
 #: GEMV-mode configurations timed per case (BLOCK_M 16: rows per program min(16, pow2(M), GEMV_MAX_ROWS)). Those
 #: named "stages=rule" get, per case, the stages of the family's bytes-in-flight rule; "4x units" an explicit split
-#: that launches about 4 programs per compute unit (`variant_config`): Triton keeps the GEMV loads in registers
-#: (no shared-memory pipeline: 512 B of shared memory at sm_90, offline compile), so the bytes in flight per unit
-#: come from its resident programs, which this variant measures against the split rule's one wave.
+#: that launches about 4 programs per compute unit at 2 stages (`variant_config`): bytes in flight from resident
+#: programs instead of a deep pipeline per program (the split rule's one wave of 4-6 stage programs). At sm_90
+#: (offline compile, M = 4) the 64 x 128 tiles at 4 warps spill; the 128 x 64 tiles at 8 warps do not.
 GEMV_VARIANTS: dict[str, FamilyConfig] = {
     "gemv 64x128 w4 stages=rule": FamilyConfig(block_n=64, block_k=128, num_warps=4, **_GEMV),
     "gemv 128x64 w8 stages=rule": FamilyConfig(block_n=128, block_k=64, num_warps=8, **_GEMV),

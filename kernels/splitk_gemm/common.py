@@ -145,7 +145,7 @@ _GEMV_WIDE_ACC_ELEMS = tl.constexpr(GEMV_WIDE_ACC_ELEMS)
 
 @triton.jit
 def gemv_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, pid_m, pid_n, it_lo, it_hi,
-              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr):
     """`mac_tile` without ``tl.dot``: float32 [BLOCK_M, BLOCK_N] sum over K-iterations [it_lo, it_hi) of
     A[rows, k] * B[cols, k], on the vector units.
 
@@ -154,7 +154,10 @@ def gemv_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk,
     `GEMV_WIDE_ACC_ELEMS` elements: a [BLOCK_N, BLOCK_K] float32 accumulator of products, summed over K once after
     the loop (no cross-thread reduction inside it); otherwise the broadcast product [BLOCK_M, BLOCK_N, BLOCK_K]
     summed over K every iteration (a larger accumulator would take more registers than a thread has). Same
-    masking and 64-bit offsets as `mac_tile`. Source: the structure of memory-bound matrix-vector kernels (one pass
+    masking and 64-bit offsets as `mac_tile`. The K loop is a ``tl.range`` of STAGES stages: Triton's software
+    pipeliner then stages the loads through shared memory (cp.async, STAGES - 1 tiles in flight), which it does
+    on its own only for loads that feed ``tl.dot`` (a plain ``range`` keeps one tile in registers: 512 B of
+    shared memory at sm_90, offline compile). Source: the structure of memory-bound matrix-vector kernels (one pass
     over the weights, each weight element multiplied by every row in registers; Williams et al., "Roofline", CACM
     2009, for why such a kernel's time is its bytes over the bandwidth).
     """
@@ -165,7 +168,7 @@ def gemv_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk,
     b_ptrs = b_ptr + cols.to(tl.int64)[:, None] * stride_bn + offs_k[None, :].to(tl.int64) * stride_bk
     if BLOCK_M == 1 and BLOCK_N * BLOCK_K <= _GEMV_WIDE_ACC_ELEMS:
         wide = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
-        for it in range(it_lo, it_hi):
+        for it in tl.range(it_lo, it_hi, num_stages=STAGES):
             k_ok = (tl.arange(0, BLOCK_K) < K - it * BLOCK_K)[None, :]
             a = tl.load(a_ptrs, mask=k_ok, other=0.0).to(tl.float32)
             b = tl.load(b_ptrs, mask=k_ok, other=0.0).to(tl.float32)
@@ -175,7 +178,7 @@ def gemv_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk,
         acc = tl.reshape(tl.sum(wide, axis=1), (BLOCK_M, BLOCK_N))
     else:
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for it in range(it_lo, it_hi):
+        for it in tl.range(it_lo, it_hi, num_stages=STAGES):
             k_ok = (tl.arange(0, BLOCK_K) < K - it * BLOCK_K)[None, :]
             a = tl.load(a_ptrs, mask=k_ok, other=0.0).to(tl.float32)
             b = tl.load(b_ptrs, mask=k_ok, other=0.0).to(tl.float32)
@@ -188,11 +191,12 @@ def gemv_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk,
 @triton.jit
 def tile_product(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, pid_m, pid_n, it_lo, it_hi,
                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PRECISION: tl.constexpr,
-                 GEMV: tl.constexpr):
-    """`gemv_tile` when GEMV, else `mac_tile` (same arguments, same float32 [BLOCK_M, BLOCK_N] result)."""
+                 GEMV: tl.constexpr, STAGES: tl.constexpr):
+    """`gemv_tile` (STAGES pipeline stages) when GEMV, else `mac_tile` (its stages are the launch's num_stages);
+    same arguments, same float32 [BLOCK_M, BLOCK_N] result."""
     if GEMV:
         acc = gemv_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, pid_m, pid_n, it_lo,
-                        it_hi, BLOCK_M, BLOCK_N, BLOCK_K)
+                        it_hi, BLOCK_M, BLOCK_N, BLOCK_K, STAGES)
     else:
         acc = mac_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, pid_m, pid_n, it_lo,
                        it_hi, BLOCK_M, BLOCK_N, BLOCK_K, PRECISION)
