@@ -60,8 +60,8 @@ suite_mla_sweep() {  # MLA kernels (Gluon route; its scores-ahead variants (lazy
   python3 benchmarks/sweep_mla.py --out "$OUT/mla-sweep.json" "$@"
 }
 
-suite_mla_tests() {  # the MLA path's GPU tests (bf16 edge cases, full bench size, warp-specialized and Gluon and Triton kernels): each test's PASSED/FAILED line as it ends, a test past 60 s fails with its stack, then one PASS/FAIL line
-  pytest_checked "MLA GPU tests" -v --tb=line -rfE -p no:cacheprovider --timeout 60 -m gpu tests/kernels/test_mla_gpu.py "$@"
+suite_mla_tests() {  # the MLA path's GPU tests (bf16 edge cases, full bench size, warp-specialized and Gluon and Triton kernels) in 4 xdist workers (kernel compiles in parallel; a device fault poisons one worker's CUDA context, not all): each test's PASSED/FAILED line as it ends, a test past 60 s fails with its stack, then one PASS/FAIL line
+  pytest_checked "MLA GPU tests" -v -n 4 --tb=line -rfE -p no:cacheprovider --timeout 60 -m gpu tests/kernels/test_mla_gpu.py "$@"
 }
 
 suite_kernel_tests() {  # the kernels' GPU tests (pytest-xdist is preinstalled there), then the timing test alone
