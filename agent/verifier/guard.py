@@ -205,10 +205,16 @@ class Guards:
                 for key, value in vars(mod).items():
                     if not key.startswith("__"):
                         snap[f"{name}.{key}"] = value
+                        if isinstance(value, type) and value.__module__ == name:  # and the classes' own members
+                            snap.update((f"{name}.{key}.{attr}", member) for attr, member in vars(value).items()
+                                        if not attr.startswith("__"))
         return snap
 
     def tampered(self) -> list[str]:
-        """Watched objects that no longer resolve to the object seen before any candidate code ran."""
+        """Watched objects that no longer resolve to the object seen before any candidate code ran: the timers and
+        library entry points in `_WATCHED`, and every global of the harness modules and every member of their
+        classes (the checks after a call run such code: `Guards` itself is sealed, so this check cannot be
+        rebound)."""
         now = self._snapshot()
         return sorted(k for k, v in self._identities.items() if now.get(k) is not v)
 
@@ -295,3 +301,12 @@ def poison_free_memory(device: torch.device, like_nbytes: int, prefill: str = "n
     else:
         held = [filled(torch.empty(max(1, like_nbytes), dtype=torch.uint8)) for _ in range(8)]
     del held
+
+
+def _seal_guards() -> None:
+    """Seal `Guards` (`seal.seal_class`): its after-call checks run on a private copy of this module's globals and
+    no method of it can be rebound."""
+    seal.seal_class(Guards, seal.private_namespace(globals()))
+
+
+_seal_guards()

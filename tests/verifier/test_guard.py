@@ -328,3 +328,39 @@ def test_tampering_with_the_judge_leaves_its_refusals_standing(tampering_results
     reaches them can neither rebind, edit nor replace them."""
     result = tampering_results[name]
     assert result.startswith("refused") and TAMPERING[name][1] in result, result
+
+
+HARNESS_CLASSES = textwrap.dedent('''
+    import json, sys, torch
+    sys.path.insert(0, {root!r})
+    from pathlib import Path
+    from agent.verifier import child
+    from agent.verifier.guard import FrameJudge, Guards
+
+    guards = Guards(FrameJudge(Path({root!r})), "kernels.extend_attention", torch.device("cpu"))
+    code = ("def run():\\n"
+            "    child = torch.sys.modules['agent.verifier.child']\\n"
+            "    child.Child._contract_problems = lambda self, *a: []\\n"
+            "    guard = torch.sys.modules['agent.verifier.guard']\\n"
+            "    try:\\n"
+            "        guard.Guards.after_call = lambda self, *a: []\\n"
+            "    except TypeError:\\n"
+            "        pass\\n")
+    namespace = {{"torch": torch}}
+    exec(compile(code, "/tmp/untrusted_candidate.py", "exec"), namespace)
+    with guards.armed():
+        namespace["run"]()
+    problems = guards.after_call(set(), None)
+    print(json.dumps({{"problems": problems, "after_call_kept": Guards.after_call.__name__ == "after_call"}}))
+''')
+
+
+def test_rebinding_a_harness_class_member_is_reported_and_the_checker_cannot_be_rebound():
+    """The checks after a call run harness code (`child.Child`, `guard.Guards`): a member of a harness class rebound
+    by the candidate is reported as tampering, and `Guards`, which reports it, is sealed."""
+    proc = subprocess.run([sys.executable, "-c", HARNESS_CLASSES.format(root=str(ROOT))], capture_output=True,
+                          text=True, timeout=120, env={"TRITON_INTERPRET": "1", "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["after_call_kept"], out
+    assert any("agent.verifier.child.Child._contract_problems" in p for p in out["problems"]), out
