@@ -111,6 +111,27 @@ class FamilySpace:
         """Every case of the class fits the chip with `config` as given (`KernelFamily.fits`)."""
         return all(self.family.fits(config, f, self.profile) for f in self._class_features(key))
 
+    def refit(self, config: Mapping[str, Any], key: str) -> Config | None:
+        """`config` fitted to this chip for every case of class `key` by the family's own rule
+        (``KernelFamily.refit``, optional: a family without one cannot re-fit), completed to every knob and
+        feasible; None when it cannot fit. A configuration measured on a chip with more shared memory or threads
+        per block is adapted to this one's limits, not dropped.
+
+        Raises:
+            BadInputError: a chip limit is unknown in the profile.
+        """
+        refit = getattr(self.family, "refit", None)
+        if refit is None:
+            return dict(config) if self.feasible(config, key) else None
+        try:
+            fitted = refit(dict(config), self._class_features(key), self.profile)
+        except UnknownChipLimit as exc:
+            raise BadInputError(str(exc)) from None
+        if fitted is None:
+            return None
+        fitted = self.complete(fitted)
+        return fitted if self.feasible(fitted, key) else None
+
     def all_configs(self, key: str, fixed: Mapping[str, Any] | None = None) -> list[Config]:
         """Every feasible configuration of class `key` with the knobs named in `fixed` at those values, in
         knob-product order. The whole space (no `fixed`) can be millions of configurations: fix some knobs, or draw

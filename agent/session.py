@@ -142,8 +142,9 @@ def open_run(run: str | Path, root: Path | None = None) -> tuple[RunDir, RunStat
 
 
 def resume_run(run: str | Path, root: Path | None = None, max_evals: int | None = None,
-               budget_min: float | None = None) -> tuple[RunDir, RunState]:
-    """Open a run to continue it; `max_evals` / `budget_min` replace the saved stop rules when given.
+               budget_min: float | None = None, patience: int | None = None) -> tuple[RunDir, RunState]:
+    """Open a run to continue it; `max_evals` / `budget_min` / `patience` replace the saved stop rules when given
+    (a finished run continues under the new rules until one of them fires).
 
     Raises:
         RunNotFoundError, RunCorruptError: see `open_run`. RunBusyError: the run is live in another process (its
@@ -152,7 +153,8 @@ def resume_run(run: str | Path, root: Path | None = None, max_evals: int | None 
     folder, state = open_run(run, root)
     folder.lock("resuming")
     state = folder.load_state()  # as the last holder left it
-    updates = {k: v for k, v in (("max_evals", max_evals), ("budget_min", budget_min)) if v is not None}
+    updates = {k: v for k, v in (("max_evals", max_evals), ("budget_min", budget_min), ("patience", patience))
+               if v is not None}
     if updates:
         state.config = state.config.model_copy(update={"stop": state.config.stop.model_copy(update=updates)})
     state.resumes += 1

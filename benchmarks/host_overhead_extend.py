@@ -23,6 +23,15 @@ queries. On the CPU, MLA runs the Triton MLA kernel's path; the H200 runs the Gl
     python benchmarks/host_overhead_extend.py [--calls 2000] [--cases decode,mla] [--out host.json]
 
 No GPU, no interpreter: the kernels never run, so the figures are host time only, never kernel time.
+
+With ``--device cuda`` (a GPU machine) the same cases run for real, replayed from the third call, and each row gives
+host microseconds per replayed call (`kernels.timing.host_us`: ``time.perf_counter`` around one call, the device
+synchronized between calls): ``host_us`` as the tuned entry point runs (launches through
+`kernels.tensormap.PreparedLauncher`, tensor maps encoded once per buffer), ``host_us_triton_launcher`` with
+`kernels.launch.PREPARED_LAUNCHERS` off (Triton's ``CompiledKernel.run``, which encodes every tensor map on every
+launch), ``launch_us`` the part of a call spent in `DirectLaunch.launch_compiled` (the launchers), the launches per
+call, the tensor maps encoded per replayed call (0 once the buffers were seen) and the launches per call that went
+through ``JITFunction.run`` instead (0 unless launch hooks are set).
 """
 
 from __future__ import annotations
@@ -128,14 +137,71 @@ def case_row(case, limits: ChipLimits, calls: int) -> dict:
     return row
 
 
+def gpu_row(case, calls: int) -> dict:
+    """Host microseconds per replayed call of one bench case on the GPU (module docstring, ``--device cuda``)."""
+    from kernels import launch, tensormap
+    from kernels.timing import host_us
+
+    args = make_inputs(case, device="cuda")
+    tuned._REPLAYS.clear()
+    for _ in range(3):  # mark, record, first replay
+        tuned.extend_attention_fwd(**args)
+    torch.cuda.synchronize()
+    replays = [replay for _, replay in tuned._REPLAYS._entries.values()]
+    if len(replays) != 1:
+        raise RuntimeError(f"{case.id}: {len(replays)} replays recorded, expected 1")
+    encodes = tensormap.TENSOR_MAPS.encodes
+    row = {"case": case.id, "launches": len(replays[0].launches),
+           "host_us": host_us(tuned.extend_attention_fwd, args, calls)}
+    row["maps_encoded_per_call"] = (tensormap.TENSOR_MAPS.encodes - encodes) / (calls + 1)
+    spent, jit_calls = [0.0], [0]
+    original, jit_run = launch.DirectLaunch.launch_compiled, JITFunction.run
+
+    def timed(self, *a):
+        t0 = time.perf_counter()
+        original(self, *a)
+        spent[0] += time.perf_counter() - t0
+
+    def counted(self, *a, **k):
+        jit_calls[0] += 1
+        return jit_run(self, *a, **k)
+
+    launch.DirectLaunch.launch_compiled, JITFunction.run = timed, counted
+    try:
+        host_us(tuned.extend_attention_fwd, args, calls)
+    finally:
+        launch.DirectLaunch.launch_compiled, JITFunction.run = original, jit_run
+    row["launch_us"] = spent[0] / (calls + 1) * 1e6
+    row["jit_launches_per_call"] = jit_calls[0] / (calls + 1)  # 0 when every launch is replayed directly
+    row["launch_hooks"] = launch.launch_hooks()
+    launch.PREPARED_LAUNCHERS = False
+    try:
+        row["host_us_triton_launcher"] = host_us(tuned.extend_attention_fwd, args, calls)
+    finally:
+        launch.PREPARED_LAUNCHERS = True
+    print(f"{case.id:16s} launches {row['launches']}  host {row['host_us']:6.1f} us (launchers {row['launch_us']:5.1f})"
+          f"  with Triton's launcher {row['host_us_triton_launcher']:6.1f} us  maps encoded per call "
+          f"{row['maps_encoded_per_call']:.2f}  JITFunction.run per call {row['jit_launches_per_call']:.2f}"
+          f"{'  (launch hooks set)' if row['launch_hooks'] else ''}", flush=True)
+    return row
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--cases", help="comma-separated bench case ids (default: all)")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
-    limits = ChipLimits.from_profile(load_profile("h200"))
     cases = [TASK.case(c) for c in args.cases.split(",")] if args.cases else list(TASK.bench_cases)
+    limits = ChipLimits.from_profile(load_profile("h200"))  # the bench's (--chip h200)
+    if args.device == "cuda":
+        with chip_limits(limits):
+            rows = [gpu_row(case, min(args.calls, 200)) for case in cases]
+        if args.out:
+            args.out.write_text(json.dumps({"rows": rows, "device": torch.cuda.get_device_name(),
+                                            "torch": torch.__version__}, indent=1))
+        return
     JITFunction.run = binding_only_run
     with chip_limits(limits):
         rows = [case_row(case, limits, args.calls) for case in cases]

@@ -46,6 +46,7 @@ from kernels.extend_attention import extend_attention_fwd  # noqa: E402
 from kernels.extend_attention.family import FamilyConfig, run_family  # noqa: E402
 from kernels.extend_attention.mla import run_mla  # noqa: E402
 from kernels.extend_attention.spec import TASK  # noqa: E402
+from kernels.extend_attention.tuned import MLA_ROUTE as TUNED_MLA  # noqa: E402
 from kernels.timing import bench  # noqa: E402
 
 #: The generic family's MLA rule before the dedicated path (tuned.choose_config, `big_d > 512`).
@@ -59,17 +60,21 @@ def _mla(**knobs) -> FamilyConfig:
 
 _WS = _mla(block_n=64, num_stages=2, mla="gluon_ws")
 #: (name, FamilyConfig, run_mla keyword overrides (measurement switches), isolated, run by default), in run order.
-#: The warp-specialized variants: `family_mla_ws` (EARLY_QK, P_REGS); "gluon-ws-early-preg" is what the tuned entry
-#: point runs (run_mla's defaults).
+#: The warp-specialized variants: `family_mla_ws` (EARLY_QK, P_REGS); not run by default: every one faulted on the
+#: H200 (BENCHMARKS.md "MLA path (issue 20)"), and each fault costs a fresh child process of the suite's budget.
 CANDIDATES = [
     ("triton-n32-s3", _mla(block_n=32, num_stages=3, mla="triton"), {}, False, False),
     ("triton-n32-s3-chainedqk", _mla(block_n=32, num_stages=3, mla="triton"), {"split_qk": False}, False, False),
     ("gluon-n64-lazy", _mla(block_n=64, num_stages=2, mla="gluon"), {"lazy_rescale": True}, False, False),
     ("gluon-n64-eager", _mla(block_n=64, num_stages=2, mla="gluon"), {"lazy_rescale": False}, False, True),
-    ("gluon-ws-early-preg", _WS, {"early_qk": True, "p_regs": True}, True, True),
-    ("gluon-ws-early", _WS, {"early_qk": True, "p_regs": False}, True, True),
-    ("gluon-ws", _WS, {"early_qk": False, "p_regs": False}, True, True),
-    ("gluon-ws-preg", _WS, {"early_qk": False, "p_regs": True}, True, True),
+    # the two-warpgroup kernel with tile t + 1's scores issued behind P . V(t) (family_mla_gluon SCORES_AHEAD), with
+    # P in its own buffer or in the key tile's rope slot (P_IN_ROPE); isolated: not yet run on a GPU
+    ("gluon-ahead", _mla(block_n=64, num_stages=2, mla="gluon_ahead"), {}, True, True),
+    ("gluon-ahead-rope", _mla(block_n=64, num_stages=2, mla="gluon_ahead_rope"), {}, True, True),
+    ("gluon-ws-early-preg", _WS, {"early_qk": True, "p_regs": True}, True, False),
+    ("gluon-ws-early", _WS, {"early_qk": True, "p_regs": False}, True, False),
+    ("gluon-ws", _WS, {"early_qk": False, "p_regs": False}, True, False),
+    ("gluon-ws-preg", _WS, {"early_qk": False, "p_regs": True}, True, False),
 ]
 #: Providers outside CANDIDATES: (name, isolated, run by default).
 OTHERS = {"generic-family": (False, False), "flashinfer": (False, True), "tuned": (True, True)}
@@ -241,9 +246,13 @@ def _advice(name: str) -> str:
         return "not a dedicated-kernel candidate"
     _, config, overrides, _, _ = entry
     switches = ", ".join(f"{k}={v}" for k, v in overrides.items()) or "none"
-    return (f"in kernels/extend_attention/tuned.py choose_config (MLA branch) set mla={config.mla!r}, block_n="
-            f"{config.block_n}, num_stages={config.num_stages}; in kernels/extend_attention/mla.py run_mla's defaults "
-            f"of the measurement switches: {switches}")
+    edit = (f"in kernels/extend_attention/mla_gluon.py set MLA_ROUTE = {config.mla!r} (the tuned entry point's MLA "
+            "branch and the optimizer's mla knob)")
+    if config.block_n != 64 or config.num_stages != 2:
+        edit += f"; in tuned.class_config's MLA branch block_n={config.block_n}, num_stages={config.num_stages}"
+    if overrides:
+        edit += f"; in kernels/extend_attention/mla.py run_mla's defaults of the measurement switches: {switches}"
+    return edit
 
 
 def _verdict(rows: list[dict]) -> None:
@@ -256,8 +265,7 @@ def _verdict(rows: list[dict]) -> None:
         if "tuned" in timed:
             ok = timed["tuned"] <= 1.03 * ours[best]
             print(f"TUNED {timed['tuned']:.0f} us: {'within 3 % of' if ok else 'SLOWER than'} {best}; it runs "
-                  "gluon-ws-early-preg (tuned.choose_config mla='gluon_ws', run_mla's early_qk/p_regs defaults)",
-                  flush=True)
+                  f"mla={TUNED_MLA!r} (tuned.choose_config's MLA branch, run_mla's switch defaults)", flush=True)
             if not ok:
                 print(f"TO RUN {best} FROM THE TUNED ENTRY POINT: {_advice(best)}", flush=True)
     if "flashinfer" in timed and ours:

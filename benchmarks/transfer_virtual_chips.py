@@ -21,8 +21,10 @@ memory per program), and ``tessera-m``, a mid-size chip (66 units) with a genero
 3. ``report`` (no GPU): results JSON and the Markdown tables for BENCHMARKS.md (`benchmarks/transfer_report.py`).
 
 Resumable over several GPU calls: everything lives under ``--out``; ``--state-in`` unpacks a previous call's
-``--state-out`` tarball first; runs already finished are skipped and interrupted ones resumed; no arm starts
-when less than a minute of ``--deadline-s`` is left.
+``--state-out`` tarball first; interrupted runs are resumed, finished ones skipped unless this call raises the
+limit that ended them (``--max-evals``, ``--patience``, ``--budget-min``: the run continues from its history);
+``--reset-arms`` removes the named arms' results first (their code changed); no arm starts when less than a
+minute of ``--deadline-s`` is left.
 
     python benchmarks/transfer_virtual_chips.py run --chips s --arms setup,a,d,c --out $OUT/transfer \\
         --state-out $OUT/transfer_state.tgz --max-evals 6 --budget-min 2.5 --deadline-s 520
@@ -291,22 +293,47 @@ def run_arm(chip: Chip, arm: str, out: Path, args: argparse.Namespace, deadline:
     home = chip_dir / ("home-seeded" if arm == "a" else "home-empty")
     run_id = f"{chip.name}-{arm}"
     state = home / "runs" / run_id / "state.json"
-    if state.is_file() and json.loads(state.read_text()).get("status") == "finished":
+    if state.is_file() and not extends(json.loads(state.read_text()), args):
         print(f"{run_id}: finished already", flush=True)
         return
     left = deadline - time.monotonic()
     if left < 60:
         print(f"{run_id}: left for the next call ({left:.0f} s of this call left)", flush=True)
         return
-    limits = ["--max-evals", str(args.max_evals), "--budget-min", f"{args.budget_min:g}"]
+    patience = args.patience or args.max_evals
+    limits = ["--max-evals", str(args.max_evals), "--budget-min", f"{args.budget_min:g}", "--patience", str(patience)]
     if state.is_file():
         command = ["optimize", "--resume", run_id, *limits]
     else:
         command = ["optimize", "extend_attention", "--chip", chip.name, "--run-id", run_id, "--cases", args.cases,
-                   "--no-record-findings", "--no-report", "--patience", str(args.max_evals), *limits]
+                   "--no-record-findings", "--no-report", *limits]
         if arm == "c":
             command.append("--no-retrieval")
     cli(home, *command, timeout=left - 20, check=False)
+
+
+def extends(saved: dict, args: argparse.Namespace) -> bool:
+    """Whether a saved run state (its JSON) is to be continued under this call's limits: it is not finished, or it
+    finished on a limit (evaluations, patience, budget) that this call raises."""
+    if saved.get("status") != "finished":
+        return True
+    stop, kind = saved.get("config", {}).get("stop", {}), saved.get("stop_kind")
+    return ((kind == "max_evals" and args.max_evals > stop.get("max_evals", 0))
+            or (kind == "no_improvement" and (args.patience or args.max_evals) > stop.get("patience", 0))
+            or (kind == "budget" and args.budget_min > (stop.get("budget_min") or 0)))
+
+
+def reset_arm(chip: Chip, arm: str, out: Path) -> None:
+    """Remove one arm's results on `chip` (its run folder; arm d's JSON and file), so it runs afresh: for an arm
+    whose code changed since its state was saved."""
+    chip_dir = out / chip.name
+    if arm == "d":
+        for name in ("arm-d.json", "arm-d.py"):
+            (chip_dir / name).unlink(missing_ok=True)
+    else:
+        home = chip_dir / ("home-seeded" if arm == "a" else "home-empty")
+        shutil.rmtree(home / "runs" / f"{chip.name}-{arm}", ignore_errors=True)
+    print(f"{chip.name}-{arm}: reset (runs afresh)", flush=True)
 
 
 def carry_table(table: dict[str, dict], source, target, cases: list) -> dict[str, dict]:
@@ -391,6 +418,8 @@ def run(args: argparse.Namespace) -> None:
     try:
         for key in args.chips.split(","):
             chip = CHIPS[key]
+            for arm in filter(None, args.reset_arms.split(",")):
+                reset_arm(chip, arm, out)
             for arm in args.arms.split(","):
                 if time.monotonic() > deadline - 60:
                     print(f"deadline: {chip.name} {arm} and later left for the next call", flush=True)
@@ -435,6 +464,9 @@ def main() -> None:
     go.add_argument("--cases", default=DEFAULT_CASES)
     go.add_argument("--max-evals", type=int, default=6)
     go.add_argument("--budget-min", type=float, default=2.5, help="per arm, over all calls")
+    go.add_argument("--patience", type=int, default=0, help="evaluations without gain that end an arm (0: --max-evals)")
+    go.add_argument("--reset-arms", default="", help="arms (a,b,c,d) of --chips to run afresh, their saved results "
+                                                    "removed first (the code they ran has changed)")
     go.add_argument("--deadline-s", type=float, default=520, help="this call's wall-clock limit")
     go.add_argument("--h200-findings", default=str(H200_EXPORT), help="findings export JSON or H200 run folder")
     go.add_argument("--state-in", default="", help="tarball of an earlier call's --out")

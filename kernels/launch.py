@@ -10,6 +10,8 @@ the same ``== 1``, ``% 16 == 0`` and 32-bit range classes). Its first call per d
 (compiling, or finding Triton's cached kernel) and keeps the compiled kernel that call returns; later calls hand
 the arguments straight to the compiled kernel's launcher, which is what `JITFunction.run` ends with.
 
+A kept compiled kernel is launched through `kernels.tensormap.prepare_launcher`'s `PreparedLauncher` where Triton's
+launcher has the layout it knows (Triton 3.6's CUDA launcher): tensor maps encoded once per buffer, not per launch.
 Where no compiled kernel comes back (the Triton interpreter; a launch a verifier disabled) or Triton's launch hooks
 are set (`launch_hooks`: profilers), every call goes through `JITFunction.run`. A verifier that counts or disables
 launches wraps `DirectLaunch.launch_compiled` as it wraps `JITFunction.run`.
@@ -28,6 +30,12 @@ import torch
 from triton import knobs
 from triton.compiler.compiler import CompiledKernel
 from triton.runtime.driver import driver
+
+from kernels.tensormap import PreparedLauncher, prepare_launcher
+
+#: Whether `DirectLaunch.launch_compiled` launches through a `kernels.tensormap.PreparedLauncher` where Triton's
+#: launcher allows one (tensor maps encoded once per buffer); False: always ``compiled.run`` (a measurement switch).
+PREPARED_LAUNCHERS = True
 
 
 def launch_hooks() -> bool:
@@ -62,6 +70,7 @@ class DirectLaunch:
         self.meta = dict(meta)
         self.tail = tuple(self.meta[name] for name in names[positional:])
         self._compiled: dict[int, CompiledKernel] = {}
+        self._prepared: dict[int, PreparedLauncher | None] = {}  # id(compiled kernel kept above) -> its launcher
 
     def __call__(self, *args: Any) -> None:
         """Launch on the current device and stream (asynchronous, like ``fn[grid](*args, **meta)``)."""
@@ -88,9 +97,21 @@ class DirectLaunch:
         return self._compiled.get(device)
 
     def launch_compiled(self, compiled: CompiledKernel, stream: int, args: tuple) -> None:
-        """Hand `args` and the constexpr tail to `compiled`'s launcher on `stream` (no hooks are set)."""
+        """Hand `args` and the constexpr tail to `compiled`'s launcher on `stream` (no hooks are set): through its
+        `kernels.tensormap.PreparedLauncher` (tensor maps encoded once per buffer, `prepare_launcher`) where there
+        is one and `PREPARED_LAUNCHERS` holds, else ``compiled.run``."""
+        prepared = self._prepared.get(id(compiled), False)
+        if prepared is False and self._keeps(compiled):
+            prepared = self._prepared[id(compiled)] = prepare_launcher(compiled)
+        if prepared and PREPARED_LAUNCHERS:
+            prepared(self.grid, stream, compiled.function, compiled.packed_metadata, args, self.tail)
+            return
         compiled.run(self.grid[0], self.grid[1], self.grid[2], stream, compiled.function, compiled.packed_metadata,
                      None, None, None, *args, *self.tail)
+
+    def _keeps(self, compiled: CompiledKernel) -> bool:
+        """Whether `compiled` is a kernel this launch keeps (so its id names it while its prepared launcher lives)."""
+        return any(kept is compiled for kept in self._compiled.values())
 
 
 def current_device_and_stream(device_type: str) -> tuple[int | None, int]:

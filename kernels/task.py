@@ -109,6 +109,10 @@ class KernelFamily(Protocol):
             ``run_family(config, **arguments)`` with the entry point's arguments, and the function the candidate
             computes its dispatch class with.
         value_labels: display names of special knob values, e.g. ``{"num_splits": {0: "auto"}}``.
+
+    Optional method ``refit(config, features, chip) -> dict | None``: `config` (e.g. measured on another chip)
+    fitted to `chip` for every case of the sequence `features`, or None; a family without it has configurations
+    that do not fit the chip dropped instead of adapted (``agent.family_space.FamilySpace.refit``).
     """
 
     module: str

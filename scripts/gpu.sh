@@ -51,7 +51,12 @@ suite_bench() {  # extend attention: baseline, tuned, SGLang 0.5.23 (.cache/sgla
   python3 benchmarks/bench_extend_attention.py --chip h200 --out "$OUT/bench.json" "$@"
 }
 
-suite_mla_sweep() {  # MLA kernels (Gluon, warp-specialized variants isolated in child processes), the tuned entry point and FlashInfer on the mla case (< 3 min)
+suite_host_overhead() {  # issue 20 (~30 s after bench, whose compiled kernels it reuses; limit 120): host us per
+  # replayed tuned call on the 9 cases, prepared launcher (tensor maps once per buffer) vs Triton's launcher
+  python3 benchmarks/host_overhead_extend.py --device cuda --calls 200 --out "$OUT/host-overhead.json" "$@"
+}
+
+suite_mla_sweep() {  # MLA kernels (Gluon route; its scores-ahead variants and the tuned entry point isolated in child processes; --only gluon-ws... for the warp-specialized ones) and FlashInfer (.fi) on the mla case, each checked against the fp32 reference (< 200 s)
   python3 benchmarks/sweep_mla.py --out "$OUT/mla-sweep.json" "$@"
 }
 
@@ -148,7 +153,8 @@ suite_transfer() {  # issue 19's experiment, resumable (~9 min for SUITE_ARGS_tr
   # defaults --max-evals 6 --budget-min 2.5 per arm, --deadline-s 520): setup stops with FAIL lines when the partition,
   # the probe or the profile's limits are not the chip asked for; PASS/FAIL per arm and for the issue's claims at the
   # end. Needs the wheels installed (.whl) and .model; the previous call's $OUT/transfer_state.tgz travels back in as
-  # .cache/transfer/state.tgz (carry .cache/transfer)
+  # .cache/transfer/state.tgz (carry .cache/transfer). A finished arm continues when --max-evals / --patience /
+  # --budget-min raise the limit that ended it; --reset-arms a,... runs the named arms afresh (their code changed)
   python3 benchmarks/transfer_virtual_chips.py run --out "$OUT/transfer" --state-in .cache/transfer/state.tgz \
     --state-out "$OUT/transfer_state.tgz" "$@"
   cp "$OUT/transfer/results.md" "$OUT/transfer.md" 2>/dev/null
@@ -166,6 +172,12 @@ suite_splitk_bench() {  # split-K GEMM: baseline, tuned, cuBLAS on the 18 bench 
 
 suite_splitk_sweep() {  # split-K GEMM: the bench plus ~13 variants of the tuned configuration per case (previous rule too)
   python3 benchmarks/bench_splitk_gemm.py --chip h200 --sweep --out "$OUT/splitk-sweep.json" "$@"
+}
+
+suite_splitk_gemv() {  # split-K GEMM at M 1, 2, 4, 8, 16 on the 6 bench layers (~130 s; limit 150; needs .whl): cuBLAS,
+  # tuned and 4 GEMV-mode variants, median us (% of spec bandwidth); the last lines are per M the geomean vs cuBLAS
+  python3 benchmarks/bench_splitk_gemm.py --chip h200 --few-rows --reps 15 --budget-s 110 \
+    --out "$OUT/splitk-gemv.json" "$@"
 }
 
 suite_splitk_verifier_tests() {  # the verifier on split-K GEMM on a GPU (~2-3 min, limit 300): baseline and tuned pass

@@ -82,7 +82,8 @@ def optimize_cmd(
     proposer: str = typer.Option("offline", "--proposer", help="offline | llm | llm-tools | uniform"),
     cases: str = typer.Option(None, "--cases", help="comma-separated bench case ids (default: all)"),
     seed: int = typer.Option(0, "--seed", help="seed of the proposer's random choices"),
-    patience: int = typer.Option(20, "--patience", min=1, help="stop after this many evaluations without gain"),
+    patience: int = typer.Option(None, "--patience", min=1,
+                                 help="evaluations without gain that stop a run (default 20)"),
     run_id: str = typer.Option(None, "--run-id", help="name of the new run (default: task-chip-time)"),
     llm_extra: str = typer.Option(None, "--llm-extra", help="JSON passed through to the LLM request body"),
     max_tool_calls: int = typer.Option(None, "--max-tool-calls", min=1,
@@ -140,7 +141,7 @@ def optimize_cmd(
         config = OptimizeConfig(
             task=task, chip=chip, proposer=proposer, retrieval=not no_retrieval,
             timing="gpu" if gpu else "interpreter", cases=_split(cases), seed=seed,
-            stop=StopRules(max_evals=max_evals or 40, patience=patience, budget_min=budget_min),
+            stop=StopRules(max_evals=max_evals or 40, patience=patience or 20, budget_min=budget_min),
             llm=_llm_options(llm_extra), record_findings=gpu if record_findings is None else record_findings,
             tool_bounds=ToolBounds(**bounds), verify_options=parse_verify_options(verify_options))
     if not gpu:
@@ -165,7 +166,7 @@ def optimize_cmd(
         if not config.record_findings:
             console.print("findings of this run are not recorded (pass --record-findings to keep them)")
         if resume:
-            run, state = resume_run(resume, max_evals=max_evals, budget_min=budget_min)
+            run, state = resume_run(resume, max_evals=max_evals, budget_min=budget_min, patience=patience)
             console.print(f"resuming run {state.run_id} after {count(len(state.evaluations), 'evaluation')}"
                           + (f" (candidate v{state.pending.n} was being evaluated)" if state.pending else ""))
         else:

@@ -251,7 +251,10 @@ class PatternGuidedProposer:
 
     def _finding_plans(self, key: str, ctx: ProposalContext) -> list[Plan]:
         """Configurations of this class that earlier runs accepted, best first: accepted findings grouped by
-        configuration, ranked by (this chip first, share of the class's cases measured, geomean speedup)."""
+        configuration, ranked by (this chip first, share of the class's cases measured, geomean speedup). A
+        configuration that does not fit this chip (measured on one with more shared memory or threads per block)
+        is re-fitted to this chip's limits by the family's rule (`FamilySpace.refit`): its split factor and
+        switches kept, its tiles, stages and warps adapted; one that cannot fit is left out."""
         cases = set(self.space.class_cases(key))
         groups: dict[tuple[str, str], dict] = {}
         for f in ctx.retrieval.findings:
@@ -259,13 +262,18 @@ class PatternGuidedProposer:
             params = meta.get("parameters") or {}
             # knobs a finding does not record (it predates them) ran at the family's default
             recorded = {k: params[k] for k in self.space.knobs if k in params}
-            config = self.space.complete(recorded)
             if (meta.get("status") != "accepted" or not meta.get("speedup") or params.get("dispatch_class") != key
-                    or not recorded or not self.space.feasible(config, key)):
+                    or not recorded):
+                continue
+            measured = self.space.complete(recorded)
+            config = self.space.refit(measured, key)  # measured on a chip with other limits: adapted to this one's
+            if config is None:
                 continue
             group = groups.setdefault((str(meta.get("chip")), config_key(config)), {
-                "config": config, "speedups": {}, "cites": [], "patterns": tuple(meta.get("patterns") or ())})
-            group["speedups"][meta.get("case_id")] = float(meta["speedup"])
+                "config": config, "speedups": {}, "cites": [], "patterns": tuple(meta.get("patterns") or ()),
+                "refit": _refit_note(measured, config, self.space)})
+            case_id = meta.get("case_id")  # two findings re-fitted to one configuration: the faster counts
+            group["speedups"][case_id] = max(float(meta["speedup"]), group["speedups"].get(case_id, 0.0))
             group["cites"].append(f.cite)
         ranked = sorted(groups.items(), key=lambda kv: (
             kv[0][0] != ctx.chip, -len(cases & set(kv[1]["speedups"])) / max(len(cases), 1),
@@ -274,8 +282,8 @@ class PatternGuidedProposer:
         for (chip, _ck), g in ranked:
             gain = geomean(list(g["speedups"].values()))
             plans.append(Plan(dict(g["config"]), g["patterns"],
-                              f"verified x{gain:.2f} on {chip} ({len(g['speedups'])} case(s); {g['cites'][0]})",
-                              tuple(g["cites"][:2])))
+                              f"verified x{gain:.2f} on {chip} ({len(g['speedups'])} case(s); {g['cites'][0]})"
+                              f"{g['refit']}", tuple(g["cites"][:2])))
         return plans
 
     def _aggregate_patterns(self, key: str, ctx: ProposalContext
@@ -359,6 +367,13 @@ class PatternGuidedProposer:
         params = {"table": table, "classes": classes, "move": move, "class_patterns": class_patterns,
                   "dispatch": {c: k for k, ids in self.space.classes.items() for c in ids}}
         return Proposal(source, table_hash(table), patterns, params, rationale, targets)
+
+
+def _refit_note(measured: Config, fitted: Config, space: FamilySpace) -> str:
+    """``, re-fitted to this chip (block_n 128 -> 32, ...)`` for a finding's configuration, or "" if it fit."""
+    moved = [f"{k} {space.value_label(k, measured[k])} -> {space.value_label(k, fitted[k])}"
+             for k in space.knobs if measured.get(k) != fitted.get(k)]
+    return f", re-fitted to this chip ({', '.join(moved)})" if moved else ""
 
 
 def _numeric(value: Any) -> bool:

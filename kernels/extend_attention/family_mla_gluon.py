@@ -14,6 +14,18 @@ written with explicit layouts, shared memory and barriers, because Triton's auto
   fit: Q 72 KiB + 3 x 72 KiB > 227 KiB);
 - P . V: the probabilities go to shared memory once (both warpgroups read all of P), V is the latent part of the
   tile already in shared memory (V = K[:, :512]).
+Two switches (`FamilyConfig.mla` values of `mla_gluon.GLUON_VARIANTS`):
+- SCORES_AHEAD: tile t + 1's score MMAs are issued right after tile t's P . V, before waiting for it, so the tensor
+  cores run P . V(t) and S(t + 1) back to back instead of idling through the wait, the CTA barrier, the loop and
+  the next copy's issue (FlashAttention-3's intra-warpgroup overlap of one tile's GEMMs with the next; the wait
+  keeps the two score groups in flight: `warpgroup_mma_wait` counts MMA operations). 16 more accumulator registers
+  per thread (the next scores), no more shared memory;
+  Its copies are issued by a prefix/extend branch (`_issue_tile_branch`: two copies per tile, not four predicated
+  ones);
+- P_IN_ROPE: P [64, BLOCK_N] is written over the rope part [BLOCK_N, DPE] of the key tile it belongs to (DPE ==
+  BLOCK_N; both warpgroups have read it: the row-max reduction's barrier follows their score waits), so the P
+  buffer (8 KiB) goes and each key buffer carries its own P: with SCORES_AHEAD, P(t + 1) never waits for P . V(t)
+  on a shared buffer (FlashInfer's Hopper MLA kernel keeps P in the rope slot the same way).
 The prefix must be pre-gathered into contiguous rows (`prefix_gather.gather_prefix` with the kv_indptr[B] bound:
 rows past the last prefix key are zeros, so a box past a sequence's keys holds finite values that the key mask
 hides); Q and the extend keys are read through descriptors of 2-D views [ΣE * H_q, 576] and [ΣE, 576] (one KV
@@ -43,6 +55,8 @@ _cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
 
 #: LAZY_RESCALE threshold in log2 units: the accumulator is rescaled once a row's max grew by more than 2^8.
 RESCALE_LOG2: gl.constexpr = gl.constexpr(8.0)
+#: MMA operations issued after P . V in `_tile_step_ahead` (the latent and rope score products).
+SCORES_IN_FLIGHT: gl.constexpr = gl.constexpr(2)
 
 
 @gluon.jit
@@ -85,6 +99,22 @@ def _issue_tile(t, n_pre, pre_row0, ext_row0, kn_pre_desc, kr_pre_desc, kn_ext_d
     _tma_load(kn_ext_desc, [ext_row, 0], bar, kn_dst, pred=pred & (t >= n_pre))
     _tma_load(kr_ext_desc, [ext_row, D], bar, kr_dst, pred=pred & (t >= n_pre))
 
+
+@gluon.jit
+def _issue_tile_branch(t, n_pre, pre_row0, ext_row0, kn_pre_desc, kr_pre_desc, kn_ext_desc, kr_ext_desc, bar, kn_dst,
+                       kr_dst, pred, D: gl.constexpr, BLOCK_N: gl.constexpr):
+    """`_issue_tile` with the prefix/extend choice as a branch: two copies issued per tile instead of four
+    predicated ones (each copy is a CTA barrier plus an elected issue in the sm_90 code, predicated off or not)."""
+    mbarrier.expect(bar, kn_pre_desc.block_type.nbytes + kr_pre_desc.block_type.nbytes, pred=pred)
+    if pred:
+        if t < n_pre:
+            pre_row = pre_row0 + t * BLOCK_N
+            _tma_load(kn_pre_desc, [pre_row, 0], bar, kn_dst)
+            _tma_load(kr_pre_desc, [pre_row, D], bar, kr_dst)
+        else:
+            ext_row = ext_row0 + (t - n_pre) * BLOCK_N
+            _tma_load(kn_ext_desc, [ext_row, 0], bar, kn_dst)
+            _tma_load(kr_ext_desc, [ext_row, D], bar, kr_dst)
 
 @gluon.jit
 def _softmax_step(s, m_i, l_i, t, n_pre, lo, hi, ext_len, tok, offs_n, qk_scale, qk_scale_pre, cap_scale,
@@ -167,6 +197,54 @@ def _tile_step(acc, m_i, l_i, t, buf, nxt, n_tiles, n_pre, lo, hi, ext_len, tok,
 
 
 @gluon.jit
+def _issue_scores(q_n, q_r, k_n, k_r, buf, s_layout: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr):
+    """Start S = Q K^T of the key tile in buffer `buf` (latent, then rope: two MMA operations); returns the async
+    accumulator."""
+    s = warpgroup_mma(q_n, k_n.index(buf).permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
+                      use_acc=False, is_async=True)
+    return warpgroup_mma(q_r, k_r.index(buf).permute((1, 0)), s, is_async=True)
+
+
+@gluon.jit
+def _tile_step_ahead(acc, s_tok, m_i, l_i, t, buf, nxt, n_tiles, n_pre, lo, hi, ext_len, tok, offs_n, pre_row0,
+                     ext_row0, q_n, q_r, k_n, k_r, p_smem, bars, kn_pre_desc, kr_pre_desc, kn_ext_desc, kr_ext_desc,
+                     qk_scale, qk_scale_pre, cap_scale, cap_scale_pre, v_scale, D: gl.constexpr,
+                     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, LOGIT_CAP: gl.constexpr, IS_CAUSAL: gl.constexpr,
+                     SCALE_V: gl.constexpr, LAZY_RESCALE: gl.constexpr, P_IN_ROPE: gl.constexpr,
+                     o_layout: gl.constexpr):
+    """Key tile t (in buffer `buf`) whose scores `s_tok` are already in flight: start tile t + 1's copy into `nxt`,
+    softmax, P into shared memory (the rope slot of `buf` with P_IN_ROPE), P . V, then tile t + 1's scores issued
+    before P . V(t) is waited for; returns (acc, next scores in flight, m, l). On the last tile the issued scores
+    read a buffer no copy is writing and nobody uses them."""
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 2],
+                                                       instr_shape=[16, BLOCK_N // 2, 16])
+    _issue_tile_branch(t + 1, n_pre, pre_row0, ext_row0, kn_pre_desc, kr_pre_desc, kn_ext_desc, kr_ext_desc,
+                       bars.index(nxt), k_n.index(nxt), k_r.index(nxt), t + 1 < n_tiles, D, BLOCK_N)
+    s = warpgroup_mma_wait(0, deps=[s_tok])
+    p, alpha, m_i, l_i, rescale = _softmax_step(s, m_i, l_i, t, n_pre, lo, hi, ext_len, tok, offs_n, qk_scale,
+                                                qk_scale_pre, cap_scale, cap_scale_pre, LOGIT_CAP, IS_CAUSAL,
+                                                BLOCK_N, LAZY_RESCALE)
+    if SCALE_V:
+        if t < n_pre:
+            p = p * v_scale
+    if P_IN_ROPE:
+        p_buf = k_r.index(buf)
+    else:
+        p_buf = p_smem
+    p_buf.store(p.to(p_buf.dtype))
+    fence_async_shared()
+    _cta_barrier()  # both warpgroups' halves of P are in shared memory
+    if rescale:
+        acc = acc * gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, o_layout)), 1)
+    acc = warpgroup_mma(p_buf, k_n.index(buf), acc, is_async=True)
+    mbarrier.wait(bars.index(nxt), ((t + 1) // 2) & 1, pred=t + 1 < n_tiles)
+    s_next = _issue_scores(q_n, q_r, k_n, k_r, nxt, s_layout, BLOCK_M, BLOCK_N)
+    acc = warpgroup_mma_wait(SCORES_IN_FLIGHT, deps=[acc])  # P . V(t) done; S(t + 1) runs on
+    _cta_barrier()  # buffer `buf` and P are free before the next tile's copy and P store
+    return acc, s_next, m_i, l_i
+
+
+@gluon.jit
 def _store_result(acc, l_i, m_i, O, Mid_O, Mid_L, sinks_ptr, ext_start, ext_len, block, split, stride_ot, stride_oh,
                   stride_ms, stride_mt, stride_mh, stride_ls, stride_lt, GROUP: gl.constexpr, BLOCK_M: gl.constexpr,
                   COL0: gl.constexpr, DO: gl.constexpr, NUM_SPLITS: gl.constexpr, HAS_SINK: gl.constexpr,
@@ -208,8 +286,10 @@ def _mla_gluon_kernel(
     D: gl.constexpr, DPE: gl.constexpr, GROUP: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
     BLOCK_B: gl.constexpr, NUM_SPLITS: gl.constexpr, LOGIT_CAP: gl.constexpr, IS_CAUSAL: gl.constexpr,
     HAS_SINK: gl.constexpr, HEAVY_FIRST: gl.constexpr, SCALE_V: gl.constexpr, LAZY_RESCALE: gl.constexpr,
+    SCORES_AHEAD: gl.constexpr = False, P_IN_ROPE: gl.constexpr = False,
 ):
     gl.static_assert(gl.num_warps() == 8, "two warpgroups")
+    gl.static_assert(not P_IN_ROPE or (SCORES_AHEAD and DPE == BLOCK_N), "P in the rope slot: [64, DPE] tiles")
     gl.static_assert(BLOCK_M == 64, "one warpgroup MMA row block")
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 2],
                                                        instr_shape=[16, BLOCK_N // 2, 16])
@@ -243,8 +323,11 @@ def _mla_gluon_kernel(
     q_r = gl.allocate_shared_memory(dtype, [BLOCK_M, DPE], qr_desc.layout)
     k_n = gl.allocate_shared_memory(dtype, [2, BLOCK_N, D], kn_pre_desc.layout)
     k_r = gl.allocate_shared_memory(dtype, [2, BLOCK_N, DPE], kr_pre_desc.layout)
-    p_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, BLOCK_N],
-                                       gl.NVMMASharedLayout.get_default_for([BLOCK_M, BLOCK_N], dtype))
+    if P_IN_ROPE:
+        p_smem = k_r  # unused: P goes into the rope slot of its key tile
+    else:
+        p_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, BLOCK_N],
+                                           gl.NVMMASharedLayout.get_default_for([BLOCK_M, BLOCK_N], dtype))
     bars = gl.allocate_shared_memory(gl.int64, [3, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(3):
         mbarrier.init(bars.index(i), count=1)
@@ -266,12 +349,23 @@ def _mla_gluon_kernel(
     m_i = gl.full([BLOCK_M], -1.0e30, gl.float32, gl.SliceLayout(1, s_layout))
     l_i = gl.zeros([BLOCK_M], gl.float32, gl.SliceLayout(1, s_layout))
     mbarrier.wait(bars.index(2), 0)
-    for t in range(n_tiles):
-        acc, m_i, l_i = _tile_step(acc, m_i, l_i, t, t % 2, (t + 1) % 2, n_tiles, n_pre, lo, hi, ext_len, tok, offs_n,
-                                   pre_row0, ext_row0, q_n, q_r, k_n, k_r, p_smem, bars, kn_pre_desc, kr_pre_desc,
-                                   kn_ext_desc, kr_ext_desc, qk_scale, qk_scale_pre, cap_scale, cap_scale_pre,
-                                   v_scale, D, BLOCK_M, BLOCK_N, LOGIT_CAP, IS_CAUSAL, SCALE_V, LAZY_RESCALE,
-                                   o_layout)
+    if SCORES_AHEAD:
+        mbarrier.wait(bars.index(0), 0, pred=n_tiles > 0)
+        s_tok = _issue_scores(q_n, q_r, k_n, k_r, 0, s_layout, BLOCK_M, BLOCK_N)
+        for t in range(n_tiles):
+            acc, s_tok, m_i, l_i = _tile_step_ahead(
+                acc, s_tok, m_i, l_i, t, t % 2, (t + 1) % 2, n_tiles, n_pre, lo, hi, ext_len, tok, offs_n, pre_row0,
+                ext_row0, q_n, q_r, k_n, k_r, p_smem, bars, kn_pre_desc, kr_pre_desc, kn_ext_desc, kr_ext_desc,
+                qk_scale, qk_scale_pre, cap_scale, cap_scale_pre, v_scale, D, BLOCK_M, BLOCK_N, LOGIT_CAP,
+                IS_CAUSAL, SCALE_V, LAZY_RESCALE, P_IN_ROPE, o_layout)
+        warpgroup_mma_wait(0, deps=[s_tok])
+    else:
+        for t in range(n_tiles):
+            acc, m_i, l_i = _tile_step(
+                acc, m_i, l_i, t, t % 2, (t + 1) % 2, n_tiles, n_pre, lo, hi, ext_len, tok, offs_n, pre_row0,
+                ext_row0, q_n, q_r, k_n, k_r, p_smem, bars, kn_pre_desc, kr_pre_desc, kn_ext_desc, kr_ext_desc,
+                qk_scale, qk_scale_pre, cap_scale, cap_scale_pre, v_scale, D, BLOCK_M, BLOCK_N, LOGIT_CAP,
+                IS_CAUSAL, SCALE_V, LAZY_RESCALE, o_layout)
     for i in gl.static_range(3):
         mbarrier.invalidate(bars.index(i))
 

@@ -30,6 +30,7 @@ from kernels.extend_attention.family import (
     smem_footprint_kb,
 )
 from kernels.extend_attention.mla import mla_applies
+from kernels.extend_attention.mla_gluon import MLA_ROUTE
 
 #: Knobs of the family that the agent searches (`family.FamilyConfig` fields) and their allowed values: every knob
 #: the tuned entry point sets (`tuned.class_config`). The first value of a switch is the baseline kernel's structure
@@ -47,7 +48,7 @@ KNOBS: dict[str, tuple[Any, ...]] = {
     "tma": (False, True),  # K/V tiles through tensor descriptors where family.tma_plan allows, else pointers
     # absorbed-MLA calls (576/512, V a view of K) on the dedicated kernel (mla.py: the two-warpgroup Gluon kernel
     # on Hopper, the Triton one elsewhere); other calls ignore it (`ExtendAttentionFamily.fits` keeps it "off" there)
-    "mla": ("off", "gluon"),
+    "mla": ("off", MLA_ROUTE),
     "heavy_first": (False, True),  # causal row blocks in decreasing work order
     "fold_scale": (False, True),  # softmax scale folded into the exp2 FMA
     "gather_stages": (0, 2, 3),  # loop-level pipelining of the prefix gather (the MLA kernel's too); 0 = off
@@ -182,6 +183,40 @@ class ExtendAttentionFamily:
             config["block_m"] = max(b for b in KNOBS["block_m"] if b < config["block_m"])
         return config
 
+    def refit(self, config: Mapping[str, Any], features: Sequence[CaseShape], chip: Any) -> dict[str, Any] | None:
+        """`config` (e.g. a finding measured on a larger chip) fitted to `chip` for every case of `features`, its
+        other knobs (split factor, switches, pack GQA) kept; None if it cannot fit. Unchanged when it already fits.
+
+        Shared memory (`smem_kb`): lower num_stages down to 2 (kept >= 2 when the configuration pipelines: the
+        software-pipelining pattern's point is overlapping the next K/V tile's load with this tile's dots), then
+        halve the larger tile of BLOCK_M / BLOCK_N (BLOCK_N on a tie; a square-ish tile keeps the two dots'
+        arithmetic intensity), then lower num_stages to 1. Warps: scaled with the tile (the same tile elements per
+        warp, as Triton's own matmul configurations pair 128x128 tiles with 8 warps and 64x64 with 4), snapped to
+        the allowed values, then capped at max_threads_per_block / warp_size.
+
+        Raises:
+            kernels.chip.UnknownChipLimit: a limit is unknown in `chip`, naming the field.
+        """
+        limits = ChipLimits.from_profile(chip)
+        out = {**self.defaults(), **dict(config)}
+        if all(self.fits(out, f, chip) for f in features):
+            return dict(config)
+        floor_stages = min(int(out["num_stages"]), 2)
+        while max(self.smem_kb(out, f) for f in features) > limits.smem_per_block_kb:
+            smaller = _shrink_for_smem(out, floor_stages)
+            if smaller is None:
+                return None
+            out = smaller
+        area = (out["block_m"] * out["block_n"]) / (config.get("block_m", out["block_m"])
+                                                    * config.get("block_n", out["block_n"]))
+        warps = max(1, round(int(out["num_warps"]) * area))
+        allowed = [w for w in KNOBS["num_warps"] if w * limits.warp_size <= limits.max_threads_per_block]
+        if not allowed:
+            return None
+        out["num_warps"] = min(allowed, key=lambda w: (abs(math.log(w / warps)), -w))
+        out = {**dict(config), **{k: out[k] for k in ("block_m", "block_n", "num_stages", "num_warps")}}
+        return out if all(self.fits(out, f, chip) for f in features) else None
+
     def defaults(self) -> dict[str, Any]:
         return FamilyConfig().to_dict()
 
@@ -193,6 +228,20 @@ class ExtendAttentionFamily:
             kernels.chip.UnknownChipLimit: a limit is unknown in `chip`, naming the field.
         """
         return {k: v for k, v in ChipLimits.from_profile(chip).to_dict().items() if k != "chip"}
+
+
+def _shrink_for_smem(config: dict[str, Any], floor_stages: int) -> dict[str, Any] | None:
+    """One step of `ExtendAttentionFamily.refit`'s shared-memory order (None: nothing left to shrink)."""
+    if config["num_stages"] > floor_stages:
+        return {**config, "num_stages": config["num_stages"] - 1}
+    tiles = {k: [v for v in KNOBS[k] if v < config[k]] for k in ("block_m", "block_n")}
+    order = ("block_n", "block_m") if config["block_n"] >= config["block_m"] else ("block_m", "block_n")
+    for knob in order:
+        if tiles[knob]:
+            return {**config, knob: max(tiles[knob])}
+    if config["num_stages"] > 1:
+        return {**config, "num_stages": config["num_stages"] - 1}
+    return None
 
 
 FAMILY = ExtendAttentionFamily()

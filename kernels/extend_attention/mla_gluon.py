@@ -1,7 +1,9 @@
 """Host side of the Hopper Gluon MLA kernels: when they apply, their shared-memory budget, their tensor descriptors
 and their launch. Used by `mla.run_mla` for ``FamilyConfig.mla`` in `GLUON_IMPLS`: ``"gluon"`` runs
-`family_mla_gluon._mla_gluon_kernel` (two warpgroups side by side on every step), ``"gluon_ws"`` the warp-specialized
-`family_mla_ws._mla_ws_kernel` (a softmax warpgroup and an output + copy warpgroup).
+`family_mla_gluon._mla_gluon_kernel` (two warpgroups side by side on every step; ``"gluon_ahead"`` and
+``"gluon_ahead_rope"`` the same kernel with the next tile's scores issued ahead, the latter with P in the rope slot:
+`GLUON_VARIANTS`), ``"gluon_ws"`` the warp-specialized `family_mla_ws._mla_ws_kernel` (a softmax warpgroup and an
+output + copy warpgroup).
 """
 
 from __future__ import annotations
@@ -25,24 +27,61 @@ if TYPE_CHECKING:
 GLUON_BLOCK_M = 64
 GLUON_WARPS = 8
 GLUON_BUFFERS = 2
+#: The two-warpgroup kernel's switches per `FamilyConfig.mla` value: (SCORES_AHEAD, P_IN_ROPE) of
+#: `family_mla_gluon._mla_gluon_kernel`.
+GLUON_VARIANTS = {"gluon": (False, False), "gluon_ahead": (True, False), "gluon_ahead_rope": (True, True)}
 #: `FamilyConfig.mla` values that run a Gluon kernel.
-GLUON_IMPLS = ("gluon", "gluon_ws")
+GLUON_IMPLS = (*GLUON_VARIANTS, "gluon_ws")
+#: The Gluon kernel that the tuned entry point's MLA branch (`tuned.class_config`) runs and the optimizer's ``mla``
+#: knob offers (`family_space.KNOBS`): the fastest passing one of benchmarks/sweep_mla.py on the H200 (BENCHMARKS.md
+#: "MLA path (issue 20)").
+MLA_ROUTE = "gluon"
+#: Bytes of the kernels' mbarriers and of the compiler's cross-warpgroup reduction scratch beside the tiles.
+_GLUON_EXTRA_BYTES = 3 * 8 + 512
 _GL_DTYPES = {torch.bfloat16: bfloat16, torch.float16: float16}
 
 
 def gluon_smem_kb(block_n: int, prob: Problem, impl: str = "gluon") -> float:
     """Shared memory of one program in KiB: Q [64, D_qk], two key tiles [BLOCK_N, D_qk] and P [64, BLOCK_N].
-    ``"gluon"``: one P buffer, three mbarriers and the reduction scratch (sm_90 compile with triton 3.6 at
-    BLOCK_N = 64: 229,912 B, this model 229,400 B + the scratch); ``"gluon_ws"``: P in the rope slot of its key
+    ``"gluon"``: one P buffer, three mbarriers and 512 B of reduction scratch (sm_90 compile at BLOCK_N = 64 with
+    triton 3.6 and 3.9: 229,912 B, this model the same); ``"gluon_ws"``: P in the rope slot of its key
     tile when the rope width equals BLOCK_N, else two P buffers, plus two [2, 64] fp32 vectors (rescale factors, row
-    statistics), eight mbarriers and 512 B of slack (compile at BLOCK_N = 64: 222,500 B, this model 222,784 B)."""
+    statistics), eight mbarriers and 512 B of slack (compile at BLOCK_N = 64: 222,500 B, this model 222,784 B);
+    ``"gluon_ahead"`` as ``"gluon"`` (the next scores live in registers); ``"gluon_ahead_rope"`` without the P
+    buffer (P in the rope slot of its key tile, `gluon_p_in_rope`; compile with triton 3.9: 221,720 B, the model's
+    bytes)."""
     elem = prob.dtype.itemsize
     tiles = elem * prob.head_dim * (GLUON_BLOCK_M + GLUON_BUFFERS * block_n)
     if impl == "gluon_ws":
         rope = prob.head_dim - prob.head_dim_v
         p_bufs = 0 if rope == block_n else GLUON_BUFFERS * elem * GLUON_BLOCK_M * block_n
         return (tiles + p_bufs + 2 * 2 * 4 * GLUON_BLOCK_M + 8 * 8 + 512) / 1024
-    return (tiles + elem * GLUON_BLOCK_M * block_n + 3 * 8 + 512) / 1024
+    p_buf = 0 if gluon_p_in_rope(impl, block_n, prob) else elem * GLUON_BLOCK_M * block_n
+    return (tiles + p_buf + _GLUON_EXTRA_BYTES) / 1024
+
+
+def gluon_p_in_rope(impl: str, block_n: int, prob: Problem) -> bool:
+    """Whether the two-warpgroup kernel of `impl` writes P [64, BLOCK_N] over its key tile's rope part [BLOCK_N,
+    DPE]: the variant asks for it (`GLUON_VARIANTS`) and the shapes match (DPE == BLOCK_N); otherwise P gets its
+    own buffer."""
+    ahead, rope = GLUON_VARIANTS.get(impl, (False, False))
+    return ahead and rope and prob.head_dim - prob.head_dim_v == block_n
+
+
+def gluon_registers(impl: str, block_n: int, prob: Problem) -> int:
+    """fp32 accumulator registers per thread that the Gluon kernel of `impl` keeps live in its key loop (8 warps:
+    the 64 x D_v output accumulator and the 64 x BLOCK_N scores spread over 256 threads; with scores ahead a second
+    score tile is in flight while P and the output accumulator are live; ``"gluon_ws"``: the softmax warpgroup's
+    half of the output (64 x D_v / 2 over 128 threads), its score tile and the next one (early scores, the
+    default)). The compiler adds addresses, P's bf16 registers and loop state (sm_90 compile with triton 3.9 at the
+    bench shape: 214 registers for ``"gluon"``; 255 and 84-100 bytes of spills for the scores-ahead variants); the
+    hardware limit is 255 per thread and 65,536 per SM (NVIDIA Hopper tuning guide)."""
+    rows = GLUON_BLOCK_M
+    if impl == "gluon_ws":
+        return rows * prob.head_dim_v // 2 // 128 + 2 * rows * block_n // 128
+    scores = rows * block_n // 256
+    ahead, _ = GLUON_VARIANTS.get(impl, (False, False))
+    return rows * prob.head_dim_v // 256 + scores * (2 if ahead else 1)
 
 
 def _on_hopper(device: torch.device) -> bool:
@@ -116,4 +155,5 @@ def launch_gluon(config: FamilyConfig, prob: Problem, dims: tuple[int, int], spl
     else:
         launch(_mla_gluon_kernel, (row_blocks, splits),
             *args, BLOCK_B=max(32 * GLUON_WARPS, triton.next_power_of_2(prob.batch + 1)),
-            LAZY_RESCALE=lazy_rescale, num_warps=GLUON_WARPS, **consts)
+            LAZY_RESCALE=lazy_rescale, SCORES_AHEAD=GLUON_VARIANTS[config.mla][0],
+            P_IN_ROPE=gluon_p_in_rope(config.mla, block_n, prob), num_warps=GLUON_WARPS, **consts)

@@ -23,6 +23,7 @@ from kernels.extend_attention.family import (
     resolve_call,
     run_family,
 )
+from kernels.extend_attention.mla_gluon import MLA_ROUTE
 from kernels.extend_attention.prepared import ReplayCache, scalar_key, tensor_key
 from kernels.extend_attention.splits import compute_bound
 from kernels.extend_attention.workspace import is_pooled
@@ -43,7 +44,7 @@ def class_config(prob: Problem) -> FamilyConfig:
                             num_stages=2, num_splits=0, pack_gqa=True)
     if big_d > 512:  # MLA-like 576/512: the dedicated kernel where V is a view of K (run_family checks)
         return FamilyConfig(block_m=64, block_n=64, num_warps=8, num_stages=2, num_splits=0, pack_gqa=True,
-                            gather_stages=3, pregather=True, tma=True, mla="gluon")
+                            gather_stages=3, pregather=True, tma=True, mla=MLA_ROUTE)
     if big_d > 256:  # 256/256, 192/128
         return FamilyConfig(block_m=64, block_n=64, num_warps=4, num_stages=3, num_splits=1, pack_gqa=False,
                             pregather=True, tma=True)
@@ -71,11 +72,11 @@ def choose_config(prob: Problem, limits: ChipLimits, max_len_extend: int | None 
       SM (113 KB of shared memory, <= 255 registers x 128 threads), so one program's softmax runs while the
       other's dots do, and a short sequence pads at most 63 rows; D > 128: 64x64, 4 warps, one split.
     - MLA-like 576/512, many rows: the dedicated MLA kernel where V is a view of K (`mla.py`: on Hopper the
-      Gluon kernel ``mla="gluon"`` with eager rescale, elsewhere the Triton one; 64 x 64 tiles, pre-gathered
-      prefix through TMA; the warp-specialized ``"gluon_ws"`` faults on the H200 and is not used), else 64-row
-      tiles with the gather pipelined by the loop. Source: BENCHMARKS.md, 'MLA path' (H200: the Gluon kernel
-      1494 us against 2436 us for the best Triton tiles and 2782 us for the generic family;
-      benchmarks/sweep_mla.py compares the warp-specialized variants with it).
+      Gluon kernel `mla_gluon.MLA_ROUTE` (``"gluon"``, eager rescale), elsewhere the Triton one; 64 x 64 tiles,
+      pre-gathered prefix through TMA; the warp-specialized ``"gluon_ws"`` faults on the H200 and is not used),
+      else 64-row tiles with the gather pipelined by the loop. Source: BENCHMARKS.md, 'MLA path' (H200: the Gluon
+      kernel 1494 us against 2436 us for the best Triton tiles and 2782 us for the generic family;
+      benchmarks/sweep_mla.py compares the Gluon variants of `mla_gluon.GLUON_IMPLS` with it).
     One sequence or a uniform batch of several KV heads with a wave of programs per head: gather-ahead
     (``gather_ahead=AHEAD_DERIVED``, `family_ahead.gather_ahead_rows`; one head ahead, ordered by tickets): only
     KV head 0's prefix is copied first, the rest by the attention programs.

@@ -13,6 +13,7 @@ from kernels.extend_attention import baseline
 from kernels.extend_attention.dispatch import call_class
 from kernels.extend_attention.family import FamilyConfig, tma_plan
 from kernels.extend_attention.family_space import case_shape
+from kernels.extend_attention.mla_gluon import GLUON_IMPLS, MLA_ROUTE
 from kernels.extend_attention.spec import TASK, make_inputs, reference
 from tests.agent.helpers import LATER_KNOBS, h200_profile
 
@@ -86,14 +87,15 @@ def test_snap_neighbors_and_structure(space):
 
 def test_the_mla_path_is_a_knob_of_exact_values(space):
     # the dedicated MLA kernel (the tuned entry point's choice for 576/512) is reachable: "off" (the generic kernel,
-    # the baseline's structure) and "gluon" are its values; a string knob snaps only to its own values
-    assert space.knobs["mla"][0] == "off" and "gluon" in space.knobs["mla"]
-    assert space.snap("mla", "gluon") == "gluon" and space.snap("mla", "gluon_ws") is None
+    # the baseline's structure) and the tuned entry point's Gluon kernel (MLA_ROUTE, "gluon" now) are its values; a
+    # string knob snaps only to its own values
+    assert space.knobs["mla"] == ("off", MLA_ROUTE) and MLA_ROUTE in GLUON_IMPLS
+    assert space.snap("mla", MLA_ROUTE) == MLA_ROUTE and space.snap("mla", "gluon_ws") is None
     assert space.snap("mla", 1) is None and space.snap("mla", True) is None
     base = space.structure_config("compute-wide")
     assert base["mla"] == "off"
     moves = {(knob, d): c for knob, d, c in space.neighbors(base, "compute-wide")}
-    assert moves[("mla", 1)] == {**base, "mla": "gluon"}
+    assert moves[("mla", 1)] == {**base, "mla": MLA_ROUTE}
 
 
 def test_switch_knobs_pregather_and_tma(space):

@@ -105,6 +105,10 @@ def test_resume_extends_limits_and_rejects_unknown_run(tmp_path):
     run, state = resume_run("short", root=tmp_path, max_evals=4)
     state = run_optimization(run, state, h200_profile(), ScriptedVerifier(), ScriptedKnowledge())
     assert [e.n for e in state.evaluations] == [1, 2, 3, 4]
+    run, state = resume_run("short", root=tmp_path, max_evals=6, patience=9)
+    assert (state.config.stop.max_evals, state.config.stop.patience) == (6, 9)
+    assert run.load_state().config.stop.patience == 9  # saved: a later resume without it keeps 9
+    run.unlock()
     from agent.errors import RunNotFoundError
     with pytest.raises(RunNotFoundError, match="run 'nope' not found"):
         resume_run("nope", root=tmp_path)

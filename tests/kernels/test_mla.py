@@ -56,6 +56,7 @@ CONFIGS = {
     "split2-pregather-tma-m16n32": FamilyConfig(16, 32, 4, 3, num_splits=2, pregather=True, tma=True, mla="triton"),
     "gluon-request": FamilyConfig(16, 16, 4, 2, mla="gluon"),  # off Hopper: the Triton kernel
     "gluon-ws-request": FamilyConfig(16, 16, 4, 2, mla="gluon_ws"),  # off Hopper: the Triton kernel
+    "gluon-ahead-rope-request": FamilyConfig(16, 16, 4, 2, mla="gluon_ahead_rope"),  # off Hopper: the Triton kernel
 }
 
 

@@ -19,8 +19,13 @@ from pathlib import Path
 import pytest
 import torch
 
+from kernels.extend_attention.common import Problem
+from kernels.extend_attention.mla_gluon import gluon_smem_kb
+
 ROOT = Path(__file__).resolve().parents[2]
 H200_SMEM_BYTES = 227 * 1024
+#: The bench's ``mla`` case (B = 4, E = 512, P = 8192, 16/1 heads, 576/512, bf16): the compiles' shapes.
+BENCH_PROBLEM = Problem(4, 2048, 4 * 8192, 16, 1, 576, 512, torch.bfloat16)
 
 
 def _nvidia_tool(name: str, *args: str, data: bytes, suffix: str) -> str:
@@ -60,6 +65,7 @@ def _report() -> dict:
     64) and the Triton kernel with and without SPLIT_QK (64 x 64, 2 stages)."""
     import triton
 
+    from kernels.extend_attention.mla_gluon import GLUON_VARIANTS
     from kernels.extend_attention.offline_compile import compile_mla, compile_mla_gluon
 
     out = {f"ws-{int(early)}{int(p_regs)}": _ws_report(compile_mla_gluon(ws=True, EARLY_QK=early, P_REGS=p_regs))
@@ -68,6 +74,14 @@ def _report() -> dict:
     out["triton"] = triton.__version__
     out["gluon"] = {"wgmma": _wgmma_shapes(gluon.asm["ptx"]), "smem": gluon.metadata.shared,
                     "tma": gluon.asm["ptx"].count("cp.async.bulk.tensor")}
+    for impl, (ahead, rope) in GLUON_VARIANTS.items():
+        if ahead:
+            compiled = compile_mla_gluon(BLOCK_N=64, SCORES_AHEAD=ahead, P_IN_ROPE=rope)
+            ptxas = _nvidia_tool("ptxas", "-arch=sm_90a", "-v", "-o", "k.cubin", data=compiled.asm["ptx"].encode(),
+                                 suffix=".ptx")
+            out[impl] = {"wgmma": _wgmma_shapes(compiled.asm["ptx"]), "smem": compiled.metadata.shared,
+                         "spills": [int(b) for b in re.findall(r"(\d+) bytes spill (?:stores|loads)", ptxas)],
+                         "registers": [int(r) for r in re.findall(r"Used (\d+) registers", ptxas)]}
     for split in (True, False):
         tl_kernel = compile_mla(num_warps=8, num_stages=2, BLOCK_N=64, SPLIT_QK=split)
         out[f"triton-split{int(split)}"] = {
@@ -91,6 +105,16 @@ def test_mla_kernels_compile_for_sm90_without_duplicated_score_work_or_spills():
     # per 64-key tile each warpgroup: 32 + 4 score instructions of its 32 key columns, 4 P.V steps of its 256 columns
     assert gluon["wgmma"] == {"m64n32k16": 36, "m64n256k16": 4}, gluon
     assert gluon["smem"] <= H200_SMEM_BYTES and gluon["tma"] > 0, gluon
+    for impl in ("gluon_ahead", "gluon_ahead_rope"):
+        ahead = report[impl]
+        # the score instructions twice in the PTX (the first tile's issue before the loop, the next tile's in it),
+        # P . V once; the footprint is the host model's (`gluon_smem_kb`, P in the rope slot: 8 KiB less)
+        assert ahead["wgmma"] == {"m64n32k16": 72, "m64n256k16": 4}, (impl, ahead)
+        model = gluon_smem_kb(64, BENCH_PROBLEM, impl) * 1024
+        assert abs(ahead["smem"] - model) <= 64 and ahead["smem"] <= H200_SMEM_BYTES, (impl, ahead, model)
+        # 255 registers x 256 threads: the whole register file; triton 3.9's ptxas spills 84-100 bytes
+        assert ahead["registers"] and max(ahead["registers"]) <= 255 and sum(ahead["spills"]) <= 128, (impl, ahead)
+    assert report["gluon_ahead"]["smem"] - report["gluon_ahead_rope"]["smem"] == 64 * 64 * 2
     for name, ws in ((k, v) for k, v in report.items() if k.startswith("ws-")):
         # scores: 32 + 4 instructions of N = 64 from the softmax warpgroup (twice in the PTX with early scores: the
         # first tile's issue and the loop's); P . V: 4 steps of 256 columns from each warpgroup

@@ -11,7 +11,7 @@ from kernels.extend_attention import extend_attention_fwd
 from kernels.extend_attention.common import check_inputs
 from kernels.extend_attention.family import FamilyConfig
 from kernels.extend_attention.mla import run_mla
-from kernels.extend_attention.mla_gluon import gluon_applies
+from kernels.extend_attention.mla_gluon import MLA_ROUTE, gluon_applies
 from kernels.extend_attention.spec import TASK, make_inputs, reference
 from kernels.extend_attention.tuned import choose_config
 from tests.kernels.helpers import poison_prefix_workspace
@@ -25,6 +25,13 @@ CONFIGS = {
     "gluon-ws-split3": FamilyConfig(64, 64, 8, 2, num_splits=3, pregather=True, tma=True, mla="gluon_ws"),
     "gluon-n64": FamilyConfig(64, 64, 8, 2, pregather=True, tma=True, mla="gluon"),
     "gluon-n32-split3": FamilyConfig(64, 32, 8, 2, num_splits=3, pregather=True, tma=True, mla="gluon"),
+    # scores issued ahead (family_mla_gluon SCORES_AHEAD), P in its own buffer / in the rope slot (P_IN_ROPE);
+    # split3: programs with no key tile at all, n32: P_IN_ROPE off (DPE != BLOCK_N) on the same variant
+    "gluon-ahead": FamilyConfig(64, 64, 8, 2, pregather=True, tma=True, mla="gluon_ahead"),
+    "gluon-ahead-rope": FamilyConfig(64, 64, 8, 2, pregather=True, tma=True, mla="gluon_ahead_rope"),
+    "gluon-ahead-rope-split3": FamilyConfig(64, 64, 8, 2, num_splits=3, pregather=True, tma=True,
+                                            mla="gluon_ahead_rope"),
+    "gluon-ahead-rope-n32": FamilyConfig(64, 32, 8, 2, pregather=True, tma=True, mla="gluon_ahead_rope"),
     "triton-n32-s3": FamilyConfig(64, 32, 8, 3, pregather=True, tma=True, mla="triton"),
     "triton-gather-n32": FamilyConfig(64, 32, 8, 2, mla="triton"),
 }
@@ -62,7 +69,8 @@ def test_deepseek_shaped_edge_cases_bf16(case, config):
     _check(_run(CONFIGS[config], args, limits=_limits()), expected, "bfloat16", f"{case.id}/{config}")
 
 
-@pytest.mark.parametrize("impl", _params(["tuned", "gluon-ws", "gluon-n64", "triton-n32-s3"]))
+@pytest.mark.parametrize("impl", _params(["tuned", "gluon-ws", "gluon-n64", "gluon-ahead", "gluon-ahead-rope",
+                                          "triton-n32-s3"]))
 def test_bench_shape_full_size(impl):
     case = TASK.case("mla")
     args = make_inputs(case, 77, "cuda")
@@ -84,7 +92,8 @@ def test_the_gluon_kernel_applies_on_hopper_at_the_bench_shape():
                                             "sinks")))
     assert gluon_applies(CONFIGS["gluon-n64"], prob, args["q_extend"], args["k_extend"], _limits())
     assert gluon_applies(CONFIGS["gluon-ws"], prob, args["q_extend"], args["k_extend"], _limits())
-    assert choose_config(prob, _limits()).mla == "gluon"
+    assert gluon_applies(CONFIGS["gluon-ahead-rope"], prob, args["q_extend"], args["k_extend"], _limits())
+    assert choose_config(prob, _limits()).mla == MLA_ROUTE
 
 
 @pytest.mark.parametrize("switches", [dict(early_qk=e, p_regs=p) for e in (False, True) for p in (False, True)],

@@ -1,0 +1,106 @@
+"""The sixth held-out datasheet set (tests/data/datasheets_heldout_v6) loads and its truth is consistent.
+
+This checks the test data, not the extractor's score (`python scripts/eval_profiles.py --set heldout6` scores
+it; BENCHMARKS.md reports the result): the scorer finds every chip and its documents, every truth quote occurs
+verbatim in its document (whitespace, table pipes and Markdown emphasis aside), the committed PDF carries the
+text of its Markdown source, and no decoy equals the truth value it is a decoy of.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+_REPO = Path(__file__).resolve().parents[2]
+HELDOUT6 = _REPO / "tests" / "data" / "datasheets_heldout_v6"
+KINDS = {"stated", "derived", "not_stated", "conflict"}
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(name, _REPO / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _norm(text: str) -> str:
+    """Text compared for quotes: table pipes, emphasis and backticks dropped, whitespace collapsed."""
+    return " ".join(re.sub(r"[|*`]", " ", text).split())
+
+
+def _text(path: Path) -> str:
+    if path.suffix.lower() == ".pdf":
+        from pypdf import PdfReader
+
+        return "\n".join(page.extract_text() for page in PdfReader(path).pages)
+    return path.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def cases():
+    evaluator = _script("eval_profiles")
+    assert evaluator.DATASHEET_SETS["heldout6"] == HELDOUT6
+    return evaluator.datasheet_cases(HELDOUT6)
+
+
+def _entries(truth: dict):
+    """(name, entry) of every truth field, peaks as ``peak_flops.<key>``."""
+    for key, entry in truth.items():
+        if key.startswith("_") or not isinstance(entry, dict):
+            continue
+        if key == "peak_flops":
+            yield from ((f"peak_flops.{k}", e) for k, e in entry.items())
+        else:
+            yield key, entry
+
+
+def test_the_set_has_five_chips_in_pdf_rst_markdown_and_text_layouts(cases):
+    assert len(cases) == 5
+    assert len({case.chip for case in cases}) == 5
+    suffixes = {path.suffix for case in cases for path in case.paths}
+    assert {".pdf", ".rst", ".md", ".txt"} <= suffixes
+    assert all(case.paths for case in cases)
+    assert any(case.product for case in cases)  # the multi-product table names its product
+
+
+def test_every_truth_quote_is_in_its_document(cases):
+    for case in cases:
+        text = _norm(" ".join(_text(path) for path in case.paths))
+        for name, entry in _entries(case.truth):
+            assert entry.get("kind") in KINDS, (case.key, name)
+            quotes = entry.get("sources") or [entry["source"]]
+            for quote in quotes:
+                assert _norm(quote) in text, (case.key, name, quote)
+
+
+def test_the_committed_pdf_carries_its_markdown_source(cases):
+    pdfs = [path for case in cases for path in case.paths if path.suffix == ".pdf"]
+    assert pdfs
+    for pdf in pdfs:
+        source = pdf.parent / "src" / (pdf.stem + ".md")
+        pdf_text = _norm(_text(pdf))
+        paragraphs = [p for p in source.read_text(encoding="utf-8").split("\n\n") if p.strip()]
+        for paragraph in paragraphs:
+            for line in paragraph.splitlines():
+                if line.strip() and not set(line.strip()) <= set("|-"):
+                    assert _norm(line.lstrip("#- ")) in pdf_text, (pdf.name, line)
+
+
+def test_values_are_numbers_and_no_decoy_equals_its_truth(cases):
+    for case in cases:
+        entries = dict(_entries(case.truth))
+        for name, entry in entries.items():
+            if entry["kind"] in ("stated", "derived") and name not in ("compute_unit_name", "dram_type"):
+                assert isinstance(entry["value"], (int, float)) and entry["value"] > 0, (case.key, name)
+            if entry["kind"] == "not_stated":
+                assert entry["value"] is None, (case.key, name)
+        for name, decoys in case.truth.get("_decoys", {}).items():
+            assert name in entries, (case.key, name)
+            truth_value = entries[name]["value"]
+            for decoy in decoys:
+                assert truth_value is None or abs(decoy - truth_value) > 0.005 * abs(truth_value), (case.key, name)
