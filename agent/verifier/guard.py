@@ -19,6 +19,11 @@ Layers (each independent of the static rules):
 
 Who is responsible for an operation is decided by `judge.FrameJudge`. A violation is recorded before it is raised
 as `SandboxViolation` (a BaseException, so ``except Exception`` in a candidate cannot swallow it).
+
+Every layer is sealed (`agent.verifier.seal`): the hooks and the dispatch guard's handler (`agent.verifier.hooks`)
+run on a private copy of their module's globals that binds the judge, installed as opaque C callables, so no object
+the candidate can reach (the mode on torch's stack, ``builtins.__import__``, a patched torch function) holds the
+judge, or a global or attribute whose rebinding would change a decision.
 """
 
 from __future__ import annotations
@@ -29,38 +34,20 @@ import gc
 import os
 import sys
 import threading
-from typing import Any
 from collections.abc import Iterator
 from contextlib import contextmanager
-from types import FrameType, ModuleType
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
 
-from agent.verifier import policy, refusals
-from agent.verifier.judge import (STATE, FrameJudge, SandboxState, SandboxViolation, in_import_machinery, where,
-                                 where_called)
+from agent.verifier import refusals, seal
+from agent.verifier.hooks import ALLOWED_OPS, sealed_hooks
+from agent.verifier.judge import STATE, FrameJudge, SandboxState, SandboxViolation, where
 from kernels.task import TASK_MODULES
 
 __all__ = ["STATE", "DispatchGuard", "FrameJudge", "Guards", "SandboxState", "SandboxViolation",
            "poison_free_memory", "where"]
-
-
-def _allowed_aten_ops() -> frozenset:
-    aten = torch.ops.aten
-    names = ("empty", "empty_like", "empty_strided", "full", "full_like", "zeros", "zeros_like", "ones",
-             "ones_like", "fill_", "zero_", "view", "_unsafe_view", "reshape", "as_strided", "expand", "permute",
-             "transpose", "t", "unsqueeze", "squeeze", "select", "slice", "narrow", "split", "split_with_sizes",
-             "unbind", "detach", "alias", "clone", "_to_copy", "lift_fresh", "new_empty", "new_zeros", "new_full",
-             "new_ones", "new_empty_strided", "unflatten", "flatten", "contiguous", "resolve_conj", "resolve_neg")
-    return frozenset(getattr(aten, n) for n in names if hasattr(aten, n))
-
-
-#: Aten operations that trusted code other than the harness runs inside a candidate's call, beyond the allocation,
-#: views and metadata anyone may run: the Triton interpreter's argument staging (measured over the honest corpus on
-#: the CPU: only these two). Compute is refused whoever asks: a frame-based judge cannot tell trusted code's own
-#: work from a C-level callable (``map``, ``list.extend``) that trusted code calls on the candidate's behalf.
-TRUSTED_DATA_MOVES = frozenset({torch.ops.aten.set_, torch.ops.aten.copy_})
 
 
 class DispatchGuard(TorchDispatchMode):
@@ -68,65 +55,43 @@ class DispatchGuard(TorchDispatchMode):
     launcher pays only for the few real aten ops it runs; any compute op (cuBLAS, attention, elementwise), a host
     read (``_local_scalar_dense``) or a copy to another device raises when untrusted code asked for it. Tensor
     subclasses with their own ``__torch_dispatch__`` are refused outright: torch would run their Python code with
-    this mode popped."""
+    this mode popped.
 
-    ALLOWED = _allowed_aten_ops()
+    The mode the guards push is a sealed subclass (`Guards` makes one per judge): its ``__torch_dispatch__`` is a
+    read-only data descriptor (an instance attribute cannot shadow it), the class is immutable, and the handler
+    reads the judge from a private namespace, so the mode a candidate finds on torch's stack holds no state of the
+    judge's and nothing it could rebind. The handler is `hooks._dispatch`."""
 
-    def __init__(self, judge: FrameJudge):
-        super().__init__()
-        self.judge = judge
+    ALLOWED = ALLOWED_OPS
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if kwargs is None:
-            kwargs = {}
-        if types:
-            names = ", ".join(sorted({getattr(t, "__name__", "?") for t in types}))
-            raise STATE.violate(f"forbidden torch operation {func} on a tensor subclass ({names}) while the "
-                                "candidate ran (its __torch_dispatch__ would run with the guard popped)")
-        packet = func.overloadpacket
-        if packet in self.ALLOWED and STATE.boundary is None and not _changes_device(packet, args, kwargs):
-            return func(*args, **kwargs)
-        STATE.in_guard = True
-        try:
-            frame, kind = self.judge.responsible(sys._getframe(1))
-        finally:
-            STATE.in_guard = False
-        if kind != "untrusted" and (packet in TRUSTED_DATA_MOVES or self.judge.is_harness(frame)):
-            return func(*args, **kwargs)
-        if kind != "untrusted":
-            raise STATE.violate(f"forbidden torch operation {func} at {where(frame)} while the candidate ran: "
-                                "code the verifier trusts (Triton, the task's kernels) only moves data for a "
-                                "candidate; a callback it runs (a launch hook, map, a C-level callable) computes "
-                                "for the candidate")
-        raise STATE.violate(f"forbidden torch operation {func} at {where(frame)} while the candidate ran (only "
-                            "allocation, views and metadata are allowed outside Triton kernels)")
-
-
-def _changes_device(packet, args: tuple, kwargs: dict) -> bool:
-    if packet is not torch.ops.aten._to_copy or not args or not isinstance(args[0], torch.Tensor):
-        return False
-    target = kwargs.get("device")
-    return target is not None and torch.device(target) != args[0].device
-
-
-def _describe(args: tuple) -> str:
-    """Audit-event arguments for a message, without calling any method of an object the candidate made."""
-    out = []
-    for a in args[:2]:
-        out.append(repr(a)[:80] if type(a) in (str, bytes, int, float, bool, type(None)) else type(a).__name__)
-    return ", ".join(out)
+    @classmethod
+    def sealed(cls, namespace: dict[str, Any]) -> type[DispatchGuard]:
+        """A sealed subclass whose ``__torch_dispatch__`` is `hooks._dispatch` as rebuilt in `namespace`
+        (`hooks.sealed_hooks`), wrapped as torch wraps every mode's handler (``torch._disable_dynamo``) and hidden."""
+        handler = namespace["_dispatch"]
+        if cls._should_skip_dynamo():
+            handler = seal.opaque(torch._disable_dynamo(handler, recursive=True), "__torch_dispatch__")
+        subclass = type(cls.__name__, (cls,), {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                                               "__doc__": cls.__doc__})
+        subclass.__torch_dispatch__ = seal.BoundSlot((handler,))
+        return seal.seal_class(subclass, namespace)
 
 
 class Guards:
-    """Installs every layer once per child process; `armed()` switches them on around candidate code."""
+    """Installs every layer once per child process; `armed()` switches them on around candidate code.
+
+    Every hook (audit, import, thread, stream, launch) and the dispatch guard's handler is sealed
+    (`agent.verifier.seal`): built from this module's functions on a private copy of its globals that binds the
+    judge, the kernel package and the original import and thread functions, and exposed only as opaque C callables.
+    The judge they consult is sealed itself (`judge.FrameJudge`); nothing the candidate can reach holds it writably."""
 
     def __init__(self, judge: FrameJudge, package: str, device: torch.device, compute_guard: bool = True):
-        self.judge = judge
+        self.judge = judge  # for the harness; no hook reads it from here
         self.family = package
         self.device = device
         self.compute_guard = compute_guard
-        self._orig_import = builtins.__import__
-        self._orig_start = _thread.start_new_thread
+        self._sealed = sealed_hooks(judge, package)
+        self._mode_class = DispatchGuard.sealed(self._sealed)
         self._warm_up()
         self._install()
         self._identities = self._snapshot()
@@ -136,138 +101,27 @@ class Guards:
         must not happen inside a candidate's armed window."""
         import torch._dynamo  # noqa: F401
 
-        with DispatchGuard(self.judge):
+        with self._mode_class():
             torch.empty(4, device=self.device)[1:3].view(2).fill_(0)
 
     # -- installation -------------------------------------------------------------------------------------
     def _install(self) -> None:
         """Install every hook. Automatic garbage collection is switched off for the rest of this process: the
         guards collect at the end of each armed window instead (see `armed`)."""
+        sealed = self._sealed
         self.refused = refusals.install(self.judge, compute=self.compute_guard)
-        sys.addaudithook(self._audit)
-        builtins.__import__ = self._import
-        _thread.start_new_thread = self._start_thread
-        threading._start_new_thread = self._start_thread  # type: ignore[attr-defined]
-        self._patch_launchers()
+        sys.addaudithook(sealed["_audit"])
+        builtins.__import__ = sealed["_import"]
+        _thread.start_new_thread = sealed["_start_thread"]
+        threading._start_new_thread = sealed["_start_thread"]  # type: ignore[attr-defined]
+        sealed["_patch_launchers"]()
         if self.device.type == "cuda":
-            self._patch_streams()
+            sealed["_patch_streams"]()
         gc.disable()
 
-    def _patch_launchers(self) -> None:
-        """Count, refuse (pre-run hooks) or disable every Triton launch: through `JITFunction.run`, the
-        interpreter's, and `kernels.launch.DirectLaunch.launch_compiled` (a compiled kernel launched directly)."""
-        from triton.runtime.interpreter import InterpretedFunction
-        from triton.runtime.jit import JITFunction
-
-        from kernels.launch import DirectLaunch
-
-        for cls, name in ((JITFunction, "run"), (InterpretedFunction, "run"), (DirectLaunch, "launch_compiled")):
-            original = getattr(cls, name)
-
-            def run(self_, *args, _original=original, **kwargs):
-                if STATE.active and (getattr(self_, "pre_run_hooks", None) or getattr(getattr(
-                        self_, "fn", None), "pre_run_hooks", None)):
-                    raise STATE.violate("a Triton kernel was launched with pre-run hooks while the candidate ran "
-                                        "(callbacks Triton would run on the candidate's behalf)")
-                if not kwargs.get("warmup", False) and STATE.active:
-                    STATE.launches += 1
-                    if STATE.kernels_disabled:
-                        return None
-                return _original(self_, *args, **kwargs)
-
-            setattr(cls, name, run)
-
     def _patch_streams(self) -> None:
-        """Creating streams or graphs, or switching the current stream, is refused to candidate code (whatever
-        of these this torch version has is patched)."""
-        from torch.cuda import graphs, streams
-
-        for owner in (getattr(streams, "Stream", None), getattr(streams, "ExternalStream", None),
-                      getattr(graphs, "CUDAGraph", None)):
-            original_new = owner.__dict__.get("__new__") if owner is not None else None
-            if original_new is None:
-                continue
-
-            def guarded_new(cls, *args, _original=original_new, _name=owner.__name__, **kwargs):
-                self._refuse_if_untrusted(f"creates a torch.cuda.{_name} (side stream or graph)")
-                return _original(cls, *args, **kwargs)
-
-            owner.__new__ = staticmethod(guarded_new)  # type: ignore[method-assign]
-        for name in ("set_stream", "_set_stream_by_id"):
-            original = getattr(torch.cuda, name, None)
-            if original is None:
-                continue
-
-            def guarded(*args, _original=original, _name=name, **kwargs):
-                self._refuse_if_untrusted(f"torch.cuda.{_name} switches streams")
-                return _original(*args, **kwargs)
-
-            setattr(torch.cuda, name, guarded)
-
-    # -- hooks -------------------------------------------------------------------------------------------
-    def _refuse_if_untrusted(self, what: str) -> None:
-        refusals.refuse_if_untrusted(self.judge, f"sandbox: {what}", sys._getframe(2), trusted_may=True)
-
-    def _start_thread(self, function, args, kwargs=None):
-        self._refuse_if_untrusted("starts a thread")
-        return self._orig_start(function, args, kwargs or {})
-
-    def _import(self, name, globals=None, locals=None, fromlist=(), level=0):
-        if not STATE.armed():  # never skipped on `SandboxState.in_guard` (a cached module raises no audit event)
-            return self._orig_import(name, globals, locals, fromlist, level)
-        previous, STATE.in_guard = STATE.in_guard, True
-        try:
-            caller = sys._getframe(1)
-            machinery = False
-            while caller is not None and in_import_machinery(caller):
-                caller, machinery = caller.f_back, True
-            candidate = not machinery and caller is not None and self.judge.frame_kind(caller) == "untrusted"
-        finally:
-            STATE.in_guard = previous
-        if not candidate:
-            return self._orig_import(name, globals, locals, fromlist, level)
-        items = tuple(fromlist or ())
-        if type(name) is not str or type(level) is not int or any(type(i) is not str for i in items):
-            raise STATE.violate(f"sandbox: import with a non-str name or a non-int level at {where(caller)}")
-        library = name.split(".")[0] in ("torch", "triton")
-        if level or not (library or policy.import_allowed(name, self.family)):
-            raise STATE.violate(f"sandbox: import of {name!r} at {where(caller)}")
-        module = self._orig_import(name, globals, locals, items, level)
-        for item in items:
-            value = getattr(module, item, None)
-            if isinstance(value, ModuleType) and value.__name__.split(".")[0] not in ("torch", "triton") \
-                    and not policy.import_allowed(value.__name__, self.family):
-                raise STATE.violate(f"sandbox: from {name} import {item} (module {value.__name__}) at "
-                                    f"{where(caller)}")
-        return module
-
-    def _audit(self, event: str, args: tuple) -> None:
-        """The audit hook. Fast path: events raised while nothing is armed, and the frame reads the guards make
-        themselves while they judge (`SandboxState.in_guard` with a `GUARD_EVENTS` event), return at once;
-        otherwise the responsible frame is found from the event's immediate caller outwards (one cached lookup when
-        that caller is trusted or the candidate). The flag is plain Python state a candidate can reach, so it never
-        waves through an event the guards do not raise themselves (a file, an import, exec, a socket, ctypes)."""
-        if not STATE.armed() or (STATE.in_guard and event in GUARD_EVENTS):
-            return
-        previous, STATE.in_guard = STATE.in_guard, True
-        try:
-            frame = sys._getframe(1)
-            responsible, kind = self.judge.responsible(frame)
-            allowed = kind != "untrusted" or self._audit_allowed(event, args, frame, responsible)
-        finally:
-            STATE.in_guard = previous
-        if not allowed:
-            raise STATE.violate(f"sandbox: {event}({_describe(args)}) at {where_called(responsible)}")
-
-    def _audit_allowed(self, event: str, args: tuple, frame: FrameType, responsible: FrameType | None) -> bool:
-        """Events the import machinery raises while loading an allowed module pass (except writes); candidate
-        code itself may only trigger imports of allowed or library modules."""
-        if _inside_import(frame, responsible):
-            return event != "open" or _read_only_open(args)
-        if event == "import" and args and type(args[0]) is str:
-            name = args[0]
-            return name.split(".")[0] in ("torch", "triton") or policy.import_allowed(name, self.family)
-        return False
+        """The CUDA-only layer (`_patch_streams`), sealed like the others."""
+        self._sealed["_patch_streams"]()
 
     # -- arming ------------------------------------------------------------------------------------------
     @contextmanager
@@ -280,7 +134,7 @@ class Guards:
         window is checked: the compute guard must still be the active dispatch mode and automatic garbage
         collection still off (violations are recorded in `STATE`)."""
         STATE.kernels_disabled = disable_kernels
-        mode = DispatchGuard(self.judge) if self.compute_guard else None
+        mode = self._mode_class() if self.compute_guard else None
         STATE.active, STATE.in_guard = True, False
         try:
             if mode is None:
@@ -351,10 +205,16 @@ class Guards:
                 for key, value in vars(mod).items():
                     if not key.startswith("__"):
                         snap[f"{name}.{key}"] = value
+                        if isinstance(value, type) and value.__module__ == name:  # and the classes' own members
+                            snap.update((f"{name}.{key}.{attr}", member) for attr, member in vars(value).items()
+                                        if not attr.startswith("__"))
         return snap
 
     def tampered(self) -> list[str]:
-        """Watched objects that no longer resolve to the object seen before any candidate code ran."""
+        """Watched objects that no longer resolve to the object seen before any candidate code ran: the timers and
+        library entry points in `_WATCHED`, and every global of the harness modules and every member of their
+        classes (the checks after a call run such code: `Guards` itself is sealed, so this check cannot be
+        rebound)."""
         now = self._snapshot()
         return sorted(k for k, v in self._identities.items() if now.get(k) is not v)
 
@@ -376,29 +236,6 @@ class Guards:
         if self.device.type == "cuda" and torch.cuda.current_stream() != stream_before:
             problems.append("changed the current CUDA stream")
         return problems
-
-
-#: The audit events the guards raise themselves while judging a frame (reading ``sys._getframe``, ``f_code``,
-#: ``f_back``, ``f_globals``, ``f_locals``): the only ones `SandboxState.in_guard` lets through unjudged.
-GUARD_EVENTS = frozenset({"object.__getattr__", "sys._getframe"})
-
-
-def _read_only_open(args: tuple) -> bool:
-    """Audit ``open`` arguments (path, mode, flags): True only for a read without create/truncate."""
-    mode = args[1] if len(args) > 1 else "r"
-    flags = args[2] if len(args) > 2 and type(args[2]) is int else 0
-    if type(mode) is str:
-        return not set(mode) & set("wax+")
-    writes = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-    return not flags & writes
-
-
-def _inside_import(frame: FrameType | None, stop: FrameType | None) -> bool:
-    while frame is not None and frame is not stop:
-        if in_import_machinery(frame):
-            return True
-        frame = frame.f_back
-    return False
 
 
 def _child_processes() -> list[int]:
@@ -464,3 +301,12 @@ def poison_free_memory(device: torch.device, like_nbytes: int, prefill: str = "n
     else:
         held = [filled(torch.empty(max(1, like_nbytes), dtype=torch.uint8)) for _ in range(8)]
     del held
+
+
+def _seal_guards() -> None:
+    """Seal `Guards` (`seal.seal_class`): its after-call checks run on a private copy of this module's globals and
+    no method of it can be rebound."""
+    seal.seal_class(Guards, seal.private_namespace(globals()))
+
+
+_seal_guards()

@@ -16,6 +16,7 @@ of a frame cannot be chosen by code that may not call ``exec``). Reading ``frame
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import sysconfig
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ from pathlib import Path
 from types import CodeType, FrameType, FunctionType, GetSetDescriptorType, MemberDescriptorType
 
 import torch
+
+from agent.verifier import seal
 
 #: ``Py_TPFLAGS_HEAPTYPE``: set on classes made at run time (class statements, ``type(...)``), whose attributes can
 #: be rebound; types defined in C (int, tuple, torch.dtype) lack it and are immutable (source: CPython Include/object.h).
@@ -52,7 +55,9 @@ class SandboxViolation(BaseException):
 
 @dataclass
 class SandboxState:
-    """Mutable state of the guards in this process (one child runs one candidate).
+    """Mutable state of the guards in this process (one child runs one candidate). Its fields are plain Python
+    state a candidate can write: none of them can switch a guard off or make a refusal pass (see each); its methods
+    are sealed (`seal.seal_class`).
 
     Attributes:
         active: candidate code may run (set by `Guards.armed`; the guards also treat a non-empty torch dispatch
@@ -77,62 +82,57 @@ class SandboxState:
 
     def armed(self) -> bool:
         """Whether candidate code may be running: the flag, or the guard's dispatch mode still on the stack."""
-        return self.active or torch._C._len_torch_dispatch_stack() > 0
+        return self.active or _dispatch_stack_depth() > 0
+
+
+#: torch's dispatch-mode stack depth, bound once: the sealed `SandboxState.armed` never looks it up on ``torch._C``.
+_dispatch_stack_depth = torch._C._len_torch_dispatch_stack
 
 
 STATE = SandboxState()
 
 
-class FrameJudge:
-    """Classifies frames as trusted, transparent (torch, stdlib, other packages) or untrusted."""
+class FrameJudge(tuple):
+    """Classifies frames as trusted, transparent (torch, stdlib, other packages) or untrusted.
 
-    def __init__(self, root: Path, untrusted_project_files: tuple[str, ...] = ("reference.py", "spec.py", "cases.py",
-                                                                               "timing.py", "task.py")):
+    Sealed (`agent.verifier.seal`): a judge is a tuple (no instance attributes to rebind or shadow) of two
+    `seal.sealed_cache` memos (filename -> kind, filename -> harness or not; their entries cannot be written from
+    Python) and Triton's ``JITCallable``; the class is immutable and its methods run on a private copy of this
+    module's globals. A candidate that reaches the judge (through the dispatch guard, ``builtins.__import__``, a
+    patched torch function) can call it, never change what it answers.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, root: Path, untrusted_project_files: tuple[str, ...] = ("reference.py", "spec.py", "cases.py",
+                                                                             "timing.py", "task.py")):
         import triton
 
         paths = sysconfig.get_paths()
-        self._torch = os.path.dirname(os.path.realpath(torch.__file__)) + os.sep
-        self._trusted = (os.path.dirname(os.path.realpath(triton.__file__)) + os.sep,
-                         str((root / "agent" / "verifier").resolve()) + os.sep)
-        self._kernels = str((root / "kernels").resolve()) + os.sep
-        self._harness = str((root / "agent" / "verifier").resolve()) + os.sep
-        self._untrusted_names = untrusted_project_files
-        site = {os.path.realpath(paths[k]) + os.sep for k in ("purelib", "platlib")}
-        std = {os.path.realpath(paths[k]) + os.sep for k in ("stdlib", "platstdlib")}
-        self._transparent = tuple(sorted(site)) + tuple(sorted(std))
-        self._cache: dict[str, str] = {}
-        self._by_code: dict[CodeType, str] = {}
-        self._harness_code: dict[CodeType, bool] = {}
-        self._jit_callable = _triton_jit_callable()
+        verifier, kernels = root / "agent" / "verifier", root / "kernels"
+        prefixes = (_spellings(os.path.dirname(torch.__file__)),
+                    _spellings(os.path.dirname(triton.__file__)) + _spellings(verifier),
+                    _spellings(kernels), tuple(untrusted_project_files),
+                    tuple(sorted({p for k in ("purelib", "platlib", "stdlib", "platstdlib")
+                                  for p in _spellings(paths[k])})))
+        harness = _spellings(verifier)
+        return tuple.__new__(cls, (seal.sealed_cache(functools.partial(_classify, prefixes)),
+                                   seal.sealed_cache(functools.partial(_under, harness)), _triton_jit_callable()))
 
     def kind(self, filename: str) -> str:
-        """'trusted', 'transparent' or 'untrusted' for a module or code filename."""
-        found = self._cache.get(filename)
-        if found is None:
-            found = self._classify(filename)
-            self._cache[filename] = found
-        return found
+        """'trusted', 'transparent' or 'untrusted' for a module or code filename (memoized per filename)."""
+        return self[0](filename)
 
     def is_harness(self, frame: FrameType | None) -> bool:
         """Whether `frame` is the verifier's own code (agent/verifier), as opposed to other trusted code (Triton,
         the task's kernels), which runs on the candidate's behalf and may be handed the candidate's callbacks."""
-        if frame is None:
-            return False
-        found = self._harness_code.get(frame.f_code)
-        if found is None:
-            filename = frame.f_code.co_filename
-            path = os.path.realpath(filename) if filename and not filename.startswith("<") else filename
-            found = self._harness_code[frame.f_code] = path.startswith(self._harness)
-        return found
+        return frame is not None and self[1](frame.f_code.co_filename)
 
     def code_kind(self, code: CodeType) -> str:
-        """Kind of one code object (cached per code object). A method `dataclasses` generated (`is_dataclass_method`)
-        is 'untrusted' here: what it does depends on the instance it runs on, so only `frame_kind` can lift it to
-        'transparent'."""
-        found = self._by_code.get(code)
-        if found is None:
-            found = self._by_code[code] = ("untrusted" if is_dataclass_method(code) else self.kind(code.co_filename))
-        return found
+        """Kind of one code object: the kind of its filename. A method `dataclasses` generated
+        (`is_dataclass_method`, file ``<string>``) is 'untrusted' here: what it does depends on the instance it runs
+        on, so only `frame_kind` can lift it to 'transparent'."""
+        return self[0](code.co_filename)
 
     def frame_kind(self, frame: FrameType) -> str:
         """Kind of one frame: `code_kind`, except that a method `dataclasses` generated (``__init__``, ``__repr__``,
@@ -233,21 +233,7 @@ class FrameJudge:
         ``create_function_from_signature``, Triton 3.x)."""
         code = frame.f_code
         return (code.co_name == "dynamic_func" and code.co_filename == "<string>"
-                and self._jit_callable is not None and frame.f_globals.get("JITCallable") is self._jit_callable)
-
-    def _classify(self, filename: str) -> str:
-        if filename.startswith("<frozen"):
-            return "transparent"
-        path = os.path.realpath(filename) if filename and not filename.startswith("<") else filename
-        if path.startswith(self._torch):
-            return "transparent"
-        if path.startswith(self._trusted):
-            return "trusted"
-        if path.startswith(self._kernels):
-            return "untrusted" if os.path.basename(path) in self._untrusted_names else "trusted"
-        if path.startswith(self._transparent):
-            return "transparent"
-        return "untrusted"
+                and self[2] is not None and frame.f_globals.get("JITCallable") is self[2])
 
     def responsible(self, frame: FrameType | None) -> tuple[FrameType | None, str]:
         """Innermost non-transparent frame from `frame` outwards and its kind ('trusted' if none). Reaching
@@ -264,6 +250,37 @@ class FrameJudge:
                 return frame, kind
             frame = frame.f_back
         return None, "trusted"
+
+
+def _spellings(directory: str | Path) -> tuple[str, ...]:
+    """The ways a code filename under `directory` can start: its absolute and its resolved path, with a trailing
+    separator (import paths are absolute in the child; code under a symlinked directory keeps the spelling the
+    import system used)."""
+    return tuple(sorted({os.path.abspath(directory) + os.sep, os.path.realpath(directory) + os.sep}))
+
+
+def _classify(prefixes: tuple, filename: str) -> str:
+    """Kind of a code filename from `FrameJudge`'s prefixes: string operations only, so that what no Python code can
+    rebind (str's methods) decides it. A relative path, or one with ``.`` or ``..`` components, is 'untrusted'."""
+    torch_dirs, trusted_dirs, kernel_dirs, untrusted_names, transparent_dirs = prefixes
+    if filename.startswith("<frozen"):
+        return "transparent"
+    if not filename.startswith("/") or "/../" in filename or "/./" in filename:
+        return "untrusted"
+    if filename.startswith(torch_dirs):
+        return "transparent"
+    if filename.startswith(trusted_dirs):
+        return "trusted"
+    if filename.startswith(kernel_dirs):
+        return "untrusted" if filename.rpartition("/")[2] in untrusted_names else "trusted"
+    if filename.startswith(transparent_dirs):
+        return "transparent"
+    return "untrusted"
+
+
+def _under(directories: tuple[str, ...], filename: str) -> bool:
+    """Whether the code filename lies under one of `directories` (same rules as `_classify`)."""
+    return filename.startswith(directories) and "/../" not in filename and "/./" not in filename
 
 
 def _triton_jit_callable() -> type | None:
@@ -291,7 +308,7 @@ def _lookup(cls: type, name: str) -> object:
 def _is_repr_guard(code: CodeType) -> bool:
     """Whether `code` is the recursion guard `dataclasses` wraps a generated ``__repr__`` in (3.11:
     ``dataclasses._recursive_repr``; 3.12+: ``reprlib.recursive_repr``), which calls only the function it wraps."""
-    name = os.path.basename(code.co_filename)
+    name = code.co_filename.rpartition("/")[2]
     return (name == "dataclasses.py" and code.co_qualname == "_recursive_repr.<locals>.wrapper") or (
         name == "reprlib.py" and code.co_qualname == "recursive_repr.<locals>.decorating_function.<locals>.wrapper")
 
@@ -327,3 +344,13 @@ def where_called(frame: FrameType | None, callers: int = 3) -> str:
 def in_import_machinery(frame: FrameType) -> bool:
     """Whether `frame` belongs to importlib's bootstrap (the frames between an import and the module loaded)."""
     return frame.f_code.co_filename.startswith(IMPORT_MACHINERY)
+
+
+def _seal_module() -> None:
+    """Seal `SandboxState` and `FrameJudge` on one private copy of this module's globals (`agent.verifier.seal`)."""
+    namespace = seal.private_namespace(globals())
+    seal.seal_class(SandboxState, namespace)
+    seal.seal_class(FrameJudge, namespace)
+
+
+_seal_module()

@@ -13,6 +13,10 @@ while it re-enters itself):
   dispatch-key include/exclude guards, the Python dispatcher, and registering kernels (a Python kernel would run
   inside the guard's own handler, where the mode is popped);
 - installing signal handlers (a handler interrupts any bytecode, including the guard's handler).
+
+`refuse_if_untrusted` and `install` are sealed (`agent.verifier.seal`): they and every wrapper `install` makes run on
+a private copy of this module's globals, so rebinding a global here (``STATE``, ``where``, ``refuse_if_untrusted``
+itself) changes nothing for them.
 """
 
 from __future__ import annotations
@@ -23,10 +27,12 @@ import gc
 import signal
 import sys
 from collections.abc import Callable
+from sys import _getframe
 from typing import Any
 
 import torch
 
+from agent.verifier import seal
 from agent.verifier.judge import STATE, FrameJudge, where
 
 #: ``torch._C.TensorBase`` methods that read tensor values to the host without an aten operation.
@@ -94,13 +100,15 @@ def refuse_if_untrusted(judge: FrameJudge, what: str, frame: Any, trusted_may: b
 
 
 def _refusing(original: Callable, what: str, judge: FrameJudge, trusted_may: bool = False) -> Callable:
+    """A wrapper of `original` that refuses first; opaque (`seal.opaque`): no Python path leads from it to the
+    judge, the original or the flags it closes over."""
     def refusing(*args: Any, **kwargs: Any) -> Any:
-        refuse_if_untrusted(judge, what, sys._getframe(1), trusted_may)
+        refuse_if_untrusted(judge, what, _getframe(1), trusted_may)
         return original(*args, **kwargs)
 
-    refusing.__name__ = getattr(original, "__name__", "refusing")
-    refusing.__doc__ = getattr(original, "__doc__", None)
-    return refusing
+    wrapper = seal.opaque(refusing, getattr(original, "__name__", "refusing"))
+    wrapper.__doc__ = getattr(original, "__doc__", None)
+    return wrapper
 
 
 def _set_type_attribute(cls: type, name: str, value: object) -> None:
@@ -241,3 +249,12 @@ def _install_triton_cache(judge: FrameJudge, done: list[str]) -> None:
                 setattr(cls, name, _refusing(original, f"sandbox: {cls.__name__}.{name} writes into Triton's cache "
                                                        "(only Triton's compiler may)", judge, trusted_may=True))
                 done.append(f"triton.runtime.cache.{cls.__name__}.{name}")
+
+
+def _seal_module() -> None:
+    """Rebind `refuse_if_untrusted` and `install` to their sealed copies (`seal.private_namespace`)."""
+    namespace = seal.private_namespace(globals())
+    globals().update(refuse_if_untrusted=namespace["refuse_if_untrusted"], install=namespace["install"])
+
+
+_seal_module()

@@ -141,6 +141,8 @@ CHEATS: tuple[Cheat, ...] = (
     # red team, session 5: torch.save opens its file in C++ (wrote /dev/shm and the shared Triton cache)
     Cheat("torch_save_write", "environment tampering (file write through torch.save)", S, R, "writes a file outside"),
     Cheat("alias_torch_direct", "library call instead of a kernel (module alias)", S, R, "forbidden torch operation"),
+    Cheat("judge_tamper", "attack on the verifier's judge (rebound and replaced, then torch compute)", S, R,
+          "forbidden torch operation"),
     Cheat("pickle_global", "library call instead of a kernel (pickle import)", S, R, "pickle.find_class"),
     Cheat("heads_subset_copy", "partial computation (one head per GQA group)", M, M, "outside |got-expected|"),
     Cheat("stale_max_no_rescale", "precision downgrade / tolerance abuse (no rescale)", M, M, "large logits"),

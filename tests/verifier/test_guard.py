@@ -236,35 +236,133 @@ def test_free_blocks_of_small_segments_are_taken_back_in_small_pool_requests():
     assert sum(requests) == 2 * mib + 3 * mib // 2 + 20 * mib
 
 
-#: Known gaps of the in-process dynamic layer (the static rules refuse the attribute chains they need): the judge is
-#: a Python object any code reaches (the dispatch guard on torch's mode stack, ``builtins.__import__.__self__``), so
-#: rebinding its methods or editing its caches makes the candidate's code "trusted". Kept as strict expected
-#: failures: when one is closed, the test fails and moves into ATTEMPTS.
-KNOWN_GAPS = {
+#: Where a candidate finds the judge and the guards' state: the dispatch mode on torch's stack, the import hook's
+#: ``__self__``, the closure of a refusing torch wrapper, the shared `SandboxState`. Each attempt tampers with every
+#: one it can (ignoring the errors sealed objects raise) and then does what the guards refuse.
+FIND = textwrap.dedent("""\
+    def holders():
+        found = [torch.utils._python_dispatch._get_current_dispatch_mode()]
+        found.append(getattr(torch.sys.modules['builtins'].__import__, '__self__', None))
+        return [h for h in found if h is not None]
+    def judges():
+        return [j for j in (getattr(h, 'judge', None) for h in holders()) if j is not None]
+    def attempt_all(*steps):
+        for step in steps:
+            try:
+                step()
+            except (AttributeError, TypeError, ValueError):
+                pass
+    class Fake:
+        def responsible(self, frame): return (None, 'trusted')
+        def is_harness(self, frame): return True
+        def frame_kind(self, frame): return 'trusted'
+        def code_kind(self, code): return 'trusted'
+        def kind(self, name): return 'trusted'
+    FAKES = {n: getattr(Fake, n) for n in ('responsible', 'is_harness', 'frame_kind', 'code_kind', 'kind')}
+""")
+
+#: Tampering with the judge or the guards' own objects, then a refused operation: the refusal must stand.
+TAMPERING = {
+    # the judge's methods rebound on the instance and on its class
     "judge_method_rebound": (
-        "mode = torch.utils._python_dispatch._get_current_dispatch_mode(); "
-        "mode.judge.responsible = lambda frame: (None, 'trusted'); mode.judge.is_harness = lambda frame: True; "
+        "for j in judges():\n    for n, f in FAKES.items():\n"
+        "        attempt_all(lambda: setattr(j, n, f.__get__(j)), lambda: setattr(type(j), n, f))\n"
         "torch.ones(2).sum()", "forbidden torch operation"),
+    # every dict the judge holds (its caches) calls untrusted code transparent and any code the harness, the
+    # candidate's own file and the script around it included
     "judge_cache_edited": (
-        "mode = torch.utils._python_dispatch._get_current_dispatch_mode(); "
-        "[mode.judge._cache.__setitem__(k, 'trusted') for k in list(mode.judge._cache)]; "
-        "[mode.judge._by_code.__setitem__(k, 'trusted') for k in list(mode.judge._by_code)]; "
+        "for j in judges():\n    for n in [n for n in dir(j) if not n.startswith('__')]:\n"
+        "        v = getattr(j, n, None)\n        if type(v) is dict:\n"
+        "            for k in list(v) + ['/tmp/untrusted_candidate.py', '<string>']:\n"
+        "                v[k] = True if type(v.get(k)) is bool else ('transparent' if v.get(k, 'untrusted') == "
+        "'untrusted' else v[k])\n"
+        "        attempt_all(lambda: v.cache_clear())\n"
         "open('shadow.py', 'w')", "sandbox: open"),
+    # another judge put where the guards keep theirs
+    "judge_replaced": (
+        "for h in holders():\n"
+        "    attempt_all(lambda: setattr(h, 'judge', Fake()), lambda: setattr(type(h), 'judge', Fake()))\n"
+        "torch.ones(2).sum()", "forbidden torch operation"),
+    "refusal_judge_replaced": (
+        "for c in getattr(torch.Tensor.__repr__, '__closure__', None) or ():\n"
+        "    if hasattr(c.cell_contents, 'responsible'):\n        c.cell_contents = Fake()\n"
+        "str(torch.ones(3))", "host read-out"),
+    # the mode's handler shadowed by an instance attribute or rebound on its class
+    "dispatch_handler_shadowed": (
+        "def passthrough(self, func, types, args=(), kwargs=None):\n    return func(*args, **(kwargs or {}))\n"
+        "mode = holders()[0]\nmethod = torch.sys.modules['types'].MethodType(passthrough, mode)\n"
+        "attempt_all(lambda: setattr(mode, '__torch_dispatch__', method),\n"
+        "            lambda: mode.__dict__.__setitem__('__torch_dispatch__', method),\n"
+        "            lambda: setattr(type(mode), '__torch_dispatch__', passthrough))\n"
+        "torch.ones(2).sum()", "forbidden torch operation"),
+    # the shared state's 'armed' answer rebound, with the flag off
+    "state_armed_rebound": (
+        "state = torch.sys.modules['agent.verifier.judge'].STATE\n"
+        "attempt_all(lambda: setattr(type(state), 'armed', lambda self: False),\n"
+        "            lambda: setattr(state, 'armed', lambda: False),\n"
+        "            lambda: state.__dict__.__setitem__('armed', lambda: False))\nstate.active = False\n"
+        "open('shadow.py', 'w')", "sandbox: open"),
+    # a module global the import hook consults rebound
+    "policy_global_rebound": (
+        "torch.sys.modules['agent.verifier.policy'].import_allowed = lambda *a: True\nimport os",
+        "import of 'os'"),
 }
 
 
 @pytest.fixture(scope="module")
-def gap_results():
-    lines = "\n".join(f"attempt({name!r}, {code!r})" for name, (code, _) in KNOWN_GAPS.items())
-    proc = subprocess.run([sys.executable, "-c", SCRIPT.format(root=str(ROOT), attempts=lines)], capture_output=True,
-                          text=True, timeout=300, env={"TRITON_INTERPRET": "1", "PATH": "/usr/bin:/bin"},
-                          cwd=str(ROOT / "tests" / "verifier"))
+def tampering_results():
+    """Each attempt in its own throwaway interpreter: tampering that works would leak into the next attempt."""
+    results = {}
+    for name, (code, _) in TAMPERING.items():
+        script = SCRIPT.format(root=str(ROOT), attempts=f"attempt({name!r}, {FIND + code!r})")
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                              env={"TRITON_INTERPRET": "1", "PATH": "/usr/bin:/bin"},
+                              cwd=str(ROOT / "tests" / "verifier"))
+        Path(ROOT / "tests" / "verifier" / "shadow.py").unlink(missing_ok=True)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        results.update(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return results
+
+
+@pytest.mark.parametrize("name", sorted(TAMPERING))
+def test_tampering_with_the_judge_leaves_its_refusals_standing(tampering_results, name):
+    """The judge, the mode's handler and the hooks' state are sealed (agent/verifier/seal.py): a candidate that
+    reaches them can neither rebind, edit nor replace them."""
+    result = tampering_results[name]
+    assert result.startswith("refused") and TAMPERING[name][1] in result, result
+
+
+HARNESS_CLASSES = textwrap.dedent('''
+    import json, sys, torch
+    sys.path.insert(0, {root!r})
+    from pathlib import Path
+    from agent.verifier import child
+    from agent.verifier.guard import FrameJudge, Guards
+
+    guards = Guards(FrameJudge(Path({root!r})), "kernels.extend_attention", torch.device("cpu"))
+    code = ("def run():\\n"
+            "    child = torch.sys.modules['agent.verifier.child']\\n"
+            "    child.Child._contract_problems = lambda self, *a: []\\n"
+            "    guard = torch.sys.modules['agent.verifier.guard']\\n"
+            "    try:\\n"
+            "        guard.Guards.after_call = lambda self, *a: []\\n"
+            "    except TypeError:\\n"
+            "        pass\\n")
+    namespace = {{"torch": torch}}
+    exec(compile(code, "/tmp/untrusted_candidate.py", "exec"), namespace)
+    with guards.armed():
+        namespace["run"]()
+    problems = guards.after_call(set(), None)
+    print(json.dumps({{"problems": problems, "after_call_kept": Guards.after_call.__name__ == "after_call"}}))
+''')
+
+
+def test_rebinding_a_harness_class_member_is_reported_and_the_checker_cannot_be_rebound():
+    """The checks after a call run harness code (`child.Child`, `guard.Guards`): a member of a harness class rebound
+    by the candidate is reported as tampering, and `Guards`, which reports it, is sealed."""
+    proc = subprocess.run([sys.executable, "-c", HARNESS_CLASSES.format(root=str(ROOT))], capture_output=True,
+                          text=True, timeout=120, env={"TRITON_INTERPRET": "1", "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr[-3000:]
-    Path(ROOT / "tests" / "verifier" / "shadow.py").unlink(missing_ok=True)
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-@pytest.mark.xfail(strict=True, reason="known gap: the judge's own methods and caches are writable Python state")
-@pytest.mark.parametrize("name", sorted(KNOWN_GAPS))
-def test_known_gap_judge_state(gap_results, name):
-    assert gap_results[name].startswith("refused") and KNOWN_GAPS[name][1] in gap_results[name], gap_results[name]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["after_call_kept"], out
+    assert any("agent.verifier.child.Child._contract_problems" in p for p in out["problems"]), out
