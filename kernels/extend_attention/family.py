@@ -10,8 +10,8 @@ and tma (contiguous K/V tiles loaded through Hopper tensor descriptors, see `Fam
 ahead_heads / ahead_sync (with pregather: only the first `ahead_heads` KV heads' prefix is copied before attention;
 the programs of KV head h copy head h + ahead_heads's, `gather_ahead` rows per key tile; `family_ahead.py`), and mla
 (absorbed-MLA calls, 576/512 with V a view of K, run a dedicated kernel of `mla.py`: "triton" with the same tile,
-stage, split, pregather and tma knobs, "gluon" / "gluon_ahead" / "gluon_ahead_rope" / "gluon_ws" the Hopper Gluon
-kernels (the Triton one elsewhere);
+stage, split, pregather and tma knobs, "gluon" / the "gluon_ahead*" variants (`mla_gluon.GLUON_VARIANTS`) /
+"gluon_ws" the Hopper Gluon kernels (the Triton one elsewhere);
 "off": the generic kernel below), and ragged_tiles (a ragged call runs square tiles of that size with 4 warps).
 Two knobs take a value that is a function of the call, resolved by `resolve_call` from metadata and the caller's
 host-side hint: ``num_splits=0`` (`auto_splits`) and ``gather_ahead=AHEAD_DERIVED`` (`family_ahead.gather_ahead_rows`),
