@@ -21,7 +21,7 @@ DEFAULT_CONSTS: dict[str, Any] = dict(
     NUM_SPLITS=1, WINDOW=-1, LOGIT_CAP=0.0, IS_CAUSAL=True, USE_MASK=False, SKIP_PREFIX_MASK=True, HAS_SINK=False,
     V_IS_K=False, HEAVY_FIRST=True, FOLD_SCALE=True, GATHER_STAGES=0, PREFIX_CONTIG=True, TMA_EXT=True,
     TMA_PREFIX=True, AHEAD_ROWS=0, AHEAD_HEADS=1, AHEAD_SYNC=False, PROXY_FENCE=False, V_SCALED=False,
-    STORE_LSE=False, SKIP_PREFIX=False, SKIP_EXTEND=False,
+    STORE_LSE=False, SKIP_PREFIX=False, SKIP_EXTEND=False, SCORES_AHEAD=False, HEADS_INNER=False,
 )
 _SCALARS = {"qk_scale": "fp32", "sm_scale": "fp32", "k_scale": "fp32", "v_scale": "fp32", "batch": "i32",
             "head_base": "i32", "num_heads": "i32", "grid_blocks": "i32"}
