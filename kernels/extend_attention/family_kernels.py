@@ -172,7 +172,7 @@ def _family_fwd_kernel(
                 V_src + target.to(tl.int64) * stride_vsh, K_buf + target.to(tl.int64) * stride_kbh,
                 V_buf + target.to(tl.int64) * stride_vbh, stride_kst, stride_vst, LQ, LV, BLOCK_D, BLOCK_DPE,
                 BLOCK_DV, BLOCK_N, WINDOW, LOGIT_CAP, IS_CAUSAL, USE_MASK, SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE,
-                PREFIX_CONTIG, TMA_PREFIX, AHEAD_ROWS)
+                PREFIX_CONTIG, TMA_PREFIX, AHEAD_ROWS, SCORES_AHEAD)
             if AHEAD_SYNC:
                 if copies:
                     ahead_release(ahead_cnt + 1 + seq * num_heads + target)

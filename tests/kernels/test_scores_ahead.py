@@ -11,7 +11,7 @@ from kernels.extend_attention.cases import full_params
 from kernels.extend_attention.family import FamilyConfig, run_family
 from kernels.extend_attention.spec import TASK
 from kernels.task import Case
-from tests.kernels.helpers import check_impl
+from tests.kernels.helpers import check_impl, on_poisoned_workspace
 
 #: 16 x 16 tiles: the 70-token sequence has up to 4 unmasked extend tiles per row block, the 50-key prefix 3 full
 #: tiles and a partial one, so the loop's prologue, steady state and epilogue all run.
@@ -51,3 +51,16 @@ def test_features_with_scores_ahead(extra, device):
 def test_edge_cases(case_id, device):
     config = FamilyConfig(block_m=16, block_n=16, scores_ahead=True, heads_inner=True, pregather=True, tma=True)
     check_impl(lambda **a: run_family(config, **a), TASK.case(case_id), device)
+
+
+@pytest.mark.parametrize("knobs", [dict(gather_ahead=4), dict(gather_ahead=2, ahead_heads=2, ahead_sync=True),
+                                   dict(gather_ahead=4, ahead_sync=True, heads_inner=True)],
+                         ids=["launch-per-head", "sync-two-ahead", "sync-heads-inner-ignored"])
+def test_gather_ahead_with_scores_ahead_copies_every_row_it_reads(knobs, device):
+    """The scores-ahead prefix loop inside gather-ahead (`family_ahead.ahead_prefix`) still copies one chunk per
+    tile: on NaN-poisoned pre-gather buffers a row read before its copy shows as a non-finite output."""
+    params = full_params(dict(extend_lens=[5, 0, 21, 1], prefix_lens=[3, 9, 40, 17], num_q_heads=8, num_kv_heads=4,
+                              head_dim=32, dtype="float16"))
+    config = FamilyConfig(block_m=16, block_n=16, num_splits=1, pack_gqa=True, pregather=True, tma=True,
+                          scores_ahead=True, **knobs)
+    check_impl(on_poisoned_workspace(lambda **a: run_family(config, **a)), Case("ahead", params, 7, "edge"), device)
