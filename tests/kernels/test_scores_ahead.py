@@ -5,10 +5,12 @@ the pre-gathered prefix, with and without descriptors, GQA packing, windows, mas
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from kernels.extend_attention.cases import full_params
-from kernels.extend_attention.family import FamilyConfig, run_family
+from kernels.extend_attention.cases import full_params, random_case
+from kernels.extend_attention.family import AHEAD_DERIVED, FamilyConfig, run_family
 from kernels.extend_attention.spec import TASK
 from kernels.task import Case
 from tests.kernels.helpers import check_impl, on_poisoned_workspace
@@ -64,3 +66,29 @@ def test_gather_ahead_with_scores_ahead_copies_every_row_it_reads(knobs, device)
     config = FamilyConfig(block_m=16, block_n=16, num_splits=1, pack_gqa=True, pregather=True, tma=True,
                           scores_ahead=True, **knobs)
     check_impl(on_poisoned_workspace(lambda **a: run_family(config, **a)), Case("ahead", params, 7, "edge"), device)
+
+
+#: Sweep 9's scores-ahead configurations at their real tile sizes (wgmma on Hopper), for the GPU tests below.
+GPU_CONFIGS = [
+    FamilyConfig(128, 128, 8, 2, 0, True, pregather=True, tma=True, gather_ahead=AHEAD_DERIVED, ahead_sync=True,
+                 scores_ahead=True, heads_inner=True),
+    FamilyConfig(128, 64, 8, 3, 0, True, pregather=True, tma=True, gather_ahead=AHEAD_DERIVED, ahead_sync=True,
+                 scores_ahead=True),
+    FamilyConfig(64, 64, 4, 3, 0, False, pregather=True, tma=True, scores_ahead=True, heads_inner=True),
+]
+GPU_EDGE_CASES = ["gqa-4", "gqa-7", "head-dim-80", "sliding-window", "custom-mask", "sinks", "logit-cap-huge",
+                  "non-causal", "kv-scales", "indices-tail", "fp32-inputs"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("config", GPU_CONFIGS, ids=["128x128-ahead-sync", "128x64-ahead-sync", "64x64"])
+@pytest.mark.parametrize("case_id", GPU_EDGE_CASES + [f"random-{seed}" for seed in range(4)])
+def test_gpu_scores_ahead_matches_reference(case_id, config):
+    """bfloat16 (float32 for fp32-inputs) on a GPU: edge cases and GPU-sized random draws (`cases.random_case`),
+    pre-gather buffers NaN-poisoned first."""
+    if case_id.startswith("random-"):
+        case, dtype = random_case(random.Random(int(case_id[7:]) + 2000), small=False), "bfloat16"
+    else:
+        case = TASK.case(case_id)
+        dtype = "float32" if case.params["dtype"] == "float32" else "bfloat16"
+    check_impl(on_poisoned_workspace(lambda **a: run_family(config, **a)), case, "cuda", dtype=dtype)
