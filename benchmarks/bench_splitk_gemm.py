@@ -15,7 +15,11 @@ Markdown tables; exit status 1 when an output of baseline, tuned, cuBLAS or a ca
 
     python benchmarks/bench_splitk_gemm.py --chip h200 --out $OUT/splitk.json [--sweep] [--reps 20] [--cases ID,...]
         [--candidate retrieval=RUN/report/splitk_gemm_best_v7.py ...]
+    python benchmarks/bench_splitk_gemm.py --few-rows --out $OUT/gemv.json [--budget-s 135]   # M 1..16, GEMV mode
     python benchmarks/bench_splitk_gemm.py --check --out /tmp/check.json   # CPU: correctness at tiny shapes only
+
+``--few-rows``: M in {1, 2, 4, 8, 16} on every bench layer, cuBLAS, tuned and the GEMV-mode variants side by side
+with their fraction of the spec (and measured) bandwidth (benchmarks/splitk_few_rows.py).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ if "--check" in sys.argv and not __import__("torch").cuda.is_available():
 import torch  # noqa: E402
 
 from benchmarks._util import environment, write_json  # noqa: E402
+from benchmarks.splitk_few_rows import GEMV_VARIANTS, few_rows_markdown, run_few_rows, variant_config  # noqa: E402
 from hardware_profiles import load_profile  # noqa: E402
 from kernels.chip import ChipLimits  # noqa: E402
 from kernels.launch import current_device_and_stream  # noqa: E402
@@ -123,6 +128,8 @@ def sweep_variants(case: Case, limits: ChipLimits) -> dict:
     }
     if t.block_m > 64:
         variants["block_m=64"] = replace(t, block_m=64, num_warps=4, **auto)
+    if p["m"] <= 16:
+        variants.update({name: variant_config(name, case, limits) for name in GEMV_VARIANTS})
     seen, out = set(), {}
     for name, cfg in variants.items():
         if cfg not in seen:
@@ -346,6 +353,9 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--cases", default="", help="comma-separated case ids (default: all bench cases)")
     ap.add_argument("--sweep", action="store_true", help="also time variants of the tuned configuration")
+    ap.add_argument("--few-rows", action="store_true",
+                    help="M 1..16 on every bench layer: cuBLAS, tuned and the GEMV-mode variants (splitk_few_rows)")
+    ap.add_argument("--budget-s", type=float, default=135.0, help="--few-rows: start no case after this many seconds")
     ap.add_argument("--check", action="store_true", help="CPU-capable correctness check at tiny shapes, no timing")
     ap.add_argument("--candidate", action="append", default=[], metavar="NAME=FILE",
                     help="also time a candidate file's splitk_gemm as provider candidate:NAME (repeatable)")
@@ -361,6 +371,8 @@ def main() -> int:
     profile = load_profile(args.chip)
     limits = ChipLimits.from_profile(profile)
     peaks = (profile.peak_flops("bf16"), profile.peak_bytes_per_s())
+    if args.few_rows:
+        return few_rows_main(args, profile, limits, peaks)
     cases = [TASK.case(c) for c in args.cases.split(",")] if args.cases else list(TASK.bench_cases)
     rows, t0 = [], time.time()
     for case in cases:
@@ -378,6 +390,27 @@ def main() -> int:
         print(f"FAIL {r['case']} {r['provider']}: {r.get('error', 'output out of tolerance')}")
     print("PASS: every provider's output within tolerance" if not failed else f"FAIL: {len(failed)} rows")
     return 1 if failed else 0
+
+
+def few_rows_main(args, profile, limits: ChipLimits, peaks: tuple[float, float]) -> int:
+    """``--few-rows``: run `splitk_few_rows.run_few_rows`, write JSON (and .md) to ``--out``, print the table and
+    one PASS/FAIL line on the outputs' correctness; exit status 1 on a wrong output."""
+    measured = profile.achievable_bytes_per_s()
+    rows, cases = run_few_rows(limits, peaks, measured, args.reps, args.budget_s, time_provider, run_family,
+                               cublas, lambda a, b, c: splitk_gemm(a, b, c, limits=limits))
+    table = few_rows_markdown(rows, cases)
+    write_json(args.out, {"env": environment(), "chip": args.chip, "mode": "few-rows", "limits": limits.__dict__,
+                          "peaks_flops_bytes": peaks, "measured_bytes_per_s": measured,
+                          "variants": {n: c.to_dict() for n, c in GEMV_VARIANTS.items()}, "rows": rows})
+    Path(args.out).with_suffix(".md").write_text(table + "\n")
+    print(table)
+    bad = [r for r in rows if not r.get("ok", False)]
+    for r in bad:
+        print(f"FAIL {r['case']} {r['provider']}: {r.get('error', 'output out of tolerance')}")
+    timed = len({r["case"] for r in rows})
+    print(f"PASS: {len(rows)} outputs within tolerance on {timed} of {len(cases)} cases" if not bad
+          else f"FAIL: {len(bad)} of {len(rows)} rows")
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

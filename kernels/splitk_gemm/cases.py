@@ -138,6 +138,9 @@ def hidden_cases(rng: random.Random, small: bool = True) -> tuple[tuple[str, Cas
       or sums partials in a low precision, is far off;
     - ``odd-tail``: odd K and N (primes in the interpreter's sizes), so the tails past BLOCK_K and BLOCK_N are
       never a whole tile;
+    - ``few-rows``: M of 1..4 (the weight-stream shapes of the GEMV mode and the ``m4`` dispatch class) with an odd
+      N and an odd K of a few hundred (GPU: thousands), so a few-row path that drops rows, columns or the K tail, or
+      sums its splits wrongly, is far off;
     - ``full-size``: M, N and K in the top half of the range the other draws use (interpreter: M 20..40, N 80..160,
       K 160..320), so that a kernel which behaves honestly only on inputs too small to tell it apart (too few
       values to estimate their statistics, a whole output in one tile) meets one that is not.
@@ -150,9 +153,12 @@ def hidden_cases(rng: random.Random, small: bool = True) -> tuple[tuple[str, Cas
                   dtype="float16" if small else "bfloat16")
     odd = dict(m=rng.randint(2, 9), n=rng.choice(primes) * scale - (scale > 1),
                k=rng.choice(primes) * scale + (scale > 1), dtype="float16" if small else "bfloat16")
+    few = dict(m=rng.randint(1, 4), n=rng.choice(primes) * scale - (scale > 1),
+               k=2 * rng.choice(primes) * scale + 1, a_transposed=rng.random() < 0.25,
+               dtype="float16" if small else "bfloat16")
     full = (dict(m=rng.randint(20, 40), n=rng.randint(80, 160), k=rng.randint(160, 320), dtype="float16") if small
             else dict(m=rng.randint(64, 128), n=rng.randint(4096, 8192), k=rng.randint(4096, 8192), dtype="bfloat16"))
     return tuple((label, Case(f"hidden-{label}-{rng.randrange(1 << 30):08x}", full_params({**params,
                                                                                           **draw_scales(rng)}),
                               rng.randrange(1 << 31), "hidden"))
-                 for label, params in (("long-k", long_k), ("odd-tail", odd), ("full-size", full)))
+                 for label, params in (("long-k", long_k), ("odd-tail", odd), ("few-rows", few), ("full-size", full)))

@@ -136,6 +136,73 @@ def mac_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, 
     return acc
 
 
+#: Largest weight tile (BLOCK_N x BLOCK_K elements) whose products a one-row GEMV program accumulates element-wise
+#: before summing over K: 8192 float32 values are 64 registers per thread at 4 warps (of 255), leaving room for the
+#: loaded tiles.
+GEMV_WIDE_ACC_ELEMS = 8192
+_GEMV_WIDE_ACC_ELEMS = tl.constexpr(GEMV_WIDE_ACC_ELEMS)
+
+
+@triton.jit
+def gemv_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, pid_m, pid_n, it_lo, it_hi,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr):
+    """`mac_tile` without ``tl.dot``: float32 [BLOCK_M, BLOCK_N] sum over K-iterations [it_lo, it_hi) of
+    A[rows, k] * B[cols, k], on the vector units.
+
+    The weight tile is loaded as [BLOCK_N, BLOCK_K] with K innermost (the [N, K] layout's contiguous axis, so each
+    thread loads consecutive K elements in wide vectors). One row with a weight tile of at most
+    `GEMV_WIDE_ACC_ELEMS` elements: a [BLOCK_N, BLOCK_K] float32 accumulator of products, summed over K once after
+    the loop (no cross-thread reduction inside it); otherwise the broadcast product [BLOCK_M, BLOCK_N, BLOCK_K]
+    summed over K every iteration (a larger accumulator would take more registers than a thread has). Same
+    masking and 64-bit offsets as `mac_tile`. The K loop is a ``tl.range`` of STAGES stages: Triton's software
+    pipeliner then stages the loads through shared memory (cp.async, STAGES - 1 tiles in flight), which it does
+    on its own only for loads that feed ``tl.dot`` (a plain ``range`` keeps one tile in registers: 512 B of
+    shared memory at sm_90, offline compile). Source: the structure of memory-bound matrix-vector kernels (one pass
+    over the weights, each weight element multiplied by every row in registers; Williams et al., "Roofline", CACM
+    2009, for why such a kernel's time is its bytes over the bandwidth).
+    """
+    rows = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    cols = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_k = it_lo * BLOCK_K + tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + rows.to(tl.int64)[:, None] * stride_am + offs_k[None, :].to(tl.int64) * stride_ak
+    b_ptrs = b_ptr + cols.to(tl.int64)[:, None] * stride_bn + offs_k[None, :].to(tl.int64) * stride_bk
+    if BLOCK_M == 1 and BLOCK_N * BLOCK_K <= _GEMV_WIDE_ACC_ELEMS:
+        wide = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+        for it in tl.range(it_lo, it_hi, num_stages=STAGES):
+            k_ok = (tl.arange(0, BLOCK_K) < K - it * BLOCK_K)[None, :]
+            a = tl.load(a_ptrs, mask=k_ok, other=0.0).to(tl.float32)
+            b = tl.load(b_ptrs, mask=k_ok, other=0.0).to(tl.float32)
+            wide += b * a
+            a_ptrs += BLOCK_K * stride_ak
+            b_ptrs += BLOCK_K * stride_bk
+        acc = tl.reshape(tl.sum(wide, axis=1), (BLOCK_M, BLOCK_N))
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for it in tl.range(it_lo, it_hi, num_stages=STAGES):
+            k_ok = (tl.arange(0, BLOCK_K) < K - it * BLOCK_K)[None, :]
+            a = tl.load(a_ptrs, mask=k_ok, other=0.0).to(tl.float32)
+            b = tl.load(b_ptrs, mask=k_ok, other=0.0).to(tl.float32)
+            acc += tl.sum(a[:, None, :] * b[None, :, :], axis=2)
+            a_ptrs += BLOCK_K * stride_ak
+            b_ptrs += BLOCK_K * stride_bk
+    return acc
+
+
+@triton.jit
+def tile_product(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, pid_m, pid_n, it_lo, it_hi,
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PRECISION: tl.constexpr,
+                 GEMV: tl.constexpr, STAGES: tl.constexpr):
+    """`gemv_tile` (STAGES pipeline stages) when GEMV, else `mac_tile` (its stages are the launch's num_stages);
+    same arguments, same float32 [BLOCK_M, BLOCK_N] result."""
+    if GEMV:
+        acc = gemv_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, pid_m, pid_n, it_lo,
+                        it_hi, BLOCK_M, BLOCK_N, BLOCK_K, STAGES)
+    else:
+        acc = mac_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, pid_m, pid_n, it_lo,
+                       it_hi, BLOCK_M, BLOCK_N, BLOCK_K, PRECISION)
+    return acc
+
+
 @triton.jit
 def store_tile(c_ptr, acc, M, N, stride_cm, stride_cn, pid_m, pid_n, BLOCK_M: tl.constexpr,
                BLOCK_N: tl.constexpr):

@@ -11,6 +11,11 @@ from kernels.chip import ChipLimits
 from kernels.splitk_gemm.common import FLOAT32_TILE_CAP, Problem, require_limit
 
 MAX_SPLIT_K = 64
+#: Most rows of A one GEMV-mode program multiplies (``FamilyConfig.gemv``): each weight element then costs up to
+#: GEMV_MAX_ROWS fused multiply-adds on the vector units, which stays below the bytes-per-FMA balance of current GPUs
+#: (H200: 67 TFLOP/s fp32 over 4.8 TB/s is ~7 FMA per bf16 weight element), so the program is still a weight stream.
+#: Also the row bound of the ``m4`` dispatch class (`dispatch.dispatch_class`).
+GEMV_MAX_ROWS = 4
 
 
 @dataclass(frozen=True)
@@ -23,6 +28,10 @@ class FamilyConfig:
     one non-deterministic mode: the low bits depend on arrival order; it overrides fused_reduce).
     ``stream_k`` replaces the tiles x splits grid by stream-K and ignores split_k, fused_reduce and atomic (its
     partial tiles are always fixed up in program order).
+    ``gemv`` computes each tile without ``tl.dot``: a broadcast multiply of the A rows with the weight tile and a
+    sum over K on the vector units (`common.gemv_tile`), for calls of a few rows where the product is a pure weight
+    stream; a program then takes min(BLOCK_M, next power of two >= M, `GEMV_MAX_ROWS`) rows (`gemv_rows`), and
+    BLOCK_M may be below 16 (``tl.dot``'s minimum, which the GEMV path does not need).
     """
 
     block_m: int = 64
@@ -35,13 +44,15 @@ class FamilyConfig:
     num_warps: int = 4
     num_stages: int = 3
     stream_k: bool = False
+    gemv: bool = False
 
     def __post_init__(self) -> None:
         for name in ("block_m", "block_n", "block_k"):
             value = getattr(self, name)
-            if not 16 <= value <= 256 or value & (value - 1):
-                raise ValueError(f"FamilyConfig.{name}={value} must be a power of two in [16, 256]")
-        for name in ("fused_reduce", "atomic", "stream_k"):
+            least = 1 if name == "block_m" and self.gemv is True else 16
+            if not least <= value <= 256 or value & (value - 1):
+                raise ValueError(f"FamilyConfig.{name}={value} must be a power of two in [{least}, 256]")
+        for name in ("fused_reduce", "atomic", "stream_k", "gemv"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"FamilyConfig.{name}={getattr(self, name)!r} must be a bool")
         if (not 0 <= self.split_k <= MAX_SPLIT_K or not 1 <= self.group_m <= 64
@@ -64,6 +75,11 @@ class FamilyConfig:
         if unknown:
             raise ValueError(f"unknown FamilyConfig knob(s): {sorted(unknown)}")
         return FamilyConfig(**data)
+
+
+def gemv_rows(block_m: int, m: int) -> int:
+    """Rows of A per program in GEMV mode: min(`block_m`, the next power of two >= `m`, `GEMV_MAX_ROWS`)."""
+    return min(block_m, 1 << max(0, (max(m, 1) - 1).bit_length()), GEMV_MAX_ROWS)
 
 
 def smem_footprint_kb(config: FamilyConfig, dtype: torch.dtype) -> float:

@@ -8,19 +8,27 @@ A/B loads) and stream_k (instead of a grid of tiles x splits, one program per co
 share of all tiles' K-iterations). Chip limits are a `kernels.chip.ChipLimits` built from the chip profile (the
 `limits` argument, else the process's); a call that needs one without any limits given is an error naming it.
 Every launch is free of host synchronization, and partials live in preallocated workspaces reused across calls
-(`workspace.py`).
+(`workspace.py`). ``gemv`` computes the tiles on the vector units instead of ``tl.dot`` (few-row weight streams:
+`common.gemv_tile`), with the same split schedules and reductions.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from triton.runtime.errors import OutOfResources
 
 from kernels.chip import ChipLimits, chip_limits_if_set
 from kernels.splitk_gemm.common import Problem, check_inputs
-from kernels.splitk_gemm.config import FamilyConfig, cap_float32, fit_to_limits, shrink_once, smem_footprint_kb
+from kernels.splitk_gemm.config import (
+    FamilyConfig,
+    cap_float32,
+    fit_to_limits,
+    gemv_rows,
+    shrink_once,
+    smem_footprint_kb,
+)
 from kernels.splitk_gemm.dispatch import call_class
 from kernels.splitk_gemm.family_kernels import ATOMIC, FUSED, WORKSPACE
 from kernels.splitk_gemm.prepared import PreparedCall, call_key
@@ -43,11 +51,14 @@ class LaunchPlan:
 
 
 def plan_launch(config: FamilyConfig, prob: Problem, limits: ChipLimits | None) -> LaunchPlan:
-    """The `LaunchPlan` of `config` (fitted to `limits` when given, else float32-capped only) for `prob`.
+    """The `LaunchPlan` of `config` (fitted to `limits` when given, else float32-capped only) for `prob`; in GEMV
+    mode BLOCK_M is first lowered to `config.gemv_rows` of M, so the split rule sizes the grid of those tiles.
 
     Raises:
         kernels.chip.ChipLimitsUnset: `limits` is None and the plan needs one (split_k = 0, stream-K).
     """
+    if config.gemv:
+        config = replace(config, block_m=gemv_rows(config.block_m, prob.m))
     config = fit_to_limits(config, prob, limits) if limits is not None else cap_float32(config, prob.dtype)
     iterations = k_iterations(config, prob)
     if config.stream_k and iterations > 0:
@@ -122,5 +133,6 @@ def prepare_and_launch(config: FamilyConfig, a: torch.Tensor, b: torch.Tensor, c
             plan = plan_launch(smaller, prob, limits)
 
 
-__all__ = ["ChipLimits", "FamilyConfig", "LaunchPlan", "auto_split_k", "call_class", "fit_to_limits", "plan_launch",
+__all__ = ["ChipLimits", "FamilyConfig", "LaunchPlan", "auto_split_k", "call_class", "fit_to_limits", "gemv_rows",
+           "plan_launch",
            "program_count", "run_family", "shrink_once", "smem_footprint_kb"]

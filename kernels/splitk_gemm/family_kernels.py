@@ -1,5 +1,8 @@
 """Triton kernels of the split-K family: the split-K tile kernel, its reduce kernel, and the stream-K kernel.
 
+Each tile's product is `common.tile_product`: ``tl.dot`` tiles (`common.mac_tile`), or with the GEMV constexpr a
+broadcast multiply and sum over K on the vector units (`common.gemv_tile`, ``FamilyConfig.gemv``).
+
 Reductions of the K splits of one output tile (`REDUCE`):
 - WORKSPACE: split s stores its float32 partial into ws[s, M, N]; `_reduce_kernel` then sums s = 0 .. S-1 in
   that order and writes C (two launches, deterministic).
@@ -29,7 +32,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from kernels.splitk_gemm.common import mac_tile, store_tile, tile_of
+from kernels.splitk_gemm.common import store_tile, tile_of, tile_product
 
 WORKSPACE, FUSED, ATOMIC = 0, 1, 2  # values of REDUCE on the host
 _WORKSPACE, _ATOMIC = tl.constexpr(WORKSPACE), tl.constexpr(ATOMIC)  # the same, readable inside the kernels
@@ -98,6 +101,7 @@ def _splitk_kernel(
     stride_cn, iters_per_split,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     SPLIT_K: tl.constexpr, REDUCE: tl.constexpr, PRECISION: tl.constexpr, UNROLL: tl.constexpr,
+    GEMV: tl.constexpr, STAGES: tl.constexpr,
 ):
     """Program (tile, s) of grid (tiles, SPLIT_K): K-iterations [s * iters_per_split, +iters_per_split) of one tile.
 
@@ -110,8 +114,8 @@ def _splitk_kernel(
     pid_m, pid_n = tile_of(tile, tiles_m, tiles_n, GROUP_M)
     it_lo = split * iters_per_split
     it_hi = min(it_lo + iters_per_split, tl.cdiv(K, BLOCK_K))
-    acc = mac_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, pid_m, pid_n, it_lo, it_hi,
-                   BLOCK_M, BLOCK_N, BLOCK_K, PRECISION)
+    acc = tile_product(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, pid_m, pid_n, it_lo,
+                       it_hi, BLOCK_M, BLOCK_N, BLOCK_K, PRECISION, GEMV, STAGES)
     if SPLIT_K == 1:
         store_tile(c_ptr, acc, M, N, stride_cm, stride_cn, pid_m, pid_n, BLOCK_M, BLOCK_N)
     else:
@@ -166,7 +170,7 @@ def _streamk_kernel(
     a_ptr, b_ptr, c_ptr, ws_ptr, counters, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, stride_cm,
     stride_cn, programs,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    PRECISION: tl.constexpr,
+    PRECISION: tl.constexpr, GEMV: tl.constexpr, STAGES: tl.constexpr,
 ):
     """Stream-K: `programs` programs (<= the MAC iterations) each take an equal share of the tiles x K-iterations.
 
@@ -190,8 +194,8 @@ def _streamk_kernel(
         tile_hi = tile_lo + iters_per_tile
         seg_hi = min(tile_hi, share_hi)
         pid_m, pid_n = tile_of(tile, tiles_m, tiles_n, GROUP_M)
-        acc = mac_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, pid_m, pid_n,
-                       it - tile_lo, seg_hi - tile_lo, BLOCK_M, BLOCK_N, BLOCK_K, PRECISION)
+        acc = tile_product(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, pid_m, pid_n,
+                           it - tile_lo, seg_hi - tile_lo, BLOCK_M, BLOCK_N, BLOCK_K, PRECISION, GEMV, STAGES)
         if it == tile_lo and seg_hi == tile_hi:
             store_tile(c_ptr, acc, M, N, stride_cm, stride_cn, pid_m, pid_n, BLOCK_M, BLOCK_N)
         else:

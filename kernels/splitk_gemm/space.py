@@ -33,6 +33,7 @@ KNOBS: dict[str, tuple[Any, ...]] = {
     "num_warps": (4, 2, 8),
     "num_stages": (3, 2, 4, 5, 6),
     "stream_k": (False, True),
+    "gemv": (False, True),  # vector-unit product of few rows, no tl.dot (FamilyConfig.gemv)
 }
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from kernels.chip import ChipLimits
 from kernels.splitk_gemm.common import DTYPES, Problem
-from kernels.splitk_gemm.config import FamilyConfig
+from kernels.splitk_gemm.config import GEMV_MAX_ROWS, FamilyConfig
 from kernels.splitk_gemm.schedule import stream_k_time, tile_count, tiles_time
 from kernels.splitk_gemm.tuned import choose_config
 
@@ -26,6 +26,7 @@ VARIABLES: dict[str, str] = {
     "elem": "bytes per element of the case's dtype",
     "weight_bytes": "bytes of the weights B, N x K x elem (almost all of a skinny call's traffic)",
     "partial_bytes": "float32 partial bytes one split adds, written and read again: 8 x M x N",
+    "gemv_max_rows": "most rows of A one GEMV-mode program multiplies (config.GEMV_MAX_ROWS)",
     "max_offset_elems": "largest element offset into A, B or C, max(M x K, N x K, M x N) (int32 overflows at 2**31)",
 }
 
@@ -57,7 +58,7 @@ def case_values(case) -> dict[str, Any]:
     prob = _problem(case)
     m, n, k = prob.m, prob.n, prob.k
     return {"M": m, "N": n, "K": k, "elem": prob.elem, "weight_bytes": n * k * prob.elem,
-            "partial_bytes": 8 * m * n, "max_offset_elems": max(m * k, n * k, m * n)}
+            "partial_bytes": 8 * m * n, "gemv_max_rows": GEMV_MAX_ROWS, "max_offset_elems": max(m * k, n * k, m * n)}
 
 
 @lru_cache(maxsize=4096)

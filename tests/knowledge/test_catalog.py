@@ -15,7 +15,7 @@ SEEDED = {"split_kv", "preallocated_workspace", "metadata_lengths", "multi_query
           # the knobs of the tuned entry point (kernels/extend_attention/tuned.py)
           "measured_tiles", "gather_ahead", "ragged_tiles", "mla_kernel", "exp2_scale_fold", "heavy_first"}
 #: Patterns that only split-K GEMM's catalog part defines.
-GEMM_ONLY = {"fused_split_reduce"}
+GEMM_ONLY = {"fused_split_reduce", "gemv_stream"}
 BOTTLENECKS = {"memory-bound", "compute-bound", "occupancy", "launch-overhead"}
 
 

@@ -78,6 +78,31 @@ def test_baseline_passes(verifier):
     assert {c.id for c in TASK.test_cases} <= checked
     assert any(c.startswith("hidden-long-k-") for c in checked) and any(c.startswith("hidden-odd-tail-")
                                                                        for c in checked)
+    assert any(c.startswith("hidden-few-rows-") for c in checked)
+
+
+#: An honest candidate in the shape of the template (kernels/splitk_gemm/candidate.py.j2) whose ``m4`` classes
+#: run the family's GEMV mode (split by the family's rule, fused reduction) and the rest the default tiles.
+GEMV_CANDIDATE = """from kernels.splitk_gemm.family import ChipLimits, FamilyConfig, call_class, run_family
+
+CHIP_LIMITS = ChipLimits(num_compute_units=132, smem_per_block_kb=227.0, warp_size=32, max_threads_per_block=1024)
+GEMV = FamilyConfig(block_m=16, block_n=32, block_k=32, split_k=0, fused_reduce=True, gemv=True, num_stages=2)
+TILES = FamilyConfig(block_m=16, block_n=32, block_k=32, split_k=0, fused_reduce=True, num_stages=2)
+
+
+def splitk_gemm(a, b, c):
+    config = GEMV if call_class(a, b, None).startswith("m4-") else TILES
+    return run_family(config, a, b, c, limits=CHIP_LIMITS)
+"""
+
+
+def test_honest_gemv_candidate_passes(verifier, tmp_path):
+    """The GEMV mode passes every stage, checked on the few-rows hidden case among the others."""
+    path = tmp_path / "gemv_candidate.py"
+    path.write_text(GEMV_CANDIDATE)
+    verdict = _verify(verifier, path)
+    assert verdict.stage == "pass", verdict.summary()
+    assert any(c.startswith("hidden-few-rows-") for c in verdict.errors)
 
 
 @pytest.mark.parametrize("name, full, dynamic, reason", GEMM_CHEATS, ids=[c[0] for c in GEMM_CHEATS])

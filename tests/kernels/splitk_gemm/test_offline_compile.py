@@ -28,6 +28,10 @@ CONFIGS = {
     "stream-k": (dict(block_m=128, block_n=128, block_k=64, num_warps=8, num_stages=4, stream_k=True),
                  "bfloat16"),
     "fp32": (dict(SKINNY, split_k=4, fused_reduce=True), "float32"),
+    "gemv-fused": (dict(block_m=16, block_n=64, block_k=128, num_stages=4, gemv=True, split_k=4, fused_reduce=True),
+                   "bfloat16"),
+    "gemv-atomic": (dict(block_m=16, block_n=64, block_k=128, num_stages=4, gemv=True, split_k=4, atomic=True),
+                    "bfloat16"),
 }
 
 
@@ -48,6 +52,7 @@ def _compile_report() -> dict:
                      "l2_loads": ptx.count("ld.global.cg"), "barriers": ptx.count("bar.sync"),
                      "exchanges": ptx.count("atom.global.gpu.relaxed.exch"),
                      "float_atomics": ptx.count("red.global.gpu.relaxed.add"), "tf32": ptx.count("tf32"),
+                     "cp_async": ptx.count("cp.async"),
                      "unordered": {buf: [[str(x) for x in pair]
                                          for pair in unordered_accesses(compiled.asm["ttgir"], buf)]
                                    for buf in ("ws_ptr", "counters")}}
@@ -75,16 +80,17 @@ def test_compiles_within_the_modeled_shared_memory(report, name):
     assert report[name]["cubin_bytes"] > 0
 
 
-@pytest.mark.parametrize("name", ["fused", "atomic", "stream-k", "fp32"])
+@pytest.mark.parametrize("name", ["fused", "atomic", "stream-k", "fp32", "gemv-fused", "gemv-atomic"])
 def test_reductions_arrive_after_a_barrier_and_read_partials_at_l2(report, name):
     """Loads at L2 (``.cg``), or for the atomic accumulator an atomic exchange (performed at L2)."""
-    l2_reads = report[name]["exchanges"] if name == "atomic" else report[name]["l2_loads"]
+    l2_reads = report[name]["exchanges"] if name.endswith("atomic") else report[name]["l2_loads"]
     assert report[name]["arrivals"] >= 1 and report[name]["barriers"] >= 1 and l2_reads >= 1, report[name]
 
 
 def test_only_the_atomic_mode_adds_floats_atomically(report):
     assert report["atomic"]["float_atomics"] >= 1
-    assert all(report[n]["float_atomics"] == 0 for n in ("fused", "workspace", "stream-k"))
+    assert all(report[n]["float_atomics"] == 0 for n in ("fused", "workspace", "stream-k", "gemv-fused"))
+    assert report["gemv-atomic"]["float_atomics"] >= 1
     assert report["workspace"]["arrivals"] == 0
 
 
@@ -94,6 +100,13 @@ def test_no_workspace_element_is_touched_by_two_threads_without_a_barrier(report
     pointer value (hence possibly another thread) are separated by a CTA barrier (`unordered_accesses`): else a
     thread may reset an accumulator element before the thread that reads it has read it."""
     assert report[name]["unordered"] == {"ws_ptr": [], "counters": []}, report[name]["unordered"]
+
+
+@pytest.mark.parametrize("name", ["gemv-fused", "gemv-atomic"])
+def test_gemv_loads_are_pipelined_through_shared_memory(report, name):
+    """The GEMV mode's K loop (no tl.dot) keeps num_stages - 1 = 3 weight tiles of 64 x 128 bf16 (16 KiB each) in
+    flight through shared memory with cp.async, as the dot path does: at least 48 KiB of shared memory."""
+    assert report[name]["cp_async"] > 0 and report[name]["smem_kb"] >= 3 * 64 * 128 * 2 / 1024, report[name]
 
 
 def test_float32_dots_are_ieee(report):

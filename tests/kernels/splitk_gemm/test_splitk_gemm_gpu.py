@@ -9,13 +9,16 @@ import random
 import pytest
 import torch
 
+from benchmarks.splitk_few_rows import GEMV_VARIANTS, variant_config
 from hardware_profiles import load_profile
 from kernels.chip import ChipLimits
 from kernels.splitk_gemm import baseline, splitk_gemm, workspace
+from kernels.splitk_gemm.cases import full_params
 from kernels.splitk_gemm.config import FamilyConfig
 from kernels.splitk_gemm.family import run_family
 from kernels.splitk_gemm.spec import TASK, make_inputs
 from kernels.splitk_gemm.tuned import choose_config
+from kernels.task import Case
 from tests.kernels.helpers import count_launches
 from tests.kernels.splitk_gemm.helpers import check_impl
 
@@ -55,6 +58,16 @@ def test_reductions_at_8_splits(case_id, mode):
 @pytest.mark.parametrize("case_id", MODE_CASES)
 def test_stream_k(case_id):
     check_impl(family(case_id, stream_k=True), TASK.case(case_id), "cuda")
+
+
+@pytest.mark.parametrize("variant", list(GEMV_VARIANTS))
+@pytest.mark.parametrize("m", [1, 2, 3, 4, 8])
+def test_gemv_variants_bf16(m, variant):
+    """The few-row sweep's GEMV configurations (benchmarks/splitk_few_rows.py) in bfloat16 at a bench layer with
+    a long K, and at odd N and K (tails in both)."""
+    for n, k in ((4096, 14336), (1409, 2051)):
+        case = Case(f"gemv-{m}x{n}x{k}", full_params(dict(m=m, n=n, k=k)), 5, "decode")
+        check_impl(functools.partial(run_family, variant_config(variant, case, H200), limits=H200), case, "cuda")
 
 
 @pytest.mark.parametrize("knobs", [dict(split_k=32, fused_reduce=True, stream_k=False),
