@@ -152,33 +152,33 @@ def ahead_configs(rows: int, d_total: int, group: int) -> list[FamilyConfig]:
 def prefill_configs(rows: int, d_total: int, group: int) -> list[FamilyConfig]:
     """Sweep 9 (compute-bound D <= 128: prefill, mixed batch, small heads; issue 20's gap to FlashInfer): the
     tuned class configuration (`tuned.class_config`, call-dependent knobs derived per call) against the same with
-    the scores-ahead key loop (`FamilyConfig.scores_ahead`: tile t + 1's QK^T in flight during tile t's softmax;
-    its 128x128 program needs 2 load stages to fit 227 KB) and heads-fastest program order
-    (`FamilyConfig.heads_inner`), and the stage / BLOCK_N controls that separate the loop from the tile change.
-    Gather-ahead keeps the plain prefix loop, so on a uniform batch with a prefix the scores-ahead rows also run
-    without it. At most 12 per case."""
+    the scores-ahead key loop (`FamilyConfig.scores_ahead`: 1, tile t + 1's QK^T in flight during tile t's softmax,
+    its 128x128 program needs 2 load stages to fit 227 KB; 2, P . V of tile t - 1 as well, at BLOCK_N 64 where it
+    does not spill) and heads-fastest program order (`FamilyConfig.heads_inner`), with the stage / BLOCK_N controls
+    that separate the loop from the tile change, and (uniform batch with a prefix) scores-ahead without
+    gather-ahead. At most 11 per case."""
     if rows <= 64 or d_total > 256:
         return []
     from dataclasses import replace
 
     if d_total <= 128:  # D <= 64: tuned 64x64 / 4 warps, two programs per SM
         base = FamilyConfig(64, 64, 4, 3, 0, False, pregather=True, tma=True)
-        return [base, replace(base, heads_inner=True), replace(base, scores_ahead=True),
-                replace(base, scores_ahead=True, heads_inner=True),
-                replace(base, block_m=128, scores_ahead=True, heads_inner=True),
-                replace(base, block_m=128, heads_inner=True),
-                replace(base, block_m=128, block_n=128, num_warps=8, scores_ahead=True, heads_inner=True),
-                replace(base, block_n=128, num_stages=2, scores_ahead=True, heads_inner=True)]
+        inner = replace(base, heads_inner=True)
+        return [base, inner, replace(base, scores_ahead=1), replace(inner, scores_ahead=1),
+                replace(inner, scores_ahead=2), replace(inner, block_m=128),
+                replace(inner, block_m=128, scores_ahead=1),  # 128x64 / 4 warps at depth 2 spills (sm_90 compile)
+                replace(inner, block_m=128, block_n=128, num_warps=8, scores_ahead=1),
+                replace(inner, block_m=128, block_n=128, num_warps=8, scores_ahead=2),
+                replace(inner, block_n=128, num_stages=2, scores_ahead=1)]
     base = FamilyConfig(128, 128, 8, 3, 0, group > 1, pregather=True, tma=True, gather_ahead=AHEAD_DERIVED,
                         ahead_heads=1, ahead_sync=True, ragged_tiles=64)
     plain = replace(base, gather_ahead=0, ahead_sync=False)
-    return [base, replace(base, num_stages=2), replace(base, num_stages=2, scores_ahead=True),
-            replace(base, num_stages=2, scores_ahead=True, heads_inner=True), replace(base, heads_inner=True),
-            replace(base, block_n=64), replace(base, block_n=64, scores_ahead=True),
-            replace(base, block_n=64, scores_ahead=True, heads_inner=True),
-            replace(plain, num_stages=2, scores_ahead=True), replace(plain, num_stages=2, scores_ahead=True,
-                                                                      heads_inner=True),
-            replace(plain, block_n=64, scores_ahead=True, heads_inner=True)]
+    n64 = replace(base, block_n=64)
+    return [base, replace(base, num_stages=2), replace(base, num_stages=2, scores_ahead=1),
+            replace(base, num_stages=2, scores_ahead=1, heads_inner=True), replace(base, heads_inner=True),
+            n64, replace(n64, scores_ahead=1), replace(n64, scores_ahead=2),
+            replace(n64, scores_ahead=2, heads_inner=True), replace(plain, num_stages=2, scores_ahead=1),
+            replace(plain, block_n=64, scores_ahead=2, heads_inner=True)]
 
 
 def sweep_configs(case: Case) -> list[FamilyConfig]:

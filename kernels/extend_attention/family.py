@@ -94,8 +94,9 @@ class FamilyConfig:
 
     ``scores_ahead``: the unmasked full key tiles of contiguous rows (extend keys, pre-gathered prefix) run
     software-pipelined by one tile, tile t + 1's q @ k^T before tile t's softmax and P . V, so an asynchronous
-    matrix unit can overlap them (FlashAttention-3's intra-warpgroup overlap; `family_pipelined.py`); masked tiles,
-    gathered prefixes, the loop-pipelined gather and gather-ahead keep the plain loop. ``heads_inner``: program
+    matrix unit can overlap them (FlashAttention-3's intra-warpgroup overlap; `family_pipelined.py`); 2: P . V
+    one tile behind as well, so both dots run during a softmax (gather-ahead's prefix loop runs 1 then); masked
+    tiles, gathered prefixes and the loop-pipelined gather keep the plain loop. ``heads_inner``: program
     index = row block x heads + head (heads fastest) instead of head-major, so that with ``heavy_first`` the longest
     row blocks of every head start in the first waves (list scheduling longest-first; the head-major order starts
     head 7's longest blocks last). Ignored under ``ahead_sync`` and per-head gather-ahead launches (their order is
@@ -118,7 +119,7 @@ class FamilyConfig:
     ahead_sync: bool = False
     mla: str = "off"
     ragged_tiles: int = 0
-    scores_ahead: bool = False
+    scores_ahead: int = 0
     heads_inner: bool = False
 
     def __post_init__(self) -> None:
@@ -132,7 +133,7 @@ class FamilyConfig:
                         and not self.gather_ahead & (self.gather_ahead - 1))
                 or not (self.ragged_tiles == 0 or 16 <= self.ragged_tiles <= 256
                         and not self.ragged_tiles & (self.ragged_tiles - 1))
-                or not 1 <= self.ahead_heads <= 64 or self.mla not in MLA_IMPLS):
+                or not 1 <= self.ahead_heads <= 64 or self.mla not in MLA_IMPLS or self.scores_ahead not in (0, 1, 2)):
             raise ValueError(f"FamilyConfig out of range: {self}")
 
     def to_dict(self) -> dict[str, Any]:
@@ -428,7 +429,7 @@ def run_family(
                 # the proxy fence orders TMA reads after the copies; sm_90+ only, needed only with TMA
                 AHEAD_SYNC=sync, PROXY_FENCE=sync and tma_prefix and q_extend.is_cuda,
                 V_SCALED=v_scale != 1.0, STORE_LSE=store_lse, SKIP_PREFIX=skip_prefix, SKIP_EXTEND=skip_extend,
-                MASK_OFFSET=offsets is not None, SCORES_AHEAD=config.scores_ahead, HEADS_INNER=heads_inner))
+                MASK_OFFSET=offsets is not None, SCORES_AHEAD=int(config.scores_ahead), HEADS_INNER=heads_inner))
         return splits, mid_o, mid_l
 
     while True:  # the footprint model can fall short of what Triton allocates: shrink and retry on the refusal

@@ -24,7 +24,7 @@ import triton
 import triton.language as tl
 
 from kernels.extend_attention.family_ahead import ahead_prefix, ahead_release, ahead_ticket, ahead_wait
-from kernels.extend_attention.family_pipelined import _scores_ahead_rows
+from kernels.extend_attention.family_pipelined import _pipelined_rows
 from kernels.extend_attention.family_tiles import _attend_tile, _load_rows, _prefix_tile, _visible
 
 LOG2E = 1.4426950408889634
@@ -81,7 +81,7 @@ def _family_fwd_kernel(
     PREFIX_CONTIG: tl.constexpr, TMA_EXT: tl.constexpr, TMA_PREFIX: tl.constexpr, AHEAD_ROWS: tl.constexpr,
     AHEAD_HEADS: tl.constexpr, AHEAD_SYNC: tl.constexpr, PROXY_FENCE: tl.constexpr, V_SCALED: tl.constexpr,
     STORE_LSE: tl.constexpr, SKIP_PREFIX: tl.constexpr, SKIP_EXTEND: tl.constexpr, MASK_OFFSET: tl.constexpr,
-    SCORES_AHEAD: tl.constexpr = False, HEADS_INNER: tl.constexpr = False,
+    SCORES_AHEAD: tl.constexpr = 0, HEADS_INNER: tl.constexpr = False,
 ):
     nblocks, cum = _block_counts(qo_indptr, batch, PACK, BLOCK_M, BLOCK_B)  # in flight while a ticket is taken
     lin = tl.program_id(0)
@@ -177,11 +177,11 @@ def _family_fwd_kernel(
                 if copies:
                     ahead_release(ahead_cnt + 1 + seq * num_heads + target)
         elif SCORES_AHEAD and PREFIX_CONTIG and BLOCK_DPE == 0:  # family_pipelined.py
-            acc, l_i, m_i = _scores_ahead_rows(acc, l_i, m_i, q, lo, full_hi, kb_head + pre_start * stride_kbt,
-                                               vb_head + pre_start * stride_vbt, stride_kbt, stride_vbt, K_buf_desc,
-                                               V_buf_desc, pre_start.to(tl.int32), kv_head, valid, qk_scale, sm_scale,
-                                               offs_n, offs_d, offs_dv, LQ, LV, BLOCK_D, BLOCK_DV, BLOCK_N, LOGIT_CAP,
-                                               V_IS_K, FOLD_SCALE, TMA_PREFIX)
+            acc, l_i, m_i = _pipelined_rows(acc, l_i, m_i, q, lo, full_hi, kb_head + pre_start * stride_kbt,
+                                            vb_head + pre_start * stride_vbt, stride_kbt, stride_vbt, K_buf_desc,
+                                            V_buf_desc, pre_start.to(tl.int32), kv_head, valid, qk_scale, sm_scale,
+                                            offs_n, offs_d, offs_dv, LQ, LV, BLOCK_D, BLOCK_DV, BLOCK_N, LOGIT_CAP,
+                                            V_IS_K, FOLD_SCALE, TMA_PREFIX, SCORES_AHEAD)
         else:
             for start in range(lo, full_hi, BLOCK_N):
                 acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,
@@ -247,10 +247,10 @@ def _extend_keys(acc, l_i, m_i, q, qpe, K_ext, V_ext, k_desc, v_desc, ext_start,
     v_head = V_ext + ext_start * stride_vt + kv_head.to(tl.int64) * stride_vh
     row0 = ext_start.to(tl.int32)  # TMA only: the sequence's first row in k_extend / v_extend
     if SCORES_AHEAD and BLOCK_DPE == 0:
-        acc, l_i, m_i = _scores_ahead_rows(acc, l_i, m_i, q, start0, full_end, k_head, v_head, stride_kt, stride_vt,
-                                           k_desc, v_desc, row0, kv_head, valid, qk_scale, sm_scale, offs_n, offs_d,
-                                           offs_dv, LQ, LV, BLOCK_D, BLOCK_DV, BLOCK_N, LOGIT_CAP, V_IS_K, FOLD_SCALE,
-                                           TMA)
+        acc, l_i, m_i = _pipelined_rows(acc, l_i, m_i, q, start0, full_end, k_head, v_head, stride_kt, stride_vt,
+                                        k_desc, v_desc, row0, kv_head, valid, qk_scale, sm_scale, offs_n, offs_d,
+                                        offs_dv, LQ, LV, BLOCK_D, BLOCK_DV, BLOCK_N, LOGIT_CAP, V_IS_K, FOLD_SCALE,
+                                        TMA, SCORES_AHEAD)
         start0 = full_end
     for start in range(start0, full_end, BLOCK_N):
         acc, l_i, m_i = _extend_tile(acc, l_i, m_i, q, qpe, start, end, k_head, v_head, stride_kt, stride_vt,

@@ -23,7 +23,7 @@ import triton
 import triton.language as tl
 
 from kernels.extend_attention.common import dot
-from kernels.extend_attention.family_tiles import _load_rows, _softmax_step
+from kernels.extend_attention.family_tiles import _load_rows, _softmax_probs, _softmax_step
 
 
 @triton.jit
@@ -69,3 +69,72 @@ def _tile_values(k, v_base, start, stride_v, offs_n, offs_dv, v_desc, desc_row0,
         return k
     return _load_rows(v_base, (start + offs_n).to(tl.int64), valid, stride_v, offs_dv, v_desc, desc_row0 + start,
                       kv_head * LV, LV, BLOCK_DV, False, TMA)
+
+
+@triton.jit
+def _pv_behind_rows(acc, l_i, m_i, q, start0, stop, k_base, v_base, stride_k, stride_v, k_desc, v_desc, desc_row0,
+                    kv_head, valid, qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ: tl.constexpr, LV: tl.constexpr,
+                    BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, BLOCK_N: tl.constexpr, LOGIT_CAP: tl.constexpr,
+                    V_IS_K: tl.constexpr, FOLD_SCALE: tl.constexpr, TMA: tl.constexpr):
+    """`_scores_ahead_rows` with P . V one tile behind as well (``scores_ahead=2``): iteration t reads tile t's
+    scores through the wait dot, issues P(t - 1) . V(t - 1) on the accumulator scaled by alpha(t - 1) and tile
+    t + 1's scores, then runs tile t's softmax (`family_tiles._softmax_probs`) while both dots are in flight
+    (FlashAttention-3's intra-warpgroup overlap in full). P(t - 1) (float32, cast at the dot: carried in the input
+    dtype, the pipeliner sees a register operand made outside its chain and waits right after P . V) and alpha(t - 1)
+    are carried;
+    tile 1's scores are waited for outside the loop, so the overlap starts at tile 2. Same result as the plain
+    loop."""
+    if start0 < stop:
+        zero_a = tl.zeros([q.shape[0], 16], dtype=q.dtype)
+        zero_b = tl.zeros([16, BLOCK_N], dtype=q.dtype)
+        k = _load_rows(k_base, (start0 + offs_n).to(tl.int64), valid, stride_k, offs_d, k_desc, desc_row0 + start0,
+                       kv_head * LQ, LQ, BLOCK_D, False, TMA)
+        p, alpha, l_i, m_i = _softmax_probs(l_i, m_i, dot(q, tl.trans(k)), valid[:, None], qk_scale, sm_scale,
+                                            LOGIT_CAP, False, FOLD_SCALE)
+        k_prev = k
+        if start0 + BLOCK_N < stop:
+            k = _load_rows(k_base, (start0 + BLOCK_N + offs_n).to(tl.int64), valid, stride_k, offs_d, k_desc,
+                           desc_row0 + start0 + BLOCK_N, kv_head * LQ, LQ, BLOCK_D, False, TMA)
+            qk = dot(q, tl.trans(k))
+            for start in range(start0 + 2 * BLOCK_N, stop, BLOCK_N):  # tile t = start - BLOCK_N
+                scores = dot(zero_a, zero_b, qk)  # tile t's scores, + 0
+                v = _tile_values(k_prev, v_base, start - 2 * BLOCK_N, stride_v, offs_n, offs_dv, v_desc, desc_row0,
+                                 kv_head, valid, LV, BLOCK_DV, V_IS_K, TMA)
+                acc = dot(p.to(q.dtype), v, acc * alpha[:, None])  # tile t - 1's P . V
+                k_next = _load_rows(k_base, (start + offs_n).to(tl.int64), valid, stride_k, offs_d, k_desc,
+                                    desc_row0 + start, kv_head * LQ, LQ, BLOCK_D, False, TMA)
+                qk = dot(q, tl.trans(k_next))  # tile t + 1's scores
+                p, alpha, l_i, m_i = _softmax_probs(l_i, m_i, scores, valid[:, None], qk_scale, sm_scale, LOGIT_CAP,
+                                                    False, FOLD_SCALE)
+                if V_IS_K:  # only then are the K tiles carried
+                    k_prev = k
+                    k = k_next
+            v = _tile_values(k_prev, v_base, stop - 2 * BLOCK_N, stride_v, offs_n, offs_dv, v_desc, desc_row0,
+                             kv_head, valid, LV, BLOCK_DV, V_IS_K, TMA)
+            acc = dot(p.to(q.dtype), v, acc * alpha[:, None])
+            p, alpha, l_i, m_i = _softmax_probs(l_i, m_i, qk, valid[:, None], qk_scale, sm_scale, LOGIT_CAP, False,
+                                                FOLD_SCALE)
+            k_prev = k
+        v = _tile_values(k_prev, v_base, stop - BLOCK_N, stride_v, offs_n, offs_dv, v_desc, desc_row0, kv_head,
+                         valid, LV, BLOCK_DV, V_IS_K, TMA)
+        acc = dot(p.to(q.dtype), v, acc * alpha[:, None])
+    return acc, l_i, m_i
+
+
+@triton.jit
+def _pipelined_rows(acc, l_i, m_i, q, start0, stop, k_base, v_base, stride_k, stride_v, k_desc, v_desc, desc_row0,
+                    kv_head, valid, qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ: tl.constexpr, LV: tl.constexpr,
+                    BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, BLOCK_N: tl.constexpr, LOGIT_CAP: tl.constexpr,
+                    V_IS_K: tl.constexpr, FOLD_SCALE: tl.constexpr, TMA: tl.constexpr, DEPTH: tl.constexpr):
+    """The unmasked contiguous key tiles [start0, stop) at ``scores_ahead`` = DEPTH (1: `_scores_ahead_rows`,
+    2: `_pv_behind_rows`)."""
+    if DEPTH == 2:
+        acc, l_i, m_i = _pv_behind_rows(acc, l_i, m_i, q, start0, stop, k_base, v_base, stride_k, stride_v, k_desc,
+                                        v_desc, desc_row0, kv_head, valid, qk_scale, sm_scale, offs_n, offs_d, offs_dv,
+                                        LQ, LV, BLOCK_D, BLOCK_DV, BLOCK_N, LOGIT_CAP, V_IS_K, FOLD_SCALE, TMA)
+    else:
+        acc, l_i, m_i = _scores_ahead_rows(acc, l_i, m_i, q, start0, stop, k_base, v_base, stride_k, stride_v,
+                                           k_desc, v_desc, desc_row0, kv_head, valid, qk_scale, sm_scale, offs_n,
+                                           offs_d, offs_dv, LQ, LV, BLOCK_D, BLOCK_DV, BLOCK_N, LOGIT_CAP, V_IS_K,
+                                           FOLD_SCALE, TMA)
+    return acc, l_i, m_i

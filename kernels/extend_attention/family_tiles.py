@@ -35,7 +35,20 @@ def _tile_scores(q, qpe, k, kpe, BLOCK_DPE: tl.constexpr):
 def _softmax_step(acc, l_i, m_i, qk, v, visible, qk_scale, sm_scale, LOGIT_CAP: tl.constexpr,
                   APPLY_MASK: tl.constexpr, FOLD_SCALE: tl.constexpr):
     """Fold raw scores `qk` [M, N] of one key tile and its values `v` [N, Dv] into the online softmax (acc [M, Dv],
-    row sum l_i and row max m_i in log2 units).
+    row sum l_i and row max m_i in log2 units): `_softmax_probs`, then acc = acc * alpha + P @ V."""
+    p, alpha, l_i, m_new = _softmax_probs(l_i, m_i, qk, visible, qk_scale, sm_scale, LOGIT_CAP, APPLY_MASK,
+                                          FOLD_SCALE)
+    acc = acc * alpha[:, None]
+    acc = dot(p.to(v.dtype), v, acc)
+    return acc, l_i, m_new
+
+
+@triton.jit
+def _softmax_probs(l_i, m_i, qk, visible, qk_scale, sm_scale, LOGIT_CAP: tl.constexpr, APPLY_MASK: tl.constexpr,
+                   FOLD_SCALE: tl.constexpr):
+    """The online-softmax update of one tile's raw scores `qk` [M, N] without the accumulator: (P [M, N] float32,
+    alpha = 2^(m_i - m_new) [M] by which the accumulator is to be scaled before P @ V is added, the new row sum,
+    the new row max), in log2 units.
 
     FOLD_SCALE (scale > 0, no logit cap): the row max is taken on raw scores and the scale is applied in the
     same fused multiply-add that subtracts it, one operation per score fewer (FlashAttention-2 trick).
@@ -56,9 +69,7 @@ def _softmax_step(acc, l_i, m_i, qk, v, visible, qk_scale, sm_scale, LOGIT_CAP: 
         p = tl.exp2(qk - m_new[:, None])
     alpha = tl.exp2(m_i - m_new)
     l_i = l_i * alpha + tl.sum(p, 1)
-    acc = acc * alpha[:, None]
-    acc = dot(p.to(v.dtype), v, acc)
-    return acc, l_i, m_new
+    return p, alpha, l_i, m_new
 
 
 @triton.jit

@@ -1,6 +1,7 @@
 """Offline sm_90 compile of the scores-ahead key loop (`FamilyConfig.scores_ahead`, `family_pipelined.py`), no GPU
 needed: in the PTX the next tile's score wgmma group must still be in flight while the current tile's exponentials
-run (an `ex2` between that group's commit and the next `wgmma.wait_group`), and the plain loop has no such overlap.
+run (an `ex2` between that group's commit and the next `wgmma.wait_group`), with ``scores_ahead=2`` the previous
+tile's P . V group as well, and the plain loop has no such overlap.
 Runs in a child process without TRITON_INTERPRET, as tests/kernels/test_tma_compile.py does."""
 
 from __future__ import annotations
@@ -33,13 +34,28 @@ def score_groups_overlapping_exp(ptx: str, score_mmas: int) -> int:
     return count
 
 
+def most_groups_in_flight_at_exp(ptx: str) -> int:
+    """The most committed, not yet waited-for wgmma groups at any ex2 (``wgmma.wait_group N`` leaves N pending)."""
+    most, pending = 0, 0
+    for line in ptx.splitlines():
+        op = line.strip()
+        if op.startswith("wgmma.commit_group"):
+            pending += 1
+        elif op.startswith("wgmma.wait_group"):
+            pending = min(pending, int(op.split()[-1].rstrip(";")))
+        elif op.startswith("ex2.approx"):
+            most = max(most, pending)
+    return most
+
+
 def _report() -> dict[str, dict[str, int]]:
     from kernels.extend_attention.offline_compile import compile_family
 
     out = {}
-    for name, ahead in (("plain", False), ("scores-ahead", True)):
-        compiled = compile_family("bf16", 90, 8, 2, BLOCK_M=128, BLOCK_N=64, SCORES_AHEAD=ahead)
-        out[name] = {"overlaps": score_groups_overlapping_exp(compiled.asm["ptx"], 8),
+    for name, depth in (("plain", 0), ("scores-ahead", 1), ("pv-behind", 2)):
+        compiled = compile_family("bf16", 90, 8, 3, BLOCK_M=128, BLOCK_N=64, SCORES_AHEAD=depth)
+        ptx = compiled.asm["ptx"]
+        out[name] = {"overlaps": score_groups_overlapping_exp(ptx, 8), "in_flight": most_groups_in_flight_at_exp(ptx),
                      "smem": compiled.metadata.shared}
     return out
 
@@ -53,6 +69,9 @@ def test_next_scores_in_flight_during_softmax():
         pytest.skip("Triton's bundled ptxas is missing")
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert report["plain"]["overlaps"] == 0, report
-    assert report["scores-ahead"]["overlaps"] >= 2, report  # the extend loop's and the prefix loop's steady state
-    assert report["scores-ahead"]["smem"] <= 227 * 1024, report  # one program still fits an H200 SM
+    assert report["plain"]["overlaps"] == 0 and report["plain"]["in_flight"] == 0, report
+    for name in ("scores-ahead", "pv-behind"):  # the extend loop's and the prefix loop's steady state
+        assert report[name]["overlaps"] >= 2, report
+        assert report[name]["smem"] <= 227 * 1024, report  # one program still fits an H200 SM
+    assert report["scores-ahead"]["in_flight"] == 1, report
+    assert report["pv-behind"]["in_flight"] == 2, report  # the next scores and the previous P . V
