@@ -60,6 +60,22 @@ def compile_family(dtype: str = "bf16", capability: int = 90, num_warps: int = 8
                           options=dict(num_warps=num_warps, num_stages=num_stages))
 
 
+def groups_in_flight_at_exp(ptx: str) -> int:
+    """The most committed, not yet waited-for wgmma groups at any ``ex2`` of `ptx` (``wgmma.wait_group N`` leaves
+    N pending; PTX ISA, "Asynchronous Warpgroup Level Matrix Instructions"): 0 when no exponential runs under a
+    tensor-core dot (the plain key loop), 1 or 2 with the scores-ahead loop (`FamilyConfig.scores_ahead`)."""
+    most, pending = 0, 0
+    for line in ptx.splitlines():
+        op = line.strip()
+        if op.startswith("wgmma.commit_group"):
+            pending += 1
+        elif op.startswith("wgmma.wait_group"):
+            pending = min(pending, int(op.split()[-1].rstrip(";")))
+        elif op.startswith("ex2.approx"):
+            most = max(most, pending)
+    return most
+
+
 #: Constexprs of the MLA bench call (`mla.run_mla`): bf16 576/512, 16 q heads on one KV head, causal, pre-gathered
 #: prefix and extend keys through TMA, one split (the union of both MLA kernels' constexprs; each takes its own).
 MLA_CONSTS: dict[str, Any] = dict(

@@ -34,28 +34,14 @@ def score_groups_overlapping_exp(ptx: str, score_mmas: int) -> int:
     return count
 
 
-def most_groups_in_flight_at_exp(ptx: str) -> int:
-    """The most committed, not yet waited-for wgmma groups at any ex2 (``wgmma.wait_group N`` leaves N pending)."""
-    most, pending = 0, 0
-    for line in ptx.splitlines():
-        op = line.strip()
-        if op.startswith("wgmma.commit_group"):
-            pending += 1
-        elif op.startswith("wgmma.wait_group"):
-            pending = min(pending, int(op.split()[-1].rstrip(";")))
-        elif op.startswith("ex2.approx"):
-            most = max(most, pending)
-    return most
-
-
 def _report() -> dict[str, dict[str, int]]:
-    from kernels.extend_attention.offline_compile import compile_family
+    from kernels.extend_attention.offline_compile import compile_family, groups_in_flight_at_exp
 
     out = {}
     for name, depth in (("plain", 0), ("scores-ahead", 1), ("pv-behind", 2)):
         compiled = compile_family("bf16", 90, 8, 3, BLOCK_M=128, BLOCK_N=64, SCORES_AHEAD=depth)
         ptx = compiled.asm["ptx"]
-        out[name] = {"overlaps": score_groups_overlapping_exp(ptx, 8), "in_flight": most_groups_in_flight_at_exp(ptx),
+        out[name] = {"overlaps": score_groups_overlapping_exp(ptx, 8), "in_flight": groups_in_flight_at_exp(ptx),
                      "smem": compiled.metadata.shared}
     return out
 
