@@ -71,6 +71,13 @@ CANDIDATES = [
     # P in its own buffer or in the key tile's rope slot (P_IN_ROPE); isolated: not yet run on a GPU
     ("gluon-ahead", _mla(block_n=64, num_stages=2, mla="gluon_ahead"), {}, True, True),
     ("gluon-ahead-rope", _mla(block_n=64, num_stages=2, mla="gluon_ahead_rope"), {}, True, True),
+    # the scores-ahead kernel with lazy rescale (no spills in the sm_90 compile) and with P . V in two column halves
+    # (half of the rescale beside the tensor cores); isolated: not yet run on a GPU
+    ("gluon-ahead-lazy", _mla(block_n=64, num_stages=2, mla="gluon_ahead_lazy"), {}, True, True),
+    ("gluon-ahead-rope-lazy", _mla(block_n=64, num_stages=2, mla="gluon_ahead_rope_lazy"), {}, True, True),
+    ("gluon-ahead-rope-split", _mla(block_n=64, num_stages=2, mla="gluon_ahead_rope_split"), {}, True, True),
+    # lazy rescale with the row statistics reduced within each warpgroup: one CTA-wide reduction per tile
+    ("gluon-ahead-rope-lazy-local", _mla(block_n=64, num_stages=2, mla="gluon_ahead_rope_lazy_local"), {}, True, True),
     ("gluon-ws-early-preg", _WS, {"early_qk": True, "p_regs": True}, True, False),
     ("gluon-ws-early", _WS, {"early_qk": True, "p_regs": False}, True, False),
     ("gluon-ws", _WS, {"early_qk": False, "p_regs": False}, True, False),

@@ -56,12 +56,12 @@ suite_host_overhead() {  # issue 20 (~30 s after bench, whose compiled kernels i
   python3 benchmarks/host_overhead_extend.py --device cuda --calls 200 --out "$OUT/host-overhead.json" "$@"
 }
 
-suite_mla_sweep() {  # MLA kernels (Gluon route; its scores-ahead variants and the tuned entry point isolated in child processes; --only gluon-ws... for the warp-specialized ones) and FlashInfer (.fi) on the mla case, each checked against the fp32 reference (< 200 s)
+suite_mla_sweep() {  # MLA kernels (Gluon route; its scores-ahead variants (lazy, P . V halves, warpgroup-local statistics) and the tuned entry point isolated in child processes; --only gluon-ws... for the warp-specialized ones) and FlashInfer (.fi) on the mla case, each checked against the fp32 reference: PASS/FAIL, us, % of floor per row (< 200 s)
   python3 benchmarks/sweep_mla.py --out "$OUT/mla-sweep.json" "$@"
 }
 
-suite_mla_tests() {  # the MLA path's GPU tests (bf16 edge cases, full bench size, warp-specialized and Gluon and Triton kernels)
-  python3 -m pytest -q -m gpu tests/kernels/test_mla_gpu.py -p no:cacheprovider "$@"
+suite_mla_tests() {  # the MLA path's GPU tests (bf16 edge cases, full bench size, warp-specialized and Gluon and Triton kernels) in 4 xdist workers (kernel compiles in parallel; a device fault poisons one worker's CUDA context, not all): each test's PASSED/FAILED line as it ends, a test past 60 s fails with its stack, then one PASS/FAIL line
+  pytest_checked "MLA GPU tests" -v -n 4 --tb=line -rfE -p no:cacheprovider --timeout 60 -m gpu tests/kernels/test_mla_gpu.py "$@"
 }
 
 suite_kernel_tests() {  # the kernels' GPU tests (pytest-xdist is preinstalled there), then the timing test alone

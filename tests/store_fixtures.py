@@ -98,7 +98,11 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture
 def docs(tmp_path: Path) -> Path:
     """A folder with one small document per supported format plus an unsupported file, about an invented chip."""
-    root = tmp_path / "docs"
+    return write_docs(tmp_path / "docs")
+
+
+def write_docs(root: Path) -> Path:
+    """Write the `docs` fixture's documents into the new folder ``root``; returns ``root``."""
     (root / "sub").mkdir(parents=True)
     (root / "overview.md").write_text(
         "# Zephyr Z9 overview\n\nThe Zephyr Z9 accelerator has 96 vector cores arranged in 12 clusters.\n\n"

@@ -10,8 +10,8 @@ and tma (contiguous K/V tiles loaded through Hopper tensor descriptors, see `Fam
 ahead_heads / ahead_sync (with pregather: only the first `ahead_heads` KV heads' prefix is copied before attention;
 the programs of KV head h copy head h + ahead_heads's, `gather_ahead` rows per key tile; `family_ahead.py`), and mla
 (absorbed-MLA calls, 576/512 with V a view of K, run a dedicated kernel of `mla.py`: "triton" with the same tile,
-stage, split, pregather and tma knobs, "gluon" / "gluon_ahead" / "gluon_ahead_rope" / "gluon_ws" the Hopper Gluon
-kernels (the Triton one elsewhere);
+stage, split, pregather and tma knobs, "gluon" / the "gluon_ahead*" variants (`mla_gluon.GLUON_VARIANTS`) /
+"gluon_ws" the Hopper Gluon kernels (the Triton one elsewhere);
 "off": the generic kernel below), and ragged_tiles (a ragged call runs square tiles of that size with 4 warps),
 scores_ahead (the unmasked contiguous key tiles with the next tile's scores issued before the current softmax,
 `family_pipelined.py`) and heads_inner (program order with heads fastest, so that the heaviest row blocks of all

@@ -14,7 +14,7 @@ written with explicit layouts, shared memory and barriers, because Triton's auto
   fit: Q 72 KiB + 3 x 72 KiB > 227 KiB);
 - P . V: the probabilities go to shared memory once (both warpgroups read all of P), V is the latent part of the
   tile already in shared memory (V = K[:, :512]).
-Two switches (`FamilyConfig.mla` values of `mla_gluon.GLUON_VARIANTS`):
+Switches (set per `FamilyConfig.mla` value by `mla_gluon.GLUON_VARIANTS`; LAZY_RESCALE: `_softmax_step`):
 - SCORES_AHEAD: tile t + 1's score MMAs are issued right after tile t's P . V, before waiting for it, so the tensor
   cores run P . V(t) and S(t + 1) back to back instead of idling through the wait, the CTA barrier, the loop and
   the next copy's issue (FlashAttention-3's intra-warpgroup overlap of one tile's GEMMs with the next; the wait
@@ -25,7 +25,10 @@ Two switches (`FamilyConfig.mla` values of `mla_gluon.GLUON_VARIANTS`):
 - P_IN_ROPE: P [64, BLOCK_N] is written over the rope part [BLOCK_N, DPE] of the key tile it belongs to (DPE ==
   BLOCK_N; both warpgroups have read it: the row-max reduction's barrier follows their score waits), so the P
   buffer (8 KiB) goes and each key buffer carries its own P: with SCORES_AHEAD, P(t + 1) never waits for P . V(t)
-  on a shared buffer (FlashInfer's Hopper MLA kernel keeps P in the rope slot the same way).
+  on a shared buffer (FlashInfer's Hopper MLA kernel keeps P in the rope slot the same way);
+- SPLIT_PV (with SCORES_AHEAD): the output in two [64, 256] accumulators (`_tile_step_split`), P . V(t) issued per
+  half right after that half's rescale, so the second half's 64 multiplies per thread overlap the first half's
+  MMAs instead of all 128 preceding P . V while the tensor cores idle.
 The prefix must be pre-gathered into contiguous rows (`prefix_gather.gather_prefix` with the kv_indptr[B] bound:
 rows past the last prefix key are zeros, so a box past a sequence's keys holds finite values that the key mask
 hides); Q and the extend keys are read through descriptors of 2-D views [ΣE * H_q, 576] and [ΣE, 576] (one KV
@@ -125,6 +128,50 @@ def _softmax_step(s, m_i, l_i, t, n_pre, lo, hi, ext_len, tok, offs_n, qk_scale,
     LAZY_RESCALE: the reference max of every row moves only when some row's max grew by more than `RESCALE_LOG2`
     (FlashAttention-4's conditional rescaling; p <= 2^8 meanwhile, exact in fp32 and bf16), so most tiles skip the
     64 x 512 accumulator rescale (`rescale` false, alpha 1)."""
+    s = _scaled_masked(s, t, n_pre, lo, hi, ext_len, tok, offs_n, qk_scale, qk_scale_pre, cap_scale, cap_scale_pre,
+                       LOGIT_CAP, IS_CAUSAL, BLOCK_N)
+    m_tile = gl.max(s, 1)
+    if LAZY_RESCALE:
+        rescale = gl.max(m_tile - m_i, 0) > RESCALE_LOG2
+        m_new = gl.where(rescale, gl.maximum(m_i, m_tile), m_i)
+    else:
+        rescale = True
+        m_new = gl.maximum(m_i, m_tile)
+    p = gl.exp2(s - gl.expand_dims(m_new, 1))
+    alpha = gl.exp2(m_i - m_new)
+    return p, alpha, m_new, l_i * alpha + gl.sum(p, 1), rescale
+
+
+@gluon.jit
+def _softmax_local(s, m_i, l_i, t, n_pre, lo, hi, ext_len, tok, offs_n, qk_scale, qk_scale_pre, cap_scale,
+                   cap_scale_pre, LOGIT_CAP: gl.constexpr, IS_CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
+                   BLOCK_N: gl.constexpr):
+    """`_softmax_step` with lazy rescale and one CTA-wide reduction per tile: each warpgroup reduces its own
+    BLOCK_N / 2 key columns of a row (a warp's lanes: the scores viewed as [BLOCK_M, 2, BLOCK_N / 2], the middle
+    axis being the warpgroup), a single max over all rows and both warpgroups decides whether any row's max grew
+    by more than `RESCALE_LOG2`, and only then (rare) the row maxes are combined across the warpgroups. The row
+    sums stay per warpgroup: `l_i` is [BLOCK_M, 2], added up once after the key loop."""
+    s = _scaled_masked(s, t, n_pre, lo, hi, ext_len, tok, offs_n, qk_scale, qk_scale_pre, cap_scale, cap_scale_pre,
+                       LOGIT_CAP, IS_CAUSAL, BLOCK_N)
+    m_part = gl.max(gl.reshape(s, [BLOCK_M, 2, BLOCK_N // 2]), 2)  # [BLOCK_M, 2]: per warpgroup, within warps
+    part_rows: gl.constexpr = gl.SliceLayout(1, m_part.type.layout)
+    grow = gl.max(gl.reshape(m_part - gl.expand_dims(gl.convert_layout(m_i, part_rows), 1), [2 * BLOCK_M]), 0)
+    rescale = grow > RESCALE_LOG2
+    if rescale:
+        m_new = gl.maximum(m_i, gl.convert_layout(gl.max(m_part, 1), m_i.type.layout))
+    else:
+        m_new = m_i
+    p = gl.exp2(s - gl.expand_dims(m_new, 1))
+    alpha = gl.exp2(m_i - m_new)
+    l_part = gl.sum(gl.reshape(p, [BLOCK_M, 2, BLOCK_N // 2]), 2)
+    l_i = l_i * gl.expand_dims(gl.convert_layout(alpha, part_rows), 1) + l_part
+    return p, alpha, m_new, l_i, rescale
+
+
+@gluon.jit
+def _scaled_masked(s, t, n_pre, lo, hi, ext_len, tok, offs_n, qk_scale, qk_scale_pre, cap_scale, cap_scale_pre,
+                   LOGIT_CAP: gl.constexpr, IS_CAUSAL: gl.constexpr, BLOCK_N: gl.constexpr):
+    """Scores of tile t scaled into log2 units (soft-capped with LOGIT_CAP), -inf where the key is not visible."""
     is_pre = t < n_pre
     if is_pre:
         key0 = lo + t * BLOCK_N
@@ -149,16 +196,7 @@ def _softmax_step(s, m_i, l_i, t, n_pre, lo, hi, ext_len, tok, offs_n, qk_scale,
         if IS_CAUSAL:
             visible &= (gl.expand_dims(keys, 0) <= gl.expand_dims(tok, 1)) | is_pre
         s = gl.where(visible, s, float("-inf"))
-    m_tile = gl.max(s, 1)
-    if LAZY_RESCALE:
-        rescale = gl.max(m_tile - m_i, 0) > RESCALE_LOG2
-        m_new = gl.where(rescale, gl.maximum(m_i, m_tile), m_i)
-    else:
-        rescale = True
-        m_new = gl.maximum(m_i, m_tile)
-    p = gl.exp2(s - gl.expand_dims(m_new, 1))
-    alpha = gl.exp2(m_i - m_new)
-    return p, alpha, m_new, l_i * alpha + gl.sum(p, 1), rescale
+    return s
 
 
 @gluon.jit
@@ -211,19 +249,25 @@ def _tile_step_ahead(acc, s_tok, m_i, l_i, t, buf, nxt, n_tiles, n_pre, lo, hi, 
                      qk_scale, qk_scale_pre, cap_scale, cap_scale_pre, v_scale, D: gl.constexpr,
                      BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, LOGIT_CAP: gl.constexpr, IS_CAUSAL: gl.constexpr,
                      SCALE_V: gl.constexpr, LAZY_RESCALE: gl.constexpr, P_IN_ROPE: gl.constexpr,
-                     o_layout: gl.constexpr):
+                     o_layout: gl.constexpr, LOCAL_STATS: gl.constexpr = False):
     """Key tile t (in buffer `buf`) whose scores `s_tok` are already in flight: start tile t + 1's copy into `nxt`,
     softmax, P into shared memory (the rope slot of `buf` with P_IN_ROPE), P . V, then tile t + 1's scores issued
     before P . V(t) is waited for; returns (acc, next scores in flight, m, l). On the last tile the issued scores
-    read a buffer no copy is writing and nobody uses them."""
+    read a buffer no copy is writing and nobody uses them. LOCAL_STATS: the softmax of `_softmax_local` (l per
+    warpgroup)."""
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 2],
                                                        instr_shape=[16, BLOCK_N // 2, 16])
     _issue_tile_branch(t + 1, n_pre, pre_row0, ext_row0, kn_pre_desc, kr_pre_desc, kn_ext_desc, kr_ext_desc,
                        bars.index(nxt), k_n.index(nxt), k_r.index(nxt), t + 1 < n_tiles, D, BLOCK_N)
     s = warpgroup_mma_wait(0, deps=[s_tok])
-    p, alpha, m_i, l_i, rescale = _softmax_step(s, m_i, l_i, t, n_pre, lo, hi, ext_len, tok, offs_n, qk_scale,
-                                                qk_scale_pre, cap_scale, cap_scale_pre, LOGIT_CAP, IS_CAUSAL,
-                                                BLOCK_N, LAZY_RESCALE)
+    if LOCAL_STATS:
+        p, alpha, m_i, l_i, rescale = _softmax_local(s, m_i, l_i, t, n_pre, lo, hi, ext_len, tok, offs_n, qk_scale,
+                                                     qk_scale_pre, cap_scale, cap_scale_pre, LOGIT_CAP, IS_CAUSAL,
+                                                     BLOCK_M, BLOCK_N)
+    else:
+        p, alpha, m_i, l_i, rescale = _softmax_step(s, m_i, l_i, t, n_pre, lo, hi, ext_len, tok, offs_n, qk_scale,
+                                                    qk_scale_pre, cap_scale, cap_scale_pre, LOGIT_CAP, IS_CAUSAL,
+                                                    BLOCK_N, LAZY_RESCALE)
     if SCALE_V:
         if t < n_pre:
             p = p * v_scale
@@ -242,6 +286,50 @@ def _tile_step_ahead(acc, s_tok, m_i, l_i, t, buf, nxt, n_tiles, n_pre, lo, hi, 
     acc = warpgroup_mma_wait(SCORES_IN_FLIGHT, deps=[acc])  # P . V(t) done; S(t + 1) runs on
     _cta_barrier()  # buffer `buf` and P are free before the next tile's copy and P store
     return acc, s_next, m_i, l_i
+
+
+@gluon.jit
+def _tile_step_split(acc_a, acc_b, s_tok, m_i, l_i, t, buf, nxt, n_tiles, n_pre, lo, hi, ext_len, tok, offs_n,
+                     pre_row0, ext_row0, q_n, q_r, k_n, k_r, p_smem, bars, kn_pre_desc, kr_pre_desc, kn_ext_desc,
+                     kr_ext_desc, qk_scale, qk_scale_pre, cap_scale, cap_scale_pre, v_scale, D: gl.constexpr,
+                     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, LOGIT_CAP: gl.constexpr, IS_CAUSAL: gl.constexpr,
+                     SCALE_V: gl.constexpr, LAZY_RESCALE: gl.constexpr, P_IN_ROPE: gl.constexpr,
+                     h_layout: gl.constexpr):
+    """`_tile_step_ahead` with the output in two column halves: acc_a = columns [0, D/2), acc_b = [D/2, D) (each
+    warpgroup a quarter of each). P . V(t) is issued per half right after that half is rescaled, so the rescale of
+    acc_b (64 fp32 multiplies per thread) runs on the CUDA cores while the tensor cores run acc_a's P . V instead of
+    in front of the whole P . V; returns (acc_a, acc_b, next scores in flight, m, l)."""
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 2],
+                                                       instr_shape=[16, BLOCK_N // 2, 16])
+    _issue_tile_branch(t + 1, n_pre, pre_row0, ext_row0, kn_pre_desc, kr_pre_desc, kn_ext_desc, kr_ext_desc,
+                       bars.index(nxt), k_n.index(nxt), k_r.index(nxt), t + 1 < n_tiles, D, BLOCK_N)
+    s = warpgroup_mma_wait(0, deps=[s_tok])
+    p, alpha, m_i, l_i, rescale = _softmax_step(s, m_i, l_i, t, n_pre, lo, hi, ext_len, tok, offs_n, qk_scale,
+                                                qk_scale_pre, cap_scale, cap_scale_pre, LOGIT_CAP, IS_CAUSAL,
+                                                BLOCK_N, LAZY_RESCALE)
+    if SCALE_V:
+        if t < n_pre:
+            p = p * v_scale
+    if P_IN_ROPE:
+        p_buf = k_r.index(buf)
+    else:
+        p_buf = p_smem
+    p_buf.store(p.to(p_buf.dtype))
+    fence_async_shared()
+    _cta_barrier()  # both warpgroups' halves of P are in shared memory
+    v = k_n.index(buf)
+    alpha_o = gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, h_layout)), 1)
+    if rescale:
+        acc_a = acc_a * alpha_o
+    acc_a = warpgroup_mma(p_buf, v.slice(0, D // 2, dim=1), acc_a, is_async=True)
+    if rescale:
+        acc_b = acc_b * alpha_o  # on the CUDA cores while acc_a's P . V runs
+    acc_b = warpgroup_mma(p_buf, v.slice(D // 2, D // 2, dim=1), acc_b, is_async=True)
+    mbarrier.wait(bars.index(nxt), ((t + 1) // 2) & 1, pred=t + 1 < n_tiles)
+    s_next = _issue_scores(q_n, q_r, k_n, k_r, nxt, s_layout, BLOCK_M, BLOCK_N)
+    acc_a, acc_b = warpgroup_mma_wait(SCORES_IN_FLIGHT, deps=[acc_a, acc_b])  # P . V(t) done; S(t + 1) runs on
+    _cta_barrier()  # buffer `buf` and P are free before the next tile's copy and P store
+    return acc_a, acc_b, s_next, m_i, l_i
 
 
 @gluon.jit
@@ -286,15 +374,21 @@ def _mla_gluon_kernel(
     D: gl.constexpr, DPE: gl.constexpr, GROUP: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
     BLOCK_B: gl.constexpr, NUM_SPLITS: gl.constexpr, LOGIT_CAP: gl.constexpr, IS_CAUSAL: gl.constexpr,
     HAS_SINK: gl.constexpr, HEAVY_FIRST: gl.constexpr, SCALE_V: gl.constexpr, LAZY_RESCALE: gl.constexpr,
-    SCORES_AHEAD: gl.constexpr = False, P_IN_ROPE: gl.constexpr = False,
+    SCORES_AHEAD: gl.constexpr = False, P_IN_ROPE: gl.constexpr = False, SPLIT_PV: gl.constexpr = False,
+    LOCAL_STATS: gl.constexpr = False,
 ):
     gl.static_assert(gl.num_warps() == 8, "two warpgroups")
     gl.static_assert(not P_IN_ROPE or (SCORES_AHEAD and DPE == BLOCK_N), "P in the rope slot: [64, DPE] tiles")
     gl.static_assert(BLOCK_M == 64, "one warpgroup MMA row block")
+    gl.static_assert(not SPLIT_PV or SCORES_AHEAD, "P . V halves: the scores-ahead loop")
+    gl.static_assert(not LOCAL_STATS or (SCORES_AHEAD and LAZY_RESCALE and not SPLIT_PV),
+                     "warpgroup-local statistics: the scores-ahead loop with lazy rescale")
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 2],
                                                        instr_shape=[16, BLOCK_N // 2, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 2],
                                                        instr_shape=[16, D // 2, 16])
+    h_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 2],
+                                                       instr_shape=[16, D // 4, 16])
     dtype: gl.constexpr = qn_desc.dtype
 
     lin = gl.program_id(0)
@@ -349,7 +443,31 @@ def _mla_gluon_kernel(
     m_i = gl.full([BLOCK_M], -1.0e30, gl.float32, gl.SliceLayout(1, s_layout))
     l_i = gl.zeros([BLOCK_M], gl.float32, gl.SliceLayout(1, s_layout))
     mbarrier.wait(bars.index(2), 0)
+    if SPLIT_PV:
+        acc_a = gl.zeros([BLOCK_M, D // 2], gl.float32, h_layout)
+        acc_b = gl.zeros([BLOCK_M, D // 2], gl.float32, h_layout)
+        mbarrier.wait(bars.index(0), 0, pred=n_tiles > 0)
+        s_tok = _issue_scores(q_n, q_r, k_n, k_r, 0, s_layout, BLOCK_M, BLOCK_N)
+        for t in range(n_tiles):
+            acc_a, acc_b, s_tok, m_i, l_i = _tile_step_split(
+                acc_a, acc_b, s_tok, m_i, l_i, t, t % 2, (t + 1) % 2, n_tiles, n_pre, lo, hi, ext_len, tok, offs_n,
+                pre_row0, ext_row0, q_n, q_r, k_n, k_r, p_smem, bars, kn_pre_desc, kr_pre_desc, kn_ext_desc,
+                kr_ext_desc, qk_scale, qk_scale_pre, cap_scale, cap_scale_pre, v_scale, D, BLOCK_M, BLOCK_N,
+                LOGIT_CAP, IS_CAUSAL, SCALE_V, LAZY_RESCALE, P_IN_ROPE, h_layout)
+        warpgroup_mma_wait(0, deps=[s_tok])
+        for i in gl.static_range(3):
+            mbarrier.invalidate(bars.index(i))
+        _store_result(acc_a, l_i, m_i, O, Mid_O, Mid_L, sinks_ptr, ext_start.to(gl.int64), ext_len, block, split,
+                      stride_ot, stride_oh, stride_ms, stride_mt, stride_mh, stride_ls, stride_lt, GROUP, BLOCK_M, 0,
+                      D // 2, NUM_SPLITS, HAS_SINK, True, h_layout)
+        _store_result(acc_b, l_i, m_i, O, Mid_O, Mid_L, sinks_ptr, ext_start.to(gl.int64), ext_len, block, split,
+                      stride_ot, stride_oh, stride_ms, stride_mt, stride_mh, stride_ls, stride_lt, GROUP, BLOCK_M,
+                      D // 2, D // 2, NUM_SPLITS, HAS_SINK, False, h_layout)
+        return
     if SCORES_AHEAD:
+        if LOCAL_STATS:  # [BLOCK_M, 2] zeros in the layout `_softmax_local` gives the per-warpgroup sums
+            l_i = gl.sum(gl.reshape(gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), [BLOCK_M, 2, BLOCK_N // 2]),
+                         2)
         mbarrier.wait(bars.index(0), 0, pred=n_tiles > 0)
         s_tok = _issue_scores(q_n, q_r, k_n, k_r, 0, s_layout, BLOCK_M, BLOCK_N)
         for t in range(n_tiles):
@@ -357,8 +475,10 @@ def _mla_gluon_kernel(
                 acc, s_tok, m_i, l_i, t, t % 2, (t + 1) % 2, n_tiles, n_pre, lo, hi, ext_len, tok, offs_n, pre_row0,
                 ext_row0, q_n, q_r, k_n, k_r, p_smem, bars, kn_pre_desc, kr_pre_desc, kn_ext_desc, kr_ext_desc,
                 qk_scale, qk_scale_pre, cap_scale, cap_scale_pre, v_scale, D, BLOCK_M, BLOCK_N, LOGIT_CAP,
-                IS_CAUSAL, SCALE_V, LAZY_RESCALE, P_IN_ROPE, o_layout)
+                IS_CAUSAL, SCALE_V, LAZY_RESCALE, P_IN_ROPE, o_layout, LOCAL_STATS)
         warpgroup_mma_wait(0, deps=[s_tok])
+        if LOCAL_STATS:  # the two warpgroups' parts of the row sums added
+            l_i = gl.convert_layout(gl.sum(l_i, 1), gl.SliceLayout(1, s_layout))
     else:
         for t in range(n_tiles):
             acc, m_i, l_i = _tile_step(

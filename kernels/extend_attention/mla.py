@@ -5,8 +5,9 @@ of K's first 512 columns (``v_buffer = k_buffer[..., :512]``), one KV head share
 (`gluon_applies`, else the Triton one): `family_mla_ws._mla_ws_kernel` (``"gluon_ws"``, warp-specialized: a softmax
 warpgroup with the whole 64 x 64 score tile and an output + copy warpgroup, mbarriers only) or
 `family_mla_gluon._mla_gluon_kernel` (``"gluon"``: both warpgroups on halves of every step; ``"gluon_ahead"`` and
-``"gluon_ahead_rope"``: the same with the next tile's scores issued behind P . V, the latter with P in the key tile's
-rope slot, `mla_gluon.GLUON_VARIANTS`). All of them: all
+``"gluon_ahead_rope"`` and the other ``"gluon_ahead*"`` values: the same with the next tile's scores issued behind
+P . V, with P in the key tile's rope slot, lazy rescale, P . V halves or warpgroup-local row statistics,
+`mla_gluon.GLUON_VARIANTS`). All of them: all
 G = H_q / H_kv q heads of a token block in one program (BLOCK_M = 64 rows = 4 tokens x 16 heads fills the tensor
 cores' M), each key tile loaded once for the scores (latent and rope parts) and for P . V (its latent part), through
 TMA descriptors for the extend keys and the pre-gathered prefix, split-KV over the prefix when the row blocks
@@ -168,7 +169,7 @@ def run_mla(config: FamilyConfig, q_extend, k_extend, v_extend, o_extend, k_buff
     [ΣE, H_q, 512], k_buffer [slots, H_kv, 576] with v_buffer = k_buffer[..., :512], qo_indptr/kv_indptr [B + 1],
     kv_indices [>= ΣP] (entries past kv_indptr[B] are never read). fp16/bf16 (tensor cores) or fp32 (IEEE dots).
     Prefix logits are scaled by sm_scale * k_scale (sm_scale None: 1/sqrt(576)), prefix P . V by v_scale.
-    ``config.mla`` "gluon_ws" (warp-specialized, 64 x 64 tiles) or "gluon" / "gluon_ahead" / "gluon_ahead_rope"
+    ``config.mla`` "gluon_ws" (warp-specialized, 64 x 64 tiles) or "gluon" / a "gluon_ahead*" variant
     (64 x BLOCK_N tiles, 8 warps, `mla_gluon.GLUON_VARIANTS`) runs that
     Gluon kernel where `mla_gluon.gluon_applies` (two key buffers, prefix always pre-gathered), else the Triton
     kernel with the knobs block_m, block_n, num_warps, num_stages (fitted by `fit_mla`), pregather (prefix copied to

@@ -1,14 +1,14 @@
 """Host side of the Hopper Gluon MLA kernels: when they apply, their shared-memory budget, their tensor descriptors
 and their launch. Used by `mla.run_mla` for ``FamilyConfig.mla`` in `GLUON_IMPLS`: ``"gluon"`` runs
-`family_mla_gluon._mla_gluon_kernel` (two warpgroups side by side on every step; ``"gluon_ahead"`` and
-``"gluon_ahead_rope"`` the same kernel with the next tile's scores issued ahead, the latter with P in the rope slot:
-`GLUON_VARIANTS`), ``"gluon_ws"`` the warp-specialized `family_mla_ws._mla_ws_kernel` (a softmax warpgroup and an
-output + copy warpgroup).
+`family_mla_gluon._mla_gluon_kernel` (two warpgroups side by side on every step; the ``"gluon_ahead*"`` values the
+same kernel with the next tile's scores issued ahead, with P in the rope slot, lazy rescale or P . V in two column
+halves: `GLUON_VARIANTS`), ``"gluon_ws"`` the warp-specialized `family_mla_ws._mla_ws_kernel` (a softmax warpgroup
+and an output + copy warpgroup).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import torch
 import triton
@@ -27,9 +27,34 @@ if TYPE_CHECKING:
 GLUON_BLOCK_M = 64
 GLUON_WARPS = 8
 GLUON_BUFFERS = 2
-#: The two-warpgroup kernel's switches per `FamilyConfig.mla` value: (SCORES_AHEAD, P_IN_ROPE) of
-#: `family_mla_gluon._mla_gluon_kernel`.
-GLUON_VARIANTS = {"gluon": (False, False), "gluon_ahead": (True, False), "gluon_ahead_rope": (True, True)}
+
+
+class GluonVariant(NamedTuple):
+    """Switches of `family_mla_gluon._mla_gluon_kernel` that a `FamilyConfig.mla` value sets: SCORES_AHEAD,
+    P_IN_ROPE (where the shapes allow it, `gluon_p_in_rope`), LAZY_RESCALE (on whatever `launch_gluon` is asked),
+    SPLIT_PV and LOCAL_STATS."""
+
+    ahead: bool = False
+    p_in_rope: bool = False
+    lazy: bool = False
+    split_pv: bool = False
+    local_stats: bool = False
+
+
+#: The two-warpgroup kernel's variants per `FamilyConfig.mla` value. ``*_lazy``: the accumulator rescale skipped
+#: while no row's max grew by more than 2^8 (no spills in the sm_90 compile, 249-255 registers, where the eager
+#: scores-ahead variants spill); ``*_split``: P . V in two 256-column halves so half of the rescale runs beside the
+#: tensor cores; ``*_lazy_local``: lazy rescale decided by one CTA-wide reduction per tile, the row max and sums
+#: reduced within each warpgroup (no cross-warpgroup exchange on the common path).
+GLUON_VARIANTS = {
+    "gluon": GluonVariant(),
+    "gluon_ahead": GluonVariant(ahead=True),
+    "gluon_ahead_rope": GluonVariant(ahead=True, p_in_rope=True),
+    "gluon_ahead_lazy": GluonVariant(ahead=True, lazy=True),
+    "gluon_ahead_rope_lazy": GluonVariant(ahead=True, p_in_rope=True, lazy=True),
+    "gluon_ahead_rope_split": GluonVariant(ahead=True, p_in_rope=True, split_pv=True),
+    "gluon_ahead_rope_lazy_local": GluonVariant(ahead=True, p_in_rope=True, lazy=True, local_stats=True),
+}
 #: `FamilyConfig.mla` values that run a Gluon kernel.
 GLUON_IMPLS = (*GLUON_VARIANTS, "gluon_ws")
 #: The Gluon kernel that the tuned entry point's MLA branch (`tuned.class_config`) runs and the optimizer's ``mla``
@@ -47,7 +72,8 @@ def gluon_smem_kb(block_n: int, prob: Problem, impl: str = "gluon") -> float:
     triton 3.6 and 3.9: 229,912 B, this model the same); ``"gluon_ws"``: P in the rope slot of its key
     tile when the rope width equals BLOCK_N, else two P buffers, plus two [2, 64] fp32 vectors (rescale factors, row
     statistics), eight mbarriers and 512 B of slack (compile at BLOCK_N = 64: 222,500 B, this model 222,784 B);
-    ``"gluon_ahead"`` as ``"gluon"`` (the next scores live in registers); ``"gluon_ahead_rope"`` without the P
+    ``"gluon_ahead"`` and ``"gluon_ahead_lazy"`` as ``"gluon"`` (the next scores live in registers; the lazy
+    rescale's cross-warp max fits the reduction scratch); the ``"gluon_ahead_rope*"`` values without the P
     buffer (P in the rope slot of its key tile, `gluon_p_in_rope`; compile with triton 3.9: 221,720 B, the model's
     bytes)."""
     elem = prob.dtype.itemsize
@@ -64,8 +90,8 @@ def gluon_p_in_rope(impl: str, block_n: int, prob: Problem) -> bool:
     """Whether the two-warpgroup kernel of `impl` writes P [64, BLOCK_N] over its key tile's rope part [BLOCK_N,
     DPE]: the variant asks for it (`GLUON_VARIANTS`) and the shapes match (DPE == BLOCK_N); otherwise P gets its
     own buffer."""
-    ahead, rope = GLUON_VARIANTS.get(impl, (False, False))
-    return ahead and rope and prob.head_dim - prob.head_dim_v == block_n
+    variant = GLUON_VARIANTS.get(impl, GluonVariant())
+    return variant.ahead and variant.p_in_rope and prob.head_dim - prob.head_dim_v == block_n
 
 
 def gluon_registers(impl: str, block_n: int, prob: Problem) -> int:
@@ -73,14 +99,15 @@ def gluon_registers(impl: str, block_n: int, prob: Problem) -> int:
     the 64 x D_v output accumulator and the 64 x BLOCK_N scores spread over 256 threads; with scores ahead a second
     score tile is in flight while P and the output accumulator are live; ``"gluon_ws"``: the softmax warpgroup's
     half of the output (64 x D_v / 2 over 128 threads), its score tile and the next one (early scores, the
-    default)). The compiler adds addresses, P's bf16 registers and loop state (sm_90 compile with triton 3.9 at the
-    bench shape: 214 registers for ``"gluon"``; 255 and 84-100 bytes of spills for the scores-ahead variants); the
-    hardware limit is 255 per thread and 65,536 per SM (NVIDIA Hopper tuning guide)."""
+    default)). Lazy rescale and P . V halves keep the same accumulators. The compiler adds addresses, P's bf16
+    registers and loop state (sm_90 compiles with triton 3.9 at the bench shape: 214 registers for ``"gluon"``; 255
+    and 84-100 bytes of spills for ``"gluon_ahead"`` / ``"gluon_ahead_rope"`` / ``"gluon_ahead_rope_split"``; 249-255
+    and none for the lazy ones); the hardware limit is 255 per thread and 65,536 per SM (NVIDIA Hopper tuning guide)."""
     rows = GLUON_BLOCK_M
     if impl == "gluon_ws":
         return rows * prob.head_dim_v // 2 // 128 + 2 * rows * block_n // 128
     scores = rows * block_n // 256
-    ahead, _ = GLUON_VARIANTS.get(impl, (False, False))
+    ahead = GLUON_VARIANTS.get(impl, GluonVariant()).ahead
     return rows * prob.head_dim_v // 256 + scores * (2 if ahead else 1)
 
 
@@ -133,7 +160,8 @@ def launch_gluon(config: FamilyConfig, prob: Problem, dims: tuple[int, int], spl
                  early_qk: bool = True, p_regs: bool = True) -> None:
     """Launch the Gluon kernel of ``config.mla`` over (row blocks, splits); `k_pre` is the pre-gathered prefix
     [ΣP, 1, D_qk] (zeros past kv_indptr[B]) or None without a prefix. Arguments as `mla.run_mla` computes them;
-    `lazy_rescale` applies to ``"gluon"``, `early_qk` and `p_regs` to ``"gluon_ws"``."""
+    `lazy_rescale` applies to the two-warpgroup kernel (the ``*_lazy*`` values set it themselves), `early_qk` and
+    `p_regs` to ``"gluon_ws"``."""
     d, dpe = dims
     block_n = config.block_n
     q_descs = _descriptors(q_extend, GLUON_BLOCK_M, d, dpe)
@@ -153,7 +181,10 @@ def launch_gluon(config: FamilyConfig, prob: Problem, dims: tuple[int, int], spl
             *args, BLOCK_B=max(32 * warps, triton.next_power_of_2(prob.batch + 1)), EARLY_QK=early_qk,
             P_REGS=p_regs, OUTPUT_NUM_REGS=OUTPUT_REGS, num_warps=warps, **consts)
     else:
+        variant = GLUON_VARIANTS[config.mla]
         launch(_mla_gluon_kernel, (row_blocks, splits),
             *args, BLOCK_B=max(32 * GLUON_WARPS, triton.next_power_of_2(prob.batch + 1)),
-            LAZY_RESCALE=lazy_rescale, SCORES_AHEAD=GLUON_VARIANTS[config.mla][0],
-            P_IN_ROPE=gluon_p_in_rope(config.mla, block_n, prob), num_warps=GLUON_WARPS, **consts)
+            LAZY_RESCALE=lazy_rescale or variant.lazy, SCORES_AHEAD=variant.ahead,
+            P_IN_ROPE=gluon_p_in_rope(config.mla, block_n, prob), SPLIT_PV=variant.split_pv,
+            LOCAL_STATS=variant.local_stats,
+            num_warps=GLUON_WARPS, **consts)

@@ -81,9 +81,11 @@ def groups_in_flight_at_exp(ptx: str) -> int:
 MLA_CONSTS: dict[str, Any] = dict(
     D=512, DPE=64, GROUP=16, BLOCK_M=64, BLOCK_N=64, BLOCK_B=256, NUM_SPLITS=1, LOGIT_CAP=0.0, IS_CAUSAL=True,
     HAS_SINK=False, HEAVY_FIRST=True, SCALE_V=False, SPLIT_QK=True, LAZY_RESCALE=False, PREFIX_CONTIG=True,
-    TMA_EXT=True, TMA_PREFIX=True, EARLY_QK=True, P_REGS=True, SCORES_AHEAD=False, P_IN_ROPE=False,
+    TMA_EXT=True, TMA_PREFIX=True, EARLY_QK=True, P_REGS=True, SCORES_AHEAD=False, P_IN_ROPE=False, SPLIT_PV=False,
+    LOCAL_STATS=False,
 )
 _MLA_SCALARS = {"qk_scale": "fp32", "qk_scale_pre": "fp32", "sm_scale": "fp32", "sm_scale_pre": "fp32",
+                "cap_scale": "fp32", "cap_scale_pre": "fp32",
                 "v_scale": "fp32", "batch": "i32", "one": "i32"}
 _MLA_POINTERS = {"qo_indptr": "*i32", "kv_indptr": "*i32", "kv_indices": "*i64", "sinks_ptr": "*fp32",
                  "Mid_O": "*fp32", "Mid_L": "*fp32"}

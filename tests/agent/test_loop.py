@@ -164,6 +164,7 @@ def test_class_slower_than_baseline_is_unblocked_first(tmp_path):
     assert all(e.parameters["classes"] == ["compute-wide"] for e in before[1:])
 
 
+@pytest.mark.slow
 def test_long_run_never_repeats_a_configuration(tmp_path):
     run, state, *_ = _run(tmp_path, _config(stop=StopRules(max_evals=60, patience=60)))
     seen = set()

@@ -33,6 +33,7 @@ def _live_run(root: Path) -> subprocess.Popen:
     return proc
 
 
+@pytest.mark.slow
 def test_resume_of_a_live_run_is_refused_and_a_dead_runs_lock_is_taken_over(tmp_path):
     proc = _live_run(tmp_path)
     state_file = tmp_path / "runs" / "run" / "state.json"

@@ -22,6 +22,7 @@ def test_chip_without_documents_gets_one_note_up_front(chiplore_home):
     assert knowledge.warnings == []  # said once, up front, not again at the end of the run
 
 
+@pytest.mark.slow
 def test_onboarded_chip_gets_no_note(chiplore_home):
     from ingest.onboard import onboard
 

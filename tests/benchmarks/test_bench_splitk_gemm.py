@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from benchmarks.bench_splitk_gemm import CHECK_CASES, candidate_markdown, markdown
 from kernels.splitk_gemm.spec import TASK
 
@@ -59,6 +61,7 @@ def test_table_shows_the_launcher_and_the_previous_rule():
     assert "tuned over the previous rule: 1.250x (1 cases)" in table
 
 
+@pytest.mark.slow
 def test_host_overhead_script_times_every_bench_case(tmp_path):
     """The CPU host-time measurement runs (launchers replaced, nothing computed) and times each bench case."""
     out = tmp_path / "host.json"

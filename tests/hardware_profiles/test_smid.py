@@ -35,6 +35,7 @@ def _env() -> dict[str, str]:
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU the count itself runs (test_virtual_gpu)")
+@pytest.mark.slow
 def test_the_kernel_compiles_for_sm90_and_reads_the_register_once_per_thread():
     done = subprocess.run([sys.executable, "-c", _COMPILE], cwd=ROOT, env=_env(), text=True, capture_output=True,
                           timeout=300)

@@ -89,6 +89,7 @@ def test_shrink_steps_down_gather_then_stages_then_tiles():
     assert steps == [(2, 2, 32, 32), (1, 2, 32, 32), (1, 1, 32, 32), (1, 1, 16, 32), (1, 1, 16, 16)]
 
 
+@pytest.mark.slow
 def test_a_configuration_refused_for_shared_memory_is_shrunk_and_remembered(monkeypatch, device):
     """Triton refuses a kernel whose shared memory exceeds the chip at compile time (OutOfResources); the
     interpreter has no such limit, so the refusal is raised here for num_stages > 1 and the real kernel runs the

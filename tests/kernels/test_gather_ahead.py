@@ -42,7 +42,7 @@ def test_every_prefix_row_attention_reads_is_copied_in_the_same_call(config, dev
     assert torch.equal(gathered[rows_with_queries], expected[rows_with_queries])
 
 
-@pytest.mark.parametrize("heads", [1, 3])
+@pytest.mark.parametrize("heads", [1, pytest.param(3, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("sync", [False, True])
 @pytest.mark.parametrize("rows", [pytest.param(1, marks=pytest.mark.slow), 2, pytest.param(64, marks=pytest.mark.slow)])
 def test_any_rows_per_tile_heads_ahead_and_ordering_give_the_reference(rows, sync, heads, device):

@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from kernels.extend_attention.common import Problem
-from kernels.extend_attention.mla_gluon import gluon_smem_kb
+from kernels.extend_attention.mla_gluon import GLUON_VARIANTS, gluon_smem_kb
 
 ROOT = Path(__file__).resolve().parents[2]
 H200_SMEM_BYTES = 227 * 1024
@@ -65,7 +65,6 @@ def _report() -> dict:
     64) and the Triton kernel with and without SPLIT_QK (64 x 64, 2 stages)."""
     import triton
 
-    from kernels.extend_attention.mla_gluon import GLUON_VARIANTS
     from kernels.extend_attention.offline_compile import compile_mla, compile_mla_gluon
 
     out = {f"ws-{int(early)}{int(p_regs)}": _ws_report(compile_mla_gluon(ws=True, EARLY_QK=early, P_REGS=p_regs))
@@ -74,14 +73,24 @@ def _report() -> dict:
     out["triton"] = triton.__version__
     out["gluon"] = {"wgmma": _wgmma_shapes(gluon.asm["ptx"]), "smem": gluon.metadata.shared,
                     "tma": gluon.asm["ptx"].count("cp.async.bulk.tensor")}
-    for impl, (ahead, rope) in GLUON_VARIANTS.items():
-        if ahead:
-            compiled = compile_mla_gluon(BLOCK_N=64, SCORES_AHEAD=ahead, P_IN_ROPE=rope)
+    for impl, variant in GLUON_VARIANTS.items():
+        if variant.ahead:
+            compiled = compile_mla_gluon(BLOCK_N=64, SCORES_AHEAD=True, P_IN_ROPE=variant.p_in_rope,
+                                         LAZY_RESCALE=variant.lazy, SPLIT_PV=variant.split_pv,
+                                         LOCAL_STATS=variant.local_stats)
             ptxas = _nvidia_tool("ptxas", "-arch=sm_90a", "-v", "-o", "k.cubin", data=compiled.asm["ptx"].encode(),
                                  suffix=".ptx")
             out[impl] = {"wgmma": _wgmma_shapes(compiled.asm["ptx"]), "smem": compiled.metadata.shared,
                          "spills": [int(b) for b in re.findall(r"(\d+) bytes spill (?:stores|loads)", ptxas)],
-                         "registers": [int(r) for r in re.findall(r"Used (\d+) registers", ptxas)]}
+                         "registers": [int(r) for r in re.findall(r"Used (\d+) registers", ptxas)],
+                         "serialized": "serialized" in ptxas}
+    edges = (dict(BLOCK_N=32), dict(NUM_SPLITS=3, LOGIT_CAP=30.0, HAS_SINK=True, SCALE_V=True, IS_CAUSAL=False))
+    for impl, variant in GLUON_VARIANTS.items():  # the GPU tests' edge configurations compile too
+        if variant.ahead and impl != "gluon_ahead":
+            out[f"{impl}-edges"] = [compile_mla_gluon(
+                **{"BLOCK_N": 64, "SCORES_AHEAD": True, "P_IN_ROPE": variant.p_in_rope and edge.get("BLOCK_N") != 32,
+                   "LAZY_RESCALE": variant.lazy, "SPLIT_PV": variant.split_pv, "LOCAL_STATS": variant.local_stats,
+                   **edge}).metadata.shared for edge in edges]
     for split in (True, False):
         tl_kernel = compile_mla(num_warps=8, num_stages=2, BLOCK_N=64, SPLIT_QK=split)
         out[f"triton-split{int(split)}"] = {
@@ -105,15 +114,23 @@ def test_mla_kernels_compile_for_sm90_without_duplicated_score_work_or_spills():
     # per 64-key tile each warpgroup: 32 + 4 score instructions of its 32 key columns, 4 P.V steps of its 256 columns
     assert gluon["wgmma"] == {"m64n32k16": 36, "m64n256k16": 4}, gluon
     assert gluon["smem"] <= H200_SMEM_BYTES and gluon["tma"] > 0, gluon
-    for impl in ("gluon_ahead", "gluon_ahead_rope"):
+    for impl in (k for k, v in GLUON_VARIANTS.items() if v.ahead):
         ahead = report[impl]
         # the score instructions twice in the PTX (the first tile's issue before the loop, the next tile's in it),
-        # P . V once; the footprint is the host model's (`gluon_smem_kb`, P in the rope slot: 8 KiB less)
-        assert ahead["wgmma"] == {"m64n32k16": 72, "m64n256k16": 4}, (impl, ahead)
+        # P . V once, as 4 steps of 256 columns or (P . V halves) 2 x 4 steps of 128; the footprint is the host
+        # model's (`gluon_smem_kb`, P in the rope slot: 8 KiB less)
+        pv = {"m64n128k16": 8} if GLUON_VARIANTS[impl].split_pv else {"m64n256k16": 4}
+        assert ahead["wgmma"] == {"m64n32k16": 72, **pv}, (impl, ahead)
         model = gluon_smem_kb(64, BENCH_PROBLEM, impl) * 1024
         assert abs(ahead["smem"] - model) <= 64 and ahead["smem"] <= H200_SMEM_BYTES, (impl, ahead, model)
-        # 255 registers x 256 threads: the whole register file; triton 3.9's ptxas spills 84-100 bytes
+        # 255 registers x 256 threads: the whole register file; triton 3.9's ptxas spills 84-100 bytes of the eager
+        # variants, none of the lazy ones (249-255 registers); no MMA serialized by ptxas
         assert ahead["registers"] and max(ahead["registers"]) <= 255 and sum(ahead["spills"]) <= 128, (impl, ahead)
+        assert not ahead["serialized"], (impl, ahead)
+        if GLUON_VARIANTS[impl].lazy:
+            assert sum(ahead["spills"]) == 0, (impl, ahead)
+        if impl != "gluon_ahead":  # 64 x 32 tiles (P in its own buffer), and splits + cap + sinks + v_scale, not causal
+            assert all(0 < smem <= H200_SMEM_BYTES for smem in report[f"{impl}-edges"]), (impl, report)
     assert report["gluon_ahead"]["smem"] - report["gluon_ahead_rope"]["smem"] == 64 * 64 * 2
     for name, ws in ((k, v) for k, v in report.items() if k.startswith("ws-")):
         # scores: 32 + 4 instructions of N = 64 from the softmax warpgroup (twice in the PTX with early scores: the

@@ -32,6 +32,22 @@ CONFIGS = {
     "gluon-ahead-rope-split3": FamilyConfig(64, 64, 8, 2, num_splits=3, pregather=True, tma=True,
                                             mla="gluon_ahead_rope"),
     "gluon-ahead-rope-n32": FamilyConfig(64, 32, 8, 2, pregather=True, tma=True, mla="gluon_ahead_rope"),
+    # lazy rescale / P . V in two column halves on the scores-ahead kernel; split3 and n32 as above (n32: the split
+    # variant with its own P buffer)
+    "gluon-ahead-lazy": FamilyConfig(64, 64, 8, 2, pregather=True, tma=True, mla="gluon_ahead_lazy"),
+    "gluon-ahead-rope-lazy": FamilyConfig(64, 64, 8, 2, pregather=True, tma=True, mla="gluon_ahead_rope_lazy"),
+    "gluon-ahead-rope-lazy-split3": FamilyConfig(64, 64, 8, 2, num_splits=3, pregather=True, tma=True,
+                                                 mla="gluon_ahead_rope_lazy"),
+    "gluon-ahead-rope-split": FamilyConfig(64, 64, 8, 2, pregather=True, tma=True, mla="gluon_ahead_rope_split"),
+    "gluon-ahead-rope-split-split3": FamilyConfig(64, 64, 8, 2, num_splits=3, pregather=True, tma=True,
+                                                  mla="gluon_ahead_rope_split"),
+    "gluon-ahead-rope-split-n32": FamilyConfig(64, 32, 8, 2, pregather=True, tma=True, mla="gluon_ahead_rope_split"),
+    "gluon-ahead-rope-lazy-local": FamilyConfig(64, 64, 8, 2, pregather=True, tma=True,
+                                                mla="gluon_ahead_rope_lazy_local"),
+    "gluon-ahead-rope-lazy-local-split3": FamilyConfig(64, 64, 8, 2, num_splits=3, pregather=True, tma=True,
+                                                       mla="gluon_ahead_rope_lazy_local"),
+    "gluon-ahead-rope-lazy-local-n32": FamilyConfig(64, 32, 8, 2, pregather=True, tma=True,
+                                                    mla="gluon_ahead_rope_lazy_local"),
     "triton-n32-s3": FamilyConfig(64, 32, 8, 3, pregather=True, tma=True, mla="triton"),
     "triton-gather-n32": FamilyConfig(64, 32, 8, 2, mla="triton"),
 }
@@ -70,7 +86,8 @@ def test_deepseek_shaped_edge_cases_bf16(case, config):
 
 
 @pytest.mark.parametrize("impl", _params(["tuned", "gluon-ws", "gluon-n64", "gluon-ahead", "gluon-ahead-rope",
-                                          "triton-n32-s3"]))
+                                          "gluon-ahead-lazy", "gluon-ahead-rope-lazy", "gluon-ahead-rope-split",
+                                          "gluon-ahead-rope-lazy-local", "triton-n32-s3"]))
 def test_bench_shape_full_size(impl):
     case = TASK.case("mla")
     args = make_inputs(case, 77, "cuda")
@@ -92,7 +109,9 @@ def test_the_gluon_kernel_applies_on_hopper_at_the_bench_shape():
                                             "sinks")))
     assert gluon_applies(CONFIGS["gluon-n64"], prob, args["q_extend"], args["k_extend"], _limits())
     assert gluon_applies(CONFIGS["gluon-ws"], prob, args["q_extend"], args["k_extend"], _limits())
-    assert gluon_applies(CONFIGS["gluon-ahead-rope"], prob, args["q_extend"], args["k_extend"], _limits())
+    for name in ("gluon-ahead-rope", "gluon-ahead-lazy", "gluon-ahead-rope-lazy", "gluon-ahead-rope-split",
+                 "gluon-ahead-rope-lazy-local"):
+        assert gluon_applies(CONFIGS[name], prob, args["q_extend"], args["k_extend"], _limits()), name
     assert choose_config(prob, _limits()).mla == MLA_ROUTE
 
 
@@ -123,7 +142,8 @@ def test_preallocated_kv_indices_with_a_nan_tail_are_never_read(config):
     _check(_run(CONFIGS[config], args, limits=_limits()), expected, "bfloat16", f"garbage-tail/{config}")
 
 
-@pytest.mark.parametrize("config", _params(["gluon-ws", "gluon-n64", "triton-gather-n32"]))
+@pytest.mark.parametrize("config", _params(["gluon-ws", "gluon-n64", "gluon-ahead-rope-lazy", "gluon-ahead-rope-split",
+                                            "gluon-ahead-rope-lazy-local", "triton-gather-n32"]))
 def test_k_scale_and_v_scale_bf16(config):
     case = EDGE[0]
     args = make_inputs(case, None, "cuda", "bfloat16")

@@ -43,6 +43,7 @@ def replays(monkeypatch):
     tuned._REPLAYS.clear()
 
 
+@pytest.mark.slow
 def test_alternating_shape_classes_replay_and_match_reference(replays, device):
     for round_ in range(4):
         for case in SHAPE_CLASSES:
@@ -51,6 +52,7 @@ def test_alternating_shape_classes_replay_and_match_reference(replays, device):
     assert replays["n"] == 2 * 2, "calls 3 and 4 of each class replay"
 
 
+@pytest.mark.slow
 def test_replay_launches_what_the_plain_path_launches(replays, device):
     """Each class's replay runs the kernels its recording ran: the compute-bound class gathers its prefix first, the
     memory-bound one attends and merges its splits."""
@@ -93,6 +95,7 @@ def test_signature_separates_what_the_launches_depend_on():
     assert tuned.call_key(tuple(aliased), scalars, limits) is None
 
 
+@pytest.mark.slow
 def test_a_kept_replay_holds_none_of_the_recorded_calls_tensors(replays, device):
     """The replay cache keeps launches, not the inputs of the call that recorded them (a serving engine's per-batch
     q/k/v/o would otherwise stay allocated per signature)."""

@@ -39,7 +39,8 @@ def recording(monkeypatch):
     return kernel
 
 
-@pytest.mark.parametrize("cfg, expect", [(TMA, (True, False)), (TMA_PREGATHER, (True, True))],
+@pytest.mark.parametrize("cfg, expect", [(TMA, (True, False)),
+                                         pytest.param(TMA_PREGATHER, (True, True), marks=pytest.mark.slow)],
                          ids=["extend-only", "pregather"])
 def test_descriptor_path_runs_under_the_interpreter(cfg, expect, recording, device):
     case = TASK.case("gqa-4")  # fp16, D = 32, 2 KV heads (contiguous), prefix and extend keys, 2 sequences
@@ -103,7 +104,8 @@ def test_fused_qkv_layout_uses_descriptors_and_reads_no_poison(cfg, recording, d
     assert recording.calls[-1][:2] == (True, cfg.pregather)
 
 
-@pytest.mark.parametrize("head_stride, offset", [(64, 0), (32, 4)], ids=["strided-heads", "misaligned-base"])
+@pytest.mark.parametrize("head_stride, offset", [(64, 0), pytest.param(32, 4, marks=pytest.mark.slow)],
+                         ids=["strided-heads", "misaligned-base"])
 def test_layouts_without_a_valid_box_fall_back(head_stride, offset, recording, device):
     """Heads not contiguous (stride 2D) or a base 8 bytes off 16: the pointer path, same results."""
     case = TASK.case("gqa-4")

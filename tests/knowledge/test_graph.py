@@ -151,7 +151,7 @@ def _child(tmp_path: Path, path: Path, mode: str, n: int) -> subprocess.Popen:
                             text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
-@pytest.mark.parametrize("mode", ["before-replace", "before-fsync"])
+@pytest.mark.parametrize("mode", ["before-replace", pytest.param("before-fsync", marks=pytest.mark.slow)])
 def test_sigkill_while_saving_keeps_the_previous_graph(tmp_path, mode):
     path = tmp_path / "graph.json"
     PatternGraph.build(load_catalog(), [_finding(i) for i in range(3)]).save(path)

@@ -12,16 +12,34 @@ from knowledge import retrieval
 from knowledge.retrieval import RRF_K, KeywordIndex, search, tokenize
 from knowledge.store import KnowledgeStore
 from knowledge.types import Chunk
+from tests.store_fixtures import write_docs
+
+
+def _onboard_z9_and_q1(docs: Path, tmp: Path) -> None:
+    onboard("z9", [docs], progress=False)
+    other = tmp / "other"
+    other.mkdir()
+    (other / "q1.md").write_text("# Quasar Q1\n\nThe Quasar Q1 has 24 vector cores and 8 GB of memory.\n")
+    onboard("q1", [other], progress=False)
 
 
 @pytest.fixture
 def onboarded(chiplore_home, embedder, docs, tmp_path):
-    onboard("z9", [docs], progress=False)
-    other = tmp_path / "other"
-    other.mkdir()
-    (other / "q1.md").write_text("# Quasar Q1\n\nThe Quasar Q1 has 24 vector cores and 8 GB of memory.\n")
-    onboard("q1", [other], progress=False)
+    """A fresh home with chips z9 and q1 onboarded, for a test that changes the store."""
+    _onboard_z9_and_q1(docs, tmp_path)
     return chiplore_home
+
+
+@pytest.fixture(scope="module")
+def onboarded_once(embedder, tmp_path_factory):
+    """The same two chips onboarded once for this module's tests that only read the store (one onboarding instead
+    of one per test); CHIPLORE_HOME points there while they run."""
+    tmp = tmp_path_factory.mktemp("retrieval")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CHIPLORE_HOME", str(tmp / "chiplore-home"))
+        patch.delenv("CHIPLORE_CHROMA_URL", raising=False)
+        _onboard_z9_and_q1(write_docs(tmp / "docs"), tmp)
+        yield tmp / "chiplore-home"
 
 
 def test_tokenize():
@@ -29,7 +47,7 @@ def test_tokenize():
         "l2", "cache", "4mb", "4", "mb", "1216", "core", "4.096", "tflop", "mi300x", "gpu"]
 
 
-def test_question_finds_the_right_passage_with_citation(onboarded):
+def test_question_finds_the_right_passage_with_citation(onboarded_once):
     hits = search("How many vector cores does the Zephyr Z9 have?", chip="z9", k=3)
     assert "96 vector cores" in hits[0].text
     assert hits[0].chip == "z9" and hits[0].collection == "chunks"
@@ -39,24 +57,24 @@ def test_question_finds_the_right_passage_with_citation(onboarded):
     assert top.source == "brief.pdf" and top.page == 2 and top.cite().startswith("brief.pdf p.2")
 
 
-def test_table_row_answers_column_question(onboarded):
+def test_table_row_answers_column_question(onboarded_once):
     hits = search("clock frequency in MHz of the Z9 Lite", chip="z9", k=3)
     assert any("Model: Z9 Lite" in h.text and "1600" in h.text for h in hits)
 
 
-def test_scores_are_reciprocal_rank_fusion(onboarded):
+def test_scores_are_reciprocal_rank_fusion(onboarded_once):
     for hit in search("scratchpad memory per vector core", k=5):
         expected = sum(1.0 / (RRF_K + r) for r in (hit.dense_rank, hit.keyword_rank) if r is not None)
         assert hit.score == pytest.approx(expected)
         assert hit.dense_rank is not None or hit.keyword_rank is not None
 
 
-def test_chip_filter(onboarded):
+def test_chip_filter(onboarded_once):
     assert {h.chip for h in search("vector cores", chip="q1", k=5)} == {"q1"}
     assert {h.chip for h in search("vector cores", k=10)} == {"q1", "z9"}
 
 
-def test_unknown_chip_lists_known_chips_and_changes_nothing(onboarded):
+def test_unknown_chip_lists_known_chips_and_changes_nothing(onboarded_once):
     store = KnowledgeStore.open()
     before = store.count()
     with pytest.raises(BadInputError, match=r"^unknown chip 'h999'; known chips: q1, z9$"):

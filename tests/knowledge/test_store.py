@@ -157,6 +157,7 @@ except StoreError as exc:
 """
 
 
+@pytest.mark.slow
 def test_a_vector_index_that_drops_records_is_a_store_error(chiplore_home, embedder):
     """An index file emptied behind chromadb's back makes filtered queries return nothing (dense retrieval would
     silently vanish); `query` compares with the stored count. Run in a fresh process, past the file checks of

@@ -29,6 +29,7 @@ def test_the_children_run_with_the_profiles_limits():
     assert verdict.config["partition"] is None  # a real chip: no partition
 
 
+@pytest.mark.slow
 def test_without_a_profile_the_tuned_entry_point_is_refused_with_the_reason():
     with Verifier("extend_attention", None, OPTIONS) as verifier:
         verdict = verifier.verify(TUNED)

@@ -130,6 +130,7 @@ def test_a_hanging_candidate_is_killed_at_the_timeout(verifier, tmp_path):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CPU sandbox limits")
+@pytest.mark.slow
 def test_the_address_space_limit_stops_a_memory_hog(verifier, tmp_path):
     verifier.options = VerifyOptions(device="cpu", memory_limit_gb=2, timeout_s=60)
     verdict = verifier.verify(_write(tmp_path, "hog = torch.empty(8 << 30, dtype=torch.uint8).fill_(1)\n"))
@@ -174,6 +175,7 @@ def test_a_broken_sandbox_is_one_clear_error(tmp_path):
     sandbox.close()
 
 
+@pytest.mark.slow
 def test_runtime_reasons_name_the_users_file_and_its_lines(verifier, tmp_path):
     from agent.verifier.engine import _own_name
 
@@ -217,6 +219,7 @@ def test_progress_counts_every_judged_trial_across_all_children(verifier):
     assert verdict.config["perturbations_that_moved_the_reference"] >= 1
 
 
+@pytest.mark.slow
 def test_a_plan_split_that_loses_trials_is_no_pass(verifier, monkeypatch):
     """A pass needs every trial of the plan judged in some child: here the split drops the in-place perturbation
     trials (the ones that catch a result replayed on pointers and shapes), and an honest candidate that passes
@@ -363,6 +366,7 @@ class _RewrittenBeforeTheReRun(Verifier):
         return super()._dynamic(path, base, progress, source=source)
 
 
+@pytest.mark.slow
 def test_the_clock_re_run_runs_the_bytes_the_static_stage_checked(tmp_path):
     """A file rewritten between the first run and the re-run must not run unchecked: the re-run runs the bytes
     the static stage read (the honest baseline passes), not the rewritten file (which would fail at once)."""
@@ -390,6 +394,7 @@ def _zero_output_case():
     raise AssertionError("no seed masks the only key out")
 
 
+@pytest.mark.slow
 def test_a_replay_passes_no_plan_whose_perturbations_move_nothing(verifier, monkeypatch):
     """The cache-on-pointers cheat replays its first output in the perturbation trials; where that first case's
     output cannot move (all zeros), the replay matches. Such a plan is re-drawn once, then rejected: no pass."""

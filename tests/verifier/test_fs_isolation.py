@@ -117,7 +117,7 @@ def test_a_device_rule_carries_file_rights_only_and_grants_nothing_else(tmp_path
 
 
 @needs_landlock
-@pytest.mark.parametrize("dev_writes", ["nodes", "all"])
+@pytest.mark.parametrize("dev_writes", ["nodes", pytest.param("all", marks=pytest.mark.slow)])
 def test_a_gpu_child_writes_only_the_device_nodes_unless_told_all_of_dev(tmp_path, dev_writes):
     """`confine` of a GPU child: by default (`gpu_dev_writes="nodes"`) /dev/null and the driver's nodes only, so
     /dev/shm (red team, session 5) is refused by the kernel; "all" is the fallback that grants all of /dev."""

@@ -166,6 +166,7 @@ MODES = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_dispatch_mode_sees_ops_of_reentrant_callbacks_a_function_mode_misses():
     """The claim the compute guard rests on: torch pops a TorchFunctionMode while the mode re-runs a call, so
     torch ops made by a Python callback during that re-run (``__index__`` parsing a size) never reach it; a
@@ -207,6 +208,7 @@ DIRECT = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_direct_launches_are_counted_and_disabled_like_jit_launches():
     """A kernel launched through `kernels.launch.DirectLaunch` (a kept compiled kernel, no JITFunction.run) is
     counted by the guards, and under kernel ablation it does not run."""

@@ -39,6 +39,7 @@ def test_help_imports_nothing_heavy(args, tmp_path):
     assert imported(args, tmp_path) == set()
 
 
+@pytest.mark.slow
 def test_chips_opens_the_store_only(tmp_path):
     assert imported(["chips"], tmp_path) == {"chromadb"}
 

@@ -61,6 +61,7 @@ def test_onboard_ask_chips(chiplore_home, embedder, docs, capsys, monkeypatch):
     assert json.loads(out)["chips"] == chips["chips"]
 
 
+@pytest.mark.slow
 def test_ask_several_questions_and_stdin(chiplore_home, embedder, docs, capsys, monkeypatch):
     import io
 
@@ -142,6 +143,7 @@ def test_a_document_turned_binary_keeps_its_stored_chunks(chiplore_home, embedde
     assert records() == before
 
 
+@pytest.mark.slow
 def test_cold_cli_process(chiplore_home):
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.run([sys.executable, "-m", "agent.cli", "chips", "--json"], cwd=REPO, env=env,

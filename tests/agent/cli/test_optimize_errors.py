@@ -140,6 +140,7 @@ def test_corrupt_state_is_one_clear_error(chiplore_home, kind):
     assert not (run.path / "report").exists()
 
 
+@pytest.mark.slow
 def test_corrupt_state_through_the_console_script(chiplore_home):
     run = _finished_run()
     run.state_path.write_bytes(_truncate(run.state_path.read_text()))

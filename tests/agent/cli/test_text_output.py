@@ -48,6 +48,7 @@ def test_a_closed_stdout_ends_quietly_with_exit_0(chiplore_home, embedder, docs,
     assert shell.stdout.startswith("[1] ") and shell.stdout.count("\n") == 1 and shell.stderr == ""
 
 
+@pytest.mark.slow
 def test_a_closed_stdout_keeps_verifys_rejection_code(tmp_path):
     """`chiplore verify k.py | head -1` under `set -o pipefail`: the rejection (exit 2) survives the reader going
     away; the pipe is closed before the verdict is printed, so printing it fails with EPIPE."""

@@ -26,6 +26,7 @@ def _verify(path: Path) -> tuple[int, dict]:
     return result.exit_code, json.loads(result.stdout)
 
 
+@pytest.mark.slow
 def test_baseline_passes_every_test_case():
     code, verdict = _verify(ROOT / "kernels" / "splitk_gemm" / "baseline.py")
     assert code == 0 and verdict["stage"] == "pass", verdict["reasons"]

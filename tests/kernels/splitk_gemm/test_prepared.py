@@ -68,6 +68,7 @@ def test_other_strides_and_alignment_are_other_signatures(device):
         assert torch.allclose(out.float(), expected, atol=2e-3, rtol=2e-3)
 
 
+@pytest.mark.slow
 def test_a_replay_takes_the_pool_buffers_again_after_the_pool_grew(device):
     """A PreparedCall holding partials fetches them again once a larger call replaced the pooled buffer, so the
     replaced one can be freed."""

@@ -66,14 +66,14 @@ def test_stream_k_splits_tiles_between_programs():
     assert plan.stream_k and plan.programs == 40 and tiles * iterations % plan.programs != 0
 
 
-@pytest.mark.parametrize("split_k", [0, 1, 2, 5, 64])
+@pytest.mark.parametrize("split_k", [0, 1, 2, 5, pytest.param(64, marks=pytest.mark.slow)])
 def test_split_counts(split_k, device):
     """Auto (0), none, even, uneven and more splits than K-iterations (capped to non-empty splits)."""
     check_impl(family(split_k=split_k, fused_reduce=True), TASK.case("long-k-33x96x300"), device)
 
 
 @pytest.mark.parametrize("fused", [True, False], ids=["fused", "workspace"])
-@pytest.mark.parametrize("split_k", [8, 10, 19])
+@pytest.mark.parametrize("split_k", [8, 10, pytest.param(19, marks=pytest.mark.slow)])
 def test_reductions_of_more_partials_than_one_load_group(split_k, fused, device):
     """K = 300 in 19 iterations of 16; requested 8, 10, 19 splits are 7 (a rest only), 10 (one group of
     `REDUCE_UNROLL` = 8 loads and a rest of 2) and 19 (two groups and a rest of 3): every partial summed once."""
