@@ -25,7 +25,7 @@ from tests.kernels.splitk_gemm.helpers import check_impl
 pytestmark = pytest.mark.gpu
 
 H200 = ChipLimits.from_profile(load_profile("h200"))
-H200_BANDWIDTH = load_profile("h200").mem_bw_gbps * 1e9  # bytes/s, for the GEMV tile rule
+H200_BANDWIDTH = load_profile("h200").mem_bw_gbps.value * 1e9  # bytes/s, for the GEMV tile rule
 tuned = functools.partial(splitk_gemm, limits=H200)
 #: Skinny, long-K, wide-N and batch-128 shapes for the mode tests.
 MODE_CASES = ["m1-n4096-k14336", "m16-n4096-k4096", "m128-n4096-k14336", "m8-n1408-k2048", "m16-n28672-k8192"]
