@@ -8,6 +8,8 @@
   items nested under it: a nested bullet hierarchy (package > each die > each cluster) keeps its levels.
 - Pipe tables and HTML ``<table>`` blocks: one ``table_row`` section per row, carrying the header row and the
   table's caption (or the short paragraph that introduces it).
+- A code block that holds data (a JSON, JSON-with-comments or YAML mapping; `ingest.loaders.structured`): one
+  ``- key: value`` item per leaf, nested keys in the heading path.
 - MyST fences: ``{list-table}`` is parsed with docutils like reStructuredText (one section per row);
   ``{figure}`` keeps its caption as a ``caption`` section; other directives keep their body as prose.
 - YAML front matter is dropped.
@@ -23,6 +25,7 @@ from markdown_it.token import Token
 
 from ingest.loaders.common import LoadedDocument, clean, one_line, read_text_file, table_sections, title_from_path
 from ingest.loaders.html import html_fragment_sections
+from ingest.loaders.structured import DATA_LANGUAGES, MIN_LEAVES, data_sections, leaf_count, parse_data
 from knowledge.types import Section
 
 _FRONT_MATTER = re.compile(r"\A(?:\ufeff)?---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*\n", re.S)
@@ -133,7 +136,11 @@ class _Builder:
     def _fence(self, tok: Token) -> None:
         match = _DIRECTIVE.match(tok.info.strip())
         if not match:
-            self._prose(tok.content)
+            data = _data_block(tok)
+            if data is None:
+                self._prose(tok.content)
+            else:
+                self.sections.extend(data_sections(data, self.source, tuple(self.path)))
             return
         name, argument = match.group(1), match.group(2).strip()
         body = tok.content
@@ -146,6 +153,19 @@ class _Builder:
             self._prose(_directive_body(body), kind="caption")
         else:
             self._prose(" ".join(p for p in (argument, _directive_body(body)) if p))
+
+
+def _data_block(tok: Token):
+    """The parsed mapping of a code block that holds data (`ingest.loaders.structured`): its fence names a data
+    language, or names none and it parses as a mapping of at least `MIN_LEAVES` values; else None (code stays
+    prose)."""
+    language = tok.info.strip().split(maxsplit=1)[0].lower() if tok.info.strip() else ""
+    if language and language not in DATA_LANGUAGES:
+        return None  # a fence in a programming language is code, even where YAML would read it as a mapping
+    data = parse_data(tok.content)
+    if data is None or (not language and leaf_count(data) < MIN_LEAVES):
+        return None
+    return data
 
 
 def _directive_body(body: str) -> str:
