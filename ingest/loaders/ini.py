@@ -54,8 +54,9 @@ def ini_sections(text: str, source: str) -> list[Section]:
 
     def flush_comments() -> None:
         text_ = one_line(" ".join(comments))
-        if text_:
-            out.append(Section(text=text_, source=source, heading_path=heading))
+        if text_:  # a comment block is a remark of its own: ended as a sentence, so the items after it start anew
+            end = "" if text_[-1] in ".!?:" else "."
+            out.append(Section(text=text_ + end, source=source, heading_path=heading))
         comments.clear()
 
     for line in text.splitlines():

@@ -25,6 +25,10 @@ dram_bandwidth = 410 GB/s
 
 [engine_clocks]
 nominal_mhz = 1300
+
+[throughput]
+# dense rates at nominal_mhz
+fp16_tflops = 96.5
 """
 
 _MANUAL = """Lumora Q3 operating notes
@@ -60,6 +64,7 @@ def test_an_ini_section_gives_items_with_the_unit_in_their_key(tmp_path):
     assert abs(profile.mem_capacity_gb.value - 24e9 / GIB) < 1e-9
     assert profile.mem_bw_gbps.value == 410
     assert profile.clock_mhz.value == 1300
+    assert profile.peak_tflops["fp16"].value == 96.5  # the comment before the items ends as a sentence
 
 
 _SPEC_PAGE = """<html><head><title>Corlis T6 technical data</title></head><body>
