@@ -132,6 +132,25 @@ class FamilySpace:
         fitted = self.complete(fitted)
         return fitted if self.feasible(fitted, key) else None
 
+    def tuned_config(self, key: str) -> Config | None:
+        """The task's tuned entry point's rule for class `key` as a configuration of the space
+        (``KernelFamily.tuned_config``, optional: None for a family without one, or where it does not fit the
+        chip), completed to every knob.
+
+        Raises:
+            BadInputError: a chip limit is unknown in the profile.
+        """
+        rule = getattr(self.family, "tuned_config", None)
+        if rule is None:
+            return None
+        try:
+            config = self.complete(rule(self._class_features(key), self.profile))
+        except UnknownChipLimit as exc:
+            raise BadInputError(str(exc)) from None
+        if any(config[k] not in self.knobs[k] for k in self.knobs) or not self.feasible(config, key):
+            return None
+        return config
+
     def all_configs(self, key: str, fixed: Mapping[str, Any] | None = None) -> list[Config]:
         """Every feasible configuration of class `key` with the knobs named in `fixed` at those values, in
         knob-product order. The whole space (no `fixed`) can be millions of configurations: fix some knobs, or draw

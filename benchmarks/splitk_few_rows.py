@@ -17,41 +17,47 @@ from typing import Any
 
 from kernels.splitk_gemm.cases import BENCH_GRID, case_class, full_params
 from kernels.splitk_gemm.common import DTYPES, Problem
-from kernels.splitk_gemm.config import MAX_SPLIT_K, FamilyConfig, gemv_rows
-from kernels.splitk_gemm.schedule import MIN_ITERS_PER_SPLIT, k_iterations, pipeline_stages, tile_count
+from kernels.splitk_gemm.config import FamilyConfig, gemv_rows
+from kernels.splitk_gemm.gemv_rule import choose_gemv_config
+from kernels.splitk_gemm.schedule import pipeline_stages
 from kernels.task import Case
 
-#: Rows of the sweep: decode (1) to small batches (16).
-FEW_ROWS_M = (1, 2, 4, 8, 16)
+#: Rows of the sweep: one row (where the GEMV mode is offered) and the 2 and 4 rows of the element-wise several-rows
+#: accumulator (`common.gemv_tile`); M = 8 and 16 measured 7-20x slower than cuBLAS and are left out.
+FEW_ROWS_M = (1, 2, 4)
 _GEMV = dict(block_m=16, gemv=True, split_k=0, fused_reduce=True)
-#: GEMV-mode configurations timed per case (BLOCK_M 16: rows per program min(16, pow2(M), GEMV_MAX_ROWS)). Those
-#: named "stages=rule" get, per case, the stages of the family's bytes-in-flight rule; "4x units" an explicit split
-#: that launches about 4 programs per compute unit at 2 stages (`variant_config`): bytes in flight from resident
-#: programs instead of a deep pipeline per program (the split rule's one wave of 4-6 stage programs). At sm_90
-#: (offline compile, M = 4) the 64 x 128 tiles at 4 warps spill; the 128 x 64 tiles at 8 warps do not.
+#: GEMV-mode configurations timed per case (BLOCK_M 16: rows per program min(16, pow2(M), GEMV_MAX_ROWS)).
+#: "gemv rule" is, per case, the GEMV tile rule's choice (`gemv_rule.choose_gemv_config` at the profile's bandwidth:
+#: what the catalog's gemv_stream pattern proposes); those named "stages=rule" get the family's bytes-in-flight
+#: stage rule (`variant_config`). 128x64 w8 and 32x256 w4 s3 were the sweep's best; 64x128 at 8 warps and at 3
+#: stages separate the tile shape from the warps and stages of the 64x128 w4 tile that measured 1.5x slower.
 GEMV_VARIANTS: dict[str, FamilyConfig] = {
-    "gemv 64x128 w4 stages=rule": FamilyConfig(block_n=64, block_k=128, num_warps=4, **_GEMV),
+    "gemv rule": FamilyConfig(**_GEMV),
     "gemv 128x64 w8 stages=rule": FamilyConfig(block_n=128, block_k=64, num_warps=8, **_GEMV),
     "gemv 32x256 w4 s3": FamilyConfig(block_n=32, block_k=256, num_warps=4, num_stages=3, **_GEMV),
-    "gemv 128x64 w8 4x units": FamilyConfig(block_n=128, block_k=64, num_warps=8, num_stages=2, **_GEMV),
-    "gemv 64x128 atomic stages=rule": FamilyConfig(block_n=64, block_k=128, num_warps=4, atomic=True,
-                                                   **{**_GEMV, "fused_reduce": False}),
+    "gemv 64x128 w8 stages=rule": FamilyConfig(block_n=64, block_k=128, num_warps=8, **_GEMV),
+    "gemv 64x128 w4 s3": FamilyConfig(block_n=64, block_k=128, num_warps=4, num_stages=3, **_GEMV),
 }
 
 
-def variant_config(name: str, case: Case, limits) -> FamilyConfig:
-    """`GEMV_VARIANTS[name]` for `case`; "stages=rule" variants with `schedule.pipeline_stages` of their tiles at the
-    case's GEMV rows (`config.gemv_rows`) within the chip's smem_per_block_kb."""
+def variant_config(name: str, case: Case, limits, bandwidth: float | None = None) -> FamilyConfig:
+    """`GEMV_VARIANTS[name]` for `case`: "gemv rule" the GEMV tile rule's configuration at `bandwidth` (bytes/s,
+    the profile's; required for it), "stages=rule" variants with `schedule.pipeline_stages` of their tiles at the
+    case's GEMV rows (`config.gemv_rows`) within the chip's smem_per_block_kb.
+
+    Raises:
+        ValueError: "gemv rule" without a bandwidth.
+    """
     config = GEMV_VARIANTS[name]
     p = case.params
     prob = Problem(p["m"], p["n"], p["k"], DTYPES[p["dtype"]])
-    rows = replace(config, block_m=gemv_rows(config.block_m, prob.m))
-    if "4x units" in name:
-        most = max(1, min(MAX_SPLIT_K, k_iterations(rows, prob) // MIN_ITERS_PER_SPLIT))
-        wanted = -(-4 * int(limits.num_compute_units) // tile_count(rows, prob))
-        return replace(config, split_k=max(1, min(most, wanted)))
+    if name == "gemv rule":
+        if not bandwidth:
+            raise ValueError("variant 'gemv rule' needs the chip's bandwidth (bytes/s)")
+        return choose_gemv_config(prob, limits, bandwidth)
     if "stages=rule" not in name:
         return config
+    rows = replace(config, block_m=gemv_rows(config.block_m, prob.m))
     return replace(config, num_stages=pipeline_stages(rows, prob, limits.smem_per_block_kb))
 
 
@@ -131,7 +137,7 @@ def run_few_rows(limits, peaks: tuple[float, float], measured_bw: float | None, 
             break
         sets = [make_inputs(case, 1000 + i, "cuda") for i in range(2)]
         expected = reference(sets[0])["c"]
-        configs = {name: variant_config(name, case, limits) for name in GEMV_VARIANTS}
+        configs = {name: variant_config(name, case, limits, peaks[1]) for name in GEMV_VARIANTS}
         named = {"cublas": cublas, "tuned": tuned,
                  **{name: (lambda a, b, c, _cfg=cfg: run_family(_cfg, a, b, c, limits=limits))
                     for name, cfg in configs.items()}}

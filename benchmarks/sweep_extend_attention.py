@@ -29,7 +29,7 @@ from benchmarks._util import (  # noqa: E402
     write_json,
 )
 from kernels.extend_attention import baseline, extend_attention_fwd  # noqa: E402
-from kernels.extend_attention.family import FamilyConfig, run_family, tma_plan  # noqa: E402
+from kernels.extend_attention.family import AHEAD_DERIVED, FamilyConfig, run_family, tma_plan  # noqa: E402
 from kernels.extend_attention.spec import TASK  # noqa: E402
 from kernels.task import Case  # noqa: E402
 from kernels.timing import bench  # noqa: E402
@@ -149,6 +149,38 @@ def ahead_configs(rows: int, d_total: int, group: int) -> list[FamilyConfig]:
     return out[:12]
 
 
+def prefill_configs(rows: int, d_total: int, group: int) -> list[FamilyConfig]:
+    """Sweep 9 (compute-bound D <= 128: prefill, mixed batch, small heads; issue 20's gap to FlashInfer): the
+    tuned class configuration (`tuned.class_config`, call-dependent knobs derived per call) against the same with
+    the scores-ahead key loop (`FamilyConfig.scores_ahead`: 1, tile t + 1's QK^T in flight during tile t's softmax,
+    its 128x128 program needs 2 load stages to fit 227 KB; 2, P . V of tile t - 1 as well, at BLOCK_N 64 where it
+    does not spill) and heads-fastest program order (`FamilyConfig.heads_inner`), with the stage / BLOCK_N controls
+    that separate the loop from the tile change, and (uniform batch with a prefix) scores-ahead without
+    gather-ahead. At most 11 per case."""
+    if rows <= 64 or d_total > 256:
+        return []
+    from dataclasses import replace
+
+    if d_total <= 128:  # D <= 64: tuned 64x64 / 4 warps, two programs per SM
+        base = FamilyConfig(64, 64, 4, 3, 0, False, pregather=True, tma=True)
+        inner = replace(base, heads_inner=True)
+        return [base, inner, replace(base, scores_ahead=1), replace(inner, scores_ahead=1),
+                replace(inner, scores_ahead=2), replace(inner, block_m=128),
+                replace(inner, block_m=128, scores_ahead=1),  # 128x64 / 4 warps at depth 2 spills (sm_90 compile)
+                replace(inner, block_m=128, block_n=128, num_warps=8, scores_ahead=1),
+                replace(inner, block_m=128, block_n=128, num_warps=8, scores_ahead=2),
+                replace(inner, block_n=128, num_stages=2, scores_ahead=1)]
+    base = FamilyConfig(128, 128, 8, 3, 0, group > 1, pregather=True, tma=True, gather_ahead=AHEAD_DERIVED,
+                        ahead_heads=1, ahead_sync=True, ragged_tiles=64)
+    plain = replace(base, gather_ahead=0, ahead_sync=False)
+    n64 = replace(base, block_n=64)
+    return [base, replace(base, num_stages=2), replace(base, num_stages=2, scores_ahead=1),
+            replace(base, num_stages=2, scores_ahead=1, heads_inner=True), replace(base, heads_inner=True),
+            n64, replace(n64, scores_ahead=1), replace(n64, scores_ahead=2),
+            replace(n64, scores_ahead=2, heads_inner=True), replace(plain, num_stages=2, scores_ahead=1),
+            replace(plain, block_n=64, scores_ahead=2, heads_inner=True)]
+
+
 def sweep_configs(case: Case) -> list[FamilyConfig]:
     """Candidate configurations for a case, from its features (rows per sequence, head dims)."""
     p = case.params
@@ -165,6 +197,8 @@ def sweep_configs(case: Case) -> list[FamilyConfig]:
         return occupancy_configs(rows, d_total, group)
     if QUICK == "ahead":
         return ahead_configs(rows, d_total, group)
+    if QUICK == "prefill":
+        return prefill_configs(rows, d_total, group)
     if QUICK:
         return quick_configs(rows, d_total, group)
     out: list[FamilyConfig] = []
@@ -232,11 +266,36 @@ def precompile(cases: list[Case], workers: int, chip: str) -> list[str]:
     return [e for r in results for e in r]
 
 
-def time_case(case: Case, peaks: tuple[float, float], reps: int) -> dict:
-    """Baseline, tuned and every sweep config on one case: correctness then timing."""
+def time_flashinfer(sets: list[dict], ref, case: Case, peaks: tuple[float, float], reps: int) -> dict:
+    """FlashInfer's row (`extend_providers.flashinfer_provider`: plan() in setup), checked against the reference
+    like the others; ``skipped`` with the reason where it cannot run."""
+    from benchmarks.extend_providers import Unavailable, flashinfer_provider
+
+    entry: dict = {"name": "flashinfer"}
+    try:
+        provider = flashinfer_provider()
+        prepared = provider.setup(sets)
+        result = provider.call(**prepared[0])
+        torch.cuda.synchronize()
+        entry["ok"], entry["max_err"] = max_error(provider.output(prepared[0], result), ref, case)
+        t = bench(provider.call, prepared, reps=reps, warmup=2)
+        entry.update(time_us=t.median_us, p25_us=t.p25_us, p75_us=t.p75_us, wall_us=t.wall_median_us)
+        entry.update(roofline(case, t.median_us, *peaks))
+    except Unavailable as exc:
+        entry["skipped"] = str(exc)[:300]
+    except Exception as exc:  # noqa: BLE001 - a peer's failure is reported, the sweep goes on
+        entry["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    return entry
+
+
+def time_case(case: Case, peaks: tuple[float, float], reps: int, flashinfer: bool = False) -> dict:
+    """Baseline, tuned, FlashInfer (with `flashinfer`) and every sweep config on one case: correctness then
+    timing."""
     sets = input_sets(case, 2)
     ref = reference_output(sets[0])
     row: dict = {"case": case.id, "configs": []}
+    if flashinfer:
+        row["configs"].append(time_flashinfer(sets, ref, case, peaks, reps))
     providers = [("baseline", baseline.extend_attention_fwd, None), ("tuned", extend_attention_fwd, None)]
     providers += [(f"cfg:{cfg.to_dict()}", (lambda c: lambda **a: run_family(c, **a))(cfg), cfg)
                   for cfg in sweep_configs(case)]
@@ -270,6 +329,16 @@ def summarize(rows: list[dict]) -> None:
         base, tuned = by["baseline"].get("time_us", float("nan")), by["tuned"].get("time_us", float("nan"))
         print(f"{row['case']:16s} {base:10.1f} {tuned:10.1f} {best.get('time_us', float('nan')):10.1f} "
               f"{100 * best.get('fraction_of_floor', 0):6.1f}%  {best.get('name', '-')[4:]}")
+        if "flashinfer" in by:
+            fi = by["flashinfer"]
+            fi_us = fi.get("time_us", float("nan"))
+            best_us = best.get("time_us", float("nan"))
+            print(f"{'':16s} flashinfer {fi_us:10.1f} ok={fi.get('ok')} {fi.get('skipped', fi.get('error', ''))}; "
+                  f"FlashInfer / tuned {fi_us / tuned:.3f}, FlashInfer / best {fi_us / best_us:.3f}")
+        for e in good:  # every configuration of the sweep with its ratio, for sweeps of a few configurations
+            if QUICK == "prefill":
+                print(f"{'':16s} {e['time_us']:10.1f} {100 * e.get('fraction_of_floor', 0):6.1f}%  "
+                      f"x{tuned / e['time_us']:.3f} of tuned  {e['name'][4:]}")
         for e in sorted(good, key=lambda e: e["time_us"])[1:4]:
             print(f"{'':38s}{e['time_us']:10.1f} {100 * e.get('fraction_of_floor', 0):6.1f}%  {e['name'][4:]}")
         tma = [e for e in good if "'tma': True" in e["name"]]
@@ -301,13 +370,17 @@ def main() -> None:
                     help="compute-bound cases: 4-warp programs two to an SM (sweep 7)")
     ap.add_argument("--ahead", action="store_true",
                     help="compute-bound cases: gather-ahead of the next KV head's prefix (sweep 8)")
+    ap.add_argument("--prefill", action="store_true",
+                    help="prefill, mixed batch, small heads: scores-ahead loop and heads-fastest order (sweep 9)")
+    ap.add_argument("--flashinfer", action="store_true",
+                    help="time FlashInfer too (benchmarks/extend_providers.py; skipped with its reason if absent)")
     args = ap.parse_args()
     use_chip(args.chip)
     global QUICK
-    QUICK = ("ahead" if args.ahead else "occupancy" if args.occupancy else "compute" if args.compute
-             else "tma" if args.tma else "focus" if args.focus else args.quick)
+    QUICK = ("prefill" if args.prefill else "ahead" if args.ahead else "occupancy" if args.occupancy
+             else "compute" if args.compute else "tma" if args.tma else "focus" if args.focus else args.quick)
     cases = [c for c in TASK.bench_cases if not args.cases or c.id in args.cases.split(",")]
-    if QUICK in ("compute", "tma", "occupancy", "ahead"):
+    if QUICK in ("compute", "tma", "occupancy", "ahead", "prefill"):
         cases = [c for c in cases if sweep_configs(c)]
     t0 = time.time()
     errors = precompile(cases, args.workers, args.chip)
@@ -316,7 +389,8 @@ def main() -> None:
         print("  ", e)
     rows = []
     for case in cases:
-        rows.append(time_case(case, (args.peak_tflops, args.peak_gbps), args.reps))
+        with_fi = args.flashinfer or QUICK == "prefill"
+        rows.append(time_case(case, (args.peak_tflops, args.peak_gbps), args.reps, with_fi))
         print(f"timed {case.id} at {time.time() - t0:.0f}s", flush=True)
         write_json(args.out, {"env": environment(), "compile_errors": errors, "rows": rows})
     summarize(rows)

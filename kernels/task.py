@@ -113,6 +113,9 @@ class KernelFamily(Protocol):
     Optional method ``refit(config, features, chip) -> dict | None``: `config` (e.g. measured on another chip)
     fitted to `chip` for every case of the sequence `features`, or None; a family without it has configurations
     that do not fit the chip dropped instead of adapted (``agent.family_space.FamilySpace.refit``).
+    Optional method ``tuned_config(features, chip) -> dict``: the task's tuned entry point's rule as one
+    configuration for the cases `features` of a class; the offline proposer ranks it right after its top
+    knowledge plan (``agent.family_space.FamilySpace.tuned_config``).
     """
 
     module: str

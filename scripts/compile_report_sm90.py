@@ -10,7 +10,8 @@ visible before any GPU time is spent.
     python scripts/compile_report_sm90.py 128x128w8s3 128x128w8s3a16 128x128w8s3a16y
 
 A configuration is BLOCK_M x BLOCK_N, w num_warps, s num_stages, optional a AHEAD_ROWS (gather-ahead rows per
-key tile, two heads ahead; 0 or absent: off) and a final y for AHEAD_SYNC (one launch, ticket and copy counters).
+key tile, two heads ahead; 0 or absent: off), y for AHEAD_SYNC (one launch, ticket and copy counters), -saN for
+``scores_ahead=N`` and -d64 for the small-heads layout (D = 64, G = 1, heads fastest), e.g. 128x64w8s3-sa2.
 The MLA kernels (bf16 576/512, 16 heads, causal, TMA; `kernels/extend_attention/mla.py`): ``mla-BMxBNwWsS`` for the
 Triton kernel (``c`` at the end: the score dots chained to P . V, without the SPLIT_QK branch), ``mla-gluon-nBN``
 for the Gluon kernel (``l`` at the end: lazy rescale) and ``mla-gluon-ws`` for the warp-specialized one (``-e``
@@ -28,20 +29,31 @@ import tempfile
 
 from triton.backends.nvidia.compiler import get_ptxas
 
-from kernels.extend_attention.offline_compile import compile_family, compile_mla, compile_mla_gluon
+from kernels.extend_attention.offline_compile import (
+    compile_family,
+    compile_mla,
+    compile_mla_gluon,
+    groups_in_flight_at_exp,
+)
 
-PATTERN = re.compile(r"(\d+)x(\d+)w(\d+)s(\d+)(?:a(\d+))?(y?)$")
+PATTERN = re.compile(r"(\d+)x(\d+)w(\d+)s(\d+)(?:a(\d+))?(y?)(?:-sa(\d))?(-d64)?$")
 MLA_TRITON = re.compile(r"mla-(\d+)x(\d+)w(\d+)s(\d+)(c?)$")
 MLA_GLUON = re.compile(r"mla-gluon-n(\d+)(l?)$")
 MLA_WS = re.compile(r"mla-gluon-ws(-e)?(-p)?$")
 
 
-def compile_one(bm: int, bn: int, warps: int, stages: int, ahead: int, sync: bool) -> dict:
-    """Compile one configuration (bf16, D = 128, G = 4 packed, causal, TMA; gather-ahead two heads ahead);
-    ptxas's registers and spills, and the shared memory Triton allocates."""
+def compile_one(bm: int, bn: int, warps: int, stages: int, ahead: int, sync: bool, scores_ahead: int = 0,
+                d64: bool = False) -> dict:
+    """Compile one configuration (bf16, D = 128, G = 4 packed, or with `d64` D = 64 and G = 1 unpacked, heads
+    fastest; causal, TMA; gather-ahead two heads ahead; `scores_ahead` the family knob's depth); ptxas's registers
+    and spills, the shared memory Triton allocates, and the most wgmma groups in flight at an exponential
+    (`offline_compile.groups_in_flight_at_exp`: 0 for the plain loop, the overlap the scores-ahead loop gets)."""
+    heads = dict(LQ=64, LV=64, BLOCK_D=64, BLOCK_DV=64, GROUP=1, PACK=1, HEADS_INNER=True) if d64 else {}
     compiled = compile_family(num_warps=warps, num_stages=stages, BLOCK_M=bm, BLOCK_N=bn, AHEAD_ROWS=ahead,
-                              AHEAD_HEADS=2, AHEAD_SYNC=sync, PROXY_FENCE=sync)
-    return {**ptxas_usage(compiled.asm["ptx"]), "smem_kb": round(compiled.metadata.shared / 1024, 1)}
+                              AHEAD_HEADS=2, AHEAD_SYNC=sync, PROXY_FENCE=sync, SCORES_AHEAD=scores_ahead, **heads)
+    ptx = compiled.asm["ptx"]
+    return {**ptxas_usage(ptx), "smem_kb": round(compiled.metadata.shared / 1024, 1),
+            "in_flight_at_exp": groups_in_flight_at_exp(ptx)}
 
 
 def compile_mla_one(arg: str) -> dict | None:
@@ -93,10 +105,11 @@ def main() -> None:
             continue
         match = PATTERN.match(arg)
         if not match:
-            raise SystemExit(f"{arg}: expected BMxBNwWARPSsSTAGES[aROWS], e.g. 128x128w8s3a16")
+            raise SystemExit(f"{arg}: expected BMxBNwWARPSsSTAGES[aROWS][y][-saDEPTH][-d64], e.g. 128x128w8s3a16")
         bm, bn, warps, stages, ahead = (int(g or 0) for g in match.groups()[:5])
         try:
-            print(arg, compile_one(bm, bn, warps, stages, ahead, match.group(6) == "y"), flush=True)
+            print(arg, compile_one(bm, bn, warps, stages, ahead, match.group(6) == "y", int(match.group(7) or 0),
+                                   bool(match.group(8))), flush=True)
         except Exception as exc:  # a refusal (e.g. out of shared memory) is a result here
             print(arg, f"does not compile: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}", flush=True)
 

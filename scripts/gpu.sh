@@ -174,8 +174,9 @@ suite_splitk_sweep() {  # split-K GEMM: the bench plus ~13 variants of the tuned
   python3 benchmarks/bench_splitk_gemm.py --chip h200 --sweep --out "$OUT/splitk-sweep.json" "$@"
 }
 
-suite_splitk_gemv() {  # split-K GEMM at M 1, 2, 4, 8, 16 on the 6 bench layers (~130 s; limit 150; needs .whl): cuBLAS,
-  # tuned and 4 GEMV-mode variants, median us (% of spec bandwidth); the last lines are per M the geomean vs cuBLAS
+suite_splitk_gemv() {  # split-K GEMM at M 1, 2, 4 on the 6 bench layers (~70 s; limit 150; needs .whl): cuBLAS, tuned
+  # and 5 GEMV-mode variants ("gemv rule": the GEMV tile rule's pick per case; at M 2, 4 the several-rows element-wise
+  # accumulator), median us (% of spec bandwidth); the last lines are per M the geomean vs cuBLAS
   python3 benchmarks/bench_splitk_gemm.py --chip h200 --few-rows --reps 15 --budget-s 110 \
     --out "$OUT/splitk-gemv.json" "$@"
 }

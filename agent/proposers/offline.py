@@ -6,7 +6,9 @@ It combines knobs: two-knob moves pair any one-knob steps, also steps that fit o
 switch that is off). It learns from this run's verdicts: failed configurations are never retried, knob moves that
 won or lost are scored up or down (per class, and half as much across classes), the fastest verified configuration
 of a class becomes its exploration centre, and after a multi-class candidate is rejected the classes that did
-improve are proposed on their own. It never proposes the same dispatch table twice (content hash).
+improve are proposed on their own. A class whose plan lost while it is still on the baseline's structure gets its
+next-ranked plan (without the patterns this run scored down, or the task's tuned rule, ranked right after the top
+plan) before any class is explored knob by knob. It never proposes the same dispatch table twice (content hash).
 """
 
 from __future__ import annotations
@@ -23,6 +25,12 @@ from agent.errors import SearchSpaceExhausted
 from agent.family_space import Config, FamilySpace, config_key, table_hash
 from agent.proposers.base import Proposal, ProposalContext
 from agent.runstate import EvalRecord, Lineage
+
+#: Configurations a class still on the baseline's structure may have tried and still come first to try its
+#: next-ranked knowledge plan (`PatternGuidedProposer._replanning`): the top plan and two more.
+REPLAN_TRIES = 3
+#: The note of the plan that is the task's tuned entry point's rule (proposed whole, never onto a centre).
+TUNED_RULE = "the tuned entry point's rule"
 
 
 @dataclass(frozen=True)
@@ -62,7 +70,8 @@ class PatternGuidedProposer:
         self.last = (lineage, record)
         self.any_accepted |= record.accepted
         table, changed = lineage.parameters.get("table", {}), lineage.parameters.get("classes", [])
-        for key, config in table.items():
+        # a class the table leaves out ran the baseline's structure (`FamilySpace.full_table`, as rendered)
+        for key, config in self.space.full_table(table).items():
             config = self.space.complete(config)  # a run resumed across a new knob: the family's default
             ck = config_key(config)
             self.configs[ck] = config
@@ -152,8 +161,9 @@ class PatternGuidedProposer:
         """Classes by expected benefit: headroom (sum over their cases of 1 - roofline fraction; 1 per case when
         untimed) over (1 + evaluations since the class last improved) squared, a fifth of that once every
         one-step neighbour of the class's centre has been tried (a local optimum). Classes that block the
-        first acceptance (`_blocking`) come before all others."""
+        first acceptance (`_blocking`) come before all others, then classes to re-plan (`_replanning`)."""
         blocking = self._blocking(ctx)
+        replan = self._replanning(ctx)
 
         def priority(key: str) -> float:
             headroom = 0.0
@@ -165,7 +175,27 @@ class PatternGuidedProposer:
             fresh = any((key, config_key(c)) not in self.tried_in_class for _k, _d, c in
                         self.space.neighbors(centre, key))
             return headroom / (1 + self.stale[key]) ** 2 * (1.0 if fresh else 0.2)
-        return sorted(self.space.classes, key=lambda k: (k not in blocking, -priority(k), k))
+        return sorted(self.space.classes, key=lambda k: (k not in blocking, k not in replan, -priority(k), k))
+
+    def _improved(self, key: str, ctx: ProposalContext) -> bool:
+        """The best table runs class `key` on something other than the baseline's structure (an accepted
+        candidate changed it)."""
+        return key in ctx.best_table and config_key(self.space.complete(ctx.best_table[key])) != config_key(
+            self.space.structure_config(key))
+
+    def _replanning(self, ctx: ProposalContext) -> set[str]:
+        """Classes whose knowledge plan was tried and lost (rejected, or dropped from a merge as slower) while the
+        class is still on the baseline's structure, and that have a knowledge plan not yet tried: such a class
+        gets its next-ranked plan before any class is explored knob by knob, so a regressing first plan cannot
+        leave it on the baseline; at most `REPLAN_TRIES` configurations of a class are tried that way."""
+        out = set()
+        for key in self.space.classes:
+            tries = sum(1 for k, _ck in self.tried_in_class if k == key)
+            if self._improved(key, ctx) or not 0 < tries < REPLAN_TRIES:
+                continue
+            if any((key, config_key(p.config)) not in self.tried_in_class for p in self._plans(key, ctx)):
+                out.add(key)
+        return out
 
     def _centre(self, key: str, ctx: ProposalContext, plans: list[Plan]) -> Config:
         """Where to explore: the fastest configuration of the class seen in this run (median over its
@@ -184,13 +214,14 @@ class PatternGuidedProposer:
     def _class_candidates(self, key: str, ctx: ProposalContext, plans: list[Plan]
                           ) -> Iterator[tuple[Config, tuple[str, ...], str, dict | None, tuple[str, ...]]]:
         centre = self._centre(key, ctx, plans)
-        if self.observed[key] and centre != ctx.best_table.get(key):
+        running = ctx.best_table.get(key) or self.space.structure_config(key)  # what the best candidate runs
+        if self.observed[key] and centre != running:
             # the fastest configuration of this class so far sits in a candidate that was rolled back for
             # another class's sake: propose it alone
             yield centre, (), "the fastest configuration seen for this class, alone", {"class": key, "knob": None}, ()
         tuned = ctx.best_id != "v0" or bool(self.observed[key])
         for plan in plans:
-            if not tuned or plan.note.startswith("verified"):
+            if not tuned or plan.note.startswith("verified") or plan.note == TUNED_RULE:  # whole configurations
                 yield plan.config, plan.patterns, plan.note, None, plan.citations
             onto = self._apply(centre, plan.config, key, only=self._knobs_of(plan, key))
             if onto is not None:
@@ -221,10 +252,22 @@ class PatternGuidedProposer:
         """Findings first (fastest verified configurations of this class on this chip), then patterns ranked
         for the class's cases, applied cumulatively (higher score keeps its knob values) and one at a time.
         A pattern whose summed score over the class is negative (the knowledge expects it to slow the class down,
-        e.g. pre-gathering a decode prefix) is not applied; it still weighs against its values in `_move_score`."""
+        e.g. pre-gathering a decode prefix) is not applied; it still weighs against its values in `_move_score`.
+        Once a candidate was accepted and this run has scored a pattern down (its candidates lost more often than
+        they won, `observe`; before an acceptance every pattern of the first plan lost equally), the cumulative
+        plan without such patterns comes first among the pattern plans: the next-ranked plan after a plan that
+        regressed. The task's tuned entry point's rule for the class (`FamilySpace.tuned_config`,
+        where the task has one) comes right after the cumulative plan, so a class whose knowledge plan loses is
+        never left below the rule the task already ships."""
         plans = self._finding_plans(key, ctx)
         ranked = [r for r in self._aggregate_patterns(key, ctx) if r[1][1] >= 0]
         base = self.space.structure_config(key)
+        blamed = [pid for pid, _r in ranked if self.pattern_stats[pid] < 0]
+        if self.any_accepted and blamed and len(blamed) < len(ranked):
+            kept = self._cumulative(key, [r for r in ranked if r[0] not in blamed])
+            if kept is not None:
+                plans.append(Plan(kept.config, kept.patterns, f"{kept.note} (without {', '.join(blamed)}, which "
+                                                              f"lost in this run)", kept.citations))
         config, applied, cites = dict(base), [], []
         prefix_plans = []
         set_knobs: set[str] = set()
@@ -239,6 +282,10 @@ class PatternGuidedProposer:
             prefix_plans.append(Plan(dict(config), tuple(applied), "patterns " + " + ".join(applied), tuple(cites)))
         if prefix_plans:
             plans.append(prefix_plans[-1])
+        tuned = self.space.tuned_config(key)
+        if tuned is not None:
+            plans.append(Plan(tuned, (), TUNED_RULE))
+        if prefix_plans:
             plans.extend(reversed(prefix_plans[:-1]))
         for pattern_id, (knobs, _score, pc) in ranked:
             single = self._apply(base, knobs, key)
@@ -248,6 +295,20 @@ class PatternGuidedProposer:
         for plan in plans:
             unique.setdefault(config_key(plan.config), plan)
         return [p for p in unique.values() if config_key(p.config) not in self.failed[key]]
+
+    def _cumulative(self, key: str, ranked: list) -> Plan | None:
+        """`ranked` patterns applied cumulatively onto the class's structure (a higher-ranked one keeps its knob
+        values), as one plan; None when none applies."""
+        config, applied, cites, set_knobs = self.space.structure_config(key), [], [], set()
+        for pattern_id, (knobs, _score, pc) in ranked:
+            new = {k: v for k, v in knobs.items() if k not in set_knobs}
+            moved = self._apply(config, new, key)
+            if moved is None:
+                continue
+            config, set_knobs = moved, set_knobs | set(new)
+            applied.append(pattern_id)
+            cites.extend(pc[:2])
+        return Plan(dict(config), tuple(applied), "patterns " + " + ".join(applied), tuple(cites)) if applied else None
 
     def _finding_plans(self, key: str, ctx: ProposalContext) -> list[Plan]:
         """Configurations of this class that earlier runs accepted, best first: accepted findings grouped by

@@ -12,7 +12,10 @@ the programs of KV head h copy head h + ahead_heads's, `gather_ahead` rows per k
 (absorbed-MLA calls, 576/512 with V a view of K, run a dedicated kernel of `mla.py`: "triton" with the same tile,
 stage, split, pregather and tma knobs, "gluon" / the "gluon_ahead*" variants (`mla_gluon.GLUON_VARIANTS`) /
 "gluon_ws" the Hopper Gluon kernels (the Triton one elsewhere);
-"off": the generic kernel below), and ragged_tiles (a ragged call runs square tiles of that size with 4 warps).
+"off": the generic kernel below), and ragged_tiles (a ragged call runs square tiles of that size with 4 warps),
+scores_ahead (the unmasked contiguous key tiles with the next tile's scores issued before the current softmax,
+`family_pipelined.py`) and heads_inner (program order with heads fastest, so that the heaviest row blocks of all
+heads are dispatched first, not those of head 0 only).
 Two knobs take a value that is a function of the call, resolved by `resolve_call` from metadata and the caller's
 host-side hint: ``num_splits=0`` (`auto_splits`) and ``gather_ahead=AHEAD_DERIVED`` (`family_ahead.gather_ahead_rows`),
 so that one configuration per dispatch class can be right for every call of the class.
@@ -88,6 +91,16 @@ class FamilyConfig:
         through kv_indices never uses descriptors (a gather, not a box).
     Rows past a tile's sequence are masked by the key mask as on the pointer path: a descriptor box reads the
     next sequence's rows (finite inputs) or zeros past the tensor, never an unnamed cache slot.
+
+    ``scores_ahead``: the unmasked full key tiles of contiguous rows (extend keys, pre-gathered prefix) run
+    software-pipelined by one tile, tile t + 1's q @ k^T before tile t's softmax and P . V, so an asynchronous
+    matrix unit can overlap them (FlashAttention-3's intra-warpgroup overlap; `family_pipelined.py`); 2: P . V
+    one tile behind as well, so both dots run during a softmax (gather-ahead's prefix loop runs 1 then); masked
+    tiles, gathered prefixes and the loop-pipelined gather keep the plain loop. ``heads_inner``: program
+    index = row block x heads + head (heads fastest) instead of head-major, so that with ``heavy_first`` the longest
+    row blocks of every head start in the first waves (list scheduling longest-first; the head-major order starts
+    head 7's longest blocks last). Ignored under ``ahead_sync`` and per-head gather-ahead launches (their order is
+    head-major by design).
     """
 
     block_m: int = 64
@@ -106,6 +119,8 @@ class FamilyConfig:
     ahead_sync: bool = False
     mla: str = "off"
     ragged_tiles: int = 0
+    scores_ahead: int = 0
+    heads_inner: bool = False
 
     def __post_init__(self) -> None:
         for name in ("block_m", "block_n"):
@@ -118,7 +133,7 @@ class FamilyConfig:
                         and not self.gather_ahead & (self.gather_ahead - 1))
                 or not (self.ragged_tiles == 0 or 16 <= self.ragged_tiles <= 256
                         and not self.ragged_tiles & (self.ragged_tiles - 1))
-                or not 1 <= self.ahead_heads <= 64 or self.mla not in MLA_IMPLS):
+                or not 1 <= self.ahead_heads <= 64 or self.mla not in MLA_IMPLS or self.scores_ahead not in (0, 1, 2)):
             raise ValueError(f"FamilyConfig out of range: {self}")
 
     def to_dict(self) -> dict[str, Any]:
@@ -393,8 +408,11 @@ def run_family(
         descs = [_row_descriptor(t, w, config.block_n) if use else dummy for t, w, use in (
             (k_extend, prob.head_dim, tma_ext), (v_extend, prob.head_dim_v, tma_ext),
             (k_buffer, prob.head_dim, tma_prefix), (v_buffer, prob.head_dim_v, tma_prefix))]
-        for head_base, grid_heads, ahead_rows in ahead_launches(config, heads, ahead):
-            grid = (row_blocks * grid_heads, 1, splits) if sync else (row_blocks, grid_heads, splits)
+        launches = ahead_launches(config, heads, ahead)
+        heads_inner = config.heads_inner and not sync and len(launches) == 1
+        for head_base, grid_heads, ahead_rows in launches:
+            flat = sync or heads_inner
+            grid = (row_blocks * grid_heads, 1, splits) if flat else (row_blocks, grid_heads, splits)
             _launch_kernel(grid, q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
                            kv_indices, custom_mask if use_mask else dummy, mask_indptr if use_mask else dummy,
                            offsets if offsets is not None else dummy, sinks if sinks is not None else dummy,
@@ -411,7 +429,7 @@ def run_family(
                 # the proxy fence orders TMA reads after the copies; sm_90+ only, needed only with TMA
                 AHEAD_SYNC=sync, PROXY_FENCE=sync and tma_prefix and q_extend.is_cuda,
                 V_SCALED=v_scale != 1.0, STORE_LSE=store_lse, SKIP_PREFIX=skip_prefix, SKIP_EXTEND=skip_extend,
-                MASK_OFFSET=offsets is not None))
+                MASK_OFFSET=offsets is not None, SCORES_AHEAD=int(config.scores_ahead), HEADS_INNER=heads_inner))
         return splits, mid_o, mid_l
 
     while True:  # the footprint model can fall short of what Triton allocates: shrink and retry on the refusal

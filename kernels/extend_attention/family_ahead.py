@@ -23,7 +23,9 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from kernels.extend_attention.family_tiles import _prefix_tile
+from kernels.extend_attention.common import dot
+from kernels.extend_attention.family_pipelined import _tile_values
+from kernels.extend_attention.family_tiles import _load_rows, _prefix_tile, _softmax_step
 
 #: Gather-ahead rows per key tile measured on the H200 (16: the mixed batch's 4096-key prefix over 8 row blocks);
 #: fewer rows per tile leave part of a slice to the copy after the loop, more cost issue slots in it.
@@ -101,26 +103,58 @@ def ahead_prefix(acc, l_i, m_i, q, qpe, lo, full_hi, hi, kv_indices, pre_start, 
                  BLOCK_DV: tl.constexpr, BLOCK_N: tl.constexpr, WINDOW: tl.constexpr, LOGIT_CAP: tl.constexpr,
                  IS_CAUSAL: tl.constexpr, USE_MASK: tl.constexpr, SKIP_PREFIX_MASK: tl.constexpr,
                  V_IS_K: tl.constexpr, FOLD_SCALE: tl.constexpr, PREFIX_CONTIG: tl.constexpr, TMA: tl.constexpr,
-                 AHEAD_ROWS: tl.constexpr):
+                 AHEAD_ROWS: tl.constexpr, SCORES_AHEAD: tl.constexpr = False):
     """The unmasked prefix tiles [lo, full_hi) folded into the online softmax while rows [a_lo, a_hi) of the
     target head's prefix are copied: at tile i the rows of chunk i (loaded at tile i - 1) are stored, chunk i + 1's
     rows are loaded at slots read at tile i - 1, and chunk i + 2's slots are read, so neither load stalls the warps
-    in front of the tile's dots; rows the loop did not reach are copied after it."""
+    in front of the tile's dots; rows the loop did not reach are copied after it. SCORES_AHEAD (contiguous prefix,
+    no rope part): the tiles run as `family_pipelined._scores_ahead_rows` does, one copy step per tile as here."""
     a_tok = a_lo + tl.arange(0, AHEAD_ROWS)
     ak, av = _ahead_load(a_tok, a_hi, _ahead_slots(a_tok, a_hi, kv_indices, pre_start), a_src_k, a_src_v,
                          stride_kst, stride_vst, offs_d, offs_dv, LQ, LV)
     n_slots = _ahead_slots(a_tok + AHEAD_ROWS, a_hi, kv_indices, pre_start)
-    for start in range(lo, full_hi, BLOCK_N):
-        n_tok = a_tok + AHEAD_ROWS
-        nk, nv = _ahead_load(n_tok, a_hi, n_slots, a_src_k, a_src_v, stride_kst, stride_vst, offs_d, offs_dv, LQ, LV)
-        n_slots = _ahead_slots(n_tok + AHEAD_ROWS, a_hi, kv_indices, pre_start)
-        _ahead_store(ak, av, a_tok, a_hi, pre_start, a_dst_k, a_dst_v, stride_kbt, stride_vbt, offs_d, offs_dv, LQ, LV)
-        acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,
-                                     stride_kbt, stride_vbt, kb_desc, vb_desc, kv_head, tok, valid, pre_len, seq_len,
-                                     mask_ptr, mask_start, qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ, LV,
-                                     BLOCK_D, BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP, IS_CAUSAL, USE_MASK,
-                                     SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, False, PREFIX_CONTIG, TMA)
-        a_tok, ak, av = n_tok, nk, nv
+    SCORES_LOOP: tl.constexpr = SCORES_AHEAD and PREFIX_CONTIG and BLOCK_DPE == 0
+    if SCORES_LOOP:
+        if lo < full_hi:
+            k_base = kb_head + pre_start * stride_kbt
+            v_base = vb_head + pre_start * stride_vbt
+            row0 = pre_start.to(tl.int32)
+            zero_a = tl.zeros([q.shape[0], 16], dtype=q.dtype)  # the wait dot (family_pipelined.py)
+            zero_b = tl.zeros([16, BLOCK_N], dtype=q.dtype)
+            k = _load_rows(k_base, (lo + offs_n).to(tl.int64), valid, stride_kbt, offs_d, kb_desc, row0 + lo,
+                           kv_head * LQ, LQ, BLOCK_D, False, TMA)
+            qk = dot(q, tl.trans(k))
+            for start in range(lo + BLOCK_N, full_hi, BLOCK_N):
+                scores = dot(zero_a, zero_b, qk)
+                k_next = _load_rows(k_base, (start + offs_n).to(tl.int64), valid, stride_kbt, offs_d, kb_desc,
+                                    row0 + start, kv_head * LQ, LQ, BLOCK_D, False, TMA)
+                qk = dot(q, tl.trans(k_next))
+                a_tok, ak, av, n_slots = _copy_step(a_tok, ak, av, n_slots, a_hi, kv_indices, pre_start, a_src_k,
+                                                    a_src_v, a_dst_k, a_dst_v, stride_kst, stride_vst, stride_kbt,
+                                                    stride_vbt, offs_d, offs_dv, LQ, LV, AHEAD_ROWS)
+                v = _tile_values(k, v_base, start - BLOCK_N, stride_vbt, offs_n, offs_dv, vb_desc, row0, kv_head,
+                                 valid, LV, BLOCK_DV, V_IS_K, TMA)
+                acc, l_i, m_i = _softmax_step(acc, l_i, m_i, scores, v, valid[:, None], qk_scale, sm_scale,
+                                              LOGIT_CAP, False, FOLD_SCALE)
+                if V_IS_K:
+                    k = k_next
+            a_tok, ak, av, n_slots = _copy_step(a_tok, ak, av, n_slots, a_hi, kv_indices, pre_start, a_src_k, a_src_v,
+                                                a_dst_k, a_dst_v, stride_kst, stride_vst, stride_kbt, stride_vbt,
+                                                offs_d, offs_dv, LQ, LV, AHEAD_ROWS)
+            v = _tile_values(k, v_base, full_hi - BLOCK_N, stride_vbt, offs_n, offs_dv, vb_desc, row0, kv_head,
+                             valid, LV, BLOCK_DV, V_IS_K, TMA)
+            acc, l_i, m_i = _softmax_step(acc, l_i, m_i, qk, v, valid[:, None], qk_scale, sm_scale, LOGIT_CAP,
+                                          False, FOLD_SCALE)
+    else:
+        for start in range(lo, full_hi, BLOCK_N):
+            a_tok, ak, av, n_slots = _copy_step(a_tok, ak, av, n_slots, a_hi, kv_indices, pre_start, a_src_k, a_src_v,
+                                                a_dst_k, a_dst_v, stride_kst, stride_vst, stride_kbt, stride_vbt,
+                                                offs_d, offs_dv, LQ, LV, AHEAD_ROWS)
+            acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,
+                                         stride_kbt, stride_vbt, kb_desc, vb_desc, kv_head, tok, valid, pre_len,
+                                         seq_len, mask_ptr, mask_start, qk_scale, sm_scale, offs_n, offs_d, offs_dv,
+                                         LQ, LV, BLOCK_D, BLOCK_DPE, BLOCK_DV, WINDOW, LOGIT_CAP, IS_CAUSAL, USE_MASK,
+                                         SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE, False, PREFIX_CONTIG, TMA)
     _ahead_store(ak, av, a_tok, a_hi, pre_start, a_dst_k, a_dst_v, stride_kbt, stride_vbt, offs_d, offs_dv, LQ, LV)
     for a0 in range(a_lo + ((full_hi - lo) // BLOCK_N + 1) * AHEAD_ROWS, a_hi, AHEAD_ROWS):
         r_tok = a0 + tl.arange(0, AHEAD_ROWS)
@@ -128,6 +162,19 @@ def ahead_prefix(acc, l_i, m_i, q, qpe, lo, full_hi, hi, kv_indices, pre_start, 
                              stride_kst, stride_vst, offs_d, offs_dv, LQ, LV)
         _ahead_store(rk, rv, r_tok, a_hi, pre_start, a_dst_k, a_dst_v, stride_kbt, stride_vbt, offs_d, offs_dv, LQ, LV)
     return acc, l_i, m_i
+
+
+@triton.jit
+def _copy_step(a_tok, ak, av, n_slots, a_hi, kv_indices, pre_start, a_src_k, a_src_v, a_dst_k, a_dst_v, stride_kst,
+               stride_vst, stride_kbt, stride_vbt, offs_d, offs_dv, LQ: tl.constexpr, LV: tl.constexpr,
+               AHEAD_ROWS: tl.constexpr):
+    """One tile's share of the copy in `ahead_prefix`: load the next chunk's rows, read the slots of the one after,
+    store this chunk's; returns the next chunk's (rows, K, V, slots of the one after)."""
+    n_tok = a_tok + AHEAD_ROWS
+    nk, nv = _ahead_load(n_tok, a_hi, n_slots, a_src_k, a_src_v, stride_kst, stride_vst, offs_d, offs_dv, LQ, LV)
+    n_slots = _ahead_slots(n_tok + AHEAD_ROWS, a_hi, kv_indices, pre_start)
+    _ahead_store(ak, av, a_tok, a_hi, pre_start, a_dst_k, a_dst_v, stride_kbt, stride_vbt, offs_d, offs_dv, LQ, LV)
+    return n_tok, nk, nv, n_slots
 
 
 @triton.jit

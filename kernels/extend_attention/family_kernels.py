@@ -24,6 +24,7 @@ import triton
 import triton.language as tl
 
 from kernels.extend_attention.family_ahead import ahead_prefix, ahead_release, ahead_ticket, ahead_wait
+from kernels.extend_attention.family_pipelined import _pipelined_rows
 from kernels.extend_attention.family_tiles import _attend_tile, _load_rows, _prefix_tile, _visible
 
 LOG2E = 1.4426950408889634
@@ -80,10 +81,14 @@ def _family_fwd_kernel(
     PREFIX_CONTIG: tl.constexpr, TMA_EXT: tl.constexpr, TMA_PREFIX: tl.constexpr, AHEAD_ROWS: tl.constexpr,
     AHEAD_HEADS: tl.constexpr, AHEAD_SYNC: tl.constexpr, PROXY_FENCE: tl.constexpr, V_SCALED: tl.constexpr,
     STORE_LSE: tl.constexpr, SKIP_PREFIX: tl.constexpr, SKIP_EXTEND: tl.constexpr, MASK_OFFSET: tl.constexpr,
+    SCORES_AHEAD: tl.constexpr = 0, HEADS_INNER: tl.constexpr = False,
 ):
     nblocks, cum = _block_counts(qo_indptr, batch, PACK, BLOCK_M, BLOCK_B)  # in flight while a ticket is taken
     lin = tl.program_id(0)
     head = tl.program_id(1) + head_base
+    if HEADS_INNER:  # grid (row blocks x heads, 1, splits), heads fastest: every head's heaviest blocks go first
+        lin = tl.program_id(0) // num_heads
+        head = tl.program_id(0) % num_heads
     if AHEAD_SYNC:  # one launch over all heads: the work item comes from a ticket (see family_ahead.py)
         ticket = ahead_ticket(ahead_cnt)
         lin = ticket % grid_blocks
@@ -167,10 +172,16 @@ def _family_fwd_kernel(
                 V_src + target.to(tl.int64) * stride_vsh, K_buf + target.to(tl.int64) * stride_kbh,
                 V_buf + target.to(tl.int64) * stride_vbh, stride_kst, stride_vst, LQ, LV, BLOCK_D, BLOCK_DPE,
                 BLOCK_DV, BLOCK_N, WINDOW, LOGIT_CAP, IS_CAUSAL, USE_MASK, SKIP_PREFIX_MASK, V_IS_K, FOLD_SCALE,
-                PREFIX_CONTIG, TMA_PREFIX, AHEAD_ROWS)
+                PREFIX_CONTIG, TMA_PREFIX, AHEAD_ROWS, SCORES_AHEAD)
             if AHEAD_SYNC:
                 if copies:
                     ahead_release(ahead_cnt + 1 + seq * num_heads + target)
+        elif SCORES_AHEAD and PREFIX_CONTIG and BLOCK_DPE == 0:  # family_pipelined.py
+            acc, l_i, m_i = _pipelined_rows(acc, l_i, m_i, q, lo, full_hi, kb_head + pre_start * stride_kbt,
+                                            vb_head + pre_start * stride_vbt, stride_kbt, stride_vbt, K_buf_desc,
+                                            V_buf_desc, pre_start.to(tl.int32), kv_head, valid, qk_scale, sm_scale,
+                                            offs_n, offs_d, offs_dv, LQ, LV, BLOCK_D, BLOCK_DV, BLOCK_N, LOGIT_CAP,
+                                            V_IS_K, FOLD_SCALE, TMA_PREFIX, SCORES_AHEAD)
         else:
             for start in range(lo, full_hi, BLOCK_N):
                 acc, l_i, m_i = _prefix_tile(acc, l_i, m_i, q, qpe, start, hi, kv_indices, pre_start, kb_head, vb_head,
@@ -207,7 +218,7 @@ def _family_fwd_kernel(
                                      pre_len, seq_len, tok, valid, tok_lo, tok_hi, kv_head, stride_kt, stride_kh,
                                      stride_vt, stride_vh, mask_ptr, mask_start, ext_qk_scale, ext_sm_scale, offs_n,
                                      offs_d, offs_dv, LQ, LV, BLOCK_D, BLOCK_DPE, BLOCK_DV, BLOCK_N, WINDOW, LOGIT_CAP,
-                                     IS_CAUSAL, USE_MASK, MASKED_ALWAYS, V_IS_K, FOLD_SCALE, TMA_EXT)
+                                     IS_CAUSAL, USE_MASK, MASKED_ALWAYS, V_IS_K, FOLD_SCALE, TMA_EXT, SCORES_AHEAD)
 
     _write_result(acc, l_i, m_i, O, Mid_O, Mid_L, LSE, sinks_ptr, ext_start, tok, q_head, valid, split, offs_dv,
                   dv_ok, stride_ot, stride_oh, stride_ms, stride_mt, stride_mh, stride_ls, stride_lt, stride_et,
@@ -220,8 +231,10 @@ def _extend_keys(acc, l_i, m_i, q, qpe, K_ext, V_ext, k_desc, v_desc, ext_start,
                  qk_scale, sm_scale, offs_n, offs_d, offs_dv, LQ: tl.constexpr, LV: tl.constexpr, BLOCK_D: tl.constexpr,
                  BLOCK_DPE: tl.constexpr, BLOCK_DV: tl.constexpr, BLOCK_N: tl.constexpr, WINDOW: tl.constexpr,
                  LOGIT_CAP: tl.constexpr, IS_CAUSAL: tl.constexpr, USE_MASK: tl.constexpr,
-                 MASKED_ALWAYS: tl.constexpr, V_IS_K: tl.constexpr, FOLD_SCALE: tl.constexpr, TMA: tl.constexpr):
-    """Online softmax over the extend keys: unmasked full tiles below the block's first row, then masked."""
+                 MASKED_ALWAYS: tl.constexpr, V_IS_K: tl.constexpr, FOLD_SCALE: tl.constexpr, TMA: tl.constexpr,
+                 SCORES_AHEAD: tl.constexpr):
+    """Online softmax over the extend keys: unmasked full tiles below the block's first row (SCORES_AHEAD: the
+    next tile's scores issued before this tile's softmax, `family_pipelined.py`), then masked."""
     causal = IS_CAUSAL and not USE_MASK
     end = tok_hi + 1 if causal else ext_len
     full_end = ((tok_lo + 1) // BLOCK_N) * BLOCK_N if causal else (ext_len // BLOCK_N) * BLOCK_N
@@ -233,6 +246,12 @@ def _extend_keys(acc, l_i, m_i, q, qpe, K_ext, V_ext, k_desc, v_desc, ext_start,
     k_head = K_ext + ext_start * stride_kt + kv_head.to(tl.int64) * stride_kh
     v_head = V_ext + ext_start * stride_vt + kv_head.to(tl.int64) * stride_vh
     row0 = ext_start.to(tl.int32)  # TMA only: the sequence's first row in k_extend / v_extend
+    if SCORES_AHEAD and BLOCK_DPE == 0:
+        acc, l_i, m_i = _pipelined_rows(acc, l_i, m_i, q, start0, full_end, k_head, v_head, stride_kt, stride_vt,
+                                        k_desc, v_desc, row0, kv_head, valid, qk_scale, sm_scale, offs_n, offs_d,
+                                        offs_dv, LQ, LV, BLOCK_D, BLOCK_DV, BLOCK_N, LOGIT_CAP, V_IS_K, FOLD_SCALE,
+                                        TMA, SCORES_AHEAD)
+        start0 = full_end
     for start in range(start0, full_end, BLOCK_N):
         acc, l_i, m_i = _extend_tile(acc, l_i, m_i, q, qpe, start, end, k_head, v_head, stride_kt, stride_vt,
                                      k_desc, v_desc, row0, kv_head, tok, valid, pre_len, seq_len, mask_ptr,

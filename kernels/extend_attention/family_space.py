@@ -59,6 +59,9 @@ KNOBS: dict[str, tuple[Any, ...]] = {
     "ahead_sync": (False, True),  # one launch ordered by work tickets, instead of one launch per ahead_heads heads
     "ragged_tiles": (0, 64),  # a ragged call (max E > 2 x mean E) runs these square tiles with 4 warps
 }
+#: `family.FamilyConfig` fields kept out of the agent's search until a GPU sweep (benchmarks/sweep_extend_attention.py
+#: --prefill) has timed them: at their defaults in every candidate. The tuned entry point sets none of them.
+UNSEARCHED: frozenset[str] = frozenset({"scores_ahead", "heads_inner"})
 
 
 @dataclass(frozen=True)

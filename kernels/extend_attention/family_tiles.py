@@ -16,14 +16,43 @@ from kernels.extend_attention.common import dot, stable_tanh
 def _attend_tile(acc, l_i, m_i, q, qpe, k, kpe, v, visible, qk_scale, sm_scale,
                  LOGIT_CAP: tl.constexpr, BLOCK_DPE: tl.constexpr, APPLY_MASK: tl.constexpr,
                  FOLD_SCALE: tl.constexpr):
-    """One online-softmax step over a key tile. k: [N, D], v: [N, Dv]; scores in log2 units.
+    """One online-softmax step over a key tile. k: [N, D], v: [N, Dv]; scores in log2 units
+    (`_tile_scores`, then `_softmax_step`)."""
+    qk = _tile_scores(q, qpe, k, kpe, BLOCK_DPE)
+    return _softmax_step(acc, l_i, m_i, qk, v, visible, qk_scale, sm_scale, LOGIT_CAP, APPLY_MASK, FOLD_SCALE)
+
+
+@triton.jit
+def _tile_scores(q, qpe, k, kpe, BLOCK_DPE: tl.constexpr):
+    """Raw scores q @ k^T [M, N] in float32 (plus the rope part qpe @ kpe^T when BLOCK_DPE > 0), unscaled."""
+    qk = dot(q, tl.trans(k))
+    if BLOCK_DPE > 0:
+        qk += dot(qpe, tl.trans(kpe))
+    return qk
+
+
+@triton.jit
+def _softmax_step(acc, l_i, m_i, qk, v, visible, qk_scale, sm_scale, LOGIT_CAP: tl.constexpr,
+                  APPLY_MASK: tl.constexpr, FOLD_SCALE: tl.constexpr):
+    """Fold raw scores `qk` [M, N] of one key tile and its values `v` [N, Dv] into the online softmax (acc [M, Dv],
+    row sum l_i and row max m_i in log2 units): `_softmax_probs`, then acc = acc * alpha + P @ V."""
+    p, alpha, l_i, m_new = _softmax_probs(l_i, m_i, qk, visible, qk_scale, sm_scale, LOGIT_CAP, APPLY_MASK,
+                                          FOLD_SCALE)
+    acc = acc * alpha[:, None]
+    acc = dot(p.to(v.dtype), v, acc)
+    return acc, l_i, m_new
+
+
+@triton.jit
+def _softmax_probs(l_i, m_i, qk, visible, qk_scale, sm_scale, LOGIT_CAP: tl.constexpr, APPLY_MASK: tl.constexpr,
+                   FOLD_SCALE: tl.constexpr):
+    """The online-softmax update of one tile's raw scores `qk` [M, N] without the accumulator: (P [M, N] float32,
+    alpha = 2^(m_i - m_new) [M] by which the accumulator is to be scaled before P @ V is added, the new row sum,
+    the new row max), in log2 units.
 
     FOLD_SCALE (scale > 0, no logit cap): the row max is taken on raw scores and the scale is applied in the
     same fused multiply-add that subtracts it, one operation per score fewer (FlashAttention-2 trick).
     """
-    qk = dot(q, tl.trans(k))
-    if BLOCK_DPE > 0:
-        qk += dot(qpe, tl.trans(kpe))
     if FOLD_SCALE:
         if APPLY_MASK:
             qk = tl.where(visible, qk, float("-inf"))
@@ -40,9 +69,7 @@ def _attend_tile(acc, l_i, m_i, q, qpe, k, kpe, v, visible, qk_scale, sm_scale,
         p = tl.exp2(qk - m_new[:, None])
     alpha = tl.exp2(m_i - m_new)
     l_i = l_i * alpha + tl.sum(p, 1)
-    acc = acc * alpha[:, None]
-    acc = dot(p.to(v.dtype), v, acc)
-    return acc, l_i, m_new
+    return p, alpha, l_i, m_new
 
 
 @triton.jit

@@ -21,7 +21,7 @@ DEFAULT_CONSTS: dict[str, Any] = dict(
     NUM_SPLITS=1, WINDOW=-1, LOGIT_CAP=0.0, IS_CAUSAL=True, USE_MASK=False, SKIP_PREFIX_MASK=True, HAS_SINK=False,
     V_IS_K=False, HEAVY_FIRST=True, FOLD_SCALE=True, GATHER_STAGES=0, PREFIX_CONTIG=True, TMA_EXT=True,
     TMA_PREFIX=True, AHEAD_ROWS=0, AHEAD_HEADS=1, AHEAD_SYNC=False, PROXY_FENCE=False, V_SCALED=False,
-    STORE_LSE=False, SKIP_PREFIX=False, SKIP_EXTEND=False,
+    STORE_LSE=False, SKIP_PREFIX=False, SKIP_EXTEND=False, SCORES_AHEAD=False, HEADS_INNER=False,
 )
 _SCALARS = {"qk_scale": "fp32", "sm_scale": "fp32", "k_scale": "fp32", "v_scale": "fp32", "batch": "i32",
             "head_base": "i32", "num_heads": "i32", "grid_blocks": "i32"}
@@ -58,6 +58,22 @@ def compile_family(dtype: str = "bf16", capability: int = 90, num_warps: int = 8
     source = ASTSource(_family_fwd_kernel, sig, constexprs=values, attrs=attrs)
     return triton.compile(source, target=GPUTarget("cuda", capability, 32),
                           options=dict(num_warps=num_warps, num_stages=num_stages))
+
+
+def groups_in_flight_at_exp(ptx: str) -> int:
+    """The most committed, not yet waited-for wgmma groups at any ``ex2`` of `ptx` (``wgmma.wait_group N`` leaves
+    N pending; PTX ISA, "Asynchronous Warpgroup Level Matrix Instructions"): 0 when no exponential runs under a
+    tensor-core dot (the plain key loop), 1 or 2 with the scores-ahead loop (`FamilyConfig.scores_ahead`)."""
+    most, pending = 0, 0
+    for line in ptx.splitlines():
+        op = line.strip()
+        if op.startswith("wgmma.commit_group"):
+            pending += 1
+        elif op.startswith("wgmma.wait_group"):
+            pending = min(pending, int(op.split()[-1].rstrip(";")))
+        elif op.startswith("ex2.approx"):
+            most = max(most, pending)
+    return most
 
 
 #: Constexprs of the MLA bench call (`mla.run_mla`): bf16 576/512, 16 q heads on one KV head, causal, pre-gathered

@@ -136,9 +136,8 @@ def mac_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, 
     return acc
 
 
-#: Largest weight tile (BLOCK_N x BLOCK_K elements) whose products a one-row GEMV program accumulates element-wise
-#: before summing over K: 8192 float32 values are 64 registers per thread at 4 warps (of 255), leaving room for the
-#: loaded tiles.
+#: Most products (BLOCK_M x BLOCK_N x BLOCK_K) a GEMV program accumulates element-wise before summing over K:
+#: 8192 float32 values are 64 registers per thread at 4 warps (of 255), leaving room for the loaded tiles.
 GEMV_WIDE_ACC_ELEMS = 8192
 _GEMV_WIDE_ACC_ELEMS = tl.constexpr(GEMV_WIDE_ACC_ELEMS)
 
@@ -150,10 +149,11 @@ def gemv_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk,
     A[rows, k] * B[cols, k], on the vector units.
 
     The weight tile is loaded as [BLOCK_N, BLOCK_K] with K innermost (the [N, K] layout's contiguous axis, so each
-    thread loads consecutive K elements in wide vectors). One row with a weight tile of at most
-    `GEMV_WIDE_ACC_ELEMS` elements: a [BLOCK_N, BLOCK_K] float32 accumulator of products, summed over K once after
-    the loop (no cross-thread reduction inside it); otherwise the broadcast product [BLOCK_M, BLOCK_N, BLOCK_K]
-    summed over K every iteration (a larger accumulator would take more registers than a thread has). Same
+    thread loads consecutive K elements in wide vectors), once per K-iteration for all BLOCK_M rows. While
+    BLOCK_M x BLOCK_N x BLOCK_K is at most `GEMV_WIDE_ACC_ELEMS`: a float32 accumulator of products ([BLOCK_N,
+    BLOCK_K] for one row, [BLOCK_M, BLOCK_N, BLOCK_K] for several), summed over K once after the loop (no
+    cross-thread reduction inside it); otherwise the broadcast product [BLOCK_M, BLOCK_N, BLOCK_K] summed over K
+    every iteration (a larger accumulator would take more registers than a thread has). Same
     masking and 64-bit offsets as `mac_tile`. The K loop is a ``tl.range`` of STAGES stages: Triton's software
     pipeliner then stages the loads through shared memory (cp.async, STAGES - 1 tiles in flight), which it does
     on its own only for loads that feed ``tl.dot`` (a plain ``range`` keeps one tile in registers: 512 B of
@@ -176,6 +176,17 @@ def gemv_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk,
             a_ptrs += BLOCK_K * stride_ak
             b_ptrs += BLOCK_K * stride_bk
         acc = tl.reshape(tl.sum(wide, axis=1), (BLOCK_M, BLOCK_N))
+    elif BLOCK_M * BLOCK_N * BLOCK_K <= _GEMV_WIDE_ACC_ELEMS:
+        # several rows, one weight tile for all of them: the products accumulated element-wise, summed over K once
+        wide_rows = tl.zeros((BLOCK_M, BLOCK_N, BLOCK_K), dtype=tl.float32)
+        for it in tl.range(it_lo, it_hi, num_stages=STAGES):
+            k_ok = (tl.arange(0, BLOCK_K) < K - it * BLOCK_K)[None, :]
+            a = tl.load(a_ptrs, mask=k_ok, other=0.0).to(tl.float32)
+            b = tl.load(b_ptrs, mask=k_ok, other=0.0).to(tl.float32)
+            wide_rows += a[:, None, :] * b[None, :, :]
+            a_ptrs += BLOCK_K * stride_ak
+            b_ptrs += BLOCK_K * stride_bk
+        acc = tl.sum(wide_rows, axis=2)
     else:
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for it in tl.range(it_lo, it_hi, num_stages=STAGES):

@@ -14,8 +14,12 @@ MAX_SPLIT_K = 64
 #: Most rows of A one GEMV-mode program multiplies (``FamilyConfig.gemv``): each weight element then costs up to
 #: GEMV_MAX_ROWS fused multiply-adds on the vector units, which stays below the bytes-per-FMA balance of current GPUs
 #: (H200: 67 TFLOP/s fp32 over 4.8 TB/s is ~7 FMA per bf16 weight element), so the program is still a weight stream.
-#: Also the row bound of the ``m4`` dispatch class (`dispatch.dispatch_class`).
 GEMV_MAX_ROWS = 4
+#: Most rows at which the GEMV mode is offered (the GEMV pattern's precondition and the row bound of the ``m1``
+#: dispatch class, `dispatch.dispatch_class`): one row, where the mode measured faster than cuBLAS and the tensor-core
+#: tiles on the H200 (BENCHMARKS.md, split-K GEMM, few-row sweep); with more rows the several-rows path reduces the
+#: [rows, BLOCK_N, BLOCK_K] product over K every iteration and measured 2-20x slower.
+GEMV_OFFER_ROWS = 1
 
 
 @dataclass(frozen=True)

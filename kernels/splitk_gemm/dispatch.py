@@ -2,7 +2,8 @@
 metadata, `call_class`) and the agent (from a case's features, `space.SplitKGemmFamily.dispatch_class`) use.
 
 A class key is ``<rows>-<shape>``:
-- rows: ``m4`` (M <= `config.GEMV_MAX_ROWS`: a weight stream, where the GEMV mode applies), ``m16`` (M <= 16),
+- rows: ``m1`` (M <= `config.GEMV_OFFER_ROWS`: a one-row weight stream, where the GEMV mode is offered), ``m16``
+  (M <= 16),
   ``m64`` (M <= 64), ``m128`` (M <= 128), else ``mbig``: the tuned rules' BLOCK_M and warps follow M
   (`tuned.choose_config`);
 - shape: ``deep`` when K >= N (few column tiles and a long reduction: where split-K pays), else ``wide``.
@@ -13,12 +14,12 @@ class serves every size in it on any chip. Every class is memory-bound on curren
 
 from __future__ import annotations
 
-from kernels.splitk_gemm.config import GEMV_MAX_ROWS
+from kernels.splitk_gemm.config import GEMV_OFFER_ROWS
 
 
 def dispatch_class(m: int, n: int, k: int) -> str:
     """Class key (module docstring) of a call A [m, k] @ B [n, k]^T."""
-    rows = "m4" if m <= GEMV_MAX_ROWS else "m16" if m <= 16 else "m64" if m <= 64 else "m128" if m <= 128 else "mbig"
+    rows = "m1" if m <= GEMV_OFFER_ROWS else "m16" if m <= 16 else "m64" if m <= 64 else "m128" if m <= 128 else "mbig"
     return f"{rows}-{'deep' if k >= n else 'wide'}"
 
 

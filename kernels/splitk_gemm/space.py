@@ -16,9 +16,10 @@ from typing import Any
 from kernels.chip import ChipLimits
 from kernels.splitk_gemm.baseline import baseline_tiles
 from kernels.splitk_gemm.common import DTYPES, Problem
-from kernels.splitk_gemm.config import FamilyConfig, smem_footprint_kb
+from kernels.splitk_gemm.config import GEMV_OFFER_ROWS, FamilyConfig, smem_footprint_kb
 from kernels.splitk_gemm.dispatch import dispatch_class
 from kernels.splitk_gemm.family import plan_launch
+from kernels.splitk_gemm.tuned import choose_config
 
 #: Knobs of the optimized family that the agent searches (`family.FamilyConfig` fields) and their allowed values.
 #: The first value of each is the baseline kernel's structure (one program per tile, no split).
@@ -69,7 +70,11 @@ class SplitKGemmFamily:
         return smem_footprint_kb(FamilyConfig(**dict(config)), DTYPES[features.dtype])
 
     def fits(self, config: Mapping[str, Any], features: GemmShape, chip: Any) -> bool:
-        """Within ``smem_per_block_kb`` and ``num_warps * warp_size <= max_threads_per_block`` (unknown: fits)."""
+        """Within ``smem_per_block_kb`` and ``num_warps * warp_size <= max_threads_per_block`` (unknown: fits); the
+        GEMV mode only up to `config.GEMV_OFFER_ROWS` rows (where it is offered: the search never spends an
+        evaluation on it where it measured slower)."""
+        if config.get("gemv") and features.m > GEMV_OFFER_ROWS:
+            return False
         smem_kb = chip.get("smem_per_block_kb")
         if smem_kb and self.smem_kb(config, features) > smem_kb:
             return False
@@ -100,6 +105,19 @@ class SplitKGemmFamily:
         while not all(self.fits(config, s, chip) for s in features) and config["num_stages"] > 1:
             config["num_stages"] -= 1
         return config
+
+    def tuned_config(self, features: Sequence[GemmShape], chip: Any) -> dict[str, Any]:
+        """The tuned entry point's rule (`tuned.choose_config`) for the case of widest M of `features` (its BLOCK_M
+        covers every case), with split_k 0: the split count the rule sizes per call (`schedule.auto_split_k`), so
+        one configuration reproduces the rule on every size of the class.
+
+        Raises:
+            kernels.chip.UnknownChipLimit: a limit is unknown in `chip`, naming the field.
+        """
+        widest = max(features, key=lambda s: s.m)
+        prob = widest.problem()
+        config = choose_config(ChipLimits.from_profile(chip), prob.m, prob.n, prob.k, prob.dtype).to_dict()
+        return {**config, "split_k": 0 if not config["stream_k"] else config["split_k"]}
 
     def defaults(self) -> dict[str, Any]:
         return FamilyConfig().to_dict()

@@ -16,7 +16,8 @@ from typing import Any
 
 from kernels.chip import ChipLimits
 from kernels.splitk_gemm.common import DTYPES, Problem
-from kernels.splitk_gemm.config import GEMV_MAX_ROWS, FamilyConfig
+from kernels.splitk_gemm.config import GEMV_MAX_ROWS, GEMV_OFFER_ROWS, FamilyConfig
+from kernels.splitk_gemm.gemv_rule import choose_gemv_config
 from kernels.splitk_gemm.schedule import stream_k_time, tile_count, tiles_time
 from kernels.splitk_gemm.tuned import choose_config
 
@@ -27,6 +28,7 @@ VARIABLES: dict[str, str] = {
     "weight_bytes": "bytes of the weights B, N x K x elem (almost all of a skinny call's traffic)",
     "partial_bytes": "float32 partial bytes one split adds, written and read again: 8 x M x N",
     "gemv_max_rows": "most rows of A one GEMV-mode program multiplies (config.GEMV_MAX_ROWS)",
+    "gemv_offer_rows": "most rows at which the GEMV mode is offered (config.GEMV_OFFER_ROWS)",
     "max_offset_elems": "largest element offset into A, B or C, max(M x K, N x K, M x N) (int32 overflows at 2**31)",
 }
 
@@ -36,6 +38,9 @@ FUNCTIONS: dict[str, str] = {
        f"limits (tuned.choose_config)" for knob in ("block_m", "block_n", "block_k", "num_stages", "num_warps")},
     "tuned_split_k": f"tuned_split_k({_LIMITS}): the tuned split count (family.auto_split_k; 1 under stream-K)",
     "tuned_stream_k": f"tuned_stream_k({_LIMITS}): 1 if the tuned entry point runs stream-K, else 0",
+    **{f"gemv_{knob}": f"gemv_{knob}({_LIMITS}, bandwidth): the GEMV tile rule's {knob} for the case "
+       f"(bandwidth in bytes/s; gemv_rule.choose_gemv_config)" for knob in ("block_n", "block_k", "num_stages",
+                                                                          "num_warps")},
     "gemm_tiles": "gemm_tiles(block_m, block_n): output tiles cdiv(M, block_m) x cdiv(N, block_n)",
     "gemm_split_time": "gemm_split_time(units, block_m, block_n, block_k, splits): modeled time of the tile grid "
                        "at `splits` splits, in bytes of one unit's bandwidth share (schedule.tiles_time)",
@@ -58,7 +63,13 @@ def case_values(case) -> dict[str, Any]:
     prob = _problem(case)
     m, n, k = prob.m, prob.n, prob.k
     return {"M": m, "N": n, "K": k, "elem": prob.elem, "weight_bytes": n * k * prob.elem,
-            "partial_bytes": 8 * m * n, "gemv_max_rows": GEMV_MAX_ROWS, "max_offset_elems": max(m * k, n * k, m * n)}
+            "partial_bytes": 8 * m * n, "gemv_max_rows": GEMV_MAX_ROWS, "gemv_offer_rows": GEMV_OFFER_ROWS,
+            "max_offset_elems": max(m * k, n * k, m * n)}
+
+
+@lru_cache(maxsize=4096)
+def _gemv(prob: Problem, units: int, smem_kb: float, warp: int, threads: int, bandwidth: float) -> FamilyConfig:
+    return choose_gemv_config(prob, ChipLimits(units, smem_kb, warp, threads), bandwidth)
 
 
 @lru_cache(maxsize=4096)
@@ -79,6 +90,9 @@ def bind(case) -> dict[str, Callable[..., Any]]:
     out: dict[str, Callable[..., Any]] = {
         f"tuned_{knob}": (lambda *limits, _k=knob: getattr(tuned(*limits), _k))
         for knob in ("block_m", "block_n", "block_k", "num_stages", "num_warps", "split_k")}
+    for knob in ("block_n", "block_k", "num_stages", "num_warps"):
+        out[f"gemv_{knob}"] = (lambda units, smem_kb, warp, threads, bandwidth, _k=knob: getattr(
+            _gemv(prob, int(units), float(smem_kb), int(warp), int(threads), float(bandwidth)), _k))
     out["tuned_stream_k"] = lambda *limits: int(tuned(*limits).stream_k)
     out["gemm_tiles"] = lambda block_m, block_n: tile_count(tiles(block_m, block_n), prob)
     out["gemm_split_time"] = lambda units, block_m, block_n, block_k, splits: tiles_time(

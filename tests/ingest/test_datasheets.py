@@ -101,19 +101,6 @@ def test_pdf_form_gives_the_same_profile_as_the_markdown_form(key, truth, folder
     assert from_pdf.compute_unit_name_source.document.endswith(".pdf")
 
 
-def _answering(chunks, count: int, term: str) -> list[str]:
-    """Ids of the chunks that answer "how many <term>s": the table rows that state the count next to the term,
-    else the sentences that do."""
-    number = rf"(?<![\d.,]){count}(?![\d.,])"
-    words = [w.lower().rstrip("s") for w in term.split()]
-
-    def names(text: str) -> bool:
-        return all(w in text.lower() for w in words)
-
-    rows = [c.id for c in chunks if c.kind == "table_row" and re.search(number, c.text) and names(c.text)]
-    return rows or [c.id for c in chunks if re.search(number, c.text) and names(c.text)]
-
-
 def test_ask_ranks_the_answer_to_how_many_compute_units_in_the_top_3(chiplore_home, embedder):
     from ingest.onboard import onboard
     from knowledge.retrieval import search
@@ -126,7 +113,8 @@ def test_ask_ranks_the_answer_to_how_many_compute_units_in_the_top_3(chiplore_ho
         stored = KnowledgeStore.open().records("chunks", chip=chip)
         from ingest.profile_sources import chunks_from_records
 
-        answers = _answering(chunks_from_records(stored), int(truth["num_compute_units"]["value"]), term)
+        answers = _script("eval_ask").answering(chunks_from_records(stored), int(truth["num_compute_units"]["value"]),
+                                                term)
         assert answers, key
         hits = search(f"How many {term}s does the {truth['device']} have?", chip=chip, k=3)
         assert {h.id for h in hits} & set(answers), (key, [h.text[:80] for h in hits])

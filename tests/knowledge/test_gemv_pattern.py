@@ -27,17 +27,27 @@ def _gemv(profile, m, n=4096, k=4096):
     return next(r for r in ranked if r.pattern_id == "gemv_stream")
 
 
-@pytest.mark.parametrize("m", [1, 2, 3, 4])
-def test_proposed_for_few_rows_with_its_knobs(m):
-    """67 TFLOP/s fp32 over 4.8 TB/s: vector ridge ~14 FLOP/byte, intensity ~M, so M <= 4 qualifies."""
-    r = _gemv(_chip(67.0), m)
-    assert r.applicable and r.knobs == {"gemv": True, "split_k": 0, "fused_reduce": True}
+def test_proposed_for_one_row_with_the_gemv_tile_rule():
+    """67 TFLOP/s fp32 over 4.8 TB/s: vector ridge ~14 FLOP/byte, intensity ~1 at M = 1. Tile by hand: a 128 x 64
+    bf16 tile over 8 warps is 32 accumulator elements per thread (4 16-byte loads); Little's law wants 4.8e12 x
+    2.5e-6 / 132 = 90.9 KB in flight per unit, 1 + ceil(90909 / 16384) = 7 stages, capped at 6."""
+    r = _gemv(_chip(67.0), 1)
+    assert r.applicable and r.knobs == {"gemv": True, "split_k": 0, "fused_reduce": True, "block_n": 128,
+                                        "block_k": 64, "num_warps": 8, "num_stages": 6}
     assert r.parameters["vector_ridge"] == pytest.approx(67e12 / 4.8e12)
     assert r.parameters["tensor_headroom"] > 16
 
 
-def test_not_for_more_rows_than_one_program_takes():
-    r = _gemv(_chip(67.0), 5)
+def test_stages_follow_the_chip_bandwidth():
+    """1 TB/s: 1e12 x 2.5e-6 / 132 = 18.9 KB in flight per unit, 1 + ceil(18939 / 16384) = 3 stages."""
+    r = _gemv(_chip(67.0, bw_gbps=1000.0), 1)
+    assert r.applicable and (r.knobs["block_n"], r.knobs["block_k"], r.knobs["num_stages"]) == (128, 64, 3)
+
+
+@pytest.mark.parametrize("m", [2, 4, 5])
+def test_not_offered_for_more_than_one_row(m):
+    """The several-rows path measured 2-20x slower than cuBLAS (BENCHMARKS.md, few-row sweep): not offered."""
+    r = _gemv(_chip(67.0), m)
     assert not r.applicable and r.knobs.get("gemv") in (None, False)
 
 

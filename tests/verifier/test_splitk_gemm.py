@@ -91,7 +91,7 @@ TILES = FamilyConfig(block_m=16, block_n=32, block_k=32, split_k=0, fused_reduce
 
 
 def splitk_gemm(a, b, c):
-    config = GEMV if call_class(a, b, None).startswith("m4-") else TILES
+    config = GEMV if call_class(a, b, None).startswith("m1-") else TILES
     return run_family(config, a, b, c, limits=CHIP_LIMITS)
 """
 

@@ -77,6 +77,17 @@ def test_gemv_one_row_accumulators(block_n, block_k, device):
                _case("gemv-1x37x301", m=1, n=37, k=301), device, dtype="float16")
 
 
+@pytest.mark.parametrize("block_m,block_n,block_k", [(2, 64, 64), (4, 32, 64), (4, 64, 64)])
+def test_gemv_several_rows_accumulators(block_m, block_n, block_k, device):
+    """Several rows sharing each weight tile: the element-wise [rows, BLOCK_N, BLOCK_K] accumulator (2 x 64 x 64,
+    4 x 32 x 64: at most GEMV_WIDE_ACC_ELEMS) and, above it, the per-iteration sum over K (4 x 64 x 64)."""
+    assert GEMV_WIDE_ACC_ELEMS == 8192
+    check_impl(gemv(block_m=block_m, block_n=block_n, block_k=block_k, split_k=2, fused_reduce=True),
+               _case("gemv-4x37x301", m=4, n=37, k=301), device, dtype="float16")
+    check_impl(gemv(block_m=block_m, block_n=block_n, block_k=block_k, split_k=0, fused_reduce=True),
+               _case("gemv-3x70x150", m=3, n=70, k=150), device, dtype="float32")
+
+
 def test_gemv_one_element_and_empty_k(device):
     check_impl(gemv(), _case("gemv-1x1x1", m=1, n=1, k=1), device, dtype="float16")
     check_impl(gemv(split_k=0), _case("gemv-2x9x0", m=2, n=9, k=0), device, dtype="float16")
@@ -126,5 +137,5 @@ def test_block_m_below_16_only_in_gemv_mode():
 def test_gemv_is_a_searched_knob_and_a_dispatch_class():
     assert KNOBS["gemv"] == (False, True)
     assert FamilyConfig.from_dict({**FamilyConfig().to_dict(), "gemv": True}).gemv
-    assert [dispatch_class(m, 4096, 4096) for m in (1, 4, 5, 16, 17)] == ["m4-deep", "m4-deep", "m16-deep",
+    assert [dispatch_class(m, 4096, 4096) for m in (1, 2, 4, 16, 17)] == ["m1-deep", "m16-deep", "m16-deep",
                                                                           "m16-deep", "m64-deep"]

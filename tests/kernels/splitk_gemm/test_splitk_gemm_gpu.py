@@ -25,6 +25,7 @@ from tests.kernels.splitk_gemm.helpers import check_impl
 pytestmark = pytest.mark.gpu
 
 H200 = ChipLimits.from_profile(load_profile("h200"))
+H200_BANDWIDTH = load_profile("h200").mem_bw_gbps.value * 1e9  # bytes/s, for the GEMV tile rule
 tuned = functools.partial(splitk_gemm, limits=H200)
 #: Skinny, long-K, wide-N and batch-128 shapes for the mode tests.
 MODE_CASES = ["m1-n4096-k14336", "m16-n4096-k4096", "m128-n4096-k14336", "m8-n1408-k2048", "m16-n28672-k8192"]
@@ -67,7 +68,8 @@ def test_gemv_variants_bf16(m, variant):
     a long K, and at odd N and K (tails in both)."""
     for n, k in ((4096, 14336), (1409, 2051)):
         case = Case(f"gemv-{m}x{n}x{k}", full_params(dict(m=m, n=n, k=k)), 5, "decode")
-        check_impl(functools.partial(run_family, variant_config(variant, case, H200), limits=H200), case, "cuda")
+        config = variant_config(variant, case, H200, H200_BANDWIDTH)
+        check_impl(functools.partial(run_family, config, limits=H200), case, "cuda")
 
 
 @pytest.mark.parametrize("knobs", [dict(split_k=32, fused_reduce=True, stream_k=False),
