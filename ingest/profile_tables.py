@@ -41,13 +41,21 @@ _MISSING = {"n/a", "na", "-", "—", "yes", "no"}
 _SENTENCE_WORDS = 5
 
 
+def heading_scopes(section: str) -> list[str]:
+    """The headings of a section path ``"Title > Part > Heading"``, innermost first: the narrowest heading that
+    names a product decides whose figures a record holds ("Spec > Coming from the S3?" is about the S3 even
+    though the title names the chip)."""
+    parts = [p for p in (section or "").split(" > ") if p]
+    return list(reversed(parts))
+
+
 def _cell_record(header: str, label: str, value: str, caption: str, chunk: Chunk, tokens: set[str],
                  locator: str, product: str | None = None, sparse: bool = False, unit: str | None = None) -> Record:
     key = normalize_space(f"{header} {label} {caption}")
     return Record(
         text=value, key=key, local=normalize_space(f"{header} {label}"), quote=normalize_space(value),
         locator=locator, chunk=chunk,
-        product=product or product_scope([label, header, caption, chunk.section], tokens),
+        product=product or product_scope([label, header, caption, *heading_scopes(chunk.section)], tokens),
         levels=level_cues(key), default_unit=unit or header_unit(header) or header_unit(label), is_table=True,
         sparse=sparse or bool(re.search(r"sparsity|sparse", f"{header} {label}", re.IGNORECASE))
         or _marked_sparse(f"{header} {label}", chunk.text),

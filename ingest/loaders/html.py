@@ -145,15 +145,16 @@ class _Walker:
             self.walk(el)
 
     def _definitions(self, dl: Tag) -> None:
-        """A definition list (a glossary) as one ``term: definition`` section per term, so a term stays with what
-        defines it."""
+        """A definition list as one list item ``- term: definition`` per term, so a term stays with what defines it
+        and each entry stays an item of its own when the chunker joins consecutive prose (a ``<dl>`` of a spec page
+        is a key/value list: HTML Living Standard, 4.4.9 "The dl element": name-value groups)."""
         term = ""
         for item in dl.find_all(["dt", "dd"], recursive=False):
             text = one_line(item.get_text(" "))
             if item.name == "dt":
                 term = text
             elif text:
-                self._prose(f"{term}: {text}" if term else text, "prose")
+                self._prose(f"- {term}: {text}" if term else f"- {text}", "prose")
 
     def _heading(self, level: int, text: str) -> None:
         if not text:

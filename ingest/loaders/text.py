@@ -1,7 +1,8 @@
 """Plain-text loader: paragraphs split on blank lines; a line underlined with ``===`` or ``---`` is a heading; a
 fixed-width table (columns aligned by runs of spaces, as in a readme, optionally under a ``----  ----`` rule) is
 read like a PDF's layout-mode table (`ingest.loaders.pdf_tables.layout_tables`): one ``table_row`` section per row
-with its column headers, its lines left out of the prose. An ALL-CAPITALS line alone in its block is a heading."""
+with its column headers, its lines left out of the prose. An ALL-CAPITALS line alone in its block is a heading.
+INI-style text (``[section]`` and ``key = value`` lines) is read by `ingest.loaders.ini`."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 from pathlib import Path
 
 from ingest.loaders.common import LoadedDocument, one_line, read_text_file, table_sections, title_from_path
+from ingest.loaders.ini import ini_sections, looks_like_ini
 from ingest.loaders.pdf_tables import layout_tables
 from knowledge.types import Section
 
@@ -25,6 +27,8 @@ def load_text(path: Path, source: str) -> LoadedDocument:
         BadInputError: empty or binary file.
     """
     text = read_text_file(path, "plain")
+    if looks_like_ini(text):  # a configuration file or device descriptor (`ingest.loaders.ini`)
+        return LoadedDocument(sections=ini_sections(text, source), title=title_from_path(source))
     sections: list[Section] = []
     heading: list[str] = []
     for block in re.split(r"\n\s*\n", text):
