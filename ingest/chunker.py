@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ingest.loaders.common import title_from_path
 from knowledge.types import Chunk, Section
 
-CHUNKER_VERSION = "1"
+CHUNKER_VERSION = "2"
 _SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+(?=[A-Z0-9(\[\"'•*-])")
 
 
@@ -107,6 +107,15 @@ def _units(paragraphs: Sequence[str], max_chars: int) -> list[str]:
     return units
 
 
+def _join(units: Sequence[str]) -> str:
+    """Units joined by spaces, except that a list item (``- ...``) starts a line of its own, so an item's end stays
+    visible to every reader of the chunk (a ``Name: X2`` item does not run on into the next item's label)."""
+    out = ""
+    for unit in units:
+        out += unit if not out else ("\n" if unit.startswith("- ") else " ") + unit
+    return out
+
+
 def _windows(paragraphs: Sequence[str], options: ChunkingOptions) -> list[str]:
     """Greedy windows of whole units, each at most `max_chars`, overlapping by up to `overlap_chars`."""
     units = _units(paragraphs, options.max_chars)
@@ -117,7 +126,7 @@ def _windows(paragraphs: Sequence[str], options: ChunkingOptions) -> list[str]:
         while end < len(units) and (end == start or size + 1 + len(units[end]) <= options.max_chars):
             size += len(units[end]) + (1 if end > start else 0)
             end += 1
-        windows.append(" ".join(units[start:end]))
+        windows.append(_join(units[start:end]))
         if end >= len(units):
             break
         back, overlap = end, 0

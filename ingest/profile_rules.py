@@ -265,6 +265,8 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
             scope = "chip"  # the enabled ones are the product's
         if not scope and match.quantity in _PER_UNIT_QUANTITIES and _chip_is_subject(record, quantity):
             scope = "chip"  # "Across the grid the T9 has 150 MiB of SRAM": the chip's total, not one unit's
+        if not scope and match.quantity == "block_threads" and record.is_table:
+            scope = "block"  # a label that means the work-group limit ("Max work group size: 1024") is at its scope
         _learn_sub_values(record, match.quantity, quantity.dimension, glossary, out)
         name = field_for(match.quantity, scope)
         if name is None:

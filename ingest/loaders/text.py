@@ -2,7 +2,9 @@
 fixed-width table (columns aligned by runs of spaces, as in a readme, optionally under a ``----  ----`` rule) is
 read like a PDF's layout-mode table (`ingest.loaders.pdf_tables.layout_tables`): one ``table_row`` section per row
 with its column headers, its lines left out of the prose. An ALL-CAPITALS line alone in its block is a heading.
-INI-style text (``[section]`` and ``key = value`` lines) is read by `ingest.loaders.ini`."""
+INI-style text (``[section]`` and ``key = value`` lines) is read by `ingest.loaders.ini`; a block of label/value
+lines (dot leaders, colons, equals signs, aligned values; indented sub-blocks as scopes) by
+`ingest.loaders.label_lines`, one ``- label: value`` item section per line."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from pathlib import Path
 
 from ingest.loaders.common import LoadedDocument, one_line, read_text_file, table_sections, title_from_path
 from ingest.loaders.ini import ini_sections, looks_like_ini
+from ingest.loaders.label_lines import key_value_block
 from ingest.loaders.pdf_tables import layout_tables
 from knowledge.types import Section
 
@@ -40,6 +43,11 @@ def load_text(path: Path, source: str) -> LoadedDocument:
         if len(lines) == 1 and _CAPS_HEADING.match(lines[0].strip()):
             heading = heading[:1] + [lines[0].strip()]  # "SPECIFICATIONS": a section of the document
             continue
+        block = key_value_block(lines)  # a tool's or spec sheet's label/value lines (`ingest.loaders.label_lines`)
+        if block is not None:
+            entries, lines = block
+            sections += [Section(text=f"- {e.label}: {e.value}", source=source, heading_path=tuple(heading) + e.scope)
+                         for e in entries]
         rows, lines = _fixed_width_tables(lines)
         for header, cells in rows:
             sections += table_sections(header, cells, source, tuple(heading))

@@ -348,10 +348,10 @@ def _markdown_chunks(tmp_path: Path, text: str, chip: str = "zx100") -> list[Chu
 
 
 def test_key_value_list_items_of_a_markdown_document(tmp_path):
-    """Markdown bullet and numbered lists of ``key: value`` items (the chunker joins them on one line), bold keys,
+    """Markdown bullet and numbered lists of ``key: value`` items (the chunker keeps each item on a line of its own), bold keys,
     a unit in the key, a trailing sentence after the value, and an item about another product."""
     chunks = _markdown_chunks(tmp_path, BULLETS_MD)
-    assert any(" - Shared memory per block: 96 KB - L2 cache: 32 MB" in c.text for c in chunks)
+    assert any("\n- Shared memory per block: 96 KB\n- L2 cache: 32 MB" in c.text for c in chunks)
     profile = extract_profile("zx100", chunks)
     expected = {"num_compute_units": 96, "smem_per_block_kb": 96, "l2_cache_mb": 32, "mem_bw_gbps": 2400,
                 "mem_capacity_gb": 64e9 / GIB, "warp_size": 64, "smem_per_compute_unit_kb": 160,
