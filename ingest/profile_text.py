@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 from knowledge.types import Chunk
 
 #: A product model name: letters, an optional hyphen, digits, optional letters (``MI300X``, ``ZX-40``, ``n150``,
-#: ``P9``); the token is lower-cased without the hyphen (``zx40``).
-_PRODUCT = re.compile(r"(?<![\w\-])([A-Za-z]{1,6})-?(\d{1,4}[A-Za-z]{0,3})(?![\w\-]|\.\d)")
+#: ``P9``), optionally a SKU suffix after a hyphen, digits or capitals (``V7-48``, ``P8-112``, ``F2-LP``); the token is
+#: lower-cased without hyphens (``zx40``, ``v748``, ``f2lp``).
+_PRODUCT = re.compile(r"(?<![\w\-])([A-Za-z]{1,6})-?(\d{1,4}[A-Za-z]{0,3}(?:-(?:\d{1,4}|[A-Z]{1,3}))?)"
+                      r"(?![\w\-]|\.\d)")
 #: Tokens of that shape that name data types, memories, ISAs, interfaces, cache levels, steppings or units.
 _NOT_PRODUCT = re.compile(
     r"^(?:fp\d+|bf\d+|tf\d+|u?int\d+|e\dm\d|hbm\d\w*|g?ddr\d\w*|lpddr\d\w*|rv\d+\w*|gfx\d+\w*|sm_?\d+|cdna\d?|"
@@ -147,7 +149,7 @@ def chip_tokens(chip: str) -> ChipTokens:
     """Model tokens of a chip or product name: ``wormhole_n150`` -> {``n150``}, ``mi300x`` -> {``mi300x``},
     ``AS-4`` -> {``as4``}, ``pallas_p9`` -> {``p9``}."""
     text = re.sub(r"[_\s]+", " ", chip)
-    tokens = {(m.group(1) + m.group(2)).lower() for m in _PRODUCT.finditer(text)}
+    tokens = {(m.group(1) + m.group(2)).replace("-", "").lower() for m in _PRODUCT.finditer(text)}
     parts = re.split(r"[_\-\s]+", chip.lower())
     tokens |= {p for p in parts if re.search(r"\d", p) and re.search(r"[a-z]", p)}
     return ChipTokens(tokens)
@@ -183,13 +185,14 @@ def products_in(text: str, brands: frozenset[str] = frozenset(), comparisons: bo
     names (``FP64``, ``HBM3``, ``L2``), unless a brand word of the chip's stands before them (``Lumen L3``)."""
     out = []
     for match in _PRODUCT.finditer(text):
-        token = (match.group(1) + match.group(2)).lower()
+        raw = (match.group(1) + match.group(2)).lower()  # "mi300-11": an endnote marker keeps its hyphen here
+        token = raw.replace("-", "")
         if "-" in match.group(0) and len(match.group(1)) > 4:
             continue  # "Level-2", "Stage-3": a word and a number, not a model name
         before = text[max(0, match.start() - 40): match.start()]
         branded = bool(brands) and bool(re.search(r"\b(" + "|".join(map(re.escape, brands)) + r")\s+$", before,
                                                   re.IGNORECASE))
-        if (_NOT_PRODUCT.match(token) and not branded) or _ENDNOTE_AFTER.match(text[match.end():]) \
+        if ((_NOT_PRODUCT.match(raw) or _NOT_PRODUCT.match(token)) and not branded) or _ENDNOTE_AFTER.match(text[match.end():]) \
                 or _YEAR_AFTER.match(text[match.end():]):
             continue
         if not comparisons and _COMPARISON_BEFORE.search(before):
@@ -378,7 +381,25 @@ def clauses(sentence: str) -> list[str]:
         out.append(sentence[start:match.start()])
         start = match.end()
     out.append(sentence[start:])
-    return [c.strip() for c in out if c.strip()]
+    return [piece for c in out if c.strip() for piece in _split_product_aside(c.strip())]
+
+
+#: A product name followed by a parenthetical of figures: "the Vessel V5-48 (40 sectors, 1,400 MHz)".
+_PRODUCT_ASIDE = re.compile(r"(?P<name>(?<![\w\-])[A-Za-z]{1,6}-?\d{1,4}[A-Za-z]{0,3}(?:-(?:\d{1,4}|[A-Z]{1,3}))?)"
+                            r"\s*\((?P<inner>[^()]*\d[^()]*)\)")
+
+
+def _split_product_aside(clause: str) -> list[str]:
+    """A clause that names a product and then another product with its figures in parentheses ("The V7-48
+    replaces the V5-48 (40 sectors, 1,400 MHz)") in two: the figures are the second product's, so they become a
+    clause of their own that names it ("V5-48 (40 sectors, 1,400 MHz)"); the text before keeps its subject."""
+    for match in _PRODUCT_ASIDE.finditer(clause):
+        before = clause[:match.start()]
+        if not products_in(before) or products_in(match.group("name")) == products_in(before)[-1:]:
+            continue
+        rest = clause[match.end():].strip(" ,;")
+        return [p for p in (before.strip() + " " + match.group("name"), match.group(0), rest) if p.strip(" .,;")]
+    return [clause]
 
 
 def paragraphs(text: str) -> list[str]:
