@@ -53,10 +53,11 @@ def _kill_when(proc: subprocess.Popen, home: Path, round_: int, rng: random.Rand
 
 
 def _records_while_writing(home: Path) -> int:
-    """`records_in_sqlite` while the onboarding still writes: a copy taken mid-write may be torn, which reads as 0."""
+    """`records_in_sqlite` while the onboarding still writes: a copy taken mid-write may be torn, or miss a journal
+    that SQLite deleted between the listing and the copy; either reads as 0."""
     try:
         return records_in_sqlite(home / "store", "big.txt")
-    except sqlite3.Error:
+    except (sqlite3.Error, FileNotFoundError):
         return 0
 
 
