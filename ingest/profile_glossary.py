@@ -34,6 +34,7 @@ from ingest.profile_definitions import (
     containments,
     counted_terms,
     definitions_in,
+    scoped_terms,
     term_key,
     text_units,
     used_terms,
@@ -229,6 +230,7 @@ def build_glossary(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> Glossary:
     """
     units = text_units(chunks)
     glossary = Glossary(used=used_terms(units), texts=[u.text.lower() for u in units])
+    _heading_scopes(glossary, chunks)
     definitions: list[Definition] = []
     for unit in units:
         defs, aliases = definitions_in(unit, glossary.mentions)
@@ -258,14 +260,32 @@ def build_glossary(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> Glossary:
     return glossary
 
 
+def _heading_scopes(glossary: Glossary, chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> None:
+    """A heading that names a scope ("4.2.3 Per work-group", "Each die") uses its noun as a unit, as "per X" in a
+    sentence does (`used_terms`): once per distinct heading."""
+    from ingest.profile_scope import scope_heading
+
+    seen: set[str] = set()
+    for chunk, _ in chunks:
+        parts = (chunk.section or "").split(" > ")
+        for n in range(2, len(parts) + 1):
+            scope = scope_heading(" > ".join(parts[:n]))
+            if scope and scope.lower() not in seen:
+                seen.add(scope.lower())
+                for phrase in scoped_terms(scope):
+                    glossary.used[term_key(phrase)] += 1
+
+
 #: A list item that gives a count of things: "Clusters: 24", "Dies: 2, joined by a bridge" (a plural label).
 _COUNT_ITEM = re.compile(r"^(?P<t>[A-Za-z][\w\- ]{1,40}?s)\s*:\s*(?P<n>\d{1,5})(?![\d.,]\d|\s*[A-Za-z%/])")
 
 
 def _scoped_count(glossary: Glossary, unit: Unit) -> None:
     """A count item under a scope heading ("Each die > Clusters: 24") is a containment (each die holds 24
-    clusters); one under no scope heading ("Dies: 2") counts the chip's. See `ingest.profile_scope.scope_heading`."""
+    clusters); one under no scope heading, or under a heading that scopes the chip itself ("Per chip > Matrix
+    engines: 40"), counts the chip's. See `ingest.profile_scope.scope_heading`."""
     from ingest.profile_scope import scope_heading
+    from ingest.profile_text import CHIP_NOUNS
 
     if unit.cells:
         return
@@ -275,8 +295,8 @@ def _scoped_count(glossary: Glossary, unit: Unit) -> None:
         if not match:
             continue
         child, count = term_key(match.group("t")), int(match.group("n"))
-        if scope:
-            parent = term_key(re.sub(r"^\s*(?:each|every|per|one|a single)\s+", "", scope, flags=re.IGNORECASE))
+        parent = term_key(re.sub(r"^\s*(?:each|every|per|one|a single)\s+", "", scope, flags=re.IGNORECASE))
+        if parent and not re.fullmatch(CHIP_NOUNS, parent):
             glossary.contains.append(Containment(parent, child, count, item.strip()))
         else:
             glossary.chip_counts.setdefault(child, (count, item.strip()))

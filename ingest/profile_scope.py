@@ -43,14 +43,24 @@ def scope_of(record: Record, quantity: Quantity, glossary: Glossary) -> str:
 
 
 _SCOPE_HEADING = re.compile(r"^\s*(?:each|every|per|one|a single)\s+[A-Za-z][\w\- ]{0,40}$", re.IGNORECASE)
+#: A section number before a heading's title ("4.2.2.1 Per vector slice"), and a heading's closing scope
+#: parenthetical ("Peak throughput (per chip)").
+_SECTION_NUMBER = re.compile(r"^\s*\d{1,2}(?:\.\d{1,3}){0,5}\.?\s+")
+_SCOPE_PAREN = re.compile(r"\((?P<s>(?:each|every|per|one|a single)\s+[A-Za-z][\w\- ]{0,40})\)\s*$", re.IGNORECASE)
 
 
 def scope_heading(section: str) -> str:
     """The innermost heading of `section` when it only names a scope ("Title > Each die > Each cluster" -> "Each
-    cluster": `ingest.loaders.markdown` puts a nested list's scope items there), else empty. A statement with no
-    scope of its own is at that scope."""
+    cluster": `ingest.loaders.markdown` puts a nested list's scope items there; "4.2.2.1 Per vector slice", a
+    numbered heading of a plain-text manual, -> "Per vector slice"), or the scope parenthetical that closes it
+    ("Peak throughput (per chip)" -> "per chip"); else empty. A statement with no scope of its own is at that
+    scope."""
     inner = section.rsplit(" > ", 1)[-1] if " > " in section else ""
-    return inner if _SCOPE_HEADING.match(inner) else ""
+    inner = _SECTION_NUMBER.sub("", inner)
+    if _SCOPE_HEADING.match(inner):
+        return inner
+    paren = _SCOPE_PAREN.search(inner)
+    return paren.group("s") if paren else ""
 
 
 _RELATIVE = re.compile(r"\s(?:that|which|who|whose|where)\s.*$", re.IGNORECASE)
