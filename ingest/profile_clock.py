@@ -2,7 +2,8 @@
 
 Rule: when the candidates for ``clock_mhz`` include a clock qualified as sustained (``sustained``, ``nominal``,
 ``all-core``, ``guaranteed``, ``rated``) and others qualified as opportunistic (``boost``, ``burst``, ``turbo``,
-``overdrive``, ``opportunistic``), the opportunistic ones are left out: the sustained clock is the one the chip
+``overdrive``, ``opportunistic``) or restricted (``capped at``, ``throttled to``, ``limited to``: a cooling or
+power mode), those are left out: the sustained clock is the one the chip
 holds under load and the one peak rates are quoted at, a boost clock is a short-lived maximum. Without a
 sustained clock nothing is left out (a boost clock beside a base clock stays the chip's clock, as the datasheets'
 truth files record it: "Boost clock" and "Shader clock (boost)" are the clock_mhz of the dev set's Halcyon H1 and
@@ -21,11 +22,13 @@ from ingest.profile_rules import Candidate
 
 SUSTAINED = re.compile(r"\b(?:sustained|nominal|all[- ]core|guaranteed|rated)\b", re.IGNORECASE)
 OPPORTUNISTIC = re.compile(r"\b(?:boost(?:ed)?|burst|turbo|overdrive|opportunistic)\b", re.IGNORECASE)
+#: A clock under a restriction: "capped at", "throttled to", "limited to", "derated to" (a cooling or power mode).
+RESTRICTED = re.compile(r"\b(?:capped|throttled|limited|derated)\s+(?:at|to)\b", re.IGNORECASE)
 
 
 def _qualifier(candidate: Candidate) -> str:
     words = candidate.record.local or candidate.record.key
-    if OPPORTUNISTIC.search(words):
+    if OPPORTUNISTIC.search(words) or RESTRICTED.search(words):
         return "opportunistic"
     return "sustained" if SUSTAINED.search(words) else ""
 

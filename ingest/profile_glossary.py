@@ -134,6 +134,9 @@ class Glossary:
     #: Groups of threads named by their size ("squads of 64 threads", "wavefronts of 64 work-items"): term key ->
     #: ``warp`` or ``block``, also for a term used only in that one phrase.
     groups: dict[str, str] = field(default_factory=dict)
+    #: Cache terms that the documents define as the second-level cache ("Array cache: The second-level cache ..."):
+    #: rewritten to "L2 cache".
+    second_level: set[str] = field(default_factory=set)
     _mentions: dict[str, int] = field(default_factory=dict)
 
     def mentions(self, key: str) -> int:
@@ -196,10 +199,11 @@ class Glossary:
         return None
 
     def rewrite(self, text: str) -> str:
-        """`text` with every term of the glossary (and alias) replaced by the generic name of its concept."""
-        if not self.terms:
+        """`text` with every term of the glossary (and alias) replaced by the generic name of its concept, and a
+        cache the documents define as the second-level one by "L2 cache"."""
+        if not self.terms and not self.second_level:
             return text
-        names: dict[str, str] = {}
+        names: dict[str, str] = {key: "L2 cache" for key in self.second_level}
         for key, t in self.terms.items():
             for spelling in {key, term_key(t.name), *t.aliases}:
                 if spelling and spelling not in _GENERIC_KEYS:
@@ -394,6 +398,8 @@ def _classify_definitions(glossary: Glossary, definitions: list[Definition]) -> 
                 group = _definition_concept(glossary, d)
                 if group is not None and group.concept in ("warp", "block"):
                     glossary.groups[key] = group.concept
+            if key and _CACHE_NAME.search(key) and _SECOND_LEVEL.search(d.definiens) and not _CACHE_LEVEL_NAME.search(key):
+                glossary.second_level.add(key)  # "Array cache: The second-level cache shared by all DCCs"
             if not key or key in _GENERIC_KEYS or len(key.split()) > 4 or _generic_name(key) or _CACHE_NAME.search(key):
                 continue  # caches and cache levels ("the L2", "Infinity Cache") are read by the field rules
             choice = _definition_concept(glossary, d)
@@ -412,6 +418,12 @@ def _classify_definitions(glossary: Glossary, definitions: list[Definition]) -> 
 
 
 _CACHE_NAME = re.compile(r"\bcache\b|^l\d$|\blevel[- ]?(?:\d|one|two|three)\b", re.IGNORECASE)
+#: A definiens that names the second cache level ("The second-level cache shared by all cores", "the L2 of the
+#: chip"); a cache name that already names its level ("L3 cache", "level-one cache") keeps it.
+_SECOND_LEVEL = re.compile(r"^\W*(?:the|a|an|its|our)?\s*(?:[\w\-]+['\u2019]s\s+)?(?:second[- ]level|level[- ](?:2|two)|"
+                           r"L2)\b", re.IGNORECASE)
+_CACHE_LEVEL_NAME = re.compile(r"\bl\d\b|\blevel[- ]?(?:\d|one|two|three)\b|\b(?:first|second|third|last)[- ]level\b",
+                               re.IGNORECASE)
 
 
 def _key_of(glossary: Glossary, d: Definition) -> str:

@@ -24,9 +24,14 @@ _SCOPE_RANK = ("multi", "block", "sub", "part", "cu", "warp", "chip")
 def scope_of(record: Record, quantity: Quantity, glossary: Glossary) -> str:
     """The scope a number is stated at: ``multi`` (several chips), ``block``, ``sub`` (inside a compute unit),
     ``part`` (a partition of the chip), ``cu``, ``warp``, ``chip`` or ``""`` (none stated). The narrowest cue
-    wins; a noun after per/each/one is looked up in the glossary, then by generic words."""
+    wins; a noun after per/each/one is looked up in the glossary, then by generic words. A table cell's own
+    words before its number ("resident per cluster: up to 4,096") scope it before its row label does."""
     texts = scope_texts(record, quantity)
     cues: set[str] = set()
+    own = record.text[:quantity.start] if record.is_table else ""
+    if re.search(r"[A-Za-z]{3}", own):
+        cues = _cues(own, glossary)  # "resident per cluster: up to 4,096" in a notes cell: the cell's own scope
+        texts = [] if cues else texts
     for text in texts:
         cues |= _cues(text, glossary)
     if not cues and not record.is_table and any(a <= quantity.start < b for a, b in parens(record.text)):

@@ -44,20 +44,30 @@ _REPORTED_BEFORE = re.compile(
     re.IGNORECASE)
 _REVISION_AFTER = re.compile(r"^\s*(?:of|in|from)\s+(?:the\s+)?(?:revision|rev\.?|version|edition)\s+[\w.]+",
                              re.IGNORECASE)
+#: A predicate that withdraws what its subject states: "(the old table ...) no longer applies", "is obsolete".
+_NO_LONGER = re.compile(r"\bno\s+longer\s+(?:applies|apply|holds?|valid|current|in\s+effect)\b|"
+                        r"\b(?:is|are)\s+(?:now\s+)?(?:obsolete|withdrawn|out\s+of\s+date)\b", re.IGNORECASE)
 _ERRATA_TITLE = re.compile(r"\b(?:errat(?:a|um)|corrigend(?:a|um)|corrections?|correction\s+notice)\b",
                            re.IGNORECASE)
 _REVISION_HEADING = re.compile(r"^\s*(?:revision|rev\.?|version|edition|v)\s*(?P<r>\d+(?:\.\d+)*|[A-Z])\b",
                                re.IGNORECASE)
 
 
-def is_old_figure(text: str, start: int, end: int) -> bool:
+def is_old_figure(text: str, start: int, end: int, sentence: str = "") -> bool:
     """Whether the figure at ``text[start:end]`` (one clause or sentence) is written as an old or reported value
     (rule 1 of the module docstring), not as the chip's value.
 
     Args:
         text: the clause the figure is in.
         start, end: character offsets of the figure (number and unit) in `text`.
+        sentence: the whole sentence, when `text` is one of its clauses: a figure before its predicate "no longer
+            applies" ("Revision B's table (122.9 TOPS, ...) no longer applies") is old.
     """
+    if sentence:
+        no_longer = _NO_LONGER.search(sentence)
+        at = sentence.find(text[start:end])
+        if no_longer and 0 <= at < no_longer.start():
+            return True
     before = text[max(0, start - 80):start]
     if _OLD_BEFORE.search(before) or _REPORTED_BEFORE.search(before):
         return True

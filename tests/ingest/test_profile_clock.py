@@ -1,5 +1,5 @@
-"""The chip's clock when a document gives several: sustained over boost/burst; boost over base (fictional
-Garnet G4 and Harlow H2 datasheets; every expected value by hand)."""
+"""The chip's clock when a document gives several: sustained over boost/burst or capped; boost over base (fictional
+Garnet G4, Harlow H2 and Ivel I3 datasheets; every expected value by hand)."""
 
 from __future__ import annotations
 
@@ -48,3 +48,20 @@ def test_a_sustained_clock_wins_over_a_turbo_clock(tmp_path):
 def test_without_a_sustained_clock_the_boost_clock_stays_the_clock(tmp_path):
     profile = _profile(tmp_path, "harlow-h2.md", _BASE_AND_BOOST, "harlow_h2")
     assert profile.clock_mhz.value == 1700
+
+
+_CAPPED = """# Ivel I3 product brief
+
+The Ivel I3 is a fictional edge accelerator.
+
+| Parameter | Value |
+|---|---|
+| Core clock (sustained) | 900 MHz |
+
+On battery power the core clock is capped at 600 MHz.
+"""
+
+
+def test_a_capped_clock_is_not_the_sustained_clock(tmp_path):
+    profile = _profile(tmp_path, "ivel-i3.md", _CAPPED, "ivel_i3")
+    assert profile.clock_mhz.value == 900 and profile.clock_mhz.kind == "stated"
