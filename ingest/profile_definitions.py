@@ -230,15 +230,21 @@ _APPOSITION_THE = re.compile(r"(?P<d>[\w\s\-]{3,60}?),\s+the\s+(?P<t>(?:[A-Za-z]
 _EACH_A = re.compile(rf"(?<![\w.,])(?:{_NUMBER})\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){{0,2}}[A-Za-z][\w\-]*),\s+each\s+"
                      r"(?P<d>(?:a|an|one)\s+[^;.]{5,160})", re.IGNORECASE)
 MEMORIES = ("shared_memory", "register_file", "cache")
-#: "a lockstep set of 16 filaments, the R2's counterpart of a warp": named by the generic thing it stands for.
+#: "a lockstep set of 16 filaments, the R2's counterpart of a warp", "... a lockstep group, and it is the overlay's
+#: counterpart of a warp": named by the generic thing it stands for.
 _COUNTERPART = re.compile(r"(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*)(?:\s+of\s+\d+\s+[\w\-]+)?,\s+"
-                          r"(?:the|its|our)\s+(?:[\w\-]+['\u2019]s\s+)?(?:counterpart|analogue|analog|equivalent|version)\s+(?:of|to|for)\s+"
+                          r"(?:(?:and\s+)?(?:it|this|which)\s+is\s+)?(?:the|its|our)\s+(?:[\w\-]+['\u2019]s\s+)?(?:counterpart|analogue|analog|equivalent|version)\s+(?:of|to|for)\s+"
                           r"(?:a|an|the)\s+(?P<g>(?:[A-Za-z][\w\-]*\s*){1,3})", re.IGNORECASE)
 #: A definiens that names the generic thing the term stands for: "The Q-Flow equivalent of a work-group", "the
 #: M2's counterpart of a warp", "an analogue of a thread block".
 _EQUIVALENT_OF = re.compile(r"^\s*(?:(?:the|an?|its|our)\s+)?(?:[\w\-]+(?:['\u2019]s)?\s+)?(?:equivalent|counterpart|"
                             r"analogue|analog)\s+(?:of|to|for)\s+(?:an?\s+|the\s+)?(?P<g>(?:[A-Za-z][\w\-]*\s*){1,3})",
                             re.IGNORECASE)
+#: "A kernel group is the set of threads that run on one tile ...: the overlay's work-group.": a subject defined by a
+#: closing apposition that names the generic thing in the document's own possessive.
+_CLOSING_APPOSITION = re.compile(r"^\s*(?:an?|the)\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*)\s+(?:is|are)\s+"
+                                 r"[^.]{3,200}[:,;]\s+(?:the|its)\s+(?:[\w\-]+['\u2019]s\s+)(?P<g>(?:[A-Za-z][\w\-]*\s*)"
+                                 r"{1,3})\.?\s*$", re.IGNORECASE)
 #: "A job corresponds to a work-group (OpenCL)", "a bundle maps to a warp", "tasks are equivalent to thread blocks".
 _CORRESPONDS = re.compile(r"(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*)\s+(?:corresponds?|maps?|"
                           r"(?:is|are)\s+equivalent)\s+to\s+(?:an?\s+|the\s+)?(?P<g>(?:[A-Za-z][\w\-]*\s*){1,3})",
@@ -371,6 +377,10 @@ def definitions_in(unit: Unit, mentions) -> tuple[list[Definition], list[tuple[s
         generic = noun_phrase(match.group("g").split())
         if generic:
             add(tail_np(match.group("t")), f"a {generic}", head=generic, explicit=True)
+    closing = _CLOSING_APPOSITION.match(text)
+    if closing and noun_phrase(closing.group("g").split()) and noun_phrase(closing.group("t").split()):
+        generic = noun_phrase(closing.group("g").split())
+        add(noun_phrase(closing.group("t").split()), f"a {generic}", head=generic, explicit=True)
     for match in _CORRESPONDS.finditer(text):
         generic, term = noun_phrase(match.group("g").split()), tail_np(match.group("t"))
         if generic and term:

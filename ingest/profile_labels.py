@@ -190,12 +190,15 @@ def own_words(record: Record, quantity: Quantity) -> str:
 def own_noun(record: Record, quantity: Quantity, glossary: Glossary) -> str:
     """The noun a table cell's count is written with when it is not what the row label names ("Flow clusters |
     two halves of 48": 2 counts halves), else "". Threads and lanes are what group sizes are counted in ("Vector
-    width | 16 lanes"), so they name no other thing; a word that is not a plural noun ("132 active") names none."""
+    width | 16 lanes"), so they name no other thing, nor do the members of a group the label names ("Lockstep group
+    | 16 PEs"); a word that is not a plural noun ("132 active") names none."""
     if not record.is_table or quantity.dimension != "count":
         return ""
     noun = _np_after(record.text[quantity.end:])
     if not noun or re.match(r"(?:x|of)\b", noun, re.IGNORECASE) or glossary.concept(noun) == "thread":
         return ""
+    if glossary.concept(record.label) in ("warp", "block"):
+        return ""  # "Lockstep group | 16 PEs": a group's size is counted in its members
     last = noun.split()[-1]
     if singular(last) == last:
         return ""  # "132 active": a state of the things the label names, not other things (those are plural)

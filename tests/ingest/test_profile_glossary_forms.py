@@ -152,3 +152,31 @@ def test_a_product_brief_with_glossary_items(tmp_path):
     assert profile.smem_per_compute_unit_kb.value == 128
     assert profile.smem_per_block_kb.value == 64
     assert profile.warp_size.value is None
+
+
+
+_LISTING = """# Rushmere R6 guide
+
+An *anvil* is the R6's compute unit. Each anvil has sixteen lanes that run one instruction together; Rushmere
+calls the sixteen lanes of an anvil a *beat*, and it is the R6's counterpart of a warp.
+
+A *forge group* is all the threads that run together on one anvil and share its SRAM: the R6's work-group.
+
+| Resource | R6 |
+|---|---|
+| Anvils | 30 |
+| Beat | 16 PEs |
+| Threads per forge group (max) | 384 |
+"""
+
+
+def test_a_closing_apposition_and_a_counterpart_name_the_generic_thing(tmp_path):
+    """"...: the R6's work-group" and ", and it is the R6's counterpart of a warp" define the terms; a beat's
+    size is counted in its members ("16 PEs"): warp 16, 384 threads per forge group, 30 anvils."""
+    defs, _ = definitions_in(_unit("A forge group is all the threads that run together on one anvil and share "
+                                   "its SRAM: the R6's work-group."), lambda _: 0)
+    assert ("forge group", "work-group") in [(d.term, d.head) for d in defs]
+    profile = _profile(tmp_path, "r6-guide.md", _LISTING, "rushmere_r6")
+    assert profile.warp_size.value == 16
+    assert profile.max_threads_per_block.value == 384
+    assert profile.num_compute_units.value == 30
