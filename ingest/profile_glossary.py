@@ -34,13 +34,14 @@ from ingest.profile_definitions import (
     containments,
     counted_terms,
     definitions_in,
-    scoped_terms,
     term_key,
     text_units,
     used_terms,
     written_form,
 )
 from ingest.profile_meaning import ConceptSpace, prefetch
+from ingest.profile_structure import CACHE_NAME as _CACHE_NAME
+from ingest.profile_structure import heading_scopes, only_shared_cache, scoped_count
 from knowledge.types import Chunk
 
 #: Concept -> its generic names (the vocabulary of CUDA, HIP, OpenCL and SYCL documentation) and plain-words
@@ -134,8 +135,8 @@ class Glossary:
     #: Groups of threads named by their size ("squads of 64 threads", "wavefronts of 64 work-items"): term key ->
     #: ``warp`` or ``block``, also for a term used only in that one phrase.
     groups: dict[str, str] = field(default_factory=dict)
-    #: Cache terms that the documents define as the second-level cache ("Array cache: The second-level cache ..."):
-    #: rewritten to "L2 cache".
+    #: Cache terms that the documents define as the second-level cache ("Array cache: The second-level cache ..."),
+    #: or their one chip-wide cache (`_only_shared_cache`): rewritten to "L2 cache".
     second_level: set[str] = field(default_factory=set)
     _mentions: dict[str, int] = field(default_factory=dict)
 
@@ -234,7 +235,7 @@ def build_glossary(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> Glossary:
     """
     units = text_units(chunks)
     glossary = Glossary(used=used_terms(units), texts=[u.text.lower() for u in units])
-    _heading_scopes(glossary, chunks)
+    heading_scopes(glossary, chunks)
     definitions: list[Definition] = []
     for unit in units:
         defs, aliases = definitions_in(unit, glossary.mentions)
@@ -246,7 +247,7 @@ def build_glossary(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> Glossary:
         glossary.contains += containments(unit)
         for count, phrase, _ in counted_terms(unit.text):
             glossary.chip_counts.setdefault(term_key(phrase), (count, unit.text))
-        _scoped_count(glossary, unit)
+        scoped_count(glossary, unit)
     for chunk, _ in chunks:
         if chunk.kind != "table_row":
             glossary.contains += component_lists(chunk.text)
@@ -261,49 +262,8 @@ def build_glossary(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> Glossary:
         _compute_unit_from_structure(glossary, units)
     _shortened_references(glossary)
     _partitions_from_containment(glossary)
+    only_shared_cache(glossary, definitions)
     return glossary
-
-
-def _heading_scopes(glossary: Glossary, chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> None:
-    """A heading that names a scope ("4.2.3 Per work-group", "Each die") uses its noun as a unit, as "per X" in a
-    sentence does (`used_terms`): once per distinct heading."""
-    from ingest.profile_scope import scope_heading
-
-    seen: set[str] = set()
-    for chunk, _ in chunks:
-        parts = (chunk.section or "").split(" > ")
-        for n in range(2, len(parts) + 1):
-            scope = scope_heading(" > ".join(parts[:n]))
-            if scope and scope.lower() not in seen:
-                seen.add(scope.lower())
-                for phrase in scoped_terms(scope):
-                    glossary.used[term_key(phrase)] += 1
-
-
-#: A list item that gives a count of things: "Clusters: 24", "Dies: 2, joined by a bridge" (a plural label).
-_COUNT_ITEM = re.compile(r"^(?P<t>[A-Za-z][\w\- ]{1,40}?s)\s*:\s*(?P<n>\d{1,5})(?![\d.,]\d|\s*[A-Za-z%/])")
-
-
-def _scoped_count(glossary: Glossary, unit: Unit) -> None:
-    """A count item under a scope heading ("Each die > Clusters: 24") is a containment (each die holds 24
-    clusters); one under no scope heading, or under a heading that scopes the chip itself ("Per chip > Matrix
-    engines: 40"), counts the chip's. See `ingest.profile_scope.scope_heading`."""
-    from ingest.profile_scope import scope_heading
-    from ingest.profile_text import CHIP_NOUNS
-
-    if unit.cells:
-        return
-    scope = scope_heading(unit.chunk.section or "")
-    for item in re.split(r"(?:^|\s)-\s+", unit.text):  # list items run together in a chunk's text
-        match = _COUNT_ITEM.match(item.strip())
-        if not match:
-            continue
-        child, count = term_key(match.group("t")), int(match.group("n"))
-        parent = term_key(re.sub(r"^\s*(?:each|every|per|one|a single)\s+", "", scope, flags=re.IGNORECASE))
-        if parent and not re.fullmatch(CHIP_NOUNS, parent):
-            glossary.contains.append(Containment(parent, child, count, item.strip()))
-        else:
-            glossary.chip_counts.setdefault(child, (count, item.strip()))
 
 
 _OWNS_BYTES = re.compile(r"\beach\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}?[A-Za-z][\w\-]*)\s+(?:has|contains|holds|"
@@ -398,7 +358,8 @@ def _classify_definitions(glossary: Glossary, definitions: list[Definition]) -> 
                 group = _definition_concept(glossary, d)
                 if group is not None and group.concept in ("warp", "block"):
                     glossary.groups[key] = group.concept
-            if key and _CACHE_NAME.search(key) and _SECOND_LEVEL.search(d.definiens) and not _CACHE_LEVEL_NAME.search(key):
+            if key and _CACHE_NAME.search(key) and _SECOND_LEVEL.search(d.definiens) and \
+                    not _CACHE_LEVEL_NAME.search(key):
                 glossary.second_level.add(key)  # "Array cache: The second-level cache shared by all DCCs"
             if not key or key in _GENERIC_KEYS or len(key.split()) > 4 or _generic_name(key) or _CACHE_NAME.search(key):
                 continue  # caches and cache levels ("the L2", "Infinity Cache") are read by the field rules
@@ -417,11 +378,10 @@ def _classify_definitions(glossary: Glossary, definitions: list[Definition]) -> 
             glossary.terms[key].aliases.add(alias)
 
 
-_CACHE_NAME = re.compile(r"\bcache\b|^l\d$|\blevel[- ]?(?:\d|one|two|three)\b", re.IGNORECASE)
 #: A definiens that names the second cache level ("The second-level cache shared by all cores", "the L2 of the
 #: chip"); a cache name that already names its level ("L3 cache", "level-one cache") keeps it.
-_SECOND_LEVEL = re.compile(r"^\W*(?:the|a|an|its|our)?\s*(?:[\w\-]+['\u2019]s\s+)?(?:second[- ]level|level[- ](?:2|two)|"
-                           r"L2)\b", re.IGNORECASE)
+_SECOND_LEVEL = re.compile(r"^\W*(?:the|a|an|its|our)?\s*(?:[\w\-]+['\u2019]s\s+)?"
+                           r"(?:second[- ]level|level[- ](?:2|two)|L2)\b", re.IGNORECASE)
 _CACHE_LEVEL_NAME = re.compile(r"\bl\d\b|\blevel[- ]?(?:\d|one|two|three)\b|\b(?:first|second|third|last)[- ]level\b",
                                re.IGNORECASE)
 

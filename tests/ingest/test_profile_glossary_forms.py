@@ -180,3 +180,22 @@ def test_a_closing_apposition_and_a_counterpart_name_the_generic_thing(tmp_path)
     assert profile.warp_size.value == 16
     assert profile.max_threads_per_block.value == 384
     assert profile.num_compute_units.value == 30
+
+
+_ONE_CACHE = """# Tarrow T2 brief
+
+- Mesh core. The compute unit of the T2.
+- Hub cache. The chip-level cache in front of device memory, shared by all mesh cores.
+
+| Item | T2 |
+|---|---|
+| Mesh cores | 12 |
+| Hub cache | 8 MiB |
+"""
+
+
+def test_the_one_chip_wide_cache_of_a_document_without_cache_levels_is_the_l2(tmp_path):
+    """8 MiB of hub cache is the T2's L2; with an "L1" named anywhere nothing is assumed."""
+    assert _profile(tmp_path, "t2-brief.md", _ONE_CACHE, "tarrow_t2").l2_cache_mb.value == 8
+    with_l1 = _ONE_CACHE + "\nEach mesh core has its own 32 KiB L1 data cache.\n"
+    assert _profile(tmp_path, "t2-brief-l1.md", with_l1, "tarrow_t2").l2_cache_mb.value is None
