@@ -9,8 +9,10 @@ sustained clock nothing is left out (a boost clock beside a base clock stays the
 truth files record it: "Boost clock" and "Shader clock (boost)" are the clock_mhz of the dev set's Halcyon H1 and
 held-out v2's Quarry Q9; a sustained clock wins in held-out v3's Larkspur A7 and v5's Oriel T5).
 
-The qualifier is read from a candidate's own words (`Record.local`: a cell's header and row label, or the clause
-of a sentence), so a note elsewhere in the row ("burst up to 1.9 GHz") does not disqualify the sustained figure.
+The qualifier is read from a candidate's own words (a cell's header, row label and value, or the clause of a
+sentence), so a note elsewhere in the row ("burst up to 1.9 GHz") does not disqualify the sustained figure; a
+clock that the peak figures are said to be at ("2,400 MHz (all peak figures in this document are at this clock)")
+counts as sustained.
 Source: vendor clock terminology (AMD "peak engine clock" vs "sustained"; Intel "base"/"turbo"; NVIDIA "boost").
 """
 
@@ -20,14 +22,16 @@ import re
 
 from ingest.profile_rules import Candidate
 
-SUSTAINED = re.compile(r"\b(?:sustained|nominal|all[- ]core|guaranteed|rated)\b", re.IGNORECASE)
+SUSTAINED = re.compile(r"\b(?:sustained|nominal|all[- ]core|guaranteed|rated)\b|"
+                       r"\b(?:peak|all)\b[^.;]{0,50}\bat\s+this\s+clock\b", re.IGNORECASE)
 OPPORTUNISTIC = re.compile(r"\b(?:boost(?:ed)?|burst|turbo|overdrive|opportunistic)\b", re.IGNORECASE)
 #: A clock under a restriction: "capped at", "throttled to", "limited to", "derated to" (a cooling or power mode).
 RESTRICTED = re.compile(r"\b(?:capped|throttled|limited|derated)\s+(?:at|to)\b", re.IGNORECASE)
 
 
 def _qualifier(candidate: Candidate) -> str:
-    words = candidate.record.local or candidate.record.key
+    record = candidate.record
+    words = f"{record.local} {record.text}" if record.is_table else (record.local or record.key)
     if OPPORTUNISTIC.search(words) or RESTRICTED.search(words):
         return "opportunistic"
     return "sustained" if SUSTAINED.search(words) else ""

@@ -65,3 +65,13 @@ On battery power the core clock is capped at 600 MHz.
 def test_a_capped_clock_is_not_the_sustained_clock(tmp_path):
     profile = _profile(tmp_path, "ivel-i3.md", _CAPPED, "ivel_i3")
     assert profile.clock_mhz.value == 900 and profile.clock_mhz.kind == "stated"
+
+
+def test_the_clock_the_peaks_are_at_is_the_sustained_one(tmp_path):
+    text = """# Nene N1 notes
+
+- Array clock: 1,400 MHz (all peak figures below are at this clock)
+- Turbo clock: up to 1,750 MHz
+"""
+    profile = _profile(tmp_path, "nene-n1.md", text, "nene_n1")
+    assert profile.clock_mhz.value == 1400 and profile.clock_mhz.kind == "stated"
