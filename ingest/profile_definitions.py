@@ -191,11 +191,18 @@ def used_terms(units: list[Unit]) -> Counter:
                 used[term_key(phrase)] += 1
             for phrase in scoped_terms(text):
                 used[term_key(phrase)] += 1
-        if unit.cells and len(unit.cells) >= 2 and re.fullmatch(r"\s*[\d,]+\s*", unit.cells[1] or ""):
-            label = re.sub(r"\s*\([^)]*\)", "", unit.cells[0])
-            if noun_phrase(label.split()) == label.strip():
-                used[term_key(label)] += 1  # a "Tiles | 160" row: a count of things
+        if row_count(unit):
+            used[term_key(re.sub(r"\s*\([^)]*\)", "", unit.cells[0]))] += 1  # a "Tiles | 160" row: a count of things
     return used
+
+
+def row_count(unit: Unit) -> int:
+    """The count a table row ``Tiles | 160`` (``Dataflow units (DFUs) | 80``) gives of the things its label names
+    (a plain noun phrase, its parenthetical aside), else 0."""
+    if not (unit.cells and len(unit.cells) >= 2 and re.fullmatch(r"\s*[\d,]+\s*", unit.cells[1] or "")):
+        return 0
+    label = re.sub(r"\s*\([^)]*\)", "", unit.cells[0])
+    return int(unit.cells[1].replace(",", "")) if noun_phrase(label.split()) == label.strip() else 0
 
 
 # ---------------------------------------------------------------- definitions

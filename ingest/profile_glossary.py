@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from ingest.profile_definitions import (
     Containment,
     Definition,
-    Unit,
     component_lists,
     containments,
     counted_terms,
@@ -41,7 +40,7 @@ from ingest.profile_definitions import (
 )
 from ingest.profile_meaning import ConceptSpace, prefetch
 from ingest.profile_structure import CACHE_NAME as _CACHE_NAME
-from ingest.profile_structure import heading_scopes, only_shared_cache, scoped_count
+from ingest.profile_structure import compute_unit_from_structure, heading_scopes, only_shared_cache, scoped_count
 from knowledge.types import Chunk
 
 #: Concept -> its generic names (the vocabulary of CUDA, HIP, OpenCL and SYCL documentation) and plain-words
@@ -258,72 +257,13 @@ def build_glossary(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> Glossary:
     _classify_bare_terms(glossary)  # generic names first, so definitions read with them ("work-groups")
     _classify_definitions(glossary, definitions)
     _classify_bare_terms(glossary)
-    if glossary.compute_unit() is None:
-        _compute_unit_from_structure(glossary, units)
+    found = glossary.compute_unit()
+    if found is None or not found.defined:  # none, or only a generic name used in passing ("120 compute units")
+        compute_unit_from_structure(glossary, units)
     _shortened_references(glossary)
     _partitions_from_containment(glossary)
     only_shared_cache(glossary, definitions)
     return glossary
-
-
-_OWNS_BYTES = re.compile(r"\beach\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}?[A-Za-z][\w\-]*)\s+(?:has|contains|holds|"
-                         r"includes|owns)\b[^.;]{0,40}?\b\d[\d,.]*\s*(?:[KM]i?B|kilobytes?|megabytes?)\b",
-                         re.IGNORECASE)
-
-
-_ISSUES = re.compile(r"\beach\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}?[A-Za-z][\w\-]*)\s+(?:issues|schedules|"
-                     r"dispatches)\b(?P<what>[^.;]{0,60})", re.IGNORECASE)
-
-
-def _issues_warps(glossary: Glossary, what: str) -> bool:
-    """Whether `what` (the words after "each T issues") names a warp: a group-of-threads instruction or a warp
-    itself (``one wavefront instruction per cycle``, ``two warps per clock``)."""
-    words = re.findall(r"[A-Za-z][\w\-]*", what)
-    return any(glossary.concept(w) == "warp" for w in words)
-
-
-def _compute_unit_from_structure(glossary: Glossary, units: list[Unit]) -> None:
-    """No definition names the compute unit: take the term that the chip holds most of (``80x Tensix tile``) among
-    those of which each holds on-chip memory (``Each Tensix tile has 1464 KiB of scratchpad RAM``), a list of
-    execution units (``Each ZX tile contains: 1x Matrix Engine, 2x Vector Engine``) or issues warps (``Each
-    compute tile issues one wavefront instruction per cycle``): the unit that owns on-chip memory and execution
-    units and schedules warps is the compute unit (the profile schema's meaning of the word; CUDA C++ Programming
-    Guide, "Hardware Implementation": the multiprocessor creates, schedules and executes warps)."""
-    owners: dict[str, str] = {}
-    for unit in units:
-        for match in _OWNS_BYTES.finditer(unit.text):
-            key = term_key(match.group("t"))
-            owners.setdefault(glossary.aliases.get(key, key), " ".join(unit.text.split()))
-        for match in _ISSUES.finditer(unit.text):
-            if _issues_warps(glossary, match.group("what")):
-                key = term_key(match.group("t"))
-                owners.setdefault(glossary.aliases.get(key, key), " ".join(unit.text.split()))
-    for c in glossary.contains:
-        if c.quote.lower().lstrip().startswith("each"):
-            owners.setdefault(glossary.aliases.get(c.parent, c.parent), " ".join(c.quote.split()))
-
-    def chip_count(key: str) -> int:  # "10 tiles" counts the "ZX tile"s too
-        return max(glossary.chip_counts.get(key, (0, ""))[0], glossary.chip_counts.get(key.split()[-1], (0, ""))[0])
-
-    candidates = [k for k in owners if chip_count(k) >= 2 and glossary.concept(k) in (None, "compute_unit")]
-    counts = sorted((chip_count(k), k) for k in candidates)
-    if not counts or (len(counts) > 1 and counts[-1][0] == counts[-2][0]):
-        return
-    key = counts[-1][1]
-    glossary.terms[key] = Term(name=_name_as_written(key, units), concept="compute_unit", similarity=0.0,
-                               quote=owners[key], chunk=None, defined=False)  # type: ignore[arg-type]
-
-
-def _name_as_written(key: str, units: list[Unit]) -> str:
-    """`key` with the capitalization the documents use (``Tensix tile``), singular."""
-    words = [re.escape(w) for w in key.split()]
-    rx = re.compile(r"(?<![\w\-])" + r"\s+".join(words[:-1] + [words[-1] + r"(?:s|es)?"]) + r"(?![\w\-])",
-                    re.IGNORECASE)
-    for unit in units:
-        match = rx.search(unit.text)
-        if match:
-            return written_form(match.group(0))
-    return key
 
 
 def _partitions_from_containment(glossary: Glossary) -> None:

@@ -199,3 +199,25 @@ def test_the_one_chip_wide_cache_of_a_document_without_cache_levels_is_the_l2(tm
     assert _profile(tmp_path, "t2-brief.md", _ONE_CACHE, "tarrow_t2").l2_cache_mb.value == 8
     with_l1 = _ONE_CACHE + "\nEach mesh core has its own 32 KiB L1 data cache.\n"
     assert _profile(tmp_path, "t2-brief-l1.md", with_l1, "tarrow_t2").l2_cache_mb.value is None
+
+
+_UNDEFINED_UNIT = """# Fenwick F9 specification
+
+| Parameter | Fenwick F9 |
+|---|---|
+| Stream engines (SEs) | 24 |
+| Local SRAM per SE | 128 KiB |
+| Register file per SE | 64 KiB |
+
+For comparison, a rival part offers 100 compute units.
+"""
+
+
+def test_a_table_that_counts_a_unit_and_gives_memory_per_unit_names_the_compute_unit(tmp_path):
+    """"Stream engines (SEs) | 24" counts the chip's SEs, "Local SRAM per SE" gives each SE memory: the SE is the
+    compute unit (not the "compute units" of the rival): 24 units, 128 KiB each, 64 KiB = 16,384 registers."""
+    profile = _profile(tmp_path, "f9-spec.md", _UNDEFINED_UNIT, "fenwick_f9")
+    assert profile.compute_unit_name == "Stream engine (SE)"
+    assert profile.num_compute_units.value == 24
+    assert profile.smem_per_compute_unit_kb.value == 128
+    assert profile.registers_per_compute_unit.value == 64 * 1024 / 4
