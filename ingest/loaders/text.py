@@ -6,7 +6,8 @@
   section's heading path is the chain of open headings, so a scope heading (``4.2.1 Per chip``) scopes the lines
   under it (`ingest.profile_scope.scope_heading`).
 - Label/value lines: a block of at least `MIN_LABEL_LINES` ``Label: value`` lines, at least half its lines (a
-  manual's spec list, indented or not; a label starts with a capital and has at most `_MAX_LABEL_WORDS` words) gives one ``- label: value`` item section per line (the form of a Markdown list item, read by
+  manual's spec list, indented or not; a label starts with a capital and has at most `_MAX_LABEL_WORDS` words),
+  gives one ``- label: value`` item section per line (the form of a Markdown list item, read by
   `ingest.profile_tables.list_item_records`); a ``Label:`` line without a value above them (``Reset sources:``)
   joins their heading path. The block's other lines stay prose.
 - A fixed-width table (columns aligned by runs of spaces, as in a readme, optionally under a ``----  ----`` rule) is

@@ -3,8 +3,6 @@ every expected value by hand)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ingest.chunker import chunk_sections
 from ingest.loaders import load_document
 from ingest.profile_extract import extract_profile_with_report
