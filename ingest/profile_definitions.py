@@ -81,7 +81,8 @@ class Unit:
 
 def text_units(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> list[Unit]:
     """The sentences (and table rows, by cells) of merged chunks; a glossary entry ``Term: Definition.`` stays one
-    unit although its colon ends a sentence for the sentence splitter."""
+    unit although its colon ends a sentence for the sentence splitter, and so does a glossary list item ``- Term.
+    Definition.`` (read as ``Term: Definition.``)."""
     from ingest.profile_text import paragraphs, sentences
 
     out: list[Unit] = []
@@ -97,9 +98,21 @@ def text_units(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> list[Unit]:
                 if re.fullmatch(r"[^:.;]{1,40}:", sentence):
                     pending = sentence  # "Shader tile:" + its definition, the next sentence
                     continue
+                item_term = _ITEM_TERM.search(sentence)
+                if item_term and (item_term.group("b") or item_term.start() == 0 and re.search(
+                        r"(?:^|\s)[-*+\u2022]\s+" + re.escape(sentence), paragraph)):
+                    before = sentence[:item_term.start()].strip()
+                    if before:
+                        out.append(Unit(f"{pending} {before}" if pending else before, chunk))
+                    pending = f"{item_term.group('t')}:"  # "- Tile buffer." + its definition: a glossary item
+                    continue
                 out.append(Unit(f"{pending} {sentence}" if pending else sentence, chunk))
                 pending = ""
     return out
+
+
+#: A list item that is only a term and a full stop ("- Tile buffer."): a glossary entry whose definition follows.
+_ITEM_TERM = re.compile(r"(?:^|(?<=\s))(?P<b>[-*+\u2022]\s+)?(?P<t>[A-Za-z][^:.;()]{0,38}[^\s:.;()])\.$")
 
 
 def _row_cells(text: str) -> list[str]:
@@ -178,11 +191,18 @@ def used_terms(units: list[Unit]) -> Counter:
                 used[term_key(phrase)] += 1
             for phrase in scoped_terms(text):
                 used[term_key(phrase)] += 1
-        if unit.cells and len(unit.cells) >= 2 and re.fullmatch(r"\s*[\d,]+\s*", unit.cells[1] or ""):
-            label = re.sub(r"\s*\([^)]*\)", "", unit.cells[0])
-            if noun_phrase(label.split()) == label.strip():
-                used[term_key(label)] += 1  # a "Tiles | 160" row: a count of things
+        if row_count(unit):
+            used[term_key(re.sub(r"\s*\([^)]*\)", "", unit.cells[0]))] += 1  # a "Tiles | 160" row: a count of things
     return used
+
+
+def row_count(unit: Unit) -> int:
+    """The count a table row ``Tiles | 160`` (``Dataflow units (DFUs) | 80``) gives of the things its label names
+    (a plain noun phrase, its parenthetical aside), else 0."""
+    if not (unit.cells and len(unit.cells) >= 2 and re.fullmatch(r"\s*[\d,]+\s*", unit.cells[1] or "")):
+        return 0
+    label = re.sub(r"\s*\([^)]*\)", "", unit.cells[0])
+    return int(unit.cells[1].replace(",", "")) if noun_phrase(label.split()) == label.strip() else 0
 
 
 # ---------------------------------------------------------------- definitions
@@ -217,10 +237,25 @@ _APPOSITION_THE = re.compile(r"(?P<d>[\w\s\-]{3,60}?),\s+the\s+(?P<t>(?:[A-Za-z]
 _EACH_A = re.compile(rf"(?<![\w.,])(?:{_NUMBER})\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){{0,2}}[A-Za-z][\w\-]*),\s+each\s+"
                      r"(?P<d>(?:a|an|one)\s+[^;.]{5,160})", re.IGNORECASE)
 MEMORIES = ("shared_memory", "register_file", "cache")
-#: "a lockstep set of 16 filaments, the R2's counterpart of a warp": named by the generic thing it stands for.
+#: "a lockstep set of 16 filaments, the R2's counterpart of a warp", "... a lockstep group, and it is the overlay's
+#: counterpart of a warp": named by the generic thing it stands for.
 _COUNTERPART = re.compile(r"(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*)(?:\s+of\s+\d+\s+[\w\-]+)?,\s+"
-                          r"(?:the|its|our)\s+(?:[\w\-]+['\u2019]s\s+)?(?:counterpart|analogue|analog|equivalent|version)\s+(?:of|to|for)\s+"
+                          r"(?:(?:and\s+)?(?:it|this|which)\s+is\s+)?(?:the|its|our)\s+(?:[\w\-]+['\u2019]s\s+)?(?:counterpart|analogue|analog|equivalent|version)\s+(?:of|to|for)\s+"
                           r"(?:a|an|the)\s+(?P<g>(?:[A-Za-z][\w\-]*\s*){1,3})", re.IGNORECASE)
+#: A definiens that names the generic thing the term stands for: "The Q-Flow equivalent of a work-group", "the
+#: M2's counterpart of a warp", "an analogue of a thread block".
+_EQUIVALENT_OF = re.compile(r"^\s*(?:(?:the|an?|its|our)\s+)?(?:[\w\-]+(?:['\u2019]s)?\s+)?(?:equivalent|counterpart|"
+                            r"analogue|analog)\s+(?:of|to|for)\s+(?:an?\s+|the\s+)?(?P<g>(?:[A-Za-z][\w\-]*\s*){1,3})",
+                            re.IGNORECASE)
+#: "A kernel group is the set of threads that run on one tile ...: the overlay's work-group.": a subject defined by a
+#: closing apposition that names the generic thing in the document's own possessive.
+_CLOSING_APPOSITION = re.compile(r"^\s*(?:an?|the)\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*)\s+(?:is|are)\s+"
+                                 r"[^.]{3,200}[:,;]\s+(?:the|its)\s+(?:[\w\-]+['\u2019]s\s+)(?P<g>(?:[A-Za-z][\w\-]*\s*)"
+                                 r"{1,3})\.?\s*$", re.IGNORECASE)
+#: "A job corresponds to a work-group (OpenCL)", "a bundle maps to a warp", "tasks are equivalent to thread blocks".
+_CORRESPONDS = re.compile(r"(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*)\s+(?:corresponds?|maps?|"
+                          r"(?:is|are)\s+equivalent)\s+to\s+(?:an?\s+|the\s+)?(?P<g>(?:[A-Za-z][\w\-]*\s*){1,3})",
+                          re.IGNORECASE)
 #: "64 KB of local store that the threads of one thread block share": a sized thing described by its relative clause.
 _OF_THAT = re.compile(r"\d\s*[KMG]i?B\s+of\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*)\s+(?P<d>(?:that|which)\s"
                       r"[^;.]{5,160})", re.IGNORECASE)
@@ -283,6 +318,10 @@ def definitions_in(unit: Unit, mentions) -> tuple[list[Definition], list[tuple[s
     def add(term: str, definiens: str, head: str | None = None, explicit: bool = False,
             among: tuple[str, ...] | None = None, members: str = "") -> None:
         term = _MODEL_PREFIX.sub("", term) or term  # "A VX-300 engine is ...": the term is "engine"
+        term = _TRAILING_PAREN.sub("", term) or term  # "DSP core complex (DCC)": the name, its alias read apart
+        equivalent = _EQUIVALENT_OF.match(definiens)
+        if equivalent and noun_phrase(equivalent.group("g").split()):
+            head, explicit = noun_phrase(equivalent.group("g").split()), True  # "The Q-Flow equivalent of a warp"
         if term_key(term):
             first = definiens.split("; ")[0]
             definiens = first if len(first.split()) >= 4 else definiens  # the clause that defines, not the next one
@@ -304,7 +343,7 @@ def definitions_in(unit: Unit, mentions) -> tuple[list[Definition], list[tuple[s
     if text.rstrip(" *_").endswith("?"):
         return defs, aliases  # a question defines nothing ("How big is the register file?")
     head, colon, rest = text.partition(": ")
-    if colon and 1 <= len(head.split()) <= 4 and len(rest.split()) >= 4 and not re.search(r"\d", head) \
+    if colon and 1 <= len(head.split()) <= 4 and len(rest.split()) >= 4 and not _NUMBER_WORD.search(head) \
             and not re.match(r"\s*[\d.,]", rest):
         add(head, rest, explicit=True)  # a glossary line "Term: definition" (not a "Key: value" item)
     for match in PAREN.finditer(text):
@@ -345,6 +384,14 @@ def definitions_in(unit: Unit, mentions) -> tuple[list[Definition], list[tuple[s
         generic = noun_phrase(match.group("g").split())
         if generic:
             add(tail_np(match.group("t")), f"a {generic}", head=generic, explicit=True)
+    closing = _CLOSING_APPOSITION.match(text)
+    if closing and noun_phrase(closing.group("g").split()) and noun_phrase(closing.group("t").split()):
+        generic = noun_phrase(closing.group("g").split())
+        add(noun_phrase(closing.group("t").split()), f"a {generic}", head=generic, explicit=True)
+    for match in _CORRESPONDS.finditer(text):
+        generic, term = noun_phrase(match.group("g").split()), tail_np(match.group("t"))
+        if generic and term:
+            add(term, f"a {generic}", head=generic, explicit=True)
     for match in _OF_THAT.finditer(text):
         # "64 KB of T that ...": T is sized in bytes, so it is a memory; its relative clause says which
         add(match.group("t"), f"memory {match.group('d')}", head="", among=MEMORIES)
@@ -366,6 +413,11 @@ def is_group_noun(phrase: str) -> bool:
 
 _OF_FOLLOWS = frozenset("made consist consists composed all each one most some any many none both up out part "
                         "instead because ahead".split())
+#: A parenthetical that ends a defined term (its abbreviation, a plural mark): not part of the term's name.
+_TRAILING_PAREN = re.compile(r"\s*\([^()]{1,40}\)\s*$")
+#: A number written alone ("PCIe 5.0: ...", "Gen 4: ..."): such a head is a key with a value, not a term; a name
+#: with a digit inside a word ("L0 scratch", "HBM3") may still be a term.
+_NUMBER_WORD = re.compile(r"(?<![A-Za-z\d])\d[\d.,]*(?![A-Za-z])")
 #: Product-model words in front of a defined term ("VX-300 engine", "the H9 core").
 _MODEL_PREFIX = re.compile(r"^(?:(?:the|a|an)\s+)?(?:[A-Za-z]{1,6}-?\d{1,4}[A-Za-z]{0,3}\s+)+(?=[A-Za-z])")
 #: "strands of 32 threads", "warps of 64 work-items": the term names a group of that many members.

@@ -33,6 +33,7 @@ from ingest.profile_definitions import is_abbreviation as _is_abbreviation
 from ingest.profile_columns import choose_columns, described_phrases
 from ingest.profile_definitions import singular, term_key
 from ingest.number_words import digits_for_number_words
+from ingest.profile_clock import prefer_sustained_clock
 from ingest.profile_derive import compute_units_from_hierarchy
 from ingest.profile_glossary import Glossary, build_glossary
 from ingest.profile_llm import ProposalModel, propose_candidates
@@ -155,6 +156,8 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Cand
     fields: dict[str, ProfileField] = {}
     for field_name, unit in SCALAR_FIELDS.items():
         mine = [c for c in out.candidates if c.field == field_name]
+        if field_name == "clock_mhz":
+            mine = prefer_sustained_clock(mine)
         fields[field_name] = resolve_field(field_name, unit, mine, out.learned_sub.get(field_name, []), report, rank)
     if fields["num_compute_units"].value is None and fields["num_compute_units"].kind != "conflict":
         fields["num_compute_units"] = compute_units_from_hierarchy(glossary, records) or fields["num_compute_units"]

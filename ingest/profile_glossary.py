@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from ingest.profile_definitions import (
     Containment,
     Definition,
-    Unit,
     component_lists,
     containments,
     counted_terms,
@@ -40,6 +39,8 @@ from ingest.profile_definitions import (
     written_form,
 )
 from ingest.profile_meaning import ConceptSpace, prefetch
+from ingest.profile_structure import CACHE_NAME as _CACHE_NAME
+from ingest.profile_structure import compute_unit_from_structure, heading_scopes, only_shared_cache, scoped_count
 from knowledge.types import Chunk
 
 #: Concept -> its generic names (the vocabulary of CUDA, HIP, OpenCL and SYCL documentation) and plain-words
@@ -133,6 +134,9 @@ class Glossary:
     #: Groups of threads named by their size ("squads of 64 threads", "wavefronts of 64 work-items"): term key ->
     #: ``warp`` or ``block``, also for a term used only in that one phrase.
     groups: dict[str, str] = field(default_factory=dict)
+    #: Cache terms that the documents define as the second-level cache ("Array cache: The second-level cache ..."),
+    #: or their one chip-wide cache (`_only_shared_cache`): rewritten to "L2 cache".
+    second_level: set[str] = field(default_factory=set)
     _mentions: dict[str, int] = field(default_factory=dict)
 
     def mentions(self, key: str) -> int:
@@ -195,10 +199,11 @@ class Glossary:
         return None
 
     def rewrite(self, text: str) -> str:
-        """`text` with every term of the glossary (and alias) replaced by the generic name of its concept."""
-        if not self.terms:
+        """`text` with every term of the glossary (and alias) replaced by the generic name of its concept, and a
+        cache the documents define as the second-level one by "L2 cache"."""
+        if not self.terms and not self.second_level:
             return text
-        names: dict[str, str] = {}
+        names: dict[str, str] = {key: "L2 cache" for key in self.second_level}
         for key, t in self.terms.items():
             for spelling in {key, term_key(t.name), *t.aliases}:
                 if spelling and spelling not in _GENERIC_KEYS:
@@ -229,6 +234,7 @@ def build_glossary(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> Glossary:
     """
     units = text_units(chunks)
     glossary = Glossary(used=used_terms(units), texts=[u.text.lower() for u in units])
+    heading_scopes(glossary, chunks)
     definitions: list[Definition] = []
     for unit in units:
         defs, aliases = definitions_in(unit, glossary.mentions)
@@ -240,7 +246,7 @@ def build_glossary(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> Glossary:
         glossary.contains += containments(unit)
         for count, phrase, _ in counted_terms(unit.text):
             glossary.chip_counts.setdefault(term_key(phrase), (count, unit.text))
-        _scoped_count(glossary, unit)
+        scoped_count(glossary, unit)
     for chunk, _ in chunks:
         if chunk.kind != "table_row":
             glossary.contains += component_lists(chunk.text)
@@ -251,95 +257,13 @@ def build_glossary(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> Glossary:
     _classify_bare_terms(glossary)  # generic names first, so definitions read with them ("work-groups")
     _classify_definitions(glossary, definitions)
     _classify_bare_terms(glossary)
-    if glossary.compute_unit() is None:
-        _compute_unit_from_structure(glossary, units)
+    found = glossary.compute_unit()
+    if found is None or not found.defined:  # none, or only a generic name used in passing ("120 compute units")
+        compute_unit_from_structure(glossary, units)
     _shortened_references(glossary)
     _partitions_from_containment(glossary)
+    only_shared_cache(glossary, definitions)
     return glossary
-
-
-#: A list item that gives a count of things: "Clusters: 24", "Dies: 2, joined by a bridge" (a plural label).
-_COUNT_ITEM = re.compile(r"^(?P<t>[A-Za-z][\w\- ]{1,40}?s)\s*:\s*(?P<n>\d{1,5})(?![\d.,]\d|\s*[A-Za-z%/])")
-
-
-def _scoped_count(glossary: Glossary, unit: Unit) -> None:
-    """A count item under a scope heading ("Each die > Clusters: 24") is a containment (each die holds 24
-    clusters); one under no scope heading ("Dies: 2") counts the chip's. See `ingest.profile_scope.scope_heading`."""
-    from ingest.profile_scope import scope_heading
-
-    if unit.cells:
-        return
-    scope = scope_heading(unit.chunk.section or "")
-    for item in re.split(r"(?:^|\s)-\s+", unit.text):  # list items run together in a chunk's text
-        match = _COUNT_ITEM.match(item.strip())
-        if not match:
-            continue
-        child, count = term_key(match.group("t")), int(match.group("n"))
-        if scope:
-            parent = term_key(re.sub(r"^\s*(?:each|every|per|one|a single)\s+", "", scope, flags=re.IGNORECASE))
-            glossary.contains.append(Containment(parent, child, count, item.strip()))
-        else:
-            glossary.chip_counts.setdefault(child, (count, item.strip()))
-
-
-_OWNS_BYTES = re.compile(r"\beach\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}?[A-Za-z][\w\-]*)\s+(?:has|contains|holds|"
-                         r"includes|owns)\b[^.;]{0,40}?\b\d[\d,.]*\s*(?:[KM]i?B|kilobytes?|megabytes?)\b",
-                         re.IGNORECASE)
-
-
-_ISSUES = re.compile(r"\beach\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}?[A-Za-z][\w\-]*)\s+(?:issues|schedules|"
-                     r"dispatches)\b(?P<what>[^.;]{0,60})", re.IGNORECASE)
-
-
-def _issues_warps(glossary: Glossary, what: str) -> bool:
-    """Whether `what` (the words after "each T issues") names a warp: a group-of-threads instruction or a warp
-    itself (``one wavefront instruction per cycle``, ``two warps per clock``)."""
-    words = re.findall(r"[A-Za-z][\w\-]*", what)
-    return any(glossary.concept(w) == "warp" for w in words)
-
-
-def _compute_unit_from_structure(glossary: Glossary, units: list[Unit]) -> None:
-    """No definition names the compute unit: take the term that the chip holds most of (``80x Tensix tile``) among
-    those of which each holds on-chip memory (``Each Tensix tile has 1464 KiB of scratchpad RAM``), a list of
-    execution units (``Each ZX tile contains: 1x Matrix Engine, 2x Vector Engine``) or issues warps (``Each
-    compute tile issues one wavefront instruction per cycle``): the unit that owns on-chip memory and execution
-    units and schedules warps is the compute unit (the profile schema's meaning of the word; CUDA C++ Programming
-    Guide, "Hardware Implementation": the multiprocessor creates, schedules and executes warps)."""
-    owners: dict[str, str] = {}
-    for unit in units:
-        for match in _OWNS_BYTES.finditer(unit.text):
-            key = term_key(match.group("t"))
-            owners.setdefault(glossary.aliases.get(key, key), " ".join(unit.text.split()))
-        for match in _ISSUES.finditer(unit.text):
-            if _issues_warps(glossary, match.group("what")):
-                key = term_key(match.group("t"))
-                owners.setdefault(glossary.aliases.get(key, key), " ".join(unit.text.split()))
-    for c in glossary.contains:
-        if c.quote.lower().lstrip().startswith("each"):
-            owners.setdefault(glossary.aliases.get(c.parent, c.parent), " ".join(c.quote.split()))
-
-    def chip_count(key: str) -> int:  # "10 tiles" counts the "ZX tile"s too
-        return max(glossary.chip_counts.get(key, (0, ""))[0], glossary.chip_counts.get(key.split()[-1], (0, ""))[0])
-
-    candidates = [k for k in owners if chip_count(k) >= 2 and glossary.concept(k) in (None, "compute_unit")]
-    counts = sorted((chip_count(k), k) for k in candidates)
-    if not counts or (len(counts) > 1 and counts[-1][0] == counts[-2][0]):
-        return
-    key = counts[-1][1]
-    glossary.terms[key] = Term(name=_name_as_written(key, units), concept="compute_unit", similarity=0.0,
-                               quote=owners[key], chunk=None, defined=False)  # type: ignore[arg-type]
-
-
-def _name_as_written(key: str, units: list[Unit]) -> str:
-    """`key` with the capitalization the documents use (``Tensix tile``), singular."""
-    words = [re.escape(w) for w in key.split()]
-    rx = re.compile(r"(?<![\w\-])" + r"\s+".join(words[:-1] + [words[-1] + r"(?:s|es)?"]) + r"(?![\w\-])",
-                    re.IGNORECASE)
-    for unit in units:
-        match = rx.search(unit.text)
-        if match:
-            return written_form(match.group(0))
-    return key
 
 
 def _partitions_from_containment(glossary: Glossary) -> None:
@@ -374,6 +298,9 @@ def _classify_definitions(glossary: Glossary, definitions: list[Definition]) -> 
                 group = _definition_concept(glossary, d)
                 if group is not None and group.concept in ("warp", "block"):
                     glossary.groups[key] = group.concept
+            if key and _CACHE_NAME.search(key) and _SECOND_LEVEL.search(d.definiens) and \
+                    not _CACHE_LEVEL_NAME.search(key):
+                glossary.second_level.add(key)  # "Array cache: The second-level cache shared by all DCCs"
             if not key or key in _GENERIC_KEYS or len(key.split()) > 4 or _generic_name(key) or _CACHE_NAME.search(key):
                 continue  # caches and cache levels ("the L2", "Infinity Cache") are read by the field rules
             choice = _definition_concept(glossary, d)
@@ -391,7 +318,12 @@ def _classify_definitions(glossary: Glossary, definitions: list[Definition]) -> 
             glossary.terms[key].aliases.add(alias)
 
 
-_CACHE_NAME = re.compile(r"\bcache\b|^l\d$|\blevel[- ]?(?:\d|one|two|three)\b", re.IGNORECASE)
+#: A definiens that names the second cache level ("The second-level cache shared by all cores", "the L2 of the
+#: chip"); a cache name that already names its level ("L3 cache", "level-one cache") keeps it.
+_SECOND_LEVEL = re.compile(r"^\W*(?:the|a|an|its|our)?\s*(?:[\w\-]+['\u2019]s\s+)?"
+                           r"(?:second[- ]level|level[- ](?:2|two)|L2)\b", re.IGNORECASE)
+_CACHE_LEVEL_NAME = re.compile(r"\bl\d\b|\blevel[- ]?(?:\d|one|two|three)\b|\b(?:first|second|third|last)[- ]level\b",
+                               re.IGNORECASE)
 
 
 def _key_of(glossary: Glossary, d: Definition) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from ingest.profile_definitions import is_group_noun, term_key
+from ingest.profile_definitions import is_group_noun, singular, term_key
 from ingest.profile_glossary import Glossary
 from ingest.profile_scope import parens
 from ingest.profile_text import Record, products_in
@@ -185,3 +185,24 @@ def own_words(record: Record, quantity: Quantity) -> str:
         return ""
     own = clean_label(record.text[:quantity.start])
     return own if re.search(r"[A-Za-z]{3}", own) else ""
+
+
+def own_noun(record: Record, quantity: Quantity, glossary: Glossary) -> str:
+    """The noun a table cell's count is written with when it is not what the row label names ("Flow clusters |
+    two halves of 48": 2 counts halves), else "". Threads and lanes are what group sizes are counted in ("Vector
+    width | 16 lanes"), so they name no other thing, nor do the members of a group the label names ("Lockstep group
+    | 16 PEs"); a word that is not a plural noun ("132 active") names none."""
+    if not record.is_table or quantity.dimension != "count":
+        return ""
+    noun = _np_after(record.text[quantity.end:])
+    if not noun or re.match(r"(?:x|of)\b", noun, re.IGNORECASE) or glossary.concept(noun) == "thread":
+        return ""
+    if glossary.concept(record.label) in ("warp", "block"):
+        return ""  # "Lockstep group | 16 PEs": a group's size is counted in its members
+    last = noun.split()[-1]
+    if singular(last) == last:
+        return ""  # "132 active": a state of the things the label names, not other things (those are plural)
+    key, label = term_key(noun), term_key(record.label)
+    key = glossary.aliases.get(key, key)
+    label = glossary.aliases.get(label, label)
+    return "" if key == label or key in label or label.endswith(key.split()[-1]) else noun

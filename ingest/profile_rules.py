@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from ingest.profile_definitions import PER_PARENT_BEFORE, noun_phrase, term_key
 from ingest.profile_fields import SCALABLE, Match, field_for, is_profile_quantity, match_quantity
 from ingest.profile_glossary import Glossary
-from ingest.profile_labels import ENABLED_SUBSET, PHYSICAL_TOTAL, _np_after, labels, own_words, sentence_after
+from ingest.profile_labels import ENABLED_SUBSET, PHYSICAL_TOTAL, _np_after, labels, own_noun, own_words, sentence_after
 from ingest.profile_scope import THE_NOUN_HAS, noun_level, parens, scope_noun, scope_of
 from ingest.profile_supersede import is_old_figure
 from ingest.profile_text import Record
@@ -122,6 +122,10 @@ _DEFAULT_SIMILARITY = {"table": 0.0, "attached": 0.5, "clause": 0.55, "own": 0.5
 
 
 _GROUP_SIZES = ("warp_width", "block_threads")
+#: A further factor after a product ("4 x 16 lanes| x 4"): the product is part of a longer computation.
+_FURTHER_FACTOR = re.compile(r"^\s*(?:[A-Za-z\-]+\s+)?[x\u00d7*]\s*\d")
+#: Words after a count that make it a sum over several things ("128 lanes in all", "64 lanes together").
+_AGGREGATE = re.compile(r"^\s*[A-Za-z\-]*\s*(?:in all|in total|altogether|together|combined)\b", re.IGNORECASE)
 #: A label that is only a scope ("per compute unit", "each core") names no quantity inside a parenthetical.
 _SCOPE_ONLY = re.compile(r"^\s*(?:per|each|every)\s+(?:[\w\-]+\s*){1,3}$", re.IGNORECASE)
 _PEAK_CUE = re.compile(r"peak|theoretical|aggregate|total|maximum|\bmax\b|up to|bandwidth", re.IGNORECASE)
@@ -148,6 +152,8 @@ def what_it_is(record: Record, quantity: Quantity, every: list[Quantity], glossa
     counts_groups = quantity.dimension == "count" and not record.is_table and bool(named) and bool(named[0]) \
         and glossary.concept(named[0]) in ("warp", "block")  # "64 warps" counts warps: not the size of one
     groups = [("table", named)] if record.is_table else [("attached", named[:_ATTACHED])]
+    if own_noun(record, quantity, glossary):
+        return None  # "two halves of 48" in a clusters row counts halves, not what the row names
     own = own_words(record, quantity)
     if own:
         groups.insert(0, ("own", [glossary.rewrite(f"{own} {quantity.unit}")]))
@@ -163,8 +169,9 @@ def what_it_is(record: Record, quantity: Quantity, every: list[Quantity], glossa
                 level = _cache_level(label)
                 if level == 2 and re.search(r"cache|\bL2\b|slice", label, re.IGNORECASE):
                     return Match("l2_cache", 1.0, 0.0)
-                if level is not None and level != 2 and re.search(r"cache|\bL[0-4]\b", label, re.IGNORECASE):
-                    return None
+                if level is not None and level != 2 and (re.search(r"cache", label, re.IGNORECASE) or (
+                        re.search(r"\bL[0-4]\b", label) and "shared memory" not in label.lower())):
+                    return None  # an L1 or L3 cache; "L0 scratch", shared memory by the glossary, is not one
             match = match_quantity(label, quantity.dimension, lookalikes=True)
             if match is None or match.quantity == "l2_cache":
                 continue  # an L2 must say it is the level-2 cache (above), "cache" alone may be any level
@@ -245,7 +252,7 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
         if quantity.dimension not in ("count", "bytes", "bytes_per_s", "hz") or _per_time(quantity):
             continue
         if _is_bound(record, quantity) or _DEFAULT_AFTER.match(record.text[quantity.end:]) or \
-                is_old_figure(record.text, quantity.start, quantity.end):
+                is_old_figure(record.text, quantity.start, quantity.end, "" if record.is_table else record.key):
             continue  # a bound, a default, or an old figure ("now 1,800 MHz (was 1,900 MHz)")
         if quantity.dimension == "count" and PHYSICAL_TOTAL.match(sentence_after(record, quantity)):
             continue  # the die's total, of which fewer are enabled in the product
@@ -258,6 +265,10 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
         if quantity.dimension == "count" and not record.is_table and \
                 PER_PARENT_BEFORE.search(record.text[max(0, quantity.start - 80):quantity.start]):
             continue  # "6 clusters of 4 engines": 4 is per cluster (the chip's count is derived, profile_derive)
+        if quantity.multiplier > 1 and _FURTHER_FACTOR.match(record.text[quantity.end:]):
+            continue  # "(4 x 16 lanes x 4)": a partial product of a computation, not a figure
+        if match.quantity in _GROUP_SIZES and _AGGREGATE.search(record.text[quantity.end:quantity.end + 30]):
+            continue  # "4 issue groups side by side, 128 lanes in all": a sum of groups, not one group's width
         if match.quantity == "compute_units" and _holds_compute_units(record, quantity, glossary):
             continue  # "4 core arrays; each core array contains 20 cores": a count of partitions
         scope = scope_of(record, quantity, glossary)
@@ -392,7 +403,8 @@ def peak_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> None
     if record.is_table:
         quantities = quantities[:1]
     for n, quantity in enumerate(quantities):
-        if quantity.per or _is_bound(record, quantity) or is_old_figure(record.text, quantity.start, quantity.end):
+        if quantity.per or _is_bound(record, quantity) or \
+                is_old_figure(record.text, quantity.start, quantity.end, "" if record.is_table else record.key):
             continue
         if not record.is_table and _sparse_figure(record.text, quantities, n):
             continue

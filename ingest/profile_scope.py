@@ -24,9 +24,14 @@ _SCOPE_RANK = ("multi", "block", "sub", "part", "cu", "warp", "chip")
 def scope_of(record: Record, quantity: Quantity, glossary: Glossary) -> str:
     """The scope a number is stated at: ``multi`` (several chips), ``block``, ``sub`` (inside a compute unit),
     ``part`` (a partition of the chip), ``cu``, ``warp``, ``chip`` or ``""`` (none stated). The narrowest cue
-    wins; a noun after per/each/one is looked up in the glossary, then by generic words."""
+    wins; a noun after per/each/one is looked up in the glossary, then by generic words. A table cell's own
+    words before its number ("resident per cluster: up to 4,096") scope it before its row label does."""
     texts = scope_texts(record, quantity)
     cues: set[str] = set()
+    own = record.text[:quantity.start] if record.is_table else ""
+    if re.search(r"[A-Za-z]{3}", own):
+        cues = _cues(own, glossary)  # "resident per cluster: up to 4,096" in a notes cell: the cell's own scope
+        texts = [] if cues else texts
     for text in texts:
         cues |= _cues(text, glossary)
     if not cues and not record.is_table and any(a <= quantity.start < b for a, b in parens(record.text)):
@@ -43,14 +48,24 @@ def scope_of(record: Record, quantity: Quantity, glossary: Glossary) -> str:
 
 
 _SCOPE_HEADING = re.compile(r"^\s*(?:each|every|per|one|a single)\s+[A-Za-z][\w\- ]{0,40}$", re.IGNORECASE)
+#: A section number before a heading's title ("4.2.2.1 Per vector slice"), and a heading's closing scope
+#: parenthetical ("Peak throughput (per chip)").
+_SECTION_NUMBER = re.compile(r"^\s*\d{1,2}(?:\.\d{1,3}){0,5}\.?\s+")
+_SCOPE_PAREN = re.compile(r"\((?P<s>(?:each|every|per|one|a single)\s+[A-Za-z][\w\- ]{0,40})\)\s*$", re.IGNORECASE)
 
 
 def scope_heading(section: str) -> str:
     """The innermost heading of `section` when it only names a scope ("Title > Each die > Each cluster" -> "Each
-    cluster": `ingest.loaders.markdown` puts a nested list's scope items there), else empty. A statement with no
-    scope of its own is at that scope."""
+    cluster": `ingest.loaders.markdown` puts a nested list's scope items there; "4.2.2.1 Per vector slice", a
+    numbered heading of a plain-text manual, -> "Per vector slice"), or the scope parenthetical that closes it
+    ("Peak throughput (per chip)" -> "per chip"); else empty. A statement with no scope of its own is at that
+    scope."""
     inner = section.rsplit(" > ", 1)[-1] if " > " in section else ""
-    return inner if _SCOPE_HEADING.match(inner) else ""
+    inner = _SECTION_NUMBER.sub("", inner)
+    if _SCOPE_HEADING.match(inner):
+        return inner
+    paren = _SCOPE_PAREN.search(inner)
+    return paren.group("s") if paren else ""
 
 
 _RELATIVE = re.compile(r"\s(?:that|which|who|whose|where)\s.*$", re.IGNORECASE)

@@ -8,7 +8,8 @@ conflict in issue 18). The rules, by English syntax and document structure only 
 
 1. *Old figures* (`is_old_figure`): a figure written as the value something had before or as what another text
    says is not a statement of the chip's value: right after "was", "were", "previously", "formerly",
-   "originally", "used to be", "instead of", "rather than", "in place of", "not"; after "from" in a clause that
+   "originally", "used to be", "instead of", "rather than", "in place of", "not" ("not at the 450 MHz"); after
+   "from" in a clause that
    says the value changed ("raised from 228 KiB", "lowered from ..."); after a document reported as saying it
    ("the datasheet gives", "an earlier version of this FAQ said", "revision 1.0 listed"); or followed by "of
    revision N" / "in version N" ("the 4.8 TB/s of revision 1.0"). Such figures give no candidate.
@@ -16,7 +17,9 @@ conflict in issue 18). The rules, by English syntax and document structure only 
    corrigenda or corrections) outranks every statement of the other documents; within one document that keeps a
    revision history (two or more section headings "Revision 1.2", "Rev. B", "Version 3"), a statement under a later
    revision outranks one under an earlier revision. Statements outside those structures are not ranked against
-   each other. A candidate that an outranking candidate of the same field disagrees with is superseded: it is left
+   each other. Within one document, a statement under a section heading that names errata or corrections ("9.
+   Errata to version 2.0 of this guide") outranks the document's other statements. A candidate that an outranking
+   candidate of the same field disagrees with is superseded: it is left
    out, and the report records both quotes.
 """
 
@@ -30,7 +33,7 @@ from knowledge.types import Chunk
 
 _OLD_BEFORE = re.compile(
     r"(?:\b(?:was|were|previously|formerly|originally|used\s+to\s+be|instead\s+of|rather\s+than|in\s+place\s+of|"
-    r"not)(?:\s+(?:at|set\s+at|listed\s+as|given\s+as|stated\s+as|quoted\s+as))?\s*(?:up\s+to\s+)?)$",
+    r"not)(?:\s+(?:at|set\s+at|listed\s+as|given\s+as|stated\s+as|quoted\s+as))?(?:\s+the)?\s*(?:up\s+to\s+)?)$",
     re.IGNORECASE)
 _CHANGED = re.compile(r"\b(?:raised|lowered|increased|decreased|reduced|cut|changed|revised|corrected|updated|"
                       r"moved|grew|dropped|rose|fell|goes|went)\b", re.IGNORECASE)
@@ -44,20 +47,30 @@ _REPORTED_BEFORE = re.compile(
     re.IGNORECASE)
 _REVISION_AFTER = re.compile(r"^\s*(?:of|in|from)\s+(?:the\s+)?(?:revision|rev\.?|version|edition)\s+[\w.]+",
                              re.IGNORECASE)
+#: A predicate that withdraws what its subject states: "(the old table ...) no longer applies", "is obsolete".
+_NO_LONGER = re.compile(r"\bno\s+longer\s+(?:applies|apply|holds?|valid|current|in\s+effect)\b|"
+                        r"\b(?:is|are)\s+(?:now\s+)?(?:obsolete|withdrawn|out\s+of\s+date)\b", re.IGNORECASE)
 _ERRATA_TITLE = re.compile(r"\b(?:errat(?:a|um)|corrigend(?:a|um)|corrections?|correction\s+notice)\b",
                            re.IGNORECASE)
 _REVISION_HEADING = re.compile(r"^\s*(?:revision|rev\.?|version|edition|v)\s*(?P<r>\d+(?:\.\d+)*|[A-Z])\b",
                                re.IGNORECASE)
 
 
-def is_old_figure(text: str, start: int, end: int) -> bool:
+def is_old_figure(text: str, start: int, end: int, sentence: str = "") -> bool:
     """Whether the figure at ``text[start:end]`` (one clause or sentence) is written as an old or reported value
     (rule 1 of the module docstring), not as the chip's value.
 
     Args:
         text: the clause the figure is in.
         start, end: character offsets of the figure (number and unit) in `text`.
+        sentence: the whole sentence, when `text` is one of its clauses: a figure before its predicate "no longer
+            applies" ("Revision B's table (122.9 TOPS, ...) no longer applies") is old.
     """
+    if sentence:
+        no_longer = _NO_LONGER.search(sentence)
+        at = sentence.find(text[start:end])
+        if no_longer and 0 <= at < no_longer.start():
+            return True
     before = text[max(0, start - 80):start]
     if _OLD_BEFORE.search(before) or _REPORTED_BEFORE.search(before):
         return True
@@ -74,12 +87,15 @@ class Precedence:
     errata: int
     document: str
     revision: tuple | None
+    errata_section: int = 0
 
     def outranks(self, other: Precedence) -> bool:
-        """True when this statement supersedes `other` (errata over the other documents; a later revision of the
-        same document over an earlier one)."""
+        """True when this statement supersedes `other` (errata over the other documents; an errata section over the
+        rest of its document; a later revision of the same document over an earlier one)."""
         if self.errata != other.errata:
             return self.errata > other.errata and self.document != other.document
+        if self.document == other.document and self.errata_section != other.errata_section:
+            return self.errata_section > other.errata_section
         if self.document != other.document or self.revision is None or other.revision is None:
             return False
         return self.revision > other.revision
@@ -123,7 +139,9 @@ def precedence_of(chunks: list[Chunk], family: Callable[[str], str]) -> Callable
     def of(chunk: Chunk) -> Precedence:
         doc = family(chunk.source)
         revision = _revision_of(chunk.section or "") if doc in histories else None
-        return Precedence(int(doc in errata), doc, revision)
+        headings = (chunk.section or "").split(" > ")[1:]
+        in_errata = doc not in errata and any(_ERRATA_TITLE.search(h) for h in headings)
+        return Precedence(int(doc in errata), doc, revision, int(in_errata))
 
     return of
 

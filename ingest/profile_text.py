@@ -308,7 +308,8 @@ def level_cues(text: str) -> set[str]:
         cues.add("multi")
     if re.search(rf"\b(?:a|one|single|each|per|every)\s+{BLOCK_NOUNS}\b|\bwork-?groups?\b", text, re.IGNORECASE):
         cues.add("block")
-    if re.search(r"\b(?:in total|total|in all|altogether|whole (?:chip|gpu|device))\b", text, re.IGNORECASE):
+    if re.search(r"\b(?:in total|total|in all|altogether|whole (?:chip|gpu|device)|across all|adds? up to)\b", text,
+                 re.IGNORECASE):
         cues.add("chip")
     return cues
 

@@ -10,7 +10,10 @@ Heuristics (layout-generic, no vendor rules):
 - Paragraphs: a line continues the previous one when that one was wrapped (trailing space or hyphen, or at least
   70 % of the page's typical line length).
 - Headings: an all-capitals line of 8+ letters that follows prose (not a run of diagram labels); it names the
-  page's section until the next heading.
+  page's section until the next heading. A numbered heading line ("4.2.1 Per chip", "9. Errata to version 2.0")
+  or a revision entry's name ("Version 3 (2027-05)") after a finished sentence starts a section of its own there
+  (never joined to the paragraph above), so scope headings, errata sections and revision histories read in a PDF
+  as in its Markdown form.
 - Tables: after a ``Table N.`` caption, lines up to the next prose paragraph are rows (the first line without two
   numbers is the column header line; all-capitals lines without numbers are row-group labels). Other tables are
   read from pypdf's layout-mode text, where cells stand in columns (`ingest.loaders.pdf_tables`), and become one
@@ -192,6 +195,24 @@ def _title(reader) -> str:
         return ""
 
 
+#: A heading line by its shape: a section number and a short title ("4.2.1 Per chip", "9. Errata to version 2.0"),
+#: or a revision entry's name ("Version 3 (2027-05)", "Revision C"); never a sentence (no closing full stop).
+_NUMBERED_HEADING = re.compile(r"^\s*\d{1,2}(?:\.\d{1,3}){0,5}\.?\s+[A-Z][^\n]{0,78}[^\s.:;,]\s*$")
+_REVISION_LINE = re.compile(r"^\s*(?:revision|rev\.|version|edition)\s+[\w.]{1,8}(?:\s+\([^()]{1,30}\))?\s*$",
+                            re.IGNORECASE)
+_MAX_HEADING_WORDS = 10
+
+
+def is_heading_line(text: str) -> bool:
+    """Whether a PDF line is a heading by its shape (`_NUMBERED_HEADING`, `_REVISION_LINE`; at most
+    `_MAX_HEADING_WORDS` words; one number in its title, the section number and parentheticals aside; not a figure
+    or table caption)."""
+    title = re.sub(r"\([^()]*\)", "", re.sub(r"^\s*\d{1,2}(?:\.\d{1,3}){0,5}\.?\s+", "", text))
+    if len(text.split()) > _MAX_HEADING_WORDS or _CAPTION.match(text) or _numbers(title) > 1:
+        return False
+    return bool(_NUMBERED_HEADING.match(text) or _REVISION_LINE.match(text))
+
+
 def _upper_ratio(text: str) -> float:
     letters = [c for c in text if c.isalpha()]
     return sum(1 for c in letters if c.isupper()) / len(letters) if letters else 0.0
@@ -266,6 +287,13 @@ class _PageParser:
                 i = self._table_line(lines, i)
                 continue
             self.table = None
+            if is_heading_line(line.text) and (i == 0 or _ends_sentence(lines[i - 1].text)):
+                self._flush(para, labels)
+                para, labels = [], []
+                self.heading = one_line(line.text)  # "4.2.1 Per chip", "Version 3 (2027-05)": a section of its own
+                self._emit(line.text, "caption")
+                i += 1
+                continue
             if para and self._joins(lines[i - 1], line):
                 para.append(("" if para[-1].endswith("-") else " ") + line.text)
             elif self._is_prose(line) or line.wrapped:

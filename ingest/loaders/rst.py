@@ -5,6 +5,8 @@
 - Tables (``list-table``, grid and simple tables): one ``table_row`` section per body row, carrying the header row
   (however far above it sits in the source) and the table's title, ``:name:``, enclosing tab title, or the short
   paragraph that introduces it.
+- Field lists (``:Compute clock: 2,400 MHz``, the document's docinfo included) give one ``- Name: value`` item
+  each; definition-list items give one ``Term: definition`` paragraph each.
 - Directives docutils does not know (``tab-set``, ``tab-item``, ``note`` variants, ...) are parsed as containers
   whose argument extends the heading path; code directives keep their text; ``toctree`` is dropped.
 """
@@ -140,6 +142,10 @@ class _Walker:
             self._titled(node, bullet)
         elif isinstance(node, nodes.definition_list_item):
             self._definition(node)
+        elif isinstance(node, nodes.field):
+            self._field(one_line(node[0].astext()), node[1] if len(node) > 1 else None)
+        elif isinstance(node, nodes.Bibliographic) and not isinstance(node, nodes.field):
+            self._field(node.tagname.title(), node)  # docinfo ":Version: 2": docutils keeps only the value
         elif isinstance(node, (nodes.bullet_list, nodes.enumerated_list)):
             self.walk(node, bullet=True)
         elif isinstance(node, nodes.Element):
@@ -178,6 +184,13 @@ class _Walker:
         term = one_line(" ".join(t.astext() for t in node.findall(nodes.term)))
         body = " ".join(one_line(d.astext()) for d in node.findall(nodes.definition))
         self._add(f"{term}: {body}" if term else body, "prose")
+
+    def _field(self, name: str, body: nodes.Node | None) -> None:
+        """A field-list item (``:Compute clock: 2,400 MHz``) as a ``- Name: value`` list item, the form of a
+        Markdown ``key: value`` item, so that the value keeps its label (docutils keeps the name apart)."""
+        value = one_line(body.astext()) if body is not None else ""
+        if name and value:
+            self._add(f"- {name}: {value}", "prose")
 
     def _end_pseudo(self) -> None:
         if self.pseudo:

@@ -1,10 +1,25 @@
-"""Plain-text loader: paragraphs split on blank lines; a line underlined with ``===`` or ``---`` is a heading; a
-fixed-width table (columns aligned by runs of spaces, as in a readme, optionally under a ``----  ----`` rule) is
-read like a PDF's layout-mode table (`ingest.loaders.pdf_tables.layout_tables`): one ``table_row`` section per row
-with its column headers, its lines left out of the prose. An ALL-CAPITALS line alone in its block is a heading.
-INI-style text (``[section]`` and ``key = value`` lines) is read by `ingest.loaders.ini`; a block of label/value
-lines (dot leaders, colons, equals signs, aligned values; indented sub-blocks as scopes) by
-`ingest.loaders.label_lines`, one ``- label: value`` item section per line."""
+"""Plain-text loader: paragraphs split on blank lines, a heading hierarchy, label/value lines and fixed-width tables.
+
+- Headings: a line underlined with ``===`` (level 1) or ``---`` (level 2); a numbered heading alone in its block
+  (``4.2.2.1 Per vector slice``: its level is the depth of its number, so it nests under ``4.2.2``); an
+  ALL-CAPITALS line alone in its block (level 2). A numbered, underlined heading takes its number's depth. Each
+  section's heading path is the chain of open headings, so a scope heading (``4.2.1 Per chip``) scopes the lines
+  under it (`ingest.profile_scope.scope_heading`).
+- Label/value lines: a block of at least `MIN_LABEL_LINES` ``Label: value`` lines, at least half its lines (a
+  manual's spec list, indented or not; a label starts with a capital and has at most `_MAX_LABEL_WORDS` words),
+  gives one ``- label: value`` item section per line (the form of a Markdown list item, read by
+  `ingest.profile_tables.list_item_records`); a ``Label:`` line without a value above them (``Reset sources:``)
+  joins their heading path. The block's other lines stay prose.
+- Other label/value lines (`ingest.loaders.label_lines`): a block of lines in any usual separator (dot leaders,
+  colons, equals signs, an aligned value), indented sub-blocks as scopes, gives one item section per line too.
+- INI-style text (``[section]`` and ``key = value`` lines) is read by `ingest.loaders.ini`.
+- A fixed-width table (columns aligned by runs of spaces, as in a readme, optionally under a ``----  ----`` rule) is
+  read like a PDF's layout-mode table (`ingest.loaders.pdf_tables.layout_tables`): one ``table_row`` section per
+  row with its column headers, its lines left out of the prose.
+
+Source: the layout conventions of plain-text technical manuals (RFC-style numbered sections, ``key: value`` spec
+lists); no vendor's words are fixed here.
+"""
 
 from __future__ import annotations
 
@@ -21,10 +36,20 @@ _UNDERLINE = re.compile(r"^\s*(=+|-+)\s*$")
 #: A rule under a fixed-width table's header: runs of dashes or equals signs separated by spaces.
 _COLUMN_RULE = re.compile(r"^\s*[-=]{3,}(?:\s+[-=]{3,})+\s*$")
 _CAPS_HEADING = re.compile(r"^[A-Z][A-Z0-9 ,&/()\-]{2,60}$")
+#: "4.2.2.1 Per vector slice", "3 Memory", "2.1. Clocks": a section number, then a short title that starts with a
+#: capital and does not end a sentence.
+_NUMBERED_HEADING = re.compile(r"^\s*(?P<n>\d{1,2}(?:\.\d{1,3}){0,5})\.?\s+(?P<t>[A-Z][^\n]{0,78}[^\s.:;,])\s*$")
+_MAX_HEADING_WORDS = 10
+#: "Engine clock (sustained):   1,650 MHz": a label (letters first, no sentence end inside), a colon, a value.
+_LABEL_LINE = re.compile(r"^\s*(?P<k>[A-Z][^:\n]{0,60}?)\s*:\s+(?P<v>\S.*?)\s*$")
+#: Most words of a label (a longer run before a colon is a sentence: "The K9 is organised as a hierarchy: ...").
+_MAX_LABEL_WORDS = 6
+_LABEL_ONLY = re.compile(r"^\s*(?P<k>[A-Za-z][^:\n.]{0,60}?)\s*:\s*$")
+MIN_LABEL_LINES = 2
 
 
 def load_text(path: Path, source: str) -> LoadedDocument:
-    """Load a plain-text file into prose sections.
+    """Load a plain-text file into sections (see module docstring).
 
     Raises:
         BadInputError: empty or binary file.
@@ -33,28 +58,75 @@ def load_text(path: Path, source: str) -> LoadedDocument:
     if looks_like_ini(text):  # a configuration file or device descriptor (`ingest.loaders.ini`)
         return LoadedDocument(sections=ini_sections(text, source), title=title_from_path(source))
     sections: list[Section] = []
-    heading: list[str] = []
+    headings: list[tuple[int, str]] = []  # open headings, outermost first: (level, text)
+
+    def open_heading(level: int, title: str) -> None:
+        while headings and headings[-1][0] >= level:
+            headings.pop()
+        headings.append((level, title))
+
     for block in re.split(r"\n\s*\n", text):
         lines = [line for line in block.splitlines() if line.strip()]
         while len(lines) >= 2 and _UNDERLINE.match(lines[1]) and len(lines[0].strip()) <= 120:
-            level = 1 if lines[1].strip()[0] == "=" else 2
-            heading = heading[: level - 1] + [one_line(lines[0])]
+            numbered = _numbered_level(lines[0])
+            open_heading(numbered or (1 if lines[1].strip()[0] == "=" else 2), one_line(lines[0]))
             lines = lines[2:]
-        if len(lines) == 1 and _CAPS_HEADING.match(lines[0].strip()):
-            heading = heading[:1] + [lines[0].strip()]  # "SPECIFICATIONS": a section of the document
+        if len(lines) == 1 and _numbered_level(lines[0]):
+            open_heading(_numbered_level(lines[0]), one_line(lines[0]))
             continue
-        block = key_value_block(lines)  # a tool's or spec sheet's label/value lines (`ingest.loaders.label_lines`)
-        if block is not None:
-            entries, lines = block
-            sections += [Section(text=f"- {e.label}: {e.value}", source=source, heading_path=tuple(heading) + e.scope)
-                         for e in entries]
+        if len(lines) == 1 and _CAPS_HEADING.match(lines[0].strip()):
+            open_heading(2, lines[0].strip())  # "SPECIFICATIONS": a section of the document
+            continue
+        path = tuple(h for _, h in headings)
+        items, lines = _label_lines(lines, path, source)
+        sections += items
+        if not items:  # a tool's or spec sheet's label/value lines in other separators
+            block = key_value_block(lines)
+            if block is not None:
+                entries, lines = block
+                sections += [Section(text=f"- {e.label}: {e.value}", source=source, heading_path=path + e.scope)
+                             for e in entries]
         rows, lines = _fixed_width_tables(lines)
         for header, cells in rows:
-            sections += table_sections(header, cells, source, tuple(heading))
+            sections += table_sections(header, cells, source, path)
         body = one_line(" ".join(lines))
         if body:
-            sections.append(Section(text=body, source=source, heading_path=tuple(heading)))
+            sections.append(Section(text=body, source=source, heading_path=path))
     return LoadedDocument(sections=sections, title=title_from_path(source))
+
+
+def _numbered_level(line: str) -> int:
+    """The depth of a numbered heading's section number (``4.2.2.1 Per vector slice`` -> 4), else 0."""
+    match = _NUMBERED_HEADING.match(line)
+    if not match or len(match.group("t").split()) > _MAX_HEADING_WORDS:
+        return 0
+    return match.group("n").count(".") + 1
+
+
+def _label_lines(lines: list[str], path: tuple[str, ...], source: str) -> tuple[list[Section], list[str]]:
+    """The ``- label: value`` item sections of a block of label/value lines, and the block's other lines; a block
+    with fewer than `MIN_LABEL_LINES` such lines is left whole."""
+    def label_line(line: str) -> re.Match | None:
+        match = _LABEL_LINE.match(line)
+        return match if match and len(match.group("k").split()) <= _MAX_LABEL_WORDS else None
+
+    count = sum(1 for line in lines if label_line(line))
+    if count < MIN_LABEL_LINES or 2 * count < len(lines):
+        return [], lines
+    sections: list[Section] = []
+    rest: list[str] = []
+    scope: tuple[str, ...] = ()
+    for line in lines:
+        match = label_line(line)
+        only = _LABEL_ONLY.match(line)
+        if match:
+            sections.append(Section(text=f"- {one_line(match.group('k'))}: {one_line(match.group('v'))}",
+                                    source=source, heading_path=path + scope))
+        elif only:
+            scope = (one_line(only.group("k")),)
+        else:
+            rest.append(line)
+    return sections, rest
 
 
 def _fixed_width_tables(lines: list[str]) -> tuple[list[tuple[list[str], list[list[str]]]], list[str]]:

@@ -53,3 +53,14 @@ def test_two_tables_a_wrapped_cell_and_prose(tmp_path):
     assert "Resource: Weaver cores | Q9: 40 | Q8: 32" in rows and len(rows) == 4
     prose = " ".join(s.text for s in sections if s.kind != "table_row")
     assert "built from 40 weaver cores" in prose and "Weaver cores 40 32" not in prose
+
+
+def test_a_heading_line_is_known_by_its_shape():
+    """Numbered headings and revision entries are headings; sentences, captions and spec lines are not."""
+    from ingest.loaders.pdf import is_heading_line
+
+    assert is_heading_line("4.2.1 Per chip") and is_heading_line("9. Errata to version 2.0 of this guide")
+    assert is_heading_line("Version 3 (2027-05)") and is_heading_line("Revision C")
+    assert not is_heading_line("1. Connect the card to the host.")
+    assert not is_heading_line("Table 2. Memory")
+    assert not is_heading_line("2 x 64 GB HBM3 at 3.2 TB/s")

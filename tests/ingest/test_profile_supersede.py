@@ -15,6 +15,7 @@ from ingest.profile_resolve import document_family
 from knowledge.types import Chunk
 
 GB = 1e9 / 2**30  # "GB" is decimal; the profile stores GiB
+_REPO = Path(__file__).resolve().parents[2]
 
 
 def _chunks(tmp_path: Path, docs: dict[str, str]) -> list[Chunk]:
@@ -126,3 +127,24 @@ def test_without_a_revision_history_two_sections_still_conflict(tmp_path):
     assert profile.mem_bw_gbps.kind == "conflict"
     assert {a.value for a in profile.mem_bw_gbps.alternatives} == {900, 960}
     assert not report.superseded
+
+
+def test_a_change_log_in_a_pdf_is_read_in_reading_order_of_its_headings(tmp_path):
+    """A PDF has no heading markup: its revision headings are lines of their own ("Version 3 (2027-05)"), which the
+    loader makes section headings. The PDF form of the change log (rendered by ``scripts/datasheet_pdf.py``) gives
+    the Markdown form's values."""
+    import importlib.util
+
+    pytest.importorskip("fpdf")
+    spec = importlib.util.spec_from_file_location("datasheet_pdf", _REPO / "scripts" / "datasheet_pdf.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    markdown = tmp_path / "v7-changes.md"
+    markdown.write_text(_CHANGE_LOG)
+    pdf = module.render_markdown_pdf(markdown, tmp_path / "v7-changes.pdf")
+    doc = load_document(pdf)
+    chunks = chunk_sections(doc.sections, "meridel_v7", title=doc.title, metadata={})
+    profile, report = extract_profile_with_report("meridel_v7", chunks)
+    assert (profile.clock_mhz.kind, profile.clock_mhz.value) == ("stated", 1100)
+    assert (profile.mem_bw_gbps.kind, profile.mem_bw_gbps.value) == ("stated", 960)
+    assert not report.conflicts
