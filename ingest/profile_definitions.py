@@ -248,9 +248,9 @@ _COUNTERPART = re.compile(r"(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*)(?:
                           r"(?:a|an|the)\s+(?P<g>(?:[A-Za-z][\w\-]*\s*){1,3})", re.IGNORECASE)
 #: A definiens that names the generic thing the term stands for: "The Q-Flow equivalent of a work-group", "the
 #: M2's counterpart of a warp", "an analogue of a thread block", "the F7's name for a thread block".
-_EQUIVALENT_OF = re.compile(r"^\s*(?:(?:the|an?|its|our)\s+)?(?:[\w\-]+(?:['\u2019]s)?\s+)?(?:(?:equivalent|counterpart|"
-                            r"analogue|analog)\s+(?:of|to|for)|(?:name|term|word)\s+for)\s+(?:an?\s+|the\s+)?(?P<g>(?:[A-Za-z][\w\-]*\s*){1,3})",
-                            re.IGNORECASE)
+_EQUIVALENT_OF = re.compile(r"^\s*(?:(?:the|an?|its|our)\s+)?(?:[\w\-]+(?:['\u2019]s)?\s+)?"
+                            r"(?:(?:equivalent|counterpart|analogue|analog)\s+(?:of|to|for)|(?:name|term|word)\s+for)\s+"
+                            r"(?:an?\s+|the\s+)?(?P<g>(?:[A-Za-z][\w\-]*\s*){1,3})", re.IGNORECASE)
 #: "A kernel group is the set of threads that run on one tile ...: the overlay's work-group.": a subject defined by a
 #: closing apposition that names the generic thing in the document's own possessive.
 _CLOSING_APPOSITION = re.compile(r"^\s*(?:an?|the)\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*)\s+(?:is|are)\s+"
