@@ -111,6 +111,10 @@ def text_units(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> list[Unit]:
     return out
 
 
+#: The subject of a later clause's copula: a determiner or possessive and at most three more words ("the
+#: cluster's TCDM"), so a clause about something else ("the rest is ...") defines nothing.
+_COPULA_SUBJECT = re.compile(r"^(?:the|its|their|each|an?)\s+(?:[\w\-]+['\u2019]s\s+)?(?P<t>(?:[\w\-]+\s*){1,3})$",
+                             re.IGNORECASE)
 #: A list item that is only a term and a full stop ("- Tile buffer."): a glossary entry whose definition follows.
 _ITEM_TERM = re.compile(r"(?:^|(?<=\s))(?P<b>[-*+\u2022]\s+)?(?P<t>[A-Za-z][^:.;()]{0,38}[^\s:.;()])\.$")
 
@@ -243,10 +247,10 @@ _COUNTERPART = re.compile(r"(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*)(?:
                           r"(?:(?:and\s+)?(?:it|this|which)\s+is\s+)?(?:the|its|our)\s+(?:[\w\-]+['\u2019]s\s+)?(?:counterpart|analogue|analog|equivalent|version)\s+(?:of|to|for)\s+"
                           r"(?:a|an|the)\s+(?P<g>(?:[A-Za-z][\w\-]*\s*){1,3})", re.IGNORECASE)
 #: A definiens that names the generic thing the term stands for: "The Q-Flow equivalent of a work-group", "the
-#: M2's counterpart of a warp", "an analogue of a thread block".
-_EQUIVALENT_OF = re.compile(r"^\s*(?:(?:the|an?|its|our)\s+)?(?:[\w\-]+(?:['\u2019]s)?\s+)?(?:equivalent|counterpart|"
-                            r"analogue|analog)\s+(?:of|to|for)\s+(?:an?\s+|the\s+)?(?P<g>(?:[A-Za-z][\w\-]*\s*){1,3})",
-                            re.IGNORECASE)
+#: M2's counterpart of a warp", "an analogue of a thread block", "the F7's name for a thread block".
+_EQUIVALENT_OF = re.compile(r"^\s*(?:(?:the|an?|its|our)\s+)?(?:[\w\-]+(?:['\u2019]s)?\s+)?"
+                            r"(?:(?:equivalent|counterpart|analogue|analog)\s+(?:of|to|for)|(?:name|term|word)\s+for)\s+"
+                            r"(?:an?\s+|the\s+)?(?P<g>(?:[A-Za-z][\w\-]*\s*){1,3})", re.IGNORECASE)
 #: "A kernel group is the set of threads that run on one tile ...: the overlay's work-group.": a subject defined by a
 #: closing apposition that names the generic thing in the document's own possessive.
 _CLOSING_APPOSITION = re.compile(r"^\s*(?:an?|the)\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*)\s+(?:is|are)\s+"
@@ -355,11 +359,17 @@ def definitions_in(unit: Unit, mentions) -> tuple[list[Definition], list[tuple[s
                 add(inner, f"{tail}, {text}", head=tail)  # "shared scratch memory (the cell store)"
             else:
                 add(tail, inside)  # "vector core (the compute unit of the ZX-40)"
-    copula = _COPULA.match(text)
-    if copula:
+    for n, clause in enumerate(re.split(r";\s+|,\s+and\s+(?=the\s)", text)):  # "..., and the X's T is the D"
+        copula = _COPULA.match(clause)
+        if not copula:
+            continue
         left, right = tail_np(copula.group("left")), copula.group("right")
         right_np = head_np(right)
-        if right_np and mentions(term_key(right_np)) > mentions(term_key(left)):
+        if n > 0:  # a later clause defines only its own subject, after its possessive ("the cluster's TCDM")
+            subject = _COPULA_SUBJECT.match(copula.group("left"))
+            if subject:
+                add(subject.group("t"), right)
+        elif right_np and mentions(term_key(right_np)) > mentions(term_key(left)):
             add(right_np, f"{copula.group('left')} {right}", head=tail_np(copula.group("left")))
         elif left:
             add(left, right)

@@ -333,10 +333,12 @@ def _key_of(glossary: Glossary, d: Definition) -> str:
 
 def _in_use(glossary: Glossary, key: str, explicit: bool) -> bool:
     """The documents count or scope by `key` (or an alias of it); an explicit naming ("calls its compute unit a
-    cell", "strands of 32 threads") needs only a second mention of the term."""
-    if glossary.used[key] or any(glossary.used[a] for a, k in glossary.aliases.items() if k == key):
+    cell", "strands of 32 threads") needs only a second mention of the term or of an alias ("TCDM" for "tightly
+    coupled data memory")."""
+    aliases = [a for a, k in glossary.aliases.items() if k == key]
+    if glossary.used[key] or any(glossary.used[a] for a in aliases):
         return True
-    return explicit and glossary.mentions(key) >= 2
+    return explicit and glossary.mentions(key) + sum(glossary.mentions(a) for a in aliases) >= 2
 
 
 def _generic_concept(phrase: str) -> str | None:

@@ -221,3 +221,26 @@ def test_a_table_that_counts_a_unit_and_gives_memory_per_unit_names_the_compute_
     assert profile.num_compute_units.value == 24
     assert profile.smem_per_compute_unit_kb.value == 128
     assert profile.registers_per_compute_unit.value == 64 * 1024 / 4
+
+
+_HIERARCHY = """# Pembrey P7 overview
+
+The pod is the compute unit of the P7: a weft (the P7's name for a thread block) always runs on one pod, and the
+pod's LDM is the memory that the threads of a weft share.
+
+- Pods: 32
+- LDM (local data memory): 192 KiB, shared by the pod's cores
+
+A weft holds at most 384 threads.
+"""
+
+
+def test_a_name_for_and_a_later_clause_define_terms(tmp_path):
+    """"the P7's name for a thread block" makes the weft the work-group; the clause "the pod's LDM is the memory
+    that the threads of a weft share" makes LDM (and its long form) shared memory: 192 KiB per pod, 384 threads."""
+    defs, _ = definitions_in(_unit("A shuttle (the O8's name for a thread block) runs on one unit."), lambda _: 0)
+    assert ("shuttle", "thread block") in [(d.term.lower(), d.head) for d in defs]
+    profile = _profile(tmp_path, "p7-overview.md", _HIERARCHY, "pembrey_p7")
+    assert profile.num_compute_units.value == 32
+    assert profile.smem_per_compute_unit_kb.value == 192
+    assert profile.max_threads_per_block.value == 384
