@@ -100,7 +100,7 @@ def text_units(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> list[Unit]:
                     continue
                 item_term = _ITEM_TERM.search(sentence)
                 if item_term and (item_term.group("b") or item_term.start() == 0 and re.search(
-                        r"(?:^|\s)[-*+\u2022]\s+" + re.escape(sentence), paragraph)):
+                        r"(?:^|\s)[-*+\u2022]\s+" + re.escape(sentence), text)):  # `paragraphs` drops a line's bullet
                     before = sentence[:item_term.start()].strip()
                     if before:
                         out.append(Unit(f"{pending} {before}" if pending else before, chunk))
