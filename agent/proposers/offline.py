@@ -264,22 +264,12 @@ class PatternGuidedProposer:
         base = self.space.structure_config(key)
         blamed = [pid for pid, _r in ranked if self.pattern_stats[pid] < 0]
         if self.any_accepted and blamed and len(blamed) < len(ranked):
-            kept = self._cumulative(key, [r for r in ranked if r[0] not in blamed])
-            if kept is not None:
+            kept_prefixes = self._cumulative(key, [r for r in ranked if r[0] not in blamed])
+            if kept_prefixes:
+                kept = kept_prefixes[-1]
                 plans.append(Plan(kept.config, kept.patterns, f"{kept.note} (without {', '.join(blamed)}, which "
                                                               f"lost in this run)", kept.citations))
-        config, applied, cites = dict(base), [], []
-        prefix_plans = []
-        set_knobs: set[str] = set()
-        for pattern_id, (knobs, _score, pc) in ranked:
-            new = {k: v for k, v in knobs.items() if k not in set_knobs}
-            moved = self._apply(config, new, key)
-            if moved is None:
-                continue
-            config, set_knobs = moved, set_knobs | set(new)
-            applied.append(pattern_id)
-            cites.extend(pc[:2])
-            prefix_plans.append(Plan(dict(config), tuple(applied), "patterns " + " + ".join(applied), tuple(cites)))
+        prefix_plans = self._cumulative(key, ranked)
         if prefix_plans:
             plans.append(prefix_plans[-1])
         tuned = self.space.tuned_config(key)
@@ -296,10 +286,12 @@ class PatternGuidedProposer:
             unique.setdefault(config_key(plan.config), plan)
         return [p for p in unique.values() if config_key(p.config) not in self.failed[key]]
 
-    def _cumulative(self, key: str, ranked: list) -> Plan | None:
+    def _cumulative(self, key: str, ranked: list) -> list[Plan]:
         """`ranked` patterns applied cumulatively onto the class's structure (a higher-ranked one keeps its knob
-        values), as one plan; None when none applies."""
+        values): one plan per pattern that applied, each holding it and all before it (the last holds them all);
+        empty when none applies."""
         config, applied, cites, set_knobs = self.space.structure_config(key), [], [], set()
+        prefixes: list[Plan] = []
         for pattern_id, (knobs, _score, pc) in ranked:
             new = {k: v for k, v in knobs.items() if k not in set_knobs}
             moved = self._apply(config, new, key)
@@ -308,7 +300,8 @@ class PatternGuidedProposer:
             config, set_knobs = moved, set_knobs | set(new)
             applied.append(pattern_id)
             cites.extend(pc[:2])
-        return Plan(dict(config), tuple(applied), "patterns " + " + ".join(applied), tuple(cites)) if applied else None
+            prefixes.append(Plan(dict(config), tuple(applied), "patterns " + " + ".join(applied), tuple(cites)))
+        return prefixes
 
     def _finding_plans(self, key: str, ctx: ProposalContext) -> list[Plan]:
         """Configurations of this class that earlier runs accepted, best first: accepted findings grouped by
