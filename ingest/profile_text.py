@@ -192,7 +192,8 @@ def products_in(text: str, brands: frozenset[str] = frozenset(), comparisons: bo
         before = text[max(0, match.start() - 40): match.start()]
         branded = bool(brands) and bool(re.search(r"\b(" + "|".join(map(re.escape, brands)) + r")\s+$", before,
                                                   re.IGNORECASE))
-        if ((_NOT_PRODUCT.match(raw) or _NOT_PRODUCT.match(token)) and not branded) or _ENDNOTE_AFTER.match(text[match.end():]) \
+        not_product = bool(_NOT_PRODUCT.match(raw) or _NOT_PRODUCT.match(token))
+        if (not_product and not branded) or _ENDNOTE_AFTER.match(text[match.end():]) \
                 or _YEAR_AFTER.match(text[match.end():]):
             continue
         if not comparisons and _COMPARISON_BEFORE.search(before):

@@ -50,7 +50,8 @@ def _chips(folder: Path) -> list[tuple[str, dict, Path]]:
     for sub in sorted(p for p in folder.iterdir() if (p / "truth.json").is_file()):
         data = json.loads((sub / "truth.json").read_text(encoding="utf-8"))
         out += [(key, truth, sub) for key, truth in data.items() if not key.startswith("_")
-                and isinstance(truth.get("compute_unit_name"), dict) and isinstance(truth.get("num_compute_units"), dict)
+                and isinstance(truth.get("compute_unit_name"), dict)
+                and isinstance(truth.get("num_compute_units"), dict)
                 and truth["compute_unit_name"].get("kind") == "stated"]
     return out
 

@@ -28,7 +28,7 @@ _SEPARATED = (
 #: A scope line: a label alone, optionally ending in a colon or bracketed (``Memory:``, ``[Device 0]``).
 _SCOPE = re.compile(r"^(?:\[(?P<b>[^\]\n]{1,60})\]|(?P<k>[A-Za-z][^:=\n]{0,60}?)\s*:?)\s*$")
 #: A rule under a fixed-width table's header: runs of dashes or equals signs separated by spaces.
-_COLUMN_RULE = re.compile(r"^\s*[-=]{3,}(?:\s+[-=]{3,})+\s*$")
+COLUMN_RULE = re.compile(r"^\s*[-=]{3,}(?:\s+[-=]{3,})+\s*$")
 #: Most words of a label; a longer run is a sentence.
 MAX_LABEL_WORDS = 8
 #: Label/value lines a block needs, and their share of its lines.
@@ -60,7 +60,7 @@ def key_value_block(lines: list[str]) -> tuple[list[Entry], list[str]] | None:
 
     A scope line opens a scope for the lines indented deeper than it; a line at its indentation or shallower
     closes it. Lines that are neither stay in the second list (prose)."""
-    if any(_COLUMN_RULE.match(line) for line in lines):
+    if any(COLUMN_RULE.match(line) for line in lines):
         return None  # a fixed-width table under its header rule
     if sum(1 for line in lines if split_line(line)) < max(MIN_LINES, MIN_SHARE * len(lines)):
         return None

@@ -44,7 +44,7 @@ def parse_data(text: str) -> Any | None:
         import yaml
 
         data = yaml.safe_load(text)
-    except Exception:  # noqa: BLE001 - any YAML error means: not a data block
+    except yaml.YAMLError:  # not YAML: not a data block
         return None
     return data if _is_record(data) else None
 
@@ -73,10 +73,10 @@ def key_words(key: str) -> str:
     return " ".join(w.lower() if w[:1].isupper() and w[1:].islower() else w for w in words)
 
 
-#: One word of a key: a frequency unit, a binary unit, an acronym with digits (``HBM3e``, ``FP16``), a plural acronym, an acronym,
-#: a (capitalized) word, a number with its suffix.
-_KEY_TOKEN = re.compile(r"[kKMGT]?Hz|[KMGTP]iB|[A-Z]+\d+[a-z]?(?![a-z])|[A-Z]{2,}s(?![a-z])|[A-Z]+(?![a-z])|[A-Z]?[a-z]+\d*"
-                        r"|\d+[A-Za-z]*")
+#: One word of a key: a frequency unit, a binary unit, an acronym with digits (``HBM3e``, ``FP16``), a plural
+#: acronym, an acronym, a (capitalized) word, a number with its suffix.
+_KEY_TOKEN = re.compile(r"[kKMGT]?Hz|[KMGTP]iB|[A-Z]+\d+[a-z]?(?![a-z])|[A-Z]{2,}s(?![a-z])|[A-Z]+(?![a-z])"
+                        r"|[A-Z]?[a-z]+\d*|\d+[A-Za-z]*")
 
 
 def _is_record(data: Any) -> bool:

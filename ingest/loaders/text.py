@@ -28,13 +28,12 @@ from pathlib import Path
 
 from ingest.loaders.common import LoadedDocument, one_line, read_text_file, table_sections, title_from_path
 from ingest.loaders.ini import ini_sections, looks_like_ini
+from ingest.loaders.label_lines import COLUMN_RULE as _COLUMN_RULE
 from ingest.loaders.label_lines import key_value_block
 from ingest.loaders.pdf_tables import layout_tables
 from knowledge.types import Section
 
 _UNDERLINE = re.compile(r"^\s*(=+|-+)\s*$")
-#: A rule under a fixed-width table's header: runs of dashes or equals signs separated by spaces.
-_COLUMN_RULE = re.compile(r"^\s*[-=]{3,}(?:\s+[-=]{3,})+\s*$")
 _CAPS_HEADING = re.compile(r"^[A-Z][A-Z0-9 ,&/()\-]{2,60}$")
 #: "4.2.2.1 Per vector slice", "3 Memory", "2.1. Clocks": a section number, then a short title that starts with a
 #: capital and does not end a sentence.

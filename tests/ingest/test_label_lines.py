@@ -3,8 +3,6 @@ as scopes (fictional Arda X2 and Senna S1; values by hand)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from ingest.chunker import chunk_sections

@@ -28,7 +28,8 @@ def test_a_sku_suffix_names_another_product_than_the_base_model():
 def test_a_predecessors_figures_in_parentheses_are_a_clause_of_their_own():
     assert clauses("The Rho R4 succeeds the Rho R2 (24 compute units, 8 MB of L2 cache).") == [
         "The Rho R4 succeeds the Rho R2", "R2 (24 compute units, 8 MB of L2 cache)"]
-    assert clauses("The Rho R4 (a PCIe card) has 40 compute units.") == ["The Rho R4 (a PCIe card) has 40 compute units."]
+    whole = "The Rho R4 (a PCIe card) has 40 compute units."
+    assert clauses(whole) == [whole]  # the chip's own parenthetical stays in its clause
 
 
 def test_the_predecessors_parenthetical_gives_no_candidate():

@@ -3,8 +3,6 @@ values by hand)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from ingest.chunker import chunk_sections
