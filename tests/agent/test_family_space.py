@@ -147,6 +147,7 @@ def test_rendered_candidate_is_correct_under_interpreter(space, tmp_path):
 
 
 @pytest.mark.parametrize("case_id", ["gqa-4", "zero-lengths", "fp32-inputs"])
+@pytest.mark.slow
 def test_rendered_candidate_with_pregather_and_tma_is_correct(space, tmp_path, case_id):
     config = {"block_m": 16, "block_n": 32, "num_warps": 4, "num_stages": 2, "num_splits": 2, "pack_gqa": False,
               "pregather": True, "tma": True}

@@ -136,6 +136,7 @@ def test_untimed_run_claims_no_speedup(tmp_path):
     assert all("no speedup claimed" in e.decision for e in state.evaluations)
 
 
+@pytest.mark.slow
 def test_retrieval_beats_uniform_on_the_scripted_model(tmp_path):
     """With the same budget the pattern-guided proposer gets further than uniform search (scripted optimum)."""
     budget = StopRules(max_evals=15)

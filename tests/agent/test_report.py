@@ -58,6 +58,7 @@ def test_untimed_report_claims_nothing(tmp_path):
     assert files.dropin is None and files.speedup_png.read_bytes()[:8] == PNG
 
 
+@pytest.mark.slow
 def test_dropin_runs_without_the_repository(tmp_path):
     space = FamilySpace(TASK, h200_profile(), list(TASK.bench_cases))
     table = {"memory-d128": {"block_m": 16, "block_n": 32, "num_warps": 4, "num_stages": 2, "num_splits": 2,
@@ -128,6 +129,7 @@ def test_the_dropin_replaces_the_function_sglangs_triton_backend_imports(tmp_pat
     assert done.returncode == 0 and "patched" in done.stdout, done.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_dropin_copies_submodules_imported_from_a_package(tmp_path):
     """``from kernels.<task> import <module>`` copies that module, not the package's ``__init__`` (which imports
     the task's entry points and, flattened into one package, would import the candidate's own imports in a cycle)."""

@@ -109,6 +109,7 @@ def _meta_call(case):
             torch.empty(s.batch + 1, device="meta"))
 
 
+@pytest.mark.slow
 def test_the_tuned_configuration_of_each_bench_case_renders_into_one_candidate(space, tmp_path):
     """(a) One configuration per class; the rendered candidate picks, for each of the 9 bench cases (its class from
     tensor metadata), a FamilyConfig that launches what the tuned entry point launches."""

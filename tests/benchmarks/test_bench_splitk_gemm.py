@@ -16,6 +16,7 @@ from kernels.splitk_gemm.spec import TASK
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_check_mode_runs_every_provider_within_tolerance(tmp_path):
     out = tmp_path / "check.json"
     candidate = ROOT / "kernels" / "splitk_gemm" / "baseline.py"  # any file defining splitk_gemm(a, b, c)
@@ -73,6 +74,7 @@ def test_host_overhead_script_times_every_bench_case(tmp_path):
     assert all(r[name] > 0 for r in rows for name in ("tuned_us", "run_family_us", "call_key_us"))
 
 
+@pytest.mark.slow
 def test_a_missing_candidate_is_one_clear_error(tmp_path):
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_splitk_gemm.py"), "--check", "--out",
                            str(tmp_path / "x.json"), "--candidate", f"run={tmp_path / 'none.py'}"],

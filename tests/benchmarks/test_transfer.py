@@ -25,6 +25,7 @@ from kernels.extend_attention.spec import TASK  # noqa: E402
 
 
 @pytest.mark.parametrize("key, tiles", [("s", 40), ("m", 72)])
+@pytest.mark.slow
 def test_the_datasheet_reads_back_as_the_chip_it_describes(tmp_path, key, tiles):
     """Extraction by the rules (no LLM) from the rendered datasheet: the array's own numbers, the matrix peaks
     scaled by its share of the H200's 132 SMs, the bandwidth bounded by the parent's (not scaled)."""

@@ -35,6 +35,7 @@ def _holder(lock: Path, flag: Path, seconds: float) -> subprocess.Popen:
     return proc
 
 
+@pytest.mark.slow
 def test_a_held_lock_names_its_holder_and_a_waiter_gets_it_after(tmp_path):
     lock = tmp_path / "locks" / "write.lock"
     proc = _holder(lock, tmp_path / "flag", 1.5)

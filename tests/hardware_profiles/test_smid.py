@@ -64,6 +64,7 @@ def test_a_count_is_the_partition_asked_for_or_says_why_not(asked, report, probl
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="what a machine without a GPU says")
+@pytest.mark.slow
 def test_without_a_gpu_the_command_says_so_in_one_line():
     done = subprocess.run([sys.executable, "-m", "hardware_profiles.smid", "36"], cwd=ROOT, env=_env(), text=True,
                           capture_output=True, timeout=120)

@@ -104,6 +104,7 @@ print(json.dumps(out))
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU the real launches are tested (test_virtual_gpu)")
+@pytest.mark.slow
 def test_the_shared_memory_cap_refuses_a_larger_compiled_kernel_as_triton_does():
     """The family kernel compiled offline for sm_90 at 128x128 tiles, 3 stages (about 225 KiB) is refused with
     Triton's OutOfResources naming the 48 KiB cap, on every launch; a 16x16 one-stage kernel (a few KiB) passes the

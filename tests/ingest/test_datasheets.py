@@ -59,6 +59,7 @@ def test_there_are_eight_development_datasheets_in_several_formats():
     assert {".md", ".rst", ".html"} <= suffixes
 
 
+@pytest.mark.slow
 def test_development_datasheets_meet_the_bar(evaluation):
     results, summary, _ = evaluation.evaluate(evaluation.datasheet_cases(DATASHEETS))
     wrong = [(r.chip, r.truth_field, r.value) for r in results if r.truth_kind == "stated" and not r.correct]
@@ -101,6 +102,7 @@ def test_pdf_form_gives_the_same_profile_as_the_markdown_form(key, truth, folder
     assert from_pdf.compute_unit_name_source.document.endswith(".pdf")
 
 
+@pytest.mark.slow
 def test_ask_ranks_the_answer_to_how_many_compute_units_in_the_top_3(chiplore_home, embedder):
     from ingest.onboard import onboard
     from knowledge.retrieval import search
@@ -177,6 +179,7 @@ def test_a_chip_name_that_names_no_tabulated_product_is_ambiguous_and_product_ch
     assert _profile("as8", [ASTER_MD])[0].get("num_compute_units") == 128
 
 
+@pytest.mark.slow
 def test_onboard_product_option_is_kept_for_later_runs(chiplore_home, embedder):
     import hardware_profiles as hp
     from ingest.onboard import onboard

@@ -111,6 +111,7 @@ def test_endnote_markers(raw, clean):
 
 
 @pytest.mark.skipif(not (CORPUS / "amd_cdna3").is_dir(), reason="shared corpus not present")
+@pytest.mark.slow
 def test_real_white_paper():
     doc = load_document(CORPUS / "amd_cdna3" / "amd-cdna-3-white-paper.pdf", "wp.pdf")
     text = "\n".join(s.text for s in doc.sections)

@@ -32,6 +32,7 @@ def test_onboard_folder_all_formats(chiplore_home, embedder, docs):
                          "Z9 family | Model: Z9 Lite | Cores: 64 | Clock (MHz): 1600"}
 
 
+@pytest.mark.slow
 def test_reonboard_is_idempotent_and_edit_replaces_only_that_file(chiplore_home, embedder, docs):
     onboard("z9", [docs], progress=False)
     before = snapshot()

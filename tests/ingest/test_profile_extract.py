@@ -186,6 +186,7 @@ def test_corpus_meets_the_issue_bar(corpus_eval):
 
 @needs_corpus
 @pytest.mark.parametrize(("chip", "folder"), [("mi300x", "amd_cdna3"), ("wormhole_n150", "tenstorrent_wormhole")])
+@pytest.mark.slow
 def test_corpus_quotes_are_verbatim(chip, folder):
     from ingest.profile_sources import document_chunks
 
@@ -203,6 +204,7 @@ def test_corpus_quotes_are_verbatim(chip, folder):
 
 
 @needs_corpus
+@pytest.mark.slow
 def test_same_documents_other_product(corpus_eval):
     """The MI300A shares the MI300X documents: its own columns and rows must be read, not the MI300X's."""
     from ingest.profile_sources import document_chunks

@@ -78,6 +78,7 @@ def _run(config: FamilyConfig, args: dict, k_scale: float = 1.0, v_scale: float 
 
 @pytest.mark.parametrize("config", sorted(CONFIGS))
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@pytest.mark.slow
 def test_mla_kernel_matches_reference_fp16(case, config):
     args = make_inputs(case, None, "cpu", "float16")
     expected = reference(args)["o_extend"]

@@ -66,6 +66,7 @@ def test_replay_launches_what_the_plain_path_launches(replays, device):
     assert names[1][:2] == ("_gather_kv_kernel", "_family_fwd_kernel")
 
 
+@pytest.mark.slow
 def test_host_length_hint_is_part_of_the_signature(replays, device):
     """Same tensors, a ragged and a uniform hint (the configuration rules read it): two signatures, both correct."""
     case = Case("replay-hint", full_params({**_SMALL, "num_kv_heads": 2, "num_q_heads": 4, "extend_lens": [48, 48],

@@ -39,6 +39,7 @@ def _case(case_id: str, dtype: str, **extra) -> Case:
     dict(scores_ahead=2, num_splits=2),
 ], ids=["tma", "no-pack", "gathered", "tma-heads-inner", "heads-inner", "two-splits", "pv-behind-tma",
         "pv-behind-no-pack", "pv-behind-two-splits"])
+@pytest.mark.slow
 def test_matches_reference(knobs, dtype, device):
     config = FamilyConfig(**{**SMALL_TILES, **knobs})
     check_impl(lambda **a: run_family(config, **a), _case("scores-ahead", dtype), device)
@@ -48,6 +49,7 @@ def test_matches_reference(knobs, dtype, device):
                                    dict(custom_mask=True), dict(is_causal=False), dict(k_scale=0.5, v_scale=1.7)],
                          ids=["window", "logit-cap", "sinks", "custom-mask", "non-causal", "kv-scales"])
 @pytest.mark.parametrize("depth", [1, 2])
+@pytest.mark.slow
 def test_features_with_scores_ahead(extra, depth, device):
     config = FamilyConfig(**SMALL_TILES, scores_ahead=depth, pregather=True, tma=True, heads_inner=True)
     check_impl(lambda **a: run_family(config, **a), _case("scores-ahead-feature", "float16", **extra), device)
@@ -65,6 +67,7 @@ def test_edge_cases(case_id, depth, device):
                                    dict(gather_ahead=4, ahead_sync=True, heads_inner=True),
                                    dict(gather_ahead=4, ahead_sync=True, scores_ahead=2)],
                          ids=["launch-per-head", "sync-two-ahead", "sync-heads-inner-ignored", "sync-depth-2"])
+@pytest.mark.slow
 def test_gather_ahead_with_scores_ahead_copies_every_row_it_reads(knobs, device):
     """The scores-ahead prefix loop inside gather-ahead (`family_ahead.ahead_prefix`) still copies one chunk per
     tile: on NaN-poisoned pre-gather buffers a row read before its copy shows as a non-finite output."""

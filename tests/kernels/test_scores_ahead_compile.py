@@ -46,6 +46,7 @@ def _report() -> dict[str, dict[str, int]]:
     return out
 
 
+@pytest.mark.slow
 def test_next_scores_in_flight_during_softmax():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     code = ("import json, sys; sys.path.insert(0, '.'); from tests.kernels.test_scores_ahead_compile import _report;"

@@ -67,6 +67,7 @@ def test_the_reference_scales_equal_scaled_cache_buffers(case_id):
 @pytest.mark.parametrize("impl", sorted(IMPLS))
 @pytest.mark.parametrize("case_id", ["kv-scales", "custom-mask", "logit-cap-huge", "sinks", "mla-576-512",
                                      "sliding-window"])
+@pytest.mark.slow
 def test_kv_scales_scale_the_prefix_stage_only(impl, case_id, device):
     args = make_inputs(TASK.case(case_id), 4, device)
     args.update(k_scale=0.45, v_scale=2.3)
@@ -121,6 +122,7 @@ def test_the_dcp_split_merged_by_lse_is_the_whole_attention(impl, case_id, devic
 
 
 @pytest.mark.parametrize("impl", sorted(IMPLS))
+@pytest.mark.slow
 def test_identity_kv_indices_read_the_buffer_as_the_packed_prefix(impl, device):
     """SGLang's fused-prefix call: the prefix rows packed back to back, kv_indices not read (here: garbage). The
     dense buffer runs on past ΣP into NaN rows."""

@@ -47,6 +47,7 @@ def test_tokenize():
         "l2", "cache", "4mb", "4", "mb", "1216", "core", "4.096", "tflop", "mi300x", "gpu"]
 
 
+@pytest.mark.slow
 def test_question_finds_the_right_passage_with_citation(onboarded_once):
     hits = search("How many vector cores does the Zephyr Z9 have?", chip="z9", k=3)
     assert "96 vector cores" in hits[0].text
@@ -92,6 +93,7 @@ def test_empty_store_and_bad_arguments(chiplore_home, embedder):
         search("  ")
 
 
+@pytest.mark.slow
 def test_findings_are_searched_and_cited(onboarded):
     finding = Chunk(id="finding-1", text="Split-KV with 8 splits gave a 3.1x speedup on the Z9 decode case.",
                     chip="z9", source="run 20260101-abc", section="extend_attention > decode", kind="finding")
@@ -101,6 +103,7 @@ def test_findings_are_searched_and_cited(onboarded):
     assert search("split-KV speedup", chip="z9", k=3, collections=("chunks",))[0].collection == "chunks"
 
 
+@pytest.mark.slow
 def test_bm25_index_cached_on_disk_by_revision(onboarded, monkeypatch, docs):
     search("vector cores", k=2)
     cache = onboarded / "cache" / "bm25" / "chunks"

@@ -121,6 +121,7 @@ def test_embedding_width_mismatch_is_reported(chiplore_home, embedder):
         KnowledgeStore.open(embedder=Wide()).upsert_chunks([_chunk(2)])
 
 
+@pytest.mark.slow
 def test_chips_and_revision(chiplore_home, embedder):
     store = KnowledgeStore.open()
     assert store.chips() == []

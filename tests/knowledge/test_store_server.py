@@ -23,6 +23,7 @@ def server_env(chroma_server, chiplore_home, monkeypatch):
     return client
 
 
+@pytest.mark.slow
 def test_onboard_and_search_through_server(server_env, embedder, docs, chiplore_home):
     store = KnowledgeStore.open()
     assert store.location.startswith("Chroma server http://127.0.0.1:")

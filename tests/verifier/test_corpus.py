@@ -61,6 +61,7 @@ def _lanes(cheats, slow):
 
 
 @pytest.mark.parametrize("cheat", _lanes(CHEATS, SLOW_CHEATS), ids=lambda c: c.name)
+@pytest.mark.slow
 def test_cheat_is_rejected_at_its_stage(verifier, cheat: Cheat):
     verdict = _verify(verifier, cheat.path)
     assert accepts(cheat.full, verdict.stage), verdict.summary()
@@ -107,6 +108,7 @@ def test_honest_candidate_passes(verifier, honest):
     assert kinds == {"check", "perturb", "ablate"}
 
 
+@pytest.mark.slow
 def test_a_family_candidate_as_the_agent_renders_it_passes(verifier, tmp_path):
     import inspect
 

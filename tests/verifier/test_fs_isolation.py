@@ -239,6 +239,7 @@ def test_triton_cache_writers_refuse_a_candidate_that_calls_them_without_isolati
 
 
 @pytest.mark.skipif(landlock_abi() < 1, reason="the kernel has no Landlock")
+@pytest.mark.slow
 def test_temporary_files_of_a_confined_child_go_to_its_scratch(tmp_path):
     """Python's tempfile caches its directory on first use: the zygote's (the scratch base, not writable for a
     child) until `confine` resets it. Triton's compiler on a GPU writes its temporary files there (H200, session 5:

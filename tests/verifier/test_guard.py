@@ -126,6 +126,7 @@ def results():
 
 
 @pytest.mark.parametrize("name", sorted(ATTEMPTS))
+@pytest.mark.slow
 def test_guard_layer(results, name):
     expected = ATTEMPTS[name][1]
     if expected == "allowed":
@@ -325,6 +326,7 @@ def tampering_results():
 
 
 @pytest.mark.parametrize("name", sorted(TAMPERING))
+@pytest.mark.slow
 def test_tampering_with_the_judge_leaves_its_refusals_standing(tampering_results, name):
     """The judge, the mode's handler and the hooks' state are sealed (agent/verifier/seal.py): a candidate that
     reaches them can neither rebind, edit nor replace them."""
@@ -357,6 +359,7 @@ HARNESS_CLASSES = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_rebinding_a_harness_class_member_is_reported_and_the_checker_cannot_be_rebound():
     """The checks after a call run harness code (`child.Child`, `guard.Guards`): a member of a harness class rebound
     by the candidate is reported as tampering, and `Guards`, which reports it, is sealed."""

@@ -257,6 +257,7 @@ SLOW_PAIRS = {"fp32_as_fp16", "no_max_subtraction", "dead_kernel", "hardcoded_te
 @CPU_ONLY
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_PAIRS else n
                                   for n in sorted(CAUGHT_IN)])
+@pytest.mark.slow
 def test_a_cheat_is_rejected_at_the_same_stage_and_trial_with_one_and_two_children(verifier, name, runs,
                                                                                    monkeypatch):
     cheat = next(c for c in CHEATS if c.name == name)

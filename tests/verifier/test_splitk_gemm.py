@@ -71,6 +71,7 @@ def test_every_cheat_file_is_listed():
     assert {p.stem for p in CHEATS.glob("*.py")} == {name for name, *_ in GEMM_CHEATS}
 
 
+@pytest.mark.slow
 def test_baseline_passes(verifier):
     verdict = _verify(verifier, ROOT / "kernels" / "splitk_gemm" / "baseline.py")
     assert verdict.stage == "pass", verdict.summary()
@@ -96,6 +97,7 @@ def splitk_gemm(a, b, c):
 """
 
 
+@pytest.mark.slow
 def test_honest_gemv_candidate_passes(verifier, tmp_path):
     """The GEMV mode passes every stage, checked on the few-rows hidden case among the others."""
     path = tmp_path / "gemv_candidate.py"
@@ -113,6 +115,7 @@ SLOW_GEMM_CHEATS = {"tf32_dots", "output_nan_gate", "output_accumulate", "call_c
 @pytest.mark.parametrize("name, full, dynamic, reason",
                          [pytest.param(*c, marks=pytest.mark.slow) if c[0] in SLOW_GEMM_CHEATS else c
                           for c in GEMM_CHEATS], ids=[c[0] for c in GEMM_CHEATS])
+@pytest.mark.slow
 def test_gemm_cheat_is_rejected(verifier, name, full, dynamic, reason):
     verdict = _verify(verifier, CHEATS / f"{name}.py")
     assert verdict.stage == full, verdict.summary()

@@ -31,6 +31,7 @@ def records():
     return sorted((r.id, r.text) for r in KnowledgeStore.open().records())
 
 
+@pytest.mark.slow
 def test_onboard_ask_chips(chiplore_home, embedder, docs, capsys, monkeypatch):
     code, out, err = run_cli(capsys, monkeypatch, "onboard", "Z9", docs)
     assert code == 0

@@ -81,6 +81,7 @@ def test_findings_lists_recorded_findings():
     assert "unknown chip 'm999'" in str(result.exception) and "mi300x" in str(result.exception)
 
 
+@pytest.mark.slow
 def test_cli_prints_one_error_line_and_exits_1(chiplore_home):
     proc = subprocess.run([sys.executable, "-m", "agent.cli", "patterns", "--chip", "m999"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)

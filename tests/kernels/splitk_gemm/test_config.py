@@ -248,6 +248,7 @@ def _zeroed_buffers(device: torch.device) -> list[torch.Tensor]:
 
 @pytest.mark.parametrize("knobs", [dict(split_k=3, fused_reduce=True), dict(split_k=3, atomic=True),
                                    dict(stream_k=True)], ids=["fused", "atomic", "stream-k"])
+@pytest.mark.slow
 def test_zeroed_workspaces_are_left_at_zero(knobs, device):
     """After calls of several shapes, the arrival counters and the atomic accumulator are all zero again (the next
     call relies on it; a reset that misses an element, or one a late partial lands after, leaves it non-zero)."""

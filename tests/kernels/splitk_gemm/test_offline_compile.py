@@ -75,6 +75,7 @@ pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="GPU machines 
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
+@pytest.mark.slow
 def test_compiles_within_the_modeled_shared_memory(report, name):
     assert 0 < report[name]["smem_kb"] <= report[name]["model_kb"] + 1.0, report[name]
     assert report[name]["cubin_bytes"] > 0

@@ -95,6 +95,7 @@ def test_other_tiles(tiles, device):
 
 @pytest.mark.parametrize("knobs", [dict(split_k=3), dict(split_k=3, fused_reduce=True),
                                    dict(stream_k=True)], ids=["workspace", "fused", "stream-k"])
+@pytest.mark.slow
 def test_deterministic_reductions_are_bitwise_reproducible(knobs, device):
     case = TASK.case("long-k-33x96x300")
     first = check_impl(family(**knobs), case, device).clone()
