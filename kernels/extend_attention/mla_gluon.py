@@ -60,7 +60,7 @@ GLUON_IMPLS = (*GLUON_VARIANTS, "gluon_ws")
 #: The Gluon kernel that the tuned entry point's MLA branch (`tuned.class_config`) runs and the optimizer's ``mla``
 #: knob offers (`family_space.KNOBS`): the fastest passing one of benchmarks/sweep_mla.py on the H200 (BENCHMARKS.md
 #: "MLA path (issue 20)").
-MLA_ROUTE = "gluon"
+MLA_ROUTE = "gluon_ahead_rope_split"
 #: Bytes of the kernels' mbarriers and of the compiler's cross-warpgroup reduction scratch beside the tiles.
 _GLUON_EXTRA_BYTES = 3 * 8 + 512
 _GL_DTYPES = {torch.bfloat16: bfloat16, torch.float16: float16}

@@ -72,10 +72,12 @@ def choose_config(prob: Problem, limits: ChipLimits, max_len_extend: int | None 
       SM (113 KB of shared memory, <= 255 registers x 128 threads), so one program's softmax runs while the
       other's dots do, and a short sequence pads at most 63 rows; D > 128: 64x64, 4 warps, one split.
     - MLA-like 576/512, many rows: the dedicated MLA kernel where V is a view of K (`mla.py`: on Hopper the
-      Gluon kernel `mla_gluon.MLA_ROUTE` (``"gluon"``, eager rescale), elsewhere the Triton one; 64 x 64 tiles,
+      Gluon kernel `mla_gluon.MLA_ROUTE` (``"gluon_ahead_rope_split"``: next scores issued ahead, P in the
+      rope slot, P . V in two halves), elsewhere the Triton one; 64 x 64 tiles,
       pre-gathered prefix through TMA; the warp-specialized ``"gluon_ws"`` faults on the H200 and is not used),
       else 64-row tiles with the gather pipelined by the loop. Source: BENCHMARKS.md, 'MLA path' (H200: the Gluon
-      kernel 1494 us against 2436 us for the best Triton tiles and 2782 us for the generic family;
+      kernel 1280 us (47.6 % of the floor) against 1472 us for the eager ``"gluon"`` kernel, 2436 us for the best
+      Triton tiles and 2782 us for the generic family;
       benchmarks/sweep_mla.py compares the Gluon variants of `mla_gluon.GLUON_IMPLS` with it).
     One sequence or a uniform batch of several KV heads with a wave of programs per head: gather-ahead
     (``gather_ahead=AHEAD_DERIVED``, `family_ahead.gather_ahead_rows`; one head ahead, ordered by tickets): only

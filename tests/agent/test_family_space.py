@@ -87,7 +87,7 @@ def test_snap_neighbors_and_structure(space):
 
 def test_the_mla_path_is_a_knob_of_exact_values(space):
     # the dedicated MLA kernel (the tuned entry point's choice for 576/512) is reachable: "off" (the generic kernel,
-    # the baseline's structure) and the tuned entry point's Gluon kernel (MLA_ROUTE, "gluon" now) are its values; a
+    # the baseline's structure) and the tuned entry point's Gluon kernel (MLA_ROUTE) are its values; a
     # string knob snaps only to its own values
     assert space.knobs["mla"] == ("off", MLA_ROUTE) and MLA_ROUTE in GLUON_IMPLS
     assert space.snap("mla", MLA_ROUTE) == MLA_ROUTE and space.snap("mla", "gluon_ws") is None
