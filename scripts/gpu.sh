@@ -101,9 +101,9 @@ suite_optimize() {  # chiplore optimize runs (scripts/optimize_gpu.py; e.g. SUIT
   tar czf "$OUT/optimize.tgz" -C "$OUT" optimize && rm -rf "$OUT/optimize"
 }
 
-suite_optimize_splitk() {  # issue 17 (~150-170 s, one H200; limit 210): chiplore optimize splitk_gemm --chip h200 in
+suite_optimize_splitk() {  # issue 17 (~420 s, one H200; limit 540): chiplore optimize splitk_gemm --chip h200 in
   # three arms one after another (empty findings store + retrieval; --no-retrieval; store seeded with the H200's
-  # extend-attention findings + retrieval), each up to 10 evaluations in ~30 s on 6 bench cases (M = 1..128), then
+  # extend-attention findings + retrieval), each up to 10 evaluations in ~110 s on 6 bench cases (M = 1..128), then
   # one bench process: baseline, tuned, cuBLAS and each arm's best kernel. PASS/FAIL lines (setup, arms, bench,
   # >= 0.9x cuBLAS geomean, faster than cuBLAS at M <= 16); results.md/.json. Needs .whl installed and .model
   python3 scripts/optimize_splitk_gpu.py --out "$OUT/optimize-splitk" "$@"

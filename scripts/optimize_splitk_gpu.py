@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Issue 17's H200 suite: ``chiplore optimize splitk_gemm --chip h200`` in three arms, then one bench process.
 
-    bash scripts/gpu.sh optimize-splitk:210      # = python scripts/optimize_splitk_gpu.py --out $OUT/optimize-splitk
+    bash scripts/gpu.sh optimize-splitk:540      # = python scripts/optimize_splitk_gpu.py --out $OUT/optimize-splitk
     python scripts/optimize_splitk_gpu.py --out /tmp/dry --cpu-dry-run     # the orchestration on the CPU
 
 1. Onboard one CHIPLORE_HOME (``chiplore profile detect --as h200``, ``chiplore onboard h200
    hardware_profiles/notes/h200.md``) and copy it once per arm.
 2. Arms, one after another on the one GPU, each ``--max-evals N --patience N --record-findings`` with a wall-clock
-   budget (``--arm-seconds``, shrunk so that the whole script keeps to ``--seconds``) on the bench cases ``--cases``:
+   budget (``--arm-seconds``, shrunk so that the whole script keeps to ``--seconds``) on the bench cases ``--cases``.
+   On the H200 onboarding takes ~45 s and verifying and timing the baseline ~25 s of each arm, so three arms of
+   10 evaluations need the defaults (510 s, 120 s per arm; ~420 s in all):
    ``empty`` (empty findings store, retrieval), ``no-retrieval`` (empty store, ``--no-retrieval``: uniform choice),
    ``extend-findings`` (the store seeded with the extend-attention findings of the H200 optimize run,
    benchmarks/data/h200_findings.json, then retrieval). An arm still running at its hard limit is killed (its
@@ -206,9 +208,9 @@ def markdown(result: dict) -> str:
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--seconds", type=float, default=170.0,
+    parser.add_argument("--seconds", type=float, default=510.0,
                         help="wall-clock budget of the whole script (the bench may end up to 30 s after)")
-    parser.add_argument("--arm-seconds", type=float, default=30.0, help="optimize budget per arm (at most)")
+    parser.add_argument("--arm-seconds", type=float, default=120.0, help="optimize budget per arm (at most)")
     parser.add_argument("--max-evals", type=int, default=10)
     parser.add_argument("--arms", default=",".join(a for a, _, _ in ARMS), help="comma-separated arms to run")
     parser.add_argument("--cases", default=DEFAULT_CASES, help="bench cases of the runs ('' = all)")
