@@ -57,6 +57,7 @@ _REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(_REPO))
 
 from hardware_profiles import HardwareProfile  # noqa: E402
+from ingest.loaders import is_supported  # noqa: E402
 from ingest.profile_extract import extract_profile_with_report  # noqa: E402
 from ingest.profile_sources import document_chunks  # noqa: E402
 
@@ -92,7 +93,13 @@ SCALAR_MAP = {
     "dram_bandwidth_bytes_per_s": ("mem_bw_gbps", 1e9),
     "clock_mhz": ("clock_mhz", 1.0),
 }
-DOC_SUFFIXES = (".md", ".rst", ".pdf", ".html", ".htm", ".txt")
+#: Files of a chip's folder that are its answer key, never read as documents.
+TRUTH_FILES = frozenset({"truth.json"})
+
+
+def _is_document(path: Path) -> bool:
+    """A file the onboarding loaders read (`ingest.loaders.is_supported`), other than the answer key."""
+    return path.is_file() and path.name not in TRUTH_FILES and is_supported(path)
 REL_TOL = 0.005
 
 
@@ -290,7 +297,7 @@ def corpus_cases(corpus: Path) -> list[Case]:
     truth = json.loads((corpus / "profiles_truth_dev.json").read_text(encoding="utf-8"))
     cases = []
     for truth_key, (chip, folder) in CHIPS.items():
-        paths = sorted(p for p in (corpus / folder).iterdir() if p.suffix.lower() in DOC_SUFFIXES)
+        paths = sorted(p for p in (corpus / folder).iterdir() if _is_document(p))
         cases.append(Case(truth_key, chip, paths, truth[truth_key]))
     return cases
 
@@ -304,7 +311,7 @@ def datasheet_cases(folder: Path, pdf_dir: Path | None = None) -> list[Case]:
         for key, truth in data.items():
             if key.startswith("_"):
                 continue
-            paths = sorted(p for p in sub.iterdir() if p.suffix.lower() in DOC_SUFFIXES)
+            paths = sorted(p for p in sub.iterdir() if _is_document(p))
             cases.append(Case(key, truth["_chip"], paths, truth, truth.get("_product")))
             markdown_docs = [p for p in paths if p.suffix.lower() == ".md"]
             if pdf_dir is not None and markdown_docs and truth.get("_pdf", True):

@@ -38,7 +38,8 @@ def _print_json(obj: dict) -> None:
 @app.command("onboard")
 def onboard_cmd(
     chip: str = typer.Argument(..., help="Chip name, e.g. mi300x (case-insensitive)."),
-    paths: list[Path] = typer.Argument(..., help="Documents and/or folders (PDF, Markdown, reST, HTML, text)."),
+    paths: list[Path] = typer.Argument(
+        ..., help="Documents and/or folders (PDF, Markdown, reST, HTML, text; JSON, YAML, INI descriptors)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (docs/cli-json.md)."),
     product: str = typer.Option(None, "--product", help="The chip's product as the documents name it, when the "
                                 "chip name does not (e.g. AS-4 in a table of AS-2, AS-4, AS-8)."),

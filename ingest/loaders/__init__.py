@@ -7,6 +7,8 @@
 | .rst, .rest | `ingest.loaders.rst.load_rst` (docutils) |
 | .html, .htm | `ingest.loaders.html.load_html` (BeautifulSoup) |
 | .txt, .text | `ingest.loaders.text.load_text` |
+| .json, .jsonc, .yaml, .yml | `ingest.loaders.data_files.load_structured_file` (json, PyYAML) |
+| .ini, .cfg, .conf | `ingest.loaders.data_files.load_ini_file` |
 
 Every loader's output passes through `load_document`, which writes all text in one normal form
 (`core.text.normalize_text`: Unicode NFKC, so PDF ligature glyphs such as U+FB01 become ``fi``) before anything is
@@ -58,9 +60,23 @@ def _text(path: Path, source: str) -> LoadedDocument:
     return load_text(path, source)
 
 
+def _structured(path: Path, source: str) -> LoadedDocument:
+    from ingest.loaders.data_files import load_structured_file
+
+    return load_structured_file(path, source)
+
+
+def _ini(path: Path, source: str) -> LoadedDocument:
+    from ingest.loaders.data_files import load_ini_file
+
+    return load_ini_file(path, source)
+
+
 LOADERS: dict[str, Callable[[Path, str], LoadedDocument]] = {
     ".pdf": _pdf, ".md": _markdown, ".markdown": _markdown, ".rst": _rst, ".rest": _rst,
     ".html": _html, ".htm": _html, ".txt": _text, ".text": _text,
+    ".json": _structured, ".jsonc": _structured, ".yaml": _structured, ".yml": _structured,
+    ".ini": _ini, ".cfg": _ini, ".conf": _ini,
 }
 
 
@@ -70,7 +86,9 @@ def is_supported(path: Path) -> bool:
 
 
 _KIND = {".pdf": "PDF", ".md": "Markdown", ".markdown": "Markdown", ".rst": "reStructuredText",
-         ".rest": "reStructuredText", ".html": "HTML", ".htm": "HTML", ".txt": "plain", ".text": "plain"}
+         ".rest": "reStructuredText", ".html": "HTML", ".htm": "HTML", ".txt": "plain", ".text": "plain",
+         ".json": "JSON", ".jsonc": "JSON", ".yaml": "YAML", ".yml": "YAML", ".ini": "INI", ".cfg": "INI",
+         ".conf": "INI"}
 
 
 def check_size(path: Path) -> int:

@@ -101,7 +101,7 @@ def check_text_like(text: str, path: Path, kind: str) -> None:
     Three generic measures (thresholds are the module constants; real documentation, tables and HTML markup
     included, has 35-95% word characters, lines under ~10,000 characters and compresses 2-10x with zlib):
     words (letter runs of 2-64 letters) must make at least `MIN_WORD_FRACTION` of the non-space characters; no
-    line longer than `MAX_LINE_CHARS` (not checked for HTML); zlib compression ratio at most
+    line longer than `MAX_LINE_CHARS` (not checked for HTML and JSON); zlib compression ratio at most
     `MAX_COMPRESSION_RATIO`.
 
     Raises:
@@ -113,7 +113,7 @@ def check_text_like(text: str, path: Path, kind: str) -> None:
     if words < MIN_WORD_FRACTION * nonspace:
         raise BadInputError(f"{not_doc}: only {100 * words / max(nonspace, 1):.0f}% of its characters form words "
                             f"(at least {100 * MIN_WORD_FRACTION:.0f}% expected)")
-    if kind != "HTML":
+    if kind not in ("HTML", "JSON"):  # markup and minified JSON put a whole document on one line
         longest, number = max((len(line), i) for i, line in enumerate(text.splitlines(), start=1))
         if longest > MAX_LINE_CHARS:
             raise BadInputError(f"{not_doc}: line {number} is {longest:,} characters long "
