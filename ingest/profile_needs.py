@@ -86,6 +86,6 @@ def how_to_fill(chip: str, missing: list[Missing]) -> list[str]:
         f"  - onboard more documents that state them: chiplore onboard {chip} MORE_DOCUMENTS...",
         f"  - measure them on the chip: chiplore profile probe {chip}",
         f"  - set one with its citation: chiplore profile set {chip} {example} VALUE --source \"DOCUMENT, page or "
-        "section: quoted phrase\"",
+        "section\" --quote \"the phrase that states it\"",
     ]
     return lines

@@ -62,12 +62,15 @@ def set_field(chip: str, field: str, value: str, source: str, quote: str | None 
     number, formula = _parse_value(field, unit, value)
     cited = Source(document=" ".join(source.split()), locator="set by hand (chiplore profile set)",
                    quote=" ".join(quote.split()) if quote else None)
-    base = load_profile(name) if name in known_chips() else HardwareProfile(chip=name)
+    known = known_chips()
+    base = load_profile(name) if name in known else HardwareProfile(chip=name)
     old = _current(base, field, unit)
     new, change = _merged(old, number, unit, cited, formula)
     profile = _with_field(base, field, new)
     path = save_profile(profile)
-    return SetResult(profile, path, f"{name} {field} = {value.strip()} -> {_show(number)} {unit}; {change}")
+    created = "" if name in known else (f"new profile {name} (no profile of that name existed; known: "
+                                          f"{', '.join(sorted(known)) or 'none'}); ")
+    return SetResult(profile, path, f"{created}{name} {field} = {value.strip()} -> {_show(number)} {unit}; {change}")
 
 
 def _parse_value(field: str, unit: str, text: str) -> tuple[float | bool, str | None]:
