@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from ingest.profile_rules import Candidate
+from ingest.profile_candidate import Candidate
 
 SUSTAINED = re.compile(r"\b(?:sustained|nominal|all[- ]core|guaranteed|rated)\b|"
                        r"\b(?:peak|all)\b[^.;]{0,50}\bat\s+this\s+clock\b", re.IGNORECASE)

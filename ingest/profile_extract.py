@@ -29,14 +29,15 @@ from hardware_profiles import HardwareProfile, ProfileField, Source, known_chips
 from hardware_profiles.merge import merge_profiles
 from hardware_profiles.schema import SCALAR_FIELDS
 from hardware_profiles.yaml_io import check_chip_name
-from ingest.profile_definitions import is_abbreviation as _is_abbreviation
-from ingest.profile_columns import choose_columns, described_phrases
-from ingest.profile_definitions import singular, term_key
 from ingest.number_words import digits_for_number_words
+from ingest.profile_candidate import Candidate, RuleOutput
 from ingest.profile_clock import prefer_sustained_clock
+from ingest.profile_columns import choose_columns, described_phrases
+from ingest.profile_definitions import is_abbreviation as _is_abbreviation
 from ingest.profile_derive import compute_units_from_hierarchy
 from ingest.profile_glossary import Glossary, build_glossary
 from ingest.profile_llm import ProposalModel, propose_candidates
+from ingest.profile_peaks import DTYPES, peak_candidates
 from ingest.profile_resolve import (  # noqa: F401  ExtractionReport is part of this module's API
     ExtractionReport,
     chip_peaks_from_per_unit,
@@ -45,9 +46,10 @@ from ingest.profile_resolve import (  # noqa: F401  ExtractionReport is part of 
     resolve_peak,
     source_of,
 )
+from ingest.profile_rules import prefetch_labels, scalar_candidates
 from ingest.profile_supersede import precedence_of
-from ingest.profile_rules import DTYPES, Candidate, RuleOutput, peak_candidates, prefetch_labels, scalar_candidates
 from ingest.profile_tables import list_item_records, prefer_exact_product_rows, table_records
+from ingest.profile_terms import singular, term_key
 from ingest.profile_text import ChipTokens, Record, brands_of, chip_tokens, families_of, products_in, prose_records
 from knowledge.types import Chunk
 

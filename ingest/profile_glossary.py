@@ -26,21 +26,12 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ingest.profile_definitions import (
-    Containment,
-    Definition,
-    component_lists,
-    containments,
-    counted_terms,
-    definitions_in,
-    term_key,
-    text_units,
-    used_terms,
-    written_form,
-)
+from ingest.profile_containment import Containment, component_lists, containments
+from ingest.profile_definitions import Definition, definitions_in
 from ingest.profile_meaning import ConceptSpace, prefetch
 from ingest.profile_structure import CACHE_NAME as _CACHE_NAME
 from ingest.profile_structure import compute_unit_from_structure, heading_scopes, only_shared_cache, scoped_count
+from ingest.profile_terms import counted_terms, term_key, text_units, used_terms, written_form
 from knowledge.types import Chunk
 
 #: Concept -> its generic names (the vocabulary of CUDA, HIP, OpenCL and SYCL documentation) and plain-words

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import re
 
-from ingest.profile_definitions import is_group_noun, singular, term_key
+from ingest.profile_definitions import is_group_noun
 from ingest.profile_glossary import Glossary
 from ingest.profile_scope import parens
+from ingest.profile_terms import singular, term_key
 from ingest.profile_text import Record, products_in
 from ingest.units import Quantity
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from hardware_profiles import ProfileField, Source
 from hardware_profiles.schema import Alternative
 from ingest.number_words import verbatim_span
-from ingest.profile_rules import Candidate
+from ingest.profile_candidate import Candidate
 from ingest.profile_supersede import supersede
 from ingest.profile_text import classify_noun
 

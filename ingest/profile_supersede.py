@@ -151,7 +151,7 @@ def supersede(candidates: list, rank: Callable, agree: Callable, describe: Calla
     naming both quotes.
 
     Args:
-        candidates: one field's candidates (`ingest.profile_rules.Candidate`).
+        candidates: one field's candidates (`ingest.profile_candidate.Candidate`).
         rank: candidate -> `Precedence`.
         agree: (candidate, candidate) -> whether the two values agree.
         describe: candidate -> "value (document: quote)" text for the note.
