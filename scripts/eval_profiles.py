@@ -90,7 +90,7 @@ SCALAR_MAP = {
     "dram_bandwidth_bytes_per_s": ("mem_bw_gbps", 1e9),
     "clock_mhz": ("clock_mhz", 1.0),
 }
-DOC_SUFFIXES = (".md", ".rst", ".pdf", ".html", ".htm", ".txt")
+DOC_SUFFIXES = (".md", ".rst", ".pdf", ".html", ".htm", ".txt", ".adoc", ".asciidoc")
 REL_TOL = 0.005
 
 

@@ -5,6 +5,7 @@
 | .pdf | `ingest.loaders.pdf.load_pdf` (pypdf) |
 | .md, .markdown | `ingest.loaders.markdown.load_markdown` (markdown-it-py; HTML tables via BeautifulSoup) |
 | .rst, .rest | `ingest.loaders.rst.load_rst` (docutils) |
+| .adoc, .asciidoc | `ingest.loaders.asciidoc.load_asciidoc` (sections, lists, ``|===`` tables) |
 | .html, .htm | `ingest.loaders.html.load_html` (BeautifulSoup) |
 | .txt, .text | `ingest.loaders.text.load_text` |
 
@@ -46,6 +47,12 @@ def _rst(path: Path, source: str) -> LoadedDocument:
     return load_rst(path, source)
 
 
+def _asciidoc(path: Path, source: str) -> LoadedDocument:
+    from ingest.loaders.asciidoc import load_asciidoc
+
+    return load_asciidoc(path, source)
+
+
 def _html(path: Path, source: str) -> LoadedDocument:
     from ingest.loaders.html import load_html
 
@@ -60,6 +67,7 @@ def _text(path: Path, source: str) -> LoadedDocument:
 
 LOADERS: dict[str, Callable[[Path, str], LoadedDocument]] = {
     ".pdf": _pdf, ".md": _markdown, ".markdown": _markdown, ".rst": _rst, ".rest": _rst,
+    ".adoc": _asciidoc, ".asciidoc": _asciidoc,
     ".html": _html, ".htm": _html, ".txt": _text, ".text": _text,
 }
 
@@ -70,7 +78,8 @@ def is_supported(path: Path) -> bool:
 
 
 _KIND = {".pdf": "PDF", ".md": "Markdown", ".markdown": "Markdown", ".rst": "reStructuredText",
-         ".rest": "reStructuredText", ".html": "HTML", ".htm": "HTML", ".txt": "plain", ".text": "plain"}
+         ".rest": "reStructuredText", ".adoc": "AsciiDoc", ".asciidoc": "AsciiDoc",
+         ".html": "HTML", ".htm": "HTML", ".txt": "plain", ".text": "plain"}
 
 
 def check_size(path: Path) -> int:
