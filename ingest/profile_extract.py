@@ -29,6 +29,7 @@ from hardware_profiles import HardwareProfile, ProfileField, Source, known_chips
 from hardware_profiles.merge import merge_profiles
 from hardware_profiles.schema import SCALAR_FIELDS
 from hardware_profiles.yaml_io import check_chip_name
+from ingest.decimal_marks import DECIMAL_COMMA, to_point_decimals, uses_decimal_comma
 from ingest.number_words import digits_for_number_words
 from ingest.profile_candidate import Candidate, RuleOutput
 from ingest.profile_clock import prefer_sustained_clock
@@ -137,7 +138,7 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Cand
     report = ExtractionReport(chip=name, chunks=len(chunks),
                               documents=sorted({c.source for c in chunks}))
     out = RuleOutput()
-    merged = [(_digits_for_words(c), originals) for c, originals in merge_windows(chunks)]
+    merged = _point_decimals([(_digits_for_words(c), originals) for c, originals in merge_windows(chunks)])
     texts = [c.text for c, _ in merged]
     tokens = ChipTokens(tokens, brands_of(tokens, texts), families_of(texts))
     glossary = build_glossary(merged)
@@ -187,6 +188,16 @@ def _digits_for_words(chunk: Chunk) -> Chunk:
     quotes are still taken verbatim from the original windows."""
     text, spans = digits_for_number_words(chunk.text)
     return dataclasses.replace(chunk, text=text) if spans else chunk
+
+
+def _point_decimals(merged: list[tuple[Chunk, tuple[Chunk, ...]]]) -> list[tuple[Chunk, tuple[Chunk, ...]]]:
+    """The chunks of each document that writes decimal commas (`ingest.decimal_marks.uses_decimal_comma`) with its
+    figures written the English way, marked `DECIMAL_COMMA` in their metadata so that quotes are taken from the
+    document's own text (`ingest.profile_resolve`)."""
+    comma = {source for source in {c.source for c, _ in merged}
+             if uses_decimal_comma([c.text for c, _ in merged if c.source == source])}
+    return [(dataclasses.replace(c, text=to_point_decimals(c.text), metadata={**c.metadata, DECIMAL_COMMA: True})
+             if c.source in comma else c, originals) for c, originals in merged]
 
 
 def _records(merged_chunks: list[tuple[Chunk, tuple[Chunk, ...]]], tokens: set[str]) -> list[Record]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from hardware_profiles import ProfileField, Source
 from hardware_profiles.schema import Alternative
+from ingest.decimal_marks import DECIMAL_COMMA, original_span, to_point_decimals
 from ingest.number_words import verbatim_span
 from ingest.profile_candidate import Candidate
 from ingest.profile_supersede import supersede
@@ -71,25 +72,30 @@ def _verbatim_quote(candidate: Candidate) -> str:
     value that one chunk holds (tables re-rendered from raw markup, links and tags removed, windows merged)."""
     record = candidate.record
     texts = [_squash(c.text) for c in (record.originals or (record.chunk,))]
+    comma = bool(record.chunk.metadata.get(DECIMAL_COMMA))
+    pairs = [(to_point_decimals(t) if comma else t, t) for t in texts]  # (text the rules read, the document's)
 
-    def held(option: str) -> bool:
-        return bool(option) and any(option in t for t in texts)
+    def held(option: str) -> str | None:
+        """The document's own words for `option` of the text the rules read, if one chunk holds them."""
+        return next((found for read, own in pairs if option and (found := original_span(option, read, own))), None)
 
     for option in ([record.quote] if len(record.quote) <= _QUOTE_MAX else []) + [record.text]:
-        if held(_squash(option)):
-            return _squash(option)
+        found = held(_squash(option))
+        if found:
+            return found
         spelled = next((s for t in texts if (s := verbatim_span(option, t))), None)  # figures written in words
         if spelled:
             return spelled
     text, q = record.text, candidate.quantity
     if not (0 <= q.start < q.end <= len(text)) or text[q.start:q.end].strip() != q.text:
-        return q.text
+        return held(q.text) or q.text
     left, right = max(0, q.start - 120), min(len(text), q.end + 120)
     while left < q.start or right > q.end:
-        if held(_squash(text[left:right])):
-            return _squash(text[left:right])
+        found = held(_squash(text[left:right]))
+        if found:
+            return found
         left, right = min(q.start, left + 4), max(q.end, right - 4)
-    return q.text
+    return held(q.text) or q.text
 
 
 def statement_key(candidate: Candidate) -> tuple[str, str]:
