@@ -56,6 +56,9 @@ class Candidate:
     variant: str = ""
     noun: str = ""
     similarity: float = 0.0
+    #: The old value (field unit) this value is given in place of ("Table 3 lists 96 KiB; the correct value is 64
+    #: KiB"), or None (`ingest.profile_supersede.is_correcting_figure`).
+    corrects: float | None = None
 
 
 @dataclass

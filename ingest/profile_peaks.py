@@ -12,6 +12,7 @@ import re
 
 from ingest.profile_candidate import Candidate, RuleOutput, is_bound
 from ingest.profile_glossary import Glossary
+from ingest.profile_rules import corrected_figure
 from ingest.profile_scope import THE_NOUN_HAS, scope_of
 from ingest.profile_supersede import is_old_figure
 from ingest.profile_terms import noun_phrase
@@ -48,6 +49,10 @@ def peak_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> None
             continue
         if not record.is_table and _sparse_figure(record.text, quantities, n):
             continue
+        corrected = corrected_figure(record, quantity)  # "Table 4 lists 310 TFLOPS for FP16; the correct figure is"
+        if corrected:
+            _correcting_peaks(record, quantity, corrected, out)
+            continue
         scope = scope_of(record, quantity, glossary)
         if scope in ("multi", "block"):
             continue
@@ -59,6 +64,17 @@ def peak_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> None
                                             quantity.resolution / 1e12, record, quantity, variant=variant,
                                             noun=per_unit or ""))
         out.candidates.extend(_relative_peaks(record, quantity, per_unit or ""))
+
+
+def _correcting_peaks(record: Record, quantity: Quantity, corrected: tuple[Record, Quantity, list[Quantity]],
+                      out: RuleOutput) -> None:
+    """The peaks a correcting figure states: the data types of the figure it corrects (`corrected`, from
+    `ingest.profile_rules.corrected_figure`), each candidate marked with the old value it replaces."""
+    old_record, old, every = corrected
+    flops = [q for q in every if q.dimension == "flops"]
+    for dtype, variant in _dtypes_near(old_record, flops, flops.index(old)):
+        out.candidates.append(Candidate(f"peak_tflops.{dtype}", quantity.to("TFLOP/s"), quantity.resolution / 1e12,
+                                        record, quantity, variant=variant, corrects=old.to("TFLOP/s")))
 
 
 _SPARSE = re.compile(r"speedup|sparsity|sparse", re.IGNORECASE)

@@ -288,12 +288,19 @@ def _in_field_units(candidate: Candidate, learned_base: list[float]) -> list[flo
 
 def _superseded(field_name: str, candidates: list[Candidate], rank, report: ExtractionReport) -> list[Candidate]:
     """`candidates` without those an errata document or a later revision corrects (`ingest.profile_supersede`);
-    each one left out is noted in the report with its quote and the correcting quote."""
-    if rank is None or len(candidates) < 2:
-        return candidates
-
+    each one left out is noted in the report with its quote and the correcting quote. A value given in place of an
+    old one (`Candidate.corrects`) supersedes every candidate of the old value, in any document."""
     def describe(c: Candidate) -> str:
         return f"{c.value:g} ({c.record.chunk.source}: {source_of(c).quote[:100]!r})"
+
+    corrections = [c for c in candidates if c.corrects is not None]
+    for fix in corrections:
+        wrong = [c for c in candidates if c.corrects is None and abs(c.value - fix.corrects) <= max(
+            c.resolution, abs(fix.corrects) * 1e-6) * 1.0001 and not _agree(c, fix)]
+        report.superseded += [f"{field_name}: {describe(c)} superseded by {describe(fix)}" for c in wrong]
+        candidates = [c for c in candidates if c not in wrong]
+    if rank is None or len(candidates) < 2:
+        return candidates
 
     kept, notes = supersede(candidates, lambda c: rank(c.record.chunk), _agree, describe)
     report.superseded += [f"{field_name}: {n}" for n in notes]

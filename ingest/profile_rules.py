@@ -21,6 +21,7 @@ Peak compute rates are read by `ingest.profile_peaks`.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from ingest.profile_candidate import FIELD_LIMITS, Candidate, RuleOutput, is_bound
@@ -29,7 +30,7 @@ from ingest.profile_fields import SCALABLE, Match, field_for, is_profile_quantit
 from ingest.profile_glossary import Glossary
 from ingest.profile_labels import ENABLED_SUBSET, PHYSICAL_TOTAL, _np_after, labels, own_noun, own_words, sentence_after
 from ingest.profile_scope import noun_level, parens, scope_noun, scope_of
-from ingest.profile_supersede import is_old_figure
+from ingest.profile_supersede import is_correcting_figure, is_old_figure
 from ingest.profile_terms import term_key
 from ingest.profile_text import Record
 from ingest.units import TARGET_UNITS, Quantity, find_quantities
@@ -179,7 +180,9 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
             continue  # a bound, a default, or an old figure ("now 1,800 MHz (was 1,900 MHz)")
         if quantity.dimension == "count" and PHYSICAL_TOTAL.match(sentence_after(record, quantity)):
             continue  # the die's total, of which fewer are enabled in the product
-        match = what_it_is(record, quantity, every, glossary)
+        # "Table 3 lists 96 KiB ...; the correct value is 64 KiB": about what the figure it corrects is about
+        basis, old, old_every = corrected_figure(record, quantity) or (record, None, every)
+        match = what_it_is(basis, old or quantity, old_every, glossary)
         if match is None:
             _report_unit_problem(record, quantity, every, glossary, out)
             continue
@@ -195,7 +198,7 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
             continue  # "4 issue groups side by side, 128 lanes in all": a sum of groups, not one group's width
         if match.quantity == "compute_units" and _holds_compute_units(record, quantity, glossary):
             continue  # "4 core arrays; each core array contains 20 cores": a count of partitions
-        scope = scope_of(record, quantity, glossary)
+        scope = scope_of(basis, old or quantity, glossary)
         if ENABLED_SUBSET.search(record.text[:quantity.start]):
             scope = "chip"  # the enabled ones are the product's
         if not scope and match.quantity in _PER_UNIT_QUANTITIES and _chip_is_subject(record, quantity):
@@ -207,15 +210,32 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
         if name is None:
             _scaled_candidate(record, quantity, match, scope, glossary, out)
             continue
-        _add(name, record, quantity, match, out)
+        _add(name, record, quantity, match, out, corrects=old)
+
+
+def corrected_figure(record: Record, quantity: Quantity) -> tuple[Record, Quantity, list[Quantity]] | None:
+    """The figure that `quantity` is given in place of, when it is a correcting figure
+    (`ingest.profile_supersede.is_correcting_figure`): the nearest figure of the same dimension before it, in its
+    clause or in the sentence's earlier clauses, that is written as old or reported; as (a record of the text it
+    is read in, the figure, every figure of that text). None otherwise."""
+    if record.is_table or not is_correcting_figure(record.text, quantity.start):
+        return None
+    at = record.key.find(record.text)
+    for text in (record.text[:quantity.start], record.key[:at] if at > 0 else ""):
+        every = find_quantities(text, record.default_unit)
+        for q in reversed(every):
+            if q.dimension == quantity.dimension and is_old_figure(text, q.start, q.end, record.key):
+                return dataclasses.replace(record, text=text, local=text), q, every
+    return None
 
 
 def _add(name: str, record: Record, quantity: Quantity, match: Match, out: RuleOutput, kind: str = "stated",
-         formula: str | None = None, factor: float = 1.0, noun: str = "") -> None:
+         formula: str | None = None, factor: float = 1.0, noun: str = "", corrects: Quantity | None = None) -> None:
     limit = FIELD_LIMITS[name]
     if name == "registers_per_compute_unit" and quantity.dimension == "bytes":
         value = quantity.value / 4 * factor
         resolution = quantity.resolution / 4 * factor
+        old = corrects.value / 4 * factor if corrects else None
         kind = "derived"
         formula = formula or f"register file {quantity.text} / 4 bytes per 32-bit register"
     elif quantity.dimension != limit.dimension:
@@ -223,6 +243,7 @@ def _add(name: str, record: Record, quantity: Quantity, match: Match, out: RuleO
     else:
         value = quantity.to(limit.unit) * factor
         resolution = quantity.resolution / TARGET_UNITS[limit.unit][1] * factor
+        old = corrects.to(limit.unit) * factor if corrects else None
     if value < limit.minimum or (limit.allowed and value not in limit.allowed):
         return
     if name == "num_compute_units" and (value != int(value) or quantity.dimension != "count"):
@@ -231,7 +252,7 @@ def _add(name: str, record: Record, quantity: Quantity, match: Match, out: RuleO
         kind, formula = "derived", f"{quantity.text} = {quantity.multiplier} x {value / quantity.multiplier:g} " \
                                    f"{limit.unit}"
     out.candidates.append(Candidate(name, value, resolution, record, quantity, kind=kind, formula=formula,
-                                    noun=noun, similarity=match.similarity))
+                                    noun=noun, similarity=match.similarity, corrects=old))
 
 
 def _scaled_candidate(record: Record, quantity: Quantity, match: Match, scope: str, glossary: Glossary,

@@ -154,6 +154,11 @@ def _split_cell(label: str, name: str, cell: str) -> list[tuple[str, str, str]]:
     return [(label, name, cell)]
 
 
+#: A numbered caption ("Table 3: On-chip memory", "Tab. 2.1: Clocks"): the caption a loader put before a row, not a
+#: header and its value.
+_NUMBERED_CAPTION = re.compile(r"^(?:Table|Tab\.)\s*\d+(?:[.\-]\d+)*[a-z]?\s*:\s", re.IGNORECASE)
+
+
 def rendered_row_records(chunk: Chunk, tokens: set[str]) -> list[Record]:
     """Cells of a loader-rendered table row.
 
@@ -165,7 +170,8 @@ def rendered_row_records(chunk: Chunk, tokens: set[str]) -> list[Record]:
     if not any(re.match(r"^[^:]{1,60}: \S", p) for p in parts[1:] or parts):
         return _flat_rendered_row(parts, chunk, tokens)
     caption = ""
-    if parts and (": " not in parts[0] or parts[0].endswith(":") or len(parts[0].split(": ", 1)[0]) > 60):
+    if parts and (": " not in parts[0] or parts[0].endswith(":") or len(parts[0].split(": ", 1)[0]) > 60
+                  or (len(parts) > 1 and _NUMBERED_CAPTION.match(parts[0]))):
         caption = parts.pop(0)
     pairs = []
     for part in parts:
