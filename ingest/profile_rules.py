@@ -28,7 +28,17 @@ from ingest.profile_candidate import FIELD_LIMITS, Candidate, RuleOutput, is_bou
 from ingest.profile_containment import PER_PARENT_BEFORE
 from ingest.profile_fields import SCALABLE, Match, field_for, is_profile_quantity, match_quantity
 from ingest.profile_glossary import Glossary
-from ingest.profile_labels import ENABLED_SUBSET, PHYSICAL_TOTAL, _np_after, labels, own_noun, own_words, sentence_after
+from ingest.profile_labels import (
+    ENABLED_SUBSET,
+    PHYSICAL_TOTAL,
+    _np_after,
+    clean_label,
+    labels,
+    own_noun,
+    own_words,
+    sentence_after,
+)
+from ingest.profile_questions import question_labels
 from ingest.profile_scope import noun_level, parens, scope_noun, scope_of
 from ingest.profile_supersede import is_correcting_figure, is_old_figure
 from ingest.profile_terms import term_key
@@ -53,7 +63,7 @@ _ATTACHED = 2
 _MIN_SIMILARITY = {("compute_units", "table"): 0.6, ("compute_units", "attached"): 0.7,
                    ("shared_memory", "attached"): 0.55, ("shared_memory", "clause"): 0.6,
                    ("memory_bandwidth", "attached"): 0.42, ("engine_clock", "attached"): 0.42}
-_DEFAULT_SIMILARITY = {"table": 0.0, "attached": 0.5, "clause": 0.55, "own": 0.5}
+_DEFAULT_SIMILARITY = {"table": 0.0, "attached": 0.5, "clause": 0.55, "own": 0.5, "question": 0.6}
 
 
 _GROUP_SIZES = ("warp_width", "block_threads")
@@ -92,6 +102,8 @@ def what_it_is(record: Record, quantity: Quantity, every: list[Quantity], glossa
     own = own_words(record, quantity)
     if own:
         groups.insert(0, ("own", [glossary.rewrite(f"{own} {quantity.unit}")]))
+    if record.question:  # "Q: How many engines does the X1 have? A: The X1 has 64.": what the question asks
+        groups.append(("question", [glossary.rewrite(clean_label(q)) for q in question_labels(record.question)]))
     if not record.is_table and quantity.dimension != "count":
         groups.append(("clause", named[_ATTACHED:]))  # a count names what it counts next to it, not in its clause
     in_parens = not record.is_table and any(a <= quantity.start < b for a, b in parens(record.text))
@@ -115,6 +127,8 @@ def what_it_is(record: Record, quantity: Quantity, every: list[Quantity], glossa
             least = _MIN_SIMILARITY.get((match.quantity, source), _DEFAULT_SIMILARITY[source])
             if match.similarity >= least and (best is None or match.similarity > best.similarity):
                 best = match
+        if best is not None and source == "question" and not is_profile_quantity(best.quantity):
+            continue  # a question about a look-alike ("What clock ...?") says nothing against the answer's own words
         if best is not None:
             return best if is_profile_quantity(best.quantity) else None
     return None
@@ -203,14 +217,25 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
             scope = "chip"  # the enabled ones are the product's
         if not scope and match.quantity in _PER_UNIT_QUANTITIES and _chip_is_subject(record, quantity):
             scope = "chip"  # "Across the grid the T9 has 150 MiB of SRAM": the chip's total, not one unit's
-        if not scope and match.quantity == "block_threads" and record.is_table:
-            scope = "block"  # a label that means the work-group limit ("Max work group size: 1024") is at its scope
+        if not scope and match.quantity == "block_threads" and (record.is_table or _asks_for(record, match, glossary)):
+            scope = "block"  # a label (or question) that means the work-group limit ("Max work group size: 1024")
         _learn_sub_values(record, match.quantity, quantity.dimension, glossary, out)
         name = field_for(match.quantity, scope)
         if name is None:
             _scaled_candidate(record, quantity, match, scope, glossary, out)
             continue
         _add(name, record, quantity, match, out, corrects=old)
+
+
+def _asks_for(record: Record, match: Match, glossary: Glossary) -> bool:
+    """Whether the question `record` answers asks for the quantity `match` names ("What is the widest work-group?"
+    asks for the work-group limit)."""
+    for label in question_labels(record.question) if record.question else []:
+        asked = match_quantity(glossary.rewrite(clean_label(label)), "count", lookalikes=True)
+        least = _DEFAULT_SIMILARITY["question"]
+        if asked is not None and asked.quantity == match.quantity and asked.similarity >= least:
+            return True
+    return False
 
 
 def corrected_figure(record: Record, quantity: Quantity) -> tuple[Record, Quantity, list[Quantity]] | None:

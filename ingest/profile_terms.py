@@ -184,9 +184,12 @@ def scoped_terms(text: str) -> list[str]:
     return out
 
 
+_HOW_MANY = re.compile(r"\bhow\s+many\s+((?:[A-Za-z][\w\-]*\s*){1,3})", re.IGNORECASE)
+
+
 def used_terms(units: list[Unit]) -> Counter:
-    """How often each term key is used as a unit of counting in `units`: counted ("48 cores"), scoped ("per core") or
-    counted by a table row ("Tiles | 160")."""
+    """How often each term key is used as a unit of counting in `units`: counted ("48 cores"), scoped ("per core"),
+    asked for ("How many engines ...?") or counted by a table row ("Tiles | 160")."""
     used: Counter = Counter()
     for unit in units:
         texts = [unit.cells[0]] if unit.cells else [unit.text]
@@ -197,6 +200,10 @@ def used_terms(units: list[Unit]) -> Counter:
                 used[term_key(phrase)] += 1
             for phrase in scoped_terms(text):
                 used[term_key(phrase)] += 1
+            for match in _HOW_MANY.finditer(text):  # "How many engines does the X1 have?": engines are counted
+                phrase = noun_phrase(match.group(1).split())
+                if phrase:
+                    used[term_key(phrase)] += 1
         if row_count(unit):
             used[term_key(re.sub(r"\s*\([^)]*\)", "", unit.cells[0]))] += 1  # a "Tiles | 160" row: a count of things
     return used
