@@ -134,6 +134,7 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Cand
     `product`: the name the documents give the chip's product when the chip name is not it (``AS-4``); its model
     token joins the chip name's."""
     name = check_chip_name(chip)
+    product = product or title_product(chunks, chip_tokens(name))
     tokens = chip_tokens(name) | (chip_tokens(product) if product else set())
     report = ExtractionReport(chip=name, chunks=len(chunks),
                               documents=sorted({c.source for c in chunks}))
@@ -188,6 +189,24 @@ def _digits_for_words(chunk: Chunk) -> Chunk:
     quotes are still taken verbatim from the original windows."""
     text, spans = digits_for_number_words(chunk.text)
     return dataclasses.replace(chunk, text=text) if spans else chunk
+
+
+def title_product(chunks: list[Chunk], tokens: set[str]) -> str | None:
+    """The product the documents' titles name, when the chip name names none of the products the documents write
+    ("Sallow S40 accelerator" over a table of the S20, S40 and S80, onboarded as ``sallow``): the one product model
+    of the documents' title lines (the document title and its top heading), as written; None when the chip name is
+    written in the documents, or the titles name no product or several."""
+    if tokens & {t for c in chunks for t in products_in(c.text)}:
+        return None
+    written: dict[str, str] = {}
+    for chunk in chunks:
+        context = str(chunk.metadata.get("context", "")).split(" > ")
+        for title in [chunk.section.split(" > ")[0] if chunk.section else "", *context[:2]]:
+            for token in products_in(title):
+                match = next((m.group(1) for m in _PRODUCT_WRITTEN.finditer(title)
+                              if m.group(1).replace("-", "").lower() == token), token)
+                written.setdefault(token, match)
+    return next(iter(written.values())) if len(written) == 1 else None
 
 
 def _point_decimals(merged: list[tuple[Chunk, tuple[Chunk, ...]]]) -> list[tuple[Chunk, tuple[Chunk, ...]]]:

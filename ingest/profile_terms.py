@@ -206,7 +206,23 @@ def used_terms(units: list[Unit]) -> Counter:
                     used[term_key(phrase)] += 1
         if row_count(unit):
             used[term_key(re.sub(r"\s*\([^)]*\)", "", unit.cells[0]))] += 1  # a "Tiles | 160" row: a count of things
+        for header in column_counts(unit):
+            used[term_key(header)] += 1  # "Model: S40 | Slices: 40": a column that counts things
     return used
+
+
+def column_counts(unit: Unit) -> list[str]:
+    """The column headers of a rendered table row (``"Model: S40 | Slices: 40"``) whose cell is a bare count and
+    that are plain noun phrases: each counts the things it names (a table with one product per row)."""
+    if not unit.cells or unit.chunk.kind != "table_row":
+        return []
+    out = []
+    for part in unit.chunk.text.split(" | "):
+        name, sep, value = part.partition(": ")
+        name = re.sub(r"\s*\([^)]*\)", "", name).strip()
+        if sep and re.fullmatch(r"\s*[\d,]+\s*", value) and name and noun_phrase(name.split()) == name:
+            out.append(name)
+    return out
 
 
 def row_count(unit: Unit) -> int:
