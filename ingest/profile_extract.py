@@ -32,7 +32,7 @@ from hardware_profiles.yaml_io import check_chip_name
 from ingest.decimal_marks import DECIMAL_COMMA, to_point_decimals, uses_decimal_comma
 from ingest.number_words import digits_for_number_words
 from ingest.profile_candidate import Candidate, RuleOutput
-from ingest.profile_clock import prefer_sustained_clock
+from ingest.profile_clock import peak_clock_words, prefer_sustained_clock
 from ingest.profile_columns import choose_columns, described_phrases
 from ingest.profile_definitions import is_abbreviation as _is_abbreviation
 from ingest.profile_derive import compute_units_from_hierarchy
@@ -145,6 +145,7 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Cand
     glossary = build_glossary(merged)
     glossary.chip_names = {w for w in re.split(r"[_\-\s]+", (product or name).lower())
                            if len(w) >= 3 and w.isalpha()} | {b.lower() for b in tokens.brands}
+    glossary.peak_clocks = peak_clock_words(texts)
     records = _records(merged, tokens)
     report.product = product
     report.products, report.ambiguity = _products_named(records, name, product)
@@ -161,7 +162,7 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Cand
     for field_name, unit in SCALAR_FIELDS.items():
         mine = [c for c in out.candidates if c.field == field_name]
         if field_name == "clock_mhz":
-            mine = prefer_sustained_clock(mine)
+            mine = prefer_sustained_clock(mine, glossary.peak_clocks)
         fields[field_name] = resolve_field(field_name, unit, mine, out.learned_sub.get(field_name, []), report, rank)
     if fields["num_compute_units"].value is None and fields["num_compute_units"].kind != "conflict":
         fields["num_compute_units"] = compute_units_from_hierarchy(glossary, records) or fields["num_compute_units"]

@@ -128,6 +128,8 @@ class Glossary:
     #: Cache terms that the documents define as the second-level cache ("Array cache: The second-level cache ..."),
     #: or their one chip-wide cache (`_only_shared_cache`): rewritten to "L2 cache".
     second_level: set[str] = field(default_factory=set)
+    #: Qualifier words of the clock the documents' peak figures are at (`ingest.profile_clock.peak_clock_words`).
+    peak_clocks: set[str] = field(default_factory=set)
     _mentions: dict[str, int] = field(default_factory=dict)
 
     def mentions(self, key: str) -> int:

@@ -25,6 +25,7 @@ import dataclasses
 import re
 
 from ingest.profile_candidate import FIELD_LIMITS, Candidate, RuleOutput, is_bound
+from ingest.profile_clock import names_clock
 from ingest.profile_containment import PER_PARENT_BEFORE
 from ingest.profile_fields import SCALABLE, Match, field_for, is_profile_quantity, match_quantity
 from ingest.profile_glossary import Glossary
@@ -197,6 +198,9 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
         # "Table 3 lists 96 KiB ...; the correct value is 64 KiB": about what the figure it corrects is about
         basis, old, old_every = corrected_figure(record, quantity) or (record, None, every)
         match = what_it_is(basis, old or quantity, old_every, glossary)
+        if match is None and quantity.dimension == "hz" and glossary.peak_clocks and \
+                any(names_clock(t, glossary.peak_clocks) for t in labels(record, quantity, every, glossary)[:2]):
+            match = Match("engine_clock", 1.0, 0.0)  # the clock the peaks are computed at ("Base clock")
         if match is None:
             _report_unit_problem(record, quantity, every, glossary, out)
             continue
