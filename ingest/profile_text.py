@@ -313,8 +313,8 @@ def level_cues(text: str) -> set[str]:
     if re.search(rf"\b(?:a|one|single|each|per|every)\s+{BLOCK_NOUNS}\b|\bwork-?groups?\b", text, re.IGNORECASE):
         cues.add("block")
     if re.search(r"\b(?:in total|total|in all|altogether|whole (?:chip|gpu|device)|across all|adds? up to)\b", text,
-                 re.IGNORECASE):
-        cues.add("chip")
+                 re.IGNORECASE) or re.search(rf"\ball\s+(?:the\s+|its\s+)?(?:\w+\s+)?{CU_NOUNS}", text, re.IGNORECASE):
+        cues.add("chip")  # "On-core SRAM, all compute units": the sum over the chip's units
     return cues
 
 
