@@ -37,6 +37,7 @@ from ingest.profile_columns import choose_columns, described_phrases
 from ingest.profile_definitions import is_abbreviation as _is_abbreviation
 from ingest.profile_derive import compute_units_from_hierarchy
 from ingest.profile_glossary import Glossary, build_glossary
+from ingest.profile_items import list_item_records
 from ingest.profile_llm import ProposalModel, propose_candidates
 from ingest.profile_peaks import DTYPES, peak_candidates
 from ingest.profile_resolve import (  # noqa: F401  ExtractionReport is part of this module's API
@@ -49,7 +50,7 @@ from ingest.profile_resolve import (  # noqa: F401  ExtractionReport is part of 
 )
 from ingest.profile_rules import prefetch_labels, scalar_candidates
 from ingest.profile_supersede import precedence_of
-from ingest.profile_tables import list_item_records, prefer_exact_product_rows, table_records
+from ingest.profile_tables import prefer_exact_product_rows, table_records
 from ingest.profile_terms import singular, term_key
 from ingest.profile_text import ChipTokens, Record, brands_of, chip_tokens, families_of, products_in, prose_records
 from knowledge.types import Chunk
