@@ -347,6 +347,11 @@ def _generic_name(key: str) -> bool:
     return _generic_concept(key) is not None
 
 
+#: A definiens that opens with its head noun and an "of" complement ("A block of threads that ...", "the set of lanes").
+_HEAD_OF = re.compile(r"^\W*(?:(?:the|a|an|one)\s+)?(?P<h>[A-Za-z][\w\-]*)\s+of\s+(?P<c>[A-Za-z][\w\-]*)",
+                      re.IGNORECASE)
+
+
 def _definition_concept(glossary: Glossary, d: Definition):
     """The concept of a definition: its head noun phrase when that names one ("the compute unit of ..."), except
     that threads in the plural make a group of threads ("The filaments that a core issues together": a warp or a
@@ -354,6 +359,9 @@ def _definition_concept(glossary: Glossary, d: Definition):
     head = _masked(glossary, d, d.head) if d.head else ""
     if head and head != "it":
         choice = CONCEPTS.choose(head, min_similarity=HEAD_SIMILARITY, min_margin=0.1)
+        of = _HEAD_OF.match(d.definiens) if choice is None else None
+        if of and of.group("h").lower() == d.head.lower():  # "A block of threads that ...": the head with its "of"
+            choice = CONCEPTS.choose(f"{head} of {of.group('c')}", min_similarity=HEAD_SIMILARITY, min_margin=0.1)
         if choice is not None and choice.concept == "thread" and d.head.split()[-1].lower().endswith("s"):
             return CONCEPTS.choose(_masked(glossary, d, d.definiens), among=("warp", "block"),
                                    min_similarity=DEFINITION_SIMILARITY, min_margin=0.03)
