@@ -307,12 +307,34 @@ def _superseded(field_name: str, candidates: list[Candidate], rank, report: Extr
     return kept
 
 
+#: How much closer one row label of a table must name a field than another row of the same table for
+#: the other row's different value to be left out (cosine similarity, `Candidate.similarity`).
+ROW_MARGIN = 0.05
+
+
+def _strongest_rows(candidates: list[Candidate], field_name: str, report: ExtractionReport) -> list[Candidate]:
+    """`candidates` without a table row whose label names the field clearly less closely (`ROW_MARGIN`) than another
+    row of the same table (document section) that states a different value ("SBUF, per core | 24 MiB" over "PSUM,
+    per core | 2 MiB" for shared memory): a table names each field in one row; each row left out is noted."""
+    def table(c: Candidate) -> tuple:
+        r = c.record
+        return (r.chunk.source, r.chunk.section)
+
+    rows = [c for c in candidates if c.record.is_table and c.kind == "stated"]
+    weaker = [c for c in rows if any(table(d) == table(c) and d.record.label != c.record.label
+                                     and d.similarity - c.similarity >= ROW_MARGIN and not _agree(c, d)
+                                     for d in rows)]
+    report.superseded += [f"{field_name}: {c.value:g} ({c.record.chunk.source}: row {c.record.label!r}) left out: "
+                          "another row of its table names the field more closely" for c in weaker]
+    return [c for c in candidates if c not in weaker]
+
+
 def resolve_field(field_name: str, unit: str, candidates: list[Candidate], learned: list[float],
                   report: ExtractionReport, rank=None) -> ProfileField:
     """One field's value from its candidates (see `ingest.profile_extract`); `rank`: chunk -> `Precedence`
     (`ingest.profile_supersede.precedence_of`), when corrections may supersede earlier statements."""
     candidates = _superseded(field_name, _drop_learned_sub(_dedupe(candidates), learned), rank, report)
-    candidates = _scoped(candidates, field_name, report)
+    candidates = _strongest_rows(_scoped(candidates, field_name, report), field_name, report)
     if not candidates:
         return ProfileField(unit=unit)
     groups = _groups(candidates)
