@@ -12,7 +12,9 @@ held-out v2's Quarry Q9; a sustained clock wins in held-out v3's Larkspur A7 and
 The qualifier is read from a candidate's own words (a cell's header, row label and value, or the clause of a
 sentence), so a note elsewhere in the row ("burst up to 1.9 GHz") does not disqualify the sustained figure; a
 clock that the peak figures are said to be at ("2,400 MHz (all peak figures in this document are at this clock)")
-counts as sustained.
+counts as sustained, and so does a clock the documents name as the one the peaks are computed at ("All peak rates
+are computed at the base clock": the "Base clock" row is read as the chip's clock, `peak_clock_words`, although a
+base clock alone is a look-alike of the engine clock).
 Source: vendor clock terminology (AMD "peak engine clock" vs "sustained"; Intel "base"/"turbo"; NVIDIA "boost").
 """
 
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from ingest.profile_rules import Candidate
+from ingest.profile_candidate import Candidate
 
 SUSTAINED = re.compile(r"\b(?:sustained|nominal|all[- ]core|guaranteed|rated)\b|"
                        r"\b(?:peak|all)\b[^.;]{0,50}\bat\s+this\s+clock\b", re.IGNORECASE)
@@ -29,18 +31,37 @@ OPPORTUNISTIC = re.compile(r"\b(?:boost(?:ed)?|burst|turbo|overdrive|opportunist
 RESTRICTED = re.compile(r"\b(?:capped|throttled|limited|derated)\s+(?:at|to)\b", re.IGNORECASE)
 
 
-def _qualifier(candidate: Candidate) -> str:
+#: "All peak rates are computed at the base clock": the clock the documents' peak figures are at, named by its
+#: qualifier word (``base``); that clock is the sustained one, whatever the word.
+_PEAKS_AT = re.compile(r"\bpeak[^.;]{0,60}?\b(?:at|with|for)\s+the\s+(?P<w>[A-Za-z][\w\-]*)\s+(?:clock|frequency)\b",
+                       re.IGNORECASE)
+
+
+def peak_clock_words(texts: list[str]) -> set[str]:
+    """The qualifier words of the clocks the documents say their peak figures are computed at (see `_PEAKS_AT`),
+    lower case: ``{"base"}`` for "All peak rates are computed at the base clock"."""
+    return {m.group("w").lower() for text in texts for m in _PEAKS_AT.finditer(text)}
+
+
+def names_clock(words: str, qualifiers: set[str]) -> bool:
+    """Whether `words` name a clock by one of `qualifiers` ("Base clock" for ``{"base"}``)."""
+    return any(re.search(rf"\b{re.escape(w)}\s+(?:clock|frequency)\b", words, re.IGNORECASE) for w in qualifiers)
+
+
+def _qualifier(candidate: Candidate, peak_words: set[str]) -> str:
     record = candidate.record
     words = f"{record.local} {record.text}" if record.is_table else (record.local or record.key)
+    if names_clock(words, peak_words):
+        return "sustained"  # the clock the peaks are computed at
     if OPPORTUNISTIC.search(words) or RESTRICTED.search(words):
         return "opportunistic"
     return "sustained" if SUSTAINED.search(words) else ""
 
 
-def prefer_sustained_clock(candidates: list[Candidate]) -> list[Candidate]:
+def prefer_sustained_clock(candidates: list[Candidate], peak_words: set[str] | None = None) -> list[Candidate]:
     """`candidates` of ``clock_mhz`` without the boost/burst ones when a sustained one is among them (see module
-    docstring); unchanged otherwise."""
-    kinds = [_qualifier(c) for c in candidates]
+    docstring); unchanged otherwise. `peak_words` (`peak_clock_words`) name the clock the peak figures are at."""
+    kinds = [_qualifier(c, peak_words or set()) for c in candidates]
     if "sustained" not in kinds or "opportunistic" not in kinds:
         return candidates
     return [c for c, kind in zip(candidates, kinds) if kind != "opportunistic"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from ingest.profile_rules import Candidate
+from ingest.profile_candidate import Candidate
 
 #: Sentences that say which product or configuration a document's figures are for.
 _DESCRIBES = re.compile(

@@ -1,215 +1,23 @@
-"""The syntax of definitions in hardware documents: text units, noun phrases, terms used as units, definitions,
-aliases and containment (see `ingest.profile_glossary`, which decides what the defined terms mean).
+"""The syntax of definitions in hardware documents: definitions and aliases (see `ingest.profile_glossary`, which
+decides what the defined terms mean). Terms and text units are `ingest.profile_terms`; containment is
+`ingest.profile_containment`.
 
-Only English syntax is fixed here (determiners, copulas, apposition, relative clauses, "each X has N Y"), never the
-words a vendor uses for its things.
+Only English syntax is fixed here (determiners, copulas, apposition, relative clauses), never the words a vendor
+uses for its things.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass
 
-from knowledge.types import Chunk
-
-WORD_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-                "nine": 9, "ten": 10, "twelve": 12, "sixteen": 16, "thirty-two": 32, "sixty-four": 64}
-_NUMBER = rf"(?:\d{{1,3}}(?:,\d{{3}})+|\d+|{'|'.join(WORD_NUMBERS)})"
-#: English function words and verbs that end a noun phrase (grammar, not vocabulary of a vendor).
-_STOP = frozenset("""
-a an the and or of in on at to for from by with without per each every all both its their his her our your this
-that these those which who whom whose is are was were be been being has have had do does did can could may might
-will would shall should must run runs running execute executes executed share shares shared hold holds holding
-contain contains containing include includes including provide provides deliver delivers offer offers reach
-reaches issue issues issued give gives up than as into over under total together inside within while where when
-since there it they them which what how why then also not only more most very such new
-""".split()) | frozenset(w.lower() for w in WORD_NUMBERS)  # "ten Stream Processors (SPs)": the term has no count
-_UNIT_WORD = re.compile(r"^(?:[KMGTP]i?B|[kKMGTP]?B/s|bytes?|bits?|[kKMGT]?Hz|[KMGTP]?FLOPS?|[TPG]?OPS|TF|x|%|"
-                        r"[KMGT]bps|GT/s|MT/s|W|mm|nm|ns|us|ms|cycles?|clocks?)$", re.IGNORECASE)
-_DETERMINER = re.compile(r"^(?:the|a|an|its|their|our|each|every|one|single|this|that)\s+", re.IGNORECASE)
-_WORD = r"[A-Za-z][\w\-']*"
-
-
-def singular(word: str) -> str:
-    """English singular of one (last) word: ``cores`` -> ``core``, ``SPUs`` -> ``SPU``, ``memories`` ->
-    ``memory``; words that are not plural stay (``glass``, ``bus``, ``SIMD``)."""
-    if len(word) <= 3 and not (len(word) >= 3 and word[:-1].isupper() and word.endswith("s")):
-        return word
-    if re.search(r"[^aeiou]ies$", word) and len(word) > 4:  # "memories" -> "memory"; "dies" -> "die"
-        return word[:-3] + "y"
-    if re.search(r"(?:ss|sh|ch|x)es$", word):
-        return word[:-2]
-    if word.endswith("s") and not re.search(r"(?:ss|us|is)$", word):
-        return word[:-1]
-    return word
-
-
-def term_key(phrase: str) -> str:
-    """Normalized key of a term: determiners and emphasis dropped, lower case, last word singular."""
-    text = re.sub(r"[*_`\"\u2018\u2019\u201c\u201d]", "", phrase).strip(" '.,;:")
-    text = re.sub(r"'s\b", "", text)
-    while _DETERMINER.match(text):
-        text = _DETERMINER.sub("", text, count=1)
-    words = text.split()
-    if not words:
-        return ""
-    words[-1] = singular(words[-1])
-    return " ".join(words).lower()
-
-
-@dataclass
-class Containment:
-    """``count`` of `child` in each `parent` (term keys), read from `quote`."""
-
-    parent: str
-    child: str
-    count: int
-    quote: str
-
-
-# ---------------------------------------------------------------- text units of the documents
-
-@dataclass(frozen=True)
-class Unit:
-    """A sentence, a list item, or a table row (cells) of one chunk."""
-
-    text: str
-    chunk: Chunk
-    cells: tuple[str, ...] = ()
-
-
-def text_units(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> list[Unit]:
-    """The sentences (and table rows, by cells) of merged chunks; a glossary entry ``Term: Definition.`` stays one
-    unit although its colon ends a sentence for the sentence splitter, and so does a glossary list item ``- Term.
-    Definition.`` (read as ``Term: Definition.``)."""
-    from ingest.profile_text import paragraphs, sentences
-
-    out: list[Unit] = []
-    for chunk, _ in chunks:
-        if chunk.kind == "table_row":
-            cells = tuple(_row_cells(chunk.text))
-            out.append(Unit(" | ".join(cells), chunk, cells))
-            continue
-        text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", chunk.text)
-        for paragraph in paragraphs(text):
-            pending = ""
-            for sentence in sentences(paragraph):
-                if re.fullmatch(r"[^:.;]{1,40}:", sentence):
-                    pending = sentence  # "Shader tile:" + its definition, the next sentence
-                    continue
-                item_term = _ITEM_TERM.search(sentence)
-                if item_term and (item_term.group("b") or item_term.start() == 0 and re.search(
-                        r"(?:^|\s)[-*+\u2022]\s+" + re.escape(sentence), text)):  # `paragraphs` drops a line's bullet
-                    before = sentence[:item_term.start()].strip()
-                    if before:
-                        out.append(Unit(f"{pending} {before}" if pending else before, chunk))
-                    pending = f"{item_term.group('t')}:"  # "- Tile buffer." + its definition: a glossary item
-                    continue
-                out.append(Unit(f"{pending} {sentence}" if pending else sentence, chunk))
-                pending = ""
-    return out
-
+from ingest.profile_terms import NUMBER, STOP_WORDS, WORD, Unit, noun_phrase, term_key
 
 #: The subject of a later clause's copula: a determiner or possessive and at most three more words ("the
 #: cluster's TCDM"), so a clause about something else ("the rest is ...") defines nothing.
 _COPULA_SUBJECT = re.compile(r"^(?:the|its|their|each|an?)\s+(?:[\w\-]+['\u2019]s\s+)?(?P<t>(?:[\w\-]+\s*){1,3})$",
                              re.IGNORECASE)
-#: A list item that is only a term and a full stop ("- Tile buffer."): a glossary entry whose definition follows.
-_ITEM_TERM = re.compile(r"(?:^|(?<=\s))(?P<b>[-*+\u2022]\s+)?(?P<t>[A-Za-z][^:.;()]{0,38}[^\s:.;()])\.$")
 
-
-def _row_cells(text: str) -> list[str]:
-    """Cell values of a loader-rendered row ``"caption | H: v | H: v"`` (the caption and headers left out)."""
-    parts = [p.strip() for p in text.split(" | ")]
-    cells = []
-    for n, part in enumerate(parts):
-        name, sep, value = part.partition(": ")
-        if not sep:
-            if n == 0 and len(parts) > 1:
-                continue  # caption
-            cells.append(part)
-        else:
-            cells.append(value.strip())
-    return cells
-
-
-# ---------------------------------------------------------------- terms used as units
-
-def noun_phrase(words: list[str], limit: int = 3) -> str:
-    """The leading noun phrase of `words` (up to `limit` words, ending before a function word or punctuation)."""
-    out = []
-    for word in words[:limit]:
-        clean = word.strip("*_`")
-        bare = clean.rstrip(",.;:)")
-        if not bare or bare.lower() in _STOP or not re.match(_WORD + "$", bare):
-            break
-        out.append(bare)
-        if bare != clean:
-            break
-    return " ".join(out)
-
-
-_COUNT_OF = re.compile(rf"(?<![\w.,\-])({_NUMBER})(?:\s*[x\u00d7])?\s+((?:[A-Za-z*][\w\-'*]*[,.;:)]?\s*){{1,3}})",
-                       re.IGNORECASE)
-_SCOPE_OF = re.compile(r"\b(?:per|each|every|one|single)\s+(?=((?:[A-Za-z*][\w\-'*]*[,.;:)]?\s*){1,3}))",
-                       re.IGNORECASE)
-
-
-def _count_value(text: str) -> int:
-    return WORD_NUMBERS.get(text.lower()) or int(text.replace(",", ""))
-
-
-def counted_terms(text: str) -> list[tuple[int, str, int]]:
-    """(count, noun phrase, position) of every ``N <noun phrase>`` in `text` whose phrase is not a unit
-    (``48 vector cores`` -> (48, "vector cores", 0); ``128 KB`` is a quantity, not a count of things)."""
-    out = []
-    for match in _COUNT_OF.finditer(text):
-        words = match.group(2).split()
-        if not words or _UNIT_WORD.match(words[0].strip("*_`,.;:")):
-            continue
-        phrase = noun_phrase(words)
-        if phrase and not _UNIT_WORD.match(phrase.split()[0]):
-            out.append((_count_value(match.group(1)), phrase, match.start()))
-    return out
-
-
-def scoped_terms(text: str) -> list[str]:
-    """Noun phrases after ``per``/``each``/``every``/``one``/``single``."""
-    out = []
-    for match in _SCOPE_OF.finditer(text):
-        phrase = noun_phrase(match.group(1).split())
-        if phrase and not _UNIT_WORD.match(phrase.split()[0]):
-            out.append(phrase)
-    return out
-
-
-def used_terms(units: list[Unit]) -> Counter:
-    used: Counter = Counter()
-    for unit in units:
-        texts = [unit.cells[0]] if unit.cells else [unit.text]
-        if unit.cells:
-            texts += list(unit.cells[1:]) + [unit.chunk.text]  # the row's headers too ("SRAM (per tile)")
-        for text in texts:
-            for _, phrase, _ in counted_terms(text):
-                used[term_key(phrase)] += 1
-            for phrase in scoped_terms(text):
-                used[term_key(phrase)] += 1
-        if row_count(unit):
-            used[term_key(re.sub(r"\s*\([^)]*\)", "", unit.cells[0]))] += 1  # a "Tiles | 160" row: a count of things
-    return used
-
-
-def row_count(unit: Unit) -> int:
-    """The count a table row ``Tiles | 160`` (``Dataflow units (DFUs) | 80``) gives of the things its label names
-    (a plain noun phrase, its parenthetical aside), else 0."""
-    if not (unit.cells and len(unit.cells) >= 2 and re.fullmatch(r"\s*[\d,]+\s*", unit.cells[1] or "")):
-        return 0
-    label = re.sub(r"\s*\([^)]*\)", "", unit.cells[0])
-    return int(unit.cells[1].replace(",", "")) if noun_phrase(label.split()) == label.strip() else 0
-
-
-# ---------------------------------------------------------------- definitions
 
 @dataclass(frozen=True)
 class Definition:
@@ -238,7 +46,7 @@ _NAMING = [
 ]
 _APPOSITION_THE = re.compile(r"(?P<d>[\w\s\-]{3,60}?),\s+the\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*)"
                              r"\s*(?=[:;,.(]|$)", re.IGNORECASE)
-_EACH_A = re.compile(rf"(?<![\w.,])(?:{_NUMBER})\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){{0,2}}[A-Za-z][\w\-]*),\s+each\s+"
+_EACH_A = re.compile(rf"(?<![\w.,])(?:{NUMBER})\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){{0,2}}[A-Za-z][\w\-]*),\s+each\s+"
                      r"(?P<d>(?:a|an|one)\s+[^;.]{5,160})", re.IGNORECASE)
 MEMORIES = ("shared_memory", "register_file", "cache")
 #: "a lockstep set of 16 filaments, the R2's counterpart of a warp", "... a lockstep group, and it is the overlay's
@@ -302,7 +110,7 @@ _RUNS_ON_ONE = re.compile(
 #: built from is its building block (the compute unit, or a partition when it holds compute units: see
 #: `ingest.profile_glossary`).
 _BUILT_FROM = re.compile(rf"(?P<s>[^.;:]{{2,80}}?)\s+(?:is|are)\s+(?:built|made|composed|assembled|constructed)\s+"
-                         rf"(?:up\s+)?(?:from|of|out\s+of)\s+(?:{_NUMBER}\s+)?(?P<t>(?:[A-Za-z][\w\-]*\s*){{1,3}})",
+                         rf"(?:up\s+)?(?:from|of|out\s+of)\s+(?:{NUMBER}\s+)?(?P<t>(?:[A-Za-z][\w\-]*\s*){{1,3}})",
                          re.IGNORECASE)
 #: The subject of `_BUILT_FROM` must be the chip: a chip noun or a product model name.
 _CHIP_SUBJECT = re.compile(r"\b(?:accelerators?|chips?|devices?|gpus?|npus?|processors?|coprocessors?|asics?|"
@@ -431,7 +239,7 @@ _NUMBER_WORD = re.compile(r"(?<![A-Za-z\d])\d[\d.,]*(?![A-Za-z])")
 #: Product-model words in front of a defined term ("VX-300 engine", "the H9 core").
 _MODEL_PREFIX = re.compile(r"^(?:(?:the|a|an)\s+)?(?:[A-Za-z]{1,6}-?\d{1,4}[A-Za-z]{0,3}\s+)+(?=[A-Za-z])")
 #: "strands of 32 threads", "warps of 64 work-items": the term names a group of that many members.
-_GROUP_OF = re.compile(rf"(?<![\w\-])(?P<t>(?:[A-Za-z][\w\-]*\s+){{0,1}}[A-Za-z][\w\-]*)\s+of\s+(?P<n>{_NUMBER})\s+"
+_GROUP_OF = re.compile(rf"(?<![\w\-])(?P<t>(?:[A-Za-z][\w\-]*\s+){{0,1}}[A-Za-z][\w\-]*)\s+of\s+(?P<n>{NUMBER})\s+"
                        r"(?P<c>[A-Za-z][\w\-]*)", re.IGNORECASE)
 _QUANTITY_FIRST = re.compile(
     r"^\s*[\d.,]+\s*(?:[KMGTP]i?B|[kKMGTP]?B/s|bytes?|[kKMGT]?Hz|[KMGTP]?FLOPS?|[TPG]?OPS|TF)\b", re.IGNORECASE)
@@ -443,7 +251,7 @@ def tail_np(text: str) -> str:
     out: list[str] = []
     for word in reversed(words):
         bare = word.strip(",.;:()'\"")
-        if not bare or bare.lower() in _STOP or not re.match(_WORD + "$", bare) or len(out) == 3:
+        if not bare or bare.lower() in STOP_WORDS or not re.match(WORD + "$", bare) or len(out) == 3:
             break
         out.insert(0, bare)
         if word != word.lstrip("(,;:") or word[-1:] in ",;:":
@@ -475,81 +283,3 @@ def aliases_in(text: str) -> list[tuple[str, str]]:
 _KNOWN_AS = re.compile(r"(?<![\w\-])(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*)(?:\]\([^)]*\))?,?\s+(?:also\s+)?"
                        r"(?:known as|referred to as|called|aka)\s+(?P<a>[\w\s,\-]{2,60}?)(?=[.;:)]|$)",
                        re.IGNORECASE)
-
-
-# ---------------------------------------------------------------- containment
-
-#: A term of one to three words (lazy), the parent of a containment; `_CHILD`: the counted children's words.
-_PARENT = r"(?:[A-Za-z][\w\-]*\s+){0,2}?[A-Za-z][\w\-]*"
-_CHILD = r"(?:[A-Za-z][\w\-]*\s*){1,3}"
-_HAS_VERBS = "has|have|contains|holds|includes|consists of|is made of|with|pairs|combines|groups|bundles|houses"
-_CONTAINS_VERBS = "contains|holds|includes|consists of|has|pairs|combines|groups|bundles|houses"
-_EACH_WITH_VERBS = "with|of|has|holding|containing|housing|comprising|including|carrying"
-
-_EACH_HAS = re.compile(rf"\b(?:each|every)\s+(?P<p>{_PARENT})\s+(?:{_HAS_VERBS})\s+(?P<n>{_NUMBER})\s+(?P<c>{_CHILD})",
-                       re.IGNORECASE)
-_CONTAINS = re.compile(rf"\b(?:a|an|the|one)\s+(?P<p>{_PARENT})\s+(?:{_CONTAINS_VERBS})\s+(?P<n>{_NUMBER})\s+"
-                       rf"(?P<c>{_CHILD})", re.IGNORECASE)
-_EACH_WITH = re.compile(rf"(?<![\w.,])(?P<m>{_NUMBER})\s+(?P<p>{_PARENT}),?\s+each\s+(?:{_EACH_WITH_VERBS})\s+"
-                        rf"(?P<n>{_NUMBER})\s+(?P<c>{_CHILD})", re.IGNORECASE)
-_PER_PARENT = re.compile(rf"(?<![\w.,])(?P<n>{_NUMBER})\s+(?P<c>{_PARENT})\s+per\s+(?P<p>{_CHILD})", re.IGNORECASE)
-
-#: "6 clusters of 4 engines", "8 groups of 16 lanes": N parents, each of M children (the parent's count is read as a
-#: chip-level count by `counted_terms`).
-_N_OF_M = re.compile(rf"(?<![\w.,])(?P<m>{_NUMBER})\s+(?P<p>(?:[A-Za-z][\w\-]*\s+){{0,1}}?[A-Za-z][\w\-]*s)\s+of\s+"
-                     rf"(?P<n>{_NUMBER})\s+(?P<c>{_CHILD})", re.IGNORECASE)
-#: "every column is a chain of 64 tiles", "each row forms a ring of 8 cores": M children in each parent.
-_EVERY_IS_OF = re.compile(rf"\b(?:each|every)\s+(?P<p>{_PARENT})\s+(?:is|forms|makes up)\s+(?:a|an|one)\s+"
-                          rf"[A-Za-z][\w\-]*\s+of\s+(?P<n>{_NUMBER})\s+(?P<c>{_CHILD})", re.IGNORECASE)
-#: The text just before a count that is a per-parent count of one of those forms ("6 clusters of |4|",
-#: "every column is a chain of |64|"): not a chip-level count.
-PER_PARENT_BEFORE = re.compile(rf"(?:(?<![\w.,]){_NUMBER}\s+(?:[A-Za-z][\w\-]*\s+)?[A-Za-z][\w\-]*s\s+of|"
-                               rf"\b(?:each|every)\s+(?:[A-Za-z][\w\-]*\s+){{1,3}}(?:is|forms|makes up)\s+"
-                               rf"(?:a|an|one)\s+[A-Za-z][\w\-]*\s+of)\s+$", re.IGNORECASE)
-
-
-#: "Each Tensix tile contains: 1x L1 ... 5x RISCV cores": a list of components after "each T contains:".
-_EACH_CONTAINS_LIST = re.compile(r"\beach\s+(?P<p>(?:[A-Za-z][\w\-]*\s+){0,2}?[A-Za-z][\w\-]*)\s+"
-                                 r"(?:contains|has|includes|consists of)\s*:", re.IGNORECASE)
-_LIST_ITEM = re.compile(r"(?<![\w.])(\d+)x\s+\"?([A-Za-z][\w\-\" ]*?)\"?(?:\s*\(\w+\))?(?=[,.;:\n]|\s+-|$)")
-
-
-def component_lists(text: str) -> list[Containment]:
-    """Containment from a list of components after "Each T contains:" (the list items follow on their own lines:
-    read over a whole chunk, not one sentence)."""
-    out = []
-    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
-    for head in _EACH_CONTAINS_LIST.finditer(text):
-        parent = term_key(noun_phrase(head.group("p").split()) or head.group("p"))
-        quote = " ".join(text[head.start():head.end()].split())
-        for match in _LIST_ITEM.finditer(text[head.end():head.end() + 1500]):
-            child = term_key(match.group(2).replace('"', ""))
-            if child:
-                out.append(Containment(parent, child, int(match.group(1)), quote))
-    return out
-
-
-def containments(unit: Unit) -> list[Containment]:
-    """What one sentence says holds what (see `ingest.profile_glossary`), with the count per parent."""
-    out = []
-    text = unit.text
-    for rx in (_EACH_HAS, _CONTAINS, _EACH_WITH, _PER_PARENT, _N_OF_M, _EVERY_IS_OF):
-        for match in rx.finditer(text):
-            child = noun_phrase(match.group("c").split())
-            parent = noun_phrase(match.group("p").split()) or match.group("p")
-            if not child or _UNIT_WORD.match(child.split()[0]):
-                continue
-            out.append(Containment(term_key(parent), term_key(child), _count_value(match.group("n")), text))
-    return out
-
-
-def written_form(term: str) -> str:
-    """The term as written, emphasis and determiners removed, last word singular (case kept)."""
-    text = re.sub(r"[*_`\"\u2018\u2019\u201c\u201d]", "", term).strip(" '.,;:")
-    while _DETERMINER.match(text):
-        text = _DETERMINER.sub("", text, count=1)
-    words = text.split()
-    if words:
-        words[-1] = singular(words[-1])
-    return " ".join(words)
-

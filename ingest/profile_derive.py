@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 
 from hardware_profiles import ProfileField, Source
-from ingest.profile_definitions import term_key
 from ingest.profile_glossary import Glossary
+from ingest.profile_terms import term_key
 from ingest.profile_text import Record
 
 

@@ -29,14 +29,17 @@ from hardware_profiles import HardwareProfile, ProfileField, Source, known_chips
 from hardware_profiles.merge import merge_profiles
 from hardware_profiles.schema import SCALAR_FIELDS
 from hardware_profiles.yaml_io import check_chip_name
-from ingest.profile_definitions import is_abbreviation as _is_abbreviation
-from ingest.profile_columns import choose_columns, described_phrases
-from ingest.profile_definitions import singular, term_key
+from ingest.decimal_marks import DECIMAL_COMMA, to_point_decimals, uses_decimal_comma
 from ingest.number_words import digits_for_number_words
-from ingest.profile_clock import prefer_sustained_clock
+from ingest.profile_candidate import Candidate, RuleOutput
+from ingest.profile_clock import peak_clock_words, prefer_sustained_clock
+from ingest.profile_columns import choose_columns, described_phrases
+from ingest.profile_definitions import is_abbreviation as _is_abbreviation
 from ingest.profile_derive import compute_units_from_hierarchy
 from ingest.profile_glossary import Glossary, build_glossary
+from ingest.profile_items import list_item_records
 from ingest.profile_llm import ProposalModel, propose_candidates
+from ingest.profile_peaks import DTYPES, peak_candidates
 from ingest.profile_resolve import (  # noqa: F401  ExtractionReport is part of this module's API
     ExtractionReport,
     chip_peaks_from_per_unit,
@@ -45,9 +48,10 @@ from ingest.profile_resolve import (  # noqa: F401  ExtractionReport is part of 
     resolve_peak,
     source_of,
 )
+from ingest.profile_rules import prefetch_labels, scalar_candidates
 from ingest.profile_supersede import precedence_of
-from ingest.profile_rules import DTYPES, Candidate, RuleOutput, peak_candidates, prefetch_labels, scalar_candidates
-from ingest.profile_tables import list_item_records, prefer_exact_product_rows, table_records
+from ingest.profile_tables import prefer_exact_product_rows, table_records
+from ingest.profile_terms import singular, term_key
 from ingest.profile_text import ChipTokens, Record, brands_of, chip_tokens, families_of, products_in, prose_records
 from knowledge.types import Chunk
 
@@ -131,16 +135,18 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Cand
     `product`: the name the documents give the chip's product when the chip name is not it (``AS-4``); its model
     token joins the chip name's."""
     name = check_chip_name(chip)
+    product = product or title_product(chunks, chip_tokens(name))
     tokens = chip_tokens(name) | (chip_tokens(product) if product else set())
     report = ExtractionReport(chip=name, chunks=len(chunks),
                               documents=sorted({c.source for c in chunks}))
     out = RuleOutput()
-    merged = [(_digits_for_words(c), originals) for c, originals in merge_windows(chunks)]
+    merged = _point_decimals([(_digits_for_words(c), originals) for c, originals in merge_windows(chunks)])
     texts = [c.text for c, _ in merged]
     tokens = ChipTokens(tokens, brands_of(tokens, texts), families_of(texts))
     glossary = build_glossary(merged)
     glossary.chip_names = {w for w in re.split(r"[_\-\s]+", (product or name).lower())
                            if len(w) >= 3 and w.isalpha()} | {b.lower() for b in tokens.brands}
+    glossary.peak_clocks = peak_clock_words(texts)
     records = _records(merged, tokens)
     report.product = product
     report.products, report.ambiguity = _products_named(records, name, product)
@@ -157,7 +163,7 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Cand
     for field_name, unit in SCALAR_FIELDS.items():
         mine = [c for c in out.candidates if c.field == field_name]
         if field_name == "clock_mhz":
-            mine = prefer_sustained_clock(mine)
+            mine = prefer_sustained_clock(mine, glossary.peak_clocks)
         fields[field_name] = resolve_field(field_name, unit, mine, out.learned_sub.get(field_name, []), report, rank)
     if fields["num_compute_units"].value is None and fields["num_compute_units"].kind != "conflict":
         fields["num_compute_units"] = compute_units_from_hierarchy(glossary, records) or fields["num_compute_units"]
@@ -185,6 +191,34 @@ def _digits_for_words(chunk: Chunk) -> Chunk:
     quotes are still taken verbatim from the original windows."""
     text, spans = digits_for_number_words(chunk.text)
     return dataclasses.replace(chunk, text=text) if spans else chunk
+
+
+def title_product(chunks: list[Chunk], tokens: set[str]) -> str | None:
+    """The product the documents' titles name, when the chip name names none of the products the documents write
+    ("Sallow S40 accelerator" over a table of the S20, S40 and S80, onboarded as ``sallow``): the one product model
+    of the documents' title lines (the document title and its top heading), as written; None when the chip name is
+    written in the documents, or the titles name no product or several."""
+    if tokens & {t for c in chunks for t in products_in(c.text)}:
+        return None
+    written: dict[str, str] = {}
+    for chunk in chunks:
+        context = str(chunk.metadata.get("context", "")).split(" > ")
+        for title in [chunk.section.split(" > ")[0] if chunk.section else "", *context[:2]]:
+            for token in products_in(title):
+                match = next((m.group(1) for m in _PRODUCT_WRITTEN.finditer(title)
+                              if m.group(1).replace("-", "").lower() == token), token)
+                written.setdefault(token, match)
+    return next(iter(written.values())) if len(written) == 1 else None
+
+
+def _point_decimals(merged: list[tuple[Chunk, tuple[Chunk, ...]]]) -> list[tuple[Chunk, tuple[Chunk, ...]]]:
+    """The chunks of each document that writes decimal commas (`ingest.decimal_marks.uses_decimal_comma`) with its
+    figures written the English way, marked `DECIMAL_COMMA` in their metadata so that quotes are taken from the
+    document's own text (`ingest.profile_resolve`)."""
+    comma = {source for source in {c.source for c, _ in merged}
+             if uses_decimal_comma([c.text for c, _ in merged if c.source == source])}
+    return [(dataclasses.replace(c, text=to_point_decimals(c.text), metadata={**c.metadata, DECIMAL_COMMA: True})
+             if c.source in comma else c, originals) for c, originals in merged]
 
 
 def _records(merged_chunks: list[tuple[Chunk, tuple[Chunk, ...]]], tokens: set[str]) -> list[Record]:

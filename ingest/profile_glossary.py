@@ -26,21 +26,12 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ingest.profile_definitions import (
-    Containment,
-    Definition,
-    component_lists,
-    containments,
-    counted_terms,
-    definitions_in,
-    term_key,
-    text_units,
-    used_terms,
-    written_form,
-)
+from ingest.profile_containment import Containment, component_lists, containments
+from ingest.profile_definitions import Definition, definitions_in
 from ingest.profile_meaning import ConceptSpace, prefetch
 from ingest.profile_structure import CACHE_NAME as _CACHE_NAME
 from ingest.profile_structure import compute_unit_from_structure, heading_scopes, only_shared_cache, scoped_count
+from ingest.profile_terms import counted_terms, term_key, text_units, used_terms, written_form
 from knowledge.types import Chunk
 
 #: Concept -> its generic names (the vocabulary of CUDA, HIP, OpenCL and SYCL documentation) and plain-words
@@ -137,6 +128,8 @@ class Glossary:
     #: Cache terms that the documents define as the second-level cache ("Array cache: The second-level cache ..."),
     #: or their one chip-wide cache (`_only_shared_cache`): rewritten to "L2 cache".
     second_level: set[str] = field(default_factory=set)
+    #: Qualifier words of the clock the documents' peak figures are at (`ingest.profile_clock.peak_clock_words`).
+    peak_clocks: set[str] = field(default_factory=set)
     _mentions: dict[str, int] = field(default_factory=dict)
 
     def mentions(self, key: str) -> int:
@@ -354,6 +347,11 @@ def _generic_name(key: str) -> bool:
     return _generic_concept(key) is not None
 
 
+#: A definiens that opens with its head noun and an "of" complement ("A block of threads that ...", "the set of lanes").
+_HEAD_OF = re.compile(r"^\W*(?:(?:the|a|an|one)\s+)?(?P<h>[A-Za-z][\w\-]*)\s+of\s+(?P<c>[A-Za-z][\w\-]*)",
+                      re.IGNORECASE)
+
+
 def _definition_concept(glossary: Glossary, d: Definition):
     """The concept of a definition: its head noun phrase when that names one ("the compute unit of ..."), except
     that threads in the plural make a group of threads ("The filaments that a core issues together": a warp or a
@@ -361,6 +359,9 @@ def _definition_concept(glossary: Glossary, d: Definition):
     head = _masked(glossary, d, d.head) if d.head else ""
     if head and head != "it":
         choice = CONCEPTS.choose(head, min_similarity=HEAD_SIMILARITY, min_margin=0.1)
+        of = _HEAD_OF.match(d.definiens) if choice is None else None
+        if of and of.group("h").lower() == d.head.lower():  # "A block of threads that ...": the head with its "of"
+            choice = CONCEPTS.choose(f"{head} of {of.group('c')}", min_similarity=HEAD_SIMILARITY, min_margin=0.1)
         if choice is not None and choice.concept == "thread" and d.head.split()[-1].lower().endswith("s"):
             return CONCEPTS.choose(_masked(glossary, d, d.definiens), among=("warp", "block"),
                                    min_similarity=DEFINITION_SIMILARITY, min_margin=0.03)

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import re
 
-from ingest.profile_definitions import is_group_noun, singular, term_key
+from ingest.profile_definitions import is_group_noun
 from ingest.profile_glossary import Glossary
 from ingest.profile_scope import parens
+from ingest.profile_terms import singular, term_key
 from ingest.profile_text import Record, products_in
 from ingest.units import Quantity
 
@@ -112,7 +113,7 @@ def labels(record: Record, quantity: Quantity, every: list[Quantity], glossary: 
     attached to (first two entries), then the clause around it (see `_ATTACHED`)."""
     if record.is_table:
         rest = record.text[quantity.end:] if record.text[quantity.start:quantity.end] == quantity.text else ""
-        label = clean_label(record.label)
+        label = "" if record.product_row else clean_label(record.label)  # a product per row: the header says what
         header = clean_label(record.header) if not products_in(record.header) else ""
         parts = [label, header if len(label.split()) <= 1 else "", clean_label(rest)]
         text = clean_label(" ".join(p for p in parts if p))

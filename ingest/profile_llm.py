@@ -27,7 +27,7 @@ import jinja2
 
 from core.errors import ChiploreError
 from hardware_profiles.schema import PEAK_DTYPES, SCALAR_FIELDS
-from ingest.profile_rules import FIELD_LIMITS, Candidate
+from ingest.profile_candidate import FIELD_LIMITS, Candidate
 from ingest.profile_text import Record, chip_tokens, clause_product, locator_of
 from ingest.units import TARGET_UNITS, find_quantities
 from knowledge.types import Chunk

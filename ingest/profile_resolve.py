@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 
 from hardware_profiles import ProfileField, Source
 from hardware_profiles.schema import Alternative
+from ingest.decimal_marks import DECIMAL_COMMA, original_span, to_point_decimals
 from ingest.number_words import verbatim_span
-from ingest.profile_rules import Candidate
+from ingest.profile_candidate import Candidate
 from ingest.profile_supersede import supersede
 from ingest.profile_text import classify_noun
 
@@ -71,25 +72,30 @@ def _verbatim_quote(candidate: Candidate) -> str:
     value that one chunk holds (tables re-rendered from raw markup, links and tags removed, windows merged)."""
     record = candidate.record
     texts = [_squash(c.text) for c in (record.originals or (record.chunk,))]
+    comma = bool(record.chunk.metadata.get(DECIMAL_COMMA))
+    pairs = [(to_point_decimals(t) if comma else t, t) for t in texts]  # (text the rules read, the document's)
 
-    def held(option: str) -> bool:
-        return bool(option) and any(option in t for t in texts)
+    def held(option: str) -> str | None:
+        """The document's own words for `option` of the text the rules read, if one chunk holds them."""
+        return next((found for read, own in pairs if option and (found := original_span(option, read, own))), None)
 
     for option in ([record.quote] if len(record.quote) <= _QUOTE_MAX else []) + [record.text]:
-        if held(_squash(option)):
-            return _squash(option)
+        found = held(_squash(option))
+        if found:
+            return found
         spelled = next((s for t in texts if (s := verbatim_span(option, t))), None)  # figures written in words
         if spelled:
             return spelled
     text, q = record.text, candidate.quantity
     if not (0 <= q.start < q.end <= len(text)) or text[q.start:q.end].strip() != q.text:
-        return q.text
+        return held(q.text) or q.text
     left, right = max(0, q.start - 120), min(len(text), q.end + 120)
     while left < q.start or right > q.end:
-        if held(_squash(text[left:right])):
-            return _squash(text[left:right])
+        found = held(_squash(text[left:right]))
+        if found:
+            return found
         left, right = min(q.start, left + 4), max(q.end, right - 4)
-    return q.text
+    return held(q.text) or q.text
 
 
 def statement_key(candidate: Candidate) -> tuple[str, str]:
@@ -282,16 +288,45 @@ def _in_field_units(candidate: Candidate, learned_base: list[float]) -> list[flo
 
 def _superseded(field_name: str, candidates: list[Candidate], rank, report: ExtractionReport) -> list[Candidate]:
     """`candidates` without those an errata document or a later revision corrects (`ingest.profile_supersede`);
-    each one left out is noted in the report with its quote and the correcting quote."""
-    if rank is None or len(candidates) < 2:
-        return candidates
-
+    each one left out is noted in the report with its quote and the correcting quote. A value given in place of an
+    old one (`Candidate.corrects`) supersedes every candidate of the old value, in any document."""
     def describe(c: Candidate) -> str:
         return f"{c.value:g} ({c.record.chunk.source}: {source_of(c).quote[:100]!r})"
+
+    corrections = [c for c in candidates if c.corrects is not None]
+    for fix in corrections:
+        wrong = [c for c in candidates if c.corrects is None and abs(c.value - fix.corrects) <= max(
+            c.resolution, abs(fix.corrects) * 1e-6) * 1.0001 and not _agree(c, fix)]
+        report.superseded += [f"{field_name}: {describe(c)} superseded by {describe(fix)}" for c in wrong]
+        candidates = [c for c in candidates if c not in wrong]
+    if rank is None or len(candidates) < 2:
+        return candidates
 
     kept, notes = supersede(candidates, lambda c: rank(c.record.chunk), _agree, describe)
     report.superseded += [f"{field_name}: {n}" for n in notes]
     return kept
+
+
+#: How much closer one row label of a table must name a field than another row of the same table for
+#: the other row's different value to be left out (cosine similarity, `Candidate.similarity`).
+ROW_MARGIN = 0.05
+
+
+def _strongest_rows(candidates: list[Candidate], field_name: str, report: ExtractionReport) -> list[Candidate]:
+    """`candidates` without a table row whose label names the field clearly less closely (`ROW_MARGIN`) than another
+    row of the same table (document section) that states a different value ("SBUF, per core | 24 MiB" over "PSUM,
+    per core | 2 MiB" for shared memory): a table names each field in one row; each row left out is noted."""
+    def table(c: Candidate) -> tuple:
+        r = c.record
+        return (r.chunk.source, r.chunk.section)
+
+    rows = [c for c in candidates if c.record.is_table and c.kind == "stated"]
+    weaker = [c for c in rows if any(table(d) == table(c) and d.record.label != c.record.label
+                                     and d.similarity - c.similarity >= ROW_MARGIN and not _agree(c, d)
+                                     for d in rows)]
+    report.superseded += [f"{field_name}: {c.value:g} ({c.record.chunk.source}: row {c.record.label!r}) left out: "
+                          "another row of its table names the field more closely" for c in weaker]
+    return [c for c in candidates if c not in weaker]
 
 
 def resolve_field(field_name: str, unit: str, candidates: list[Candidate], learned: list[float],
@@ -299,7 +334,7 @@ def resolve_field(field_name: str, unit: str, candidates: list[Candidate], learn
     """One field's value from its candidates (see `ingest.profile_extract`); `rank`: chunk -> `Precedence`
     (`ingest.profile_supersede.precedence_of`), when corrections may supersede earlier statements."""
     candidates = _superseded(field_name, _drop_learned_sub(_dedupe(candidates), learned), rank, report)
-    candidates = _scoped(candidates, field_name, report)
+    candidates = _strongest_rows(_scoped(candidates, field_name, report), field_name, report)
     if not candidates:
         return ProfileField(unit=unit)
     groups = _groups(candidates)

@@ -10,101 +10,47 @@ A number with its unit (`ingest.units`) states a profile field when, in this ord
    quantity a profile field (`ingest.profile_fields.FIELD_BY_SCOPE`). A figure per sub-unit or per partition of a
    scalable quantity (register file, L2) becomes a derived chip or compute-unit value only when the documents state
    how many of those one compute unit (or the chip) holds;
-4. structural checks: bounds ("over 2.5 PFLOP/s"), defaults ("48 KB by default"), per-clock and sparse figures,
-   field limits (`FIELD_LIMITS`).
+4. structural checks: bounds ("over 2.5 PFLOP/s"), defaults ("48 KB by default"), per-clock figures, field limits
+   (`ingest.profile_candidate.FIELD_LIMITS`).
 
 "N (M per X)" and "Nx M <things>" teach that M is a per-X value for that field: M is then not read as the chip value
 elsewhere (a "4 MB" L2 in a product table whose other source says "32 (4 per XCD)").
+
+Peak compute rates are read by `ingest.profile_peaks`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from dataclasses import dataclass, field
 
-from ingest.profile_definitions import PER_PARENT_BEFORE, noun_phrase, term_key
+from ingest.profile_candidate import FIELD_LIMITS, Candidate, RuleOutput, is_bound
+from ingest.profile_clock import names_clock
+from ingest.profile_containment import PER_PARENT_BEFORE
 from ingest.profile_fields import SCALABLE, Match, field_for, is_profile_quantity, match_quantity
 from ingest.profile_glossary import Glossary
-from ingest.profile_labels import ENABLED_SUBSET, PHYSICAL_TOTAL, _np_after, labels, own_noun, own_words, sentence_after
-from ingest.profile_scope import THE_NOUN_HAS, noun_level, parens, scope_noun, scope_of
-from ingest.profile_supersede import is_old_figure
+from ingest.profile_labels import (
+    ENABLED_SUBSET,
+    PHYSICAL_TOTAL,
+    _np_after,
+    clean_label,
+    labels,
+    own_noun,
+    own_words,
+    sentence_after,
+)
+from ingest.profile_questions import question_labels
+from ingest.profile_scope import noun_level, parens, scope_noun, scope_of
+from ingest.profile_supersede import is_correcting_figure, is_old_figure
+from ingest.profile_terms import term_key
 from ingest.profile_text import Record
 from ingest.units import TARGET_UNITS, Quantity, find_quantities
 
-_BOUND_BEFORE = re.compile(r"(?:over|more than|at least|greater than|nearly|almost|about|approximately|~|>|<)\s*$",
-                           re.IGNORECASE)
-_PER_UNIT = re.compile(r"/\s*(?:clock|clk|cycle|cu|sm)\b|per (?:clock|clk|cycle|cu|sm|compute unit)\b",
-                       re.IGNORECASE)
 _UNKNOWN_UNIT_AFTER = re.compile(r"^\s?([KMGTP]?[A-Za-z]{0,6}(?:/s(?:ec)?|ps|B|FLOPS?|OPS|Hz))\b")
 _DEFAULT_AFTER = re.compile(r"\s*(?:\(|,)?\s*(?:by default|default)\b", re.IGNORECASE)
 _CACHE_LEVEL = re.compile(r"\bL([0-4])\b|\blevel[- ]([0-4]|one|two|three|four)\b|\b(first|second|third)-level\b|"
                           r"\b(last)[- ]level\b", re.IGNORECASE)
 _LEVEL_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "first": 1, "second": 2, "third": 3}
-_STOPWORDS = frozenset("a an the of in on at to for from by with and or is are its their this that up total"
-                       .split())
-
-DTYPES: dict[str, re.Pattern] = {
-    "fp64": re.compile(r"\bFP64\b|\bf64\b|double[- ]precision", re.IGNORECASE),
-    "fp32": re.compile(r"\bFP32\b|\bf32\b|single[- ]precision", re.IGNORECASE),
-    "tf32": re.compile(r"\bTF32\b|TensorFloat-?32", re.IGNORECASE),
-    "fp16": re.compile(r"\bFP16\b|\bf16\b|half[- ]precision", re.IGNORECASE),
-    "bf16": re.compile(r"\bBF16\b|bfloat-?16", re.IGNORECASE),
-    "fp8": re.compile(r"\bFP8\b|8-bit (?:floating|precision)|\bE4M3\b|\bE5M2\b", re.IGNORECASE),
-    "int8": re.compile(r"\bINT8\b|8-bit integer", re.IGNORECASE),
-}
-_MATRIX = re.compile(r"\bmatrix\b|\btensor\b|tensor core", re.IGNORECASE)
-_VECTOR = re.compile(r"\bvector\b|\bSIMD\b|CUDA cores?|non-tensor", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class FieldLimit:
-    """What a field's value must be: the profile unit, its dimension, a minimum and (optionally) allowed values."""
-
-    unit: str
-    dimension: str
-    minimum: float = 0.0
-    allowed: tuple[float, ...] = ()
-
-
-#: Profile field -> its limits (a warp is a power of two of 8-128 threads; a work-group at least 32 threads; a
-#: register file at least 1024 registers; device memory at least 512 MiB; a clock at least 100 MHz).
-FIELD_LIMITS: dict[str, FieldLimit] = {
-    "num_compute_units": FieldLimit("count", "count", 1),
-    "warp_size": FieldLimit("threads", "count", allowed=(8, 16, 32, 64, 128)),
-    "max_threads_per_block": FieldLimit("threads", "count", 32),
-    "smem_per_block_kb": FieldLimit("KiB", "bytes"),
-    "smem_per_compute_unit_kb": FieldLimit("KiB", "bytes"),
-    "registers_per_compute_unit": FieldLimit("32-bit registers", "count", 1024),
-    "l2_cache_mb": FieldLimit("MiB", "bytes"),
-    "mem_capacity_gb": FieldLimit("GiB", "bytes", 2**29 / 2**30),
-    "mem_bw_gbps": FieldLimit("GB/s", "bytes_per_s"),
-    "clock_mhz": FieldLimit("MHz", "hz", 100),
-}
-
-
-@dataclass
-class Candidate:
-    """One value a record states for one field (value and resolution in the field's profile unit)."""
-
-    field: str
-    value: float
-    resolution: float
-    record: Record
-    quantity: Quantity
-    kind: str = "stated"
-    formula: str | None = None
-    variant: str = ""
-    noun: str = ""
-    similarity: float = 0.0
-
-
-@dataclass
-class RuleOutput:
-    """Everything the rules read from a set of records."""
-
-    candidates: list[Candidate] = field(default_factory=list)
-    learned_sub: dict[str, list[float]] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------- what a number is about
@@ -118,7 +64,7 @@ _ATTACHED = 2
 _MIN_SIMILARITY = {("compute_units", "table"): 0.6, ("compute_units", "attached"): 0.7,
                    ("shared_memory", "attached"): 0.55, ("shared_memory", "clause"): 0.6,
                    ("memory_bandwidth", "attached"): 0.42, ("engine_clock", "attached"): 0.42}
-_DEFAULT_SIMILARITY = {"table": 0.0, "attached": 0.5, "clause": 0.55, "own": 0.5}
+_DEFAULT_SIMILARITY = {"table": 0.0, "attached": 0.5, "clause": 0.55, "own": 0.5, "question": 0.6}
 
 
 _GROUP_SIZES = ("warp_width", "block_threads")
@@ -157,6 +103,8 @@ def what_it_is(record: Record, quantity: Quantity, every: list[Quantity], glossa
     own = own_words(record, quantity)
     if own:
         groups.insert(0, ("own", [glossary.rewrite(f"{own} {quantity.unit}")]))
+    if record.question:  # "Q: How many engines does the X1 have? A: The X1 has 64.": what the question asks
+        groups.append(("question", [glossary.rewrite(clean_label(q)) for q in question_labels(record.question)]))
     if not record.is_table and quantity.dimension != "count":
         groups.append(("clause", named[_ATTACHED:]))  # a count names what it counts next to it, not in its clause
     in_parens = not record.is_table and any(a <= quantity.start < b for a, b in parens(record.text))
@@ -180,6 +128,8 @@ def what_it_is(record: Record, quantity: Quantity, every: list[Quantity], glossa
             least = _MIN_SIMILARITY.get((match.quantity, source), _DEFAULT_SIMILARITY[source])
             if match.similarity >= least and (best is None or match.similarity > best.similarity):
                 best = match
+        if best is not None and source == "question" and not is_profile_quantity(best.quantity):
+            continue  # a question about a look-alike ("What clock ...?") says nothing against the answer's own words
         if best is not None:
             return best if is_profile_quantity(best.quantity) else None
     return None
@@ -216,17 +166,6 @@ def _per_time(quantity: Quantity) -> bool:
     return quantity.per in ("clock", "clk", "cycle", "pin")
 
 
-def _is_bound(record: Record, quantity: Quantity) -> bool:
-    """A bound ("over 2.5 PFLOP/s") or an end of a range ("32–64 GB depending on SKU", "96 to 128 engines"): not
-    one product's value."""
-    before = record.text[max(0, quantity.start - 20):quantity.start]
-    return bool(_BOUND_BEFORE.search(before) or _RANGE_BEFORE.search(before)
-                or _RANGE_AFTER.match(record.text[quantity.end:quantity.end + 20]))
-
-
-#: The upper end of a range: a number and a dash or "to" right before the figure; the lower end: the same after.
-_RANGE_BEFORE = re.compile(r"\d\s*(?:[\-\u2013\u2014]|to)\s*$")
-_RANGE_AFTER = re.compile(r"^\s*(?:[\-\u2013\u2014]|to)\s*\d")
 
 
 def prefetch_labels(records: list[Record], glossary: Glossary) -> None:
@@ -251,16 +190,22 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
             _report_unit_problem(record, quantity, every, glossary, out)
         if quantity.dimension not in ("count", "bytes", "bytes_per_s", "hz") or _per_time(quantity):
             continue
-        if _is_bound(record, quantity) or _DEFAULT_AFTER.match(record.text[quantity.end:]) or \
+        if is_bound(record, quantity) or _DEFAULT_AFTER.match(record.text[quantity.end:]) or \
                 is_old_figure(record.text, quantity.start, quantity.end, "" if record.is_table else record.key):
             continue  # a bound, a default, or an old figure ("now 1,800 MHz (was 1,900 MHz)")
         if quantity.dimension == "count" and PHYSICAL_TOTAL.match(sentence_after(record, quantity)):
             continue  # the die's total, of which fewer are enabled in the product
-        match = what_it_is(record, quantity, every, glossary)
+        # "Table 3 lists 96 KiB ...; the correct value is 64 KiB": about what the figure it corrects is about
+        basis, old, old_every = corrected_figure(record, quantity) or (record, None, every)
+        match = what_it_is(basis, old or quantity, old_every, glossary)
+        if match is None and quantity.dimension == "hz" and glossary.peak_clocks and \
+                any(names_clock(t, glossary.peak_clocks) for t in labels(record, quantity, every, glossary)[:2]):
+            match = Match("engine_clock", 1.0, 0.0)  # the clock the peaks are computed at ("Base clock")
         if match is None:
             _report_unit_problem(record, quantity, every, glossary, out)
             continue
-        if match.quantity == "memory_bandwidth" and not record.is_table and not _PEAK_CUE.search(f"{record.key} {record.topic}"):
+        if match.quantity == "memory_bandwidth" and not record.is_table and \
+                not _PEAK_CUE.search(f"{record.key} {record.topic}"):
             continue  # a device's memory bandwidth is written as its peak (or total, aggregate, maximum)
         if quantity.dimension == "count" and not record.is_table and \
                 PER_PARENT_BEFORE.search(record.text[max(0, quantity.start - 80):quantity.start]):
@@ -271,27 +216,55 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
             continue  # "4 issue groups side by side, 128 lanes in all": a sum of groups, not one group's width
         if match.quantity == "compute_units" and _holds_compute_units(record, quantity, glossary):
             continue  # "4 core arrays; each core array contains 20 cores": a count of partitions
-        scope = scope_of(record, quantity, glossary)
+        scope = scope_of(basis, old or quantity, glossary)
         if ENABLED_SUBSET.search(record.text[:quantity.start]):
             scope = "chip"  # the enabled ones are the product's
         if not scope and match.quantity in _PER_UNIT_QUANTITIES and _chip_is_subject(record, quantity):
             scope = "chip"  # "Across the grid the T9 has 150 MiB of SRAM": the chip's total, not one unit's
-        if not scope and match.quantity == "block_threads" and record.is_table:
-            scope = "block"  # a label that means the work-group limit ("Max work group size: 1024") is at its scope
+        if not scope and match.quantity == "block_threads" and (record.is_table or _asks_for(record, match, glossary)):
+            scope = "block"  # a label (or question) that means the work-group limit ("Max work group size: 1024")
         _learn_sub_values(record, match.quantity, quantity.dimension, glossary, out)
         name = field_for(match.quantity, scope)
         if name is None:
             _scaled_candidate(record, quantity, match, scope, glossary, out)
             continue
-        _add(name, record, quantity, match, out)
+        _add(name, record, quantity, match, out, corrects=old)
+
+
+def _asks_for(record: Record, match: Match, glossary: Glossary) -> bool:
+    """Whether the question `record` answers asks for the quantity `match` names ("What is the widest work-group?"
+    asks for the work-group limit)."""
+    for label in question_labels(record.question) if record.question else []:
+        asked = match_quantity(glossary.rewrite(clean_label(label)), "count", lookalikes=True)
+        least = _DEFAULT_SIMILARITY["question"]
+        if asked is not None and asked.quantity == match.quantity and asked.similarity >= least:
+            return True
+    return False
+
+
+def corrected_figure(record: Record, quantity: Quantity) -> tuple[Record, Quantity, list[Quantity]] | None:
+    """The figure that `quantity` is given in place of, when it is a correcting figure
+    (`ingest.profile_supersede.is_correcting_figure`): the nearest figure of the same dimension before it, in its
+    clause or in the sentence's earlier clauses, that is written as old or reported; as (a record of the text it
+    is read in, the figure, every figure of that text). None otherwise."""
+    if record.is_table or not is_correcting_figure(record.text, quantity.start):
+        return None
+    at = record.key.find(record.text)
+    for text in (record.text[:quantity.start], record.key[:at] if at > 0 else ""):
+        every = find_quantities(text, record.default_unit)
+        for q in reversed(every):
+            if q.dimension == quantity.dimension and is_old_figure(text, q.start, q.end, record.key):
+                return dataclasses.replace(record, text=text, local=text), q, every
+    return None
 
 
 def _add(name: str, record: Record, quantity: Quantity, match: Match, out: RuleOutput, kind: str = "stated",
-         formula: str | None = None, factor: float = 1.0, noun: str = "") -> None:
+         formula: str | None = None, factor: float = 1.0, noun: str = "", corrects: Quantity | None = None) -> None:
     limit = FIELD_LIMITS[name]
     if name == "registers_per_compute_unit" and quantity.dimension == "bytes":
         value = quantity.value / 4 * factor
         resolution = quantity.resolution / 4 * factor
+        old = corrects.value / 4 * factor if corrects else None
         kind = "derived"
         formula = formula or f"register file {quantity.text} / 4 bytes per 32-bit register"
     elif quantity.dimension != limit.dimension:
@@ -299,6 +272,7 @@ def _add(name: str, record: Record, quantity: Quantity, match: Match, out: RuleO
     else:
         value = quantity.to(limit.unit) * factor
         resolution = quantity.resolution / TARGET_UNITS[limit.unit][1] * factor
+        old = corrects.to(limit.unit) * factor if corrects else None
     if value < limit.minimum or (limit.allowed and value not in limit.allowed):
         return
     if name == "num_compute_units" and (value != int(value) or quantity.dimension != "count"):
@@ -307,7 +281,7 @@ def _add(name: str, record: Record, quantity: Quantity, match: Match, out: RuleO
         kind, formula = "derived", f"{quantity.text} = {quantity.multiplier} x {value / quantity.multiplier:g} " \
                                    f"{limit.unit}"
     out.candidates.append(Candidate(name, value, resolution, record, quantity, kind=kind, formula=formula,
-                                    noun=noun, similarity=match.similarity))
+                                    noun=noun, similarity=match.similarity, corrects=old))
 
 
 def _scaled_candidate(record: Record, quantity: Quantity, match: Match, scope: str, glossary: Glossary,
@@ -389,142 +363,3 @@ def _report_unit_problem(record: Record, quantity: Quantity, every: list[Quantit
             out.problems.append(f"{field_for(match.quantity, '')}: not used: {quantity.text!r} next to its words in "
                                 f"{record.chunk.source} ({record.locator}); {problem}")
             return
-
-
-# ---------------------------------------------------------------- peaks
-
-def peak_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> None:
-    """Dense peaks per data type; the data type and matrix/vector variant come from the words next to the value."""
-    if record.sparse or (record.is_table and re.search(r"speedup|sparsity|sparse", record.local, re.IGNORECASE)):
-        return
-    if _PER_UNIT.search(record.local):
-        return
-    quantities = [q for q in find_quantities(record.text, record.default_unit) if q.dimension == "flops"]
-    if record.is_table:
-        quantities = quantities[:1]
-    for n, quantity in enumerate(quantities):
-        if quantity.per or _is_bound(record, quantity) or \
-                is_old_figure(record.text, quantity.start, quantity.end, "" if record.is_table else record.key):
-            continue
-        if not record.is_table and _sparse_figure(record.text, quantities, n):
-            continue
-        scope = scope_of(record, quantity, glossary)
-        if scope in ("multi", "block"):
-            continue
-        per_unit = _per_unit_noun(record, quantity) if scope in ("cu", "sub", "part") else None
-        if scope in ("cu", "sub", "part") and not per_unit:
-            continue
-        for dtype, variant in _dtypes_near(record, quantities, n):
-            out.candidates.append(Candidate(f"peak_tflops.{dtype}", quantity.to("TFLOP/s"),
-                                            quantity.resolution / 1e12, record, quantity, variant=variant,
-                                            noun=per_unit or ""))
-        out.candidates.extend(_relative_peaks(record, quantity, per_unit or ""))
-
-
-_SPARSE = re.compile(r"speedup|sparsity|sparse", re.IGNORECASE)
-_DENSE = re.compile(r"\bdense\b", re.IGNORECASE)
-
-
-def _sparse_figure(text: str, quantities: list[Quantity], n: int) -> bool:
-    """Whether prose figure `n` is a sparse (or speedup) figure: the words after it, up to the next figure or the
-    end of its parenthetical, say so ("550.5 TFLOPS with 2:4 sparsity"), or the words before it since the last
-    figure do and the words after it do not say "dense" ("sparse FP8 at 1.6 PFLOPS"). A dense figure beside a
-    sparse one in its parenthetical ("275.3 TFLOPS dense (550.5 TFLOPS with sparsity)") is dense."""
-    q = quantities[n]
-    end = quantities[n + 1].start if n + 1 < len(quantities) else len(text)
-    after = text[q.end:end]
-    after = after[:after.find("(")] if "(" in after else after  # the next figure's parenthetical is its own
-    after = after[:after.find(")") + 1] if ")" in after else after
-    start = quantities[n - 1].end if n else 0
-    before = text[start:q.start]
-    before = before[before.rfind(")") + 1:] if ")" in before else before
-    if _SPARSE.search(after):
-        return True
-    return bool(_SPARSE.search(before)) and not _DENSE.search(after)
-
-
-def _per_unit_noun(record: Record, quantity: Quantity) -> str | None:
-    """The unit a per-unit peak is stated for: ``"vector unit"`` in "0.064 TFLOP/s (per Vector Unit)"."""
-    after = re.match(r"\s*\(\s*per\s+([^()]{1,40})\)", record.text[quantity.end:], re.IGNORECASE)
-    if after:
-        return " ".join(after.group(1).lower().split())
-    texts = [f"{record.label} {record.header}"] if record.is_table else [record.text, record.subject]
-    for text in texts:
-        match = re.search(r"\b(?:per|each)\s+((?:[\w\-]+\s+){0,2}[\w\-]+(?:\s*\([A-Za-z]+\))?)", text, re.IGNORECASE)
-        if match:
-            return " ".join(noun_phrase(match.group(1).split()).lower().split()) or None
-        match = THE_NOUN_HAS.search(text)
-        if match:
-            return " ".join(noun_phrase(match.group(1).split()).lower().split()) or None
-    return None
-
-
-#: A figure stated relative to the one before it: "twice that in FP8", "half that for FP32", "4 times that",
-#: "twice as much in INT8" (English comparatives of a multiple). Its data type is not the earlier figure's.
-_RELATIVE_FIGURE = re.compile(r"\b(?:(?P<word>twice|double|half|thrice|triple)|(?P<n>\d+(?:\.\d+)?)\s*(?:x|times))\s+"
-                              r"(?:that|this|the\s+(?:figure|rate|number)|as\s+(?:much|many|fast|high))\b",
-                              re.IGNORECASE)
-_RELATIVE_FACTORS = {"twice": 2.0, "double": 2.0, "half": 0.5, "thrice": 3.0, "triple": 3.0}
-
-
-def _before_relative(window: str) -> str:
-    """`window` up to its first relative figure ("..., twice that in FP8"): what follows is about another figure."""
-    match = _RELATIVE_FIGURE.search(window)
-    return window[:match.start()] if match else window
-
-
-def _sentence_rest(record: Record, quantity: Quantity) -> str:
-    """The text of `quantity`'s sentence after it (prose), up to the next FLOP/s figure."""
-    at = record.key.find(record.text)
-    rest = record.key[at + quantity.end:] if at >= 0 else record.text[quantity.end:]
-    following = [q for q in find_quantities(rest) if q.dimension == "flops"]
-    return rest[:following[0].start] if following else rest
-
-
-def _relative_peaks(record: Record, quantity: Quantity, noun: str) -> list[Candidate]:
-    """Peaks stated as a multiple of `quantity` right after it ("413 TFLOPS of BF16, twice that in FP8" -> FP8
-    826 TFLOPS): ``derived``, the factor times the figure, with the sentence that states both as the quote. A
-    relative figure whose data type is not named is left out."""
-    if record.is_table:
-        return []
-    rest = _sentence_rest(record, quantity)
-    match = _RELATIVE_FIGURE.search(rest)
-    if match is None:
-        return []
-    factor = _RELATIVE_FACTORS[match.group("word").lower()] if match.group("word") else float(match.group("n"))
-    scope = re.split(r"[,;]\s|\s(?:and|while|but)\s", rest[match.end():], maxsplit=1)[0]
-    scope = _before_relative(scope)
-    out = []
-    for dtype, rx in DTYPES.items():
-        if rx.search(scope):
-            variant = "matrix" if _MATRIX.search(scope) else "vector" if _VECTOR.search(scope) else ""
-            formula = f"{factor:g} x {quantity.text} ('{match.group(0)}')"
-            out.append(Candidate(f"peak_tflops.{dtype}", quantity.to("TFLOP/s") * factor,
-                                 quantity.resolution / 1e12 * factor, record, quantity, kind="derived",
-                                 formula=formula, variant=variant, noun=noun))
-    return out
-
-
-def _dtypes_near(record: Record, quantities: list[Quantity], n: int) -> list[tuple[str, str]]:
-    """(dtype, variant) named next to quantity `n`: after it (up to the next value), else before it."""
-    if record.is_table:
-        windows = [record.local]
-    else:
-        text = record.text
-        start = quantities[n - 1].end if n > 0 else 0
-        end = quantities[n + 1].start if n + 1 < len(quantities) else len(text)
-        windows = [text[quantities[n].end:end], text[start:quantities[n].start]]
-        at = record.key.find(text) if n + 1 == len(quantities) else -1
-        rest = record.key[at + quantities[n].end:] if at >= 0 else ""
-        if re.match(r"\s*(?:for|of|in|on|with)\b", rest):
-            # the clause's last figure: its own phrase may go on in the sentence ("for BF16 and FP16"), but not
-            # into the next figure's clause ("0.8 PFLOPS and dense FP8 at 1.6 PFLOPS")
-            following = [q for q in find_quantities(rest) if q.dimension == "flops"]
-            windows[0] = rest[:following[0].start] if following else rest
-        windows[0] = _before_relative(windows[0])
-    for window in windows:
-        found = [(dtype, m) for dtype, rx in DTYPES.items() for m in rx.finditer(window)]
-        if found:
-            variant = "matrix" if _MATRIX.search(window) else "vector" if _VECTOR.search(window) else ""
-            return sorted({(dtype, variant) for dtype, _ in found})
-    return []

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from ingest.profile_definitions import noun_phrase
 from ingest.profile_glossary import Glossary
+from ingest.profile_terms import noun_phrase
 from ingest.profile_text import Record, classify_noun, level_cues, products_in, without_parentheticals
 from ingest.units import Quantity
 

@@ -15,7 +15,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from ingest.profile_definitions import Containment, Definition, Unit, row_count, scoped_terms, term_key, written_form
+from ingest.profile_containment import Containment
+from ingest.profile_definitions import Definition
+from ingest.profile_terms import Unit, row_count, scoped_terms, term_key, written_form
 from knowledge.types import Chunk
 
 if TYPE_CHECKING:
@@ -48,7 +50,7 @@ def only_shared_cache(glossary: Glossary, definitions: list[Definition]) -> None
 
 def heading_scopes(glossary: Glossary, chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> None:
     """A heading that names a scope ("4.2.3 Per work-group", "Each die") uses its noun as a unit, as "per X" in a
-    sentence does (`ingest.profile_definitions.used_terms`): once per distinct heading."""
+    sentence does (`ingest.profile_terms.used_terms`): once per distinct heading."""
     from ingest.profile_scope import scope_heading
 
     seen: set[str] = set()

@@ -11,8 +11,13 @@ conflict in issue 18). The rules, by English syntax and document structure only 
    "originally", "used to be", "instead of", "rather than", "in place of", "not" ("not at the 450 MHz"); after
    "from" in a clause that
    says the value changed ("raised from 228 KiB", "lowered from ..."); after a document reported as saying it
-   ("the datasheet gives", "an earlier version of this FAQ said", "revision 1.0 listed"); or followed by "of
-   revision N" / "in version N" ("the 4.8 TB/s of revision 1.0"). Such figures give no candidate.
+   ("the datasheet gives", "an earlier version of this FAQ said", "revision 1.0 listed"); followed by words that
+   say it is wrong ("96 KiB in Table 3 is a typo"); or followed by "of revision N" / "in version N" ("the 4.8 TB/s
+   of revision 1.0"). Such figures give no candidate.
+3. *Corrections* (`is_correcting_figure`): a figure given as the correct value in place of an old one of the same
+   sentence ("Table 3 lists 96 KiB of scratch per engine; the correct value is 64 KiB") states what the old figure
+   is about (its words and scope), and every statement of the old value for that field is superseded by it, in
+   any document (`ingest.profile_resolve`).
 2. *Precedence* (`Precedence`, `supersede`): a statement in an errata document (its title names errata,
    corrigenda or corrections) outranks every statement of the other documents; within one document that keeps a
    revision history (two or more section headings "Revision 1.2", "Rev. B", "Version 3"), a statement under a later
@@ -45,6 +50,14 @@ _REPORTED_BEFORE = re.compile(
     r"edition|revision\s+[\w.]+|rev\.?\s*[\w.]+|release)\s+(?:\w+\s+){0,2}?(?:gives|gave|states|stated|says|said|"
     r"lists|listed|reads|read|shows|showed|quotes|quoted|printed|had|has|claimed|claims)\s+(?:[\w\-]+\s+){0,3}$",
     re.IGNORECASE)
+#: Words after a figure that say it is wrong: "96 KiB (Table 3) is wrong", "the 1.9 GHz in section 2 is a typo".
+_WRONG_AFTER = re.compile(r"^\s*(?:\([^()]{0,40}\)\s*)?(?:[\w\-.,]+\s+){0,5}?(?:is|was|are|were)\s+(?:wrong|incorrect|"
+                          r"erroneous|in\s+error|a\s+(?:typo|misprint|mistake|printing\s+error))\b", re.IGNORECASE)
+#: Words before a figure given as the correct one in place of another (English syntax of a correction).
+_CORRECT_BEFORE = re.compile(r"\b(?:(?:the\s+)?(?:correct(?:ed)?|right|actual|true)\s+(?:value|figure|number|size|"
+                             r"amount|count|rate|frequency|capacity)\s+(?:is|reads|should\s+be)|should\s+(?:read|be|say)"
+                             r"|(?:is|are|was|were|has\s+been|have\s+been)\s+corrected\s+to|corrected\s+to)\s*:?\s*"
+                             r"(?:up\s+to\s+)?$", re.IGNORECASE)
 _REVISION_AFTER = re.compile(r"^\s*(?:of|in|from)\s+(?:the\s+)?(?:revision|rev\.?|version|edition)\s+[\w.]+",
                              re.IGNORECASE)
 #: A predicate that withdraws what its subject states: "(the old table ...) no longer applies", "is obsolete".
@@ -76,7 +89,15 @@ def is_old_figure(text: str, start: int, end: int, sentence: str = "") -> bool:
         return True
     if _FROM_BEFORE.search(before) and _CHANGED.search(text[:start]):
         return True
+    if _WRONG_AFTER.match(re.split(r"[;.]\s", text[end:end + 80], maxsplit=1)[0]):
+        return True
     return bool(_REVISION_AFTER.match(text[end:end + 40]))
+
+
+def is_correcting_figure(text: str, start: int) -> bool:
+    """Whether the figure at ``text[start:]`` is given as the correct value in place of another ("...; the
+    correct value is 64 KiB", "should read 1,650 MHz", "is corrected to 24 MiB")."""
+    return bool(_CORRECT_BEFORE.search(text[max(0, start - 60):start]))
 
 
 @dataclass(frozen=True)
@@ -151,7 +172,7 @@ def supersede(candidates: list, rank: Callable, agree: Callable, describe: Calla
     naming both quotes.
 
     Args:
-        candidates: one field's candidates (`ingest.profile_rules.Candidate`).
+        candidates: one field's candidates (`ingest.profile_candidate.Candidate`).
         rank: candidate -> `Precedence`.
         agree: (candidate, candidate) -> whether the two values agree.
         describe: candidate -> "value (document: quote)" text for the note.

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ingest.profile_questions import is_question, is_speaker_mark
 from knowledge.types import Chunk
 
 #: A product model name: letters, an optional hyphen, digits, optional letters (``MI300X``, ``ZX-40``, ``n150``,
@@ -97,6 +98,7 @@ class Record:
         product_row: a table cell's product cell when its table has one product per row (else empty).
         subject: the nearest earlier clause of the sentence that is not a comparison aside (its scope carries over
             when the clause states none: "A workgroup can allocate up to 64 KB and holds up to 1024 work-items").
+        question: the question the sentence answers (`ingest.profile_questions`), else empty.
     """
 
     text: str
@@ -118,6 +120,7 @@ class Record:
     subject: str = ""
     product_row: str = ""
     topic: str = ""
+    question: str = ""
 
 
 #: A paragraph's first sentence that is only a label ("Memory bandwidth.", "L2 cache:"): a few words, no figure.
@@ -126,8 +129,8 @@ _TOPIC_SENTENCE = re.compile(r"^[*_]*(?P<t>[A-Za-z][\w\-/() ]{1,60}?)[*_]*\s*[.:
 
 def topic_of(first_sentence: str) -> str:
     """The label a sentence gives the sentences after it in its paragraph ("1. Memory bandwidth. The datasheet
-    gives ..."): a sentence of up to five words and no digit; else empty. A later sentence that names its quantity only as "the
-    figure" or "the value" is about this label (`ingest.profile_labels.labels`)."""
+    gives ..."): a sentence of up to five words and no digit; else empty. A later sentence that names its quantity
+    only as "the figure" or "the value" is about this label (`ingest.profile_labels.labels`)."""
     match = _TOPIC_SENTENCE.match(first_sentence.strip())
     if not match or len(match.group("t").split()) > 5:
         return ""
@@ -310,8 +313,8 @@ def level_cues(text: str) -> set[str]:
     if re.search(rf"\b(?:a|one|single|each|per|every)\s+{BLOCK_NOUNS}\b|\bwork-?groups?\b", text, re.IGNORECASE):
         cues.add("block")
     if re.search(r"\b(?:in total|total|in all|altogether|whole (?:chip|gpu|device)|across all|adds? up to)\b", text,
-                 re.IGNORECASE):
-        cues.add("chip")
+                 re.IGNORECASE) or re.search(rf"\ball\s+(?:the\s+|its\s+)?(?:\w+\s+)?{CU_NOUNS}", text, re.IGNORECASE):
+        cues.add("chip")  # "On-core SRAM, all compute units": the sum over the chip's units
     return cues
 
 
@@ -440,11 +443,18 @@ def prose_records(text: str, chunk: Chunk, tokens: set[str]) -> list[Record]:
     records: list[Record] = []
     context = chunk.section
     text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)  # Markdown links and images -> their text
+    pending = ""  # a question that ended its paragraph: the next paragraph answers it
     for paragraph in paragraphs(text):
         previous = ""
         topic = ""
+        asked, pending = pending, ""
         for sentence in sentences(paragraph):
+            if is_speaker_mark(sentence):
+                continue  # "A:" split off its answer
+            question = is_question(sentence)
             sentence = _DIALOGUE_MARK.sub("", sentence)  # "A: Each core has ...": the answer, not its speaker
+            asked = sentence if question else asked
+            pending = sentence if question else ""
             topic = topic_of(sentence) or topic  # a label sentence labels the sentences after it
             parts = clauses(sentence)
             subject_levels = level_cues(without_parentheticals(parts[0])) & {"sub"} if parts else set()
@@ -461,7 +471,8 @@ def prose_records(text: str, chunk: Chunk, tokens: set[str]) -> list[Record]:
                 records.append(Record(
                     text=clause, key=sentence, local=clause, quote=sentence, locator=locator_of(chunk),
                     chunk=chunk, product=product,
-                    levels=levels, prev=previous, subject=subject, topic=topic,
+                    levels=levels, prev=previous, subject=subject, topic=topic, question="" if question else asked,
                 ))
             previous = sentence
+            asked = asked if question else ""  # the first sentence after a question answers it
     return records

@@ -5,6 +5,7 @@
 | .pdf | `ingest.loaders.pdf.load_pdf` (pypdf) |
 | .md, .markdown | `ingest.loaders.markdown.load_markdown` (markdown-it-py; HTML tables via BeautifulSoup) |
 | .rst, .rest | `ingest.loaders.rst.load_rst` (docutils) |
+| .adoc, .asciidoc | `ingest.loaders.asciidoc.load_asciidoc` (sections, lists, ``|===`` tables) |
 | .html, .htm | `ingest.loaders.html.load_html` (BeautifulSoup) |
 | .txt, .text | `ingest.loaders.text.load_text` |
 | .json, .jsonc, .yaml, .yml | `ingest.loaders.data_files.load_structured_file` (json, PyYAML) |
@@ -48,6 +49,12 @@ def _rst(path: Path, source: str) -> LoadedDocument:
     return load_rst(path, source)
 
 
+def _asciidoc(path: Path, source: str) -> LoadedDocument:
+    from ingest.loaders.asciidoc import load_asciidoc
+
+    return load_asciidoc(path, source)
+
+
 def _html(path: Path, source: str) -> LoadedDocument:
     from ingest.loaders.html import load_html
 
@@ -74,6 +81,7 @@ def _ini(path: Path, source: str) -> LoadedDocument:
 
 LOADERS: dict[str, Callable[[Path, str], LoadedDocument]] = {
     ".pdf": _pdf, ".md": _markdown, ".markdown": _markdown, ".rst": _rst, ".rest": _rst,
+    ".adoc": _asciidoc, ".asciidoc": _asciidoc,
     ".html": _html, ".htm": _html, ".txt": _text, ".text": _text,
     ".json": _structured, ".jsonc": _structured, ".yaml": _structured, ".yml": _structured,
     ".ini": _ini, ".cfg": _ini, ".conf": _ini,
@@ -86,7 +94,8 @@ def is_supported(path: Path) -> bool:
 
 
 _KIND = {".pdf": "PDF", ".md": "Markdown", ".markdown": "Markdown", ".rst": "reStructuredText",
-         ".rest": "reStructuredText", ".html": "HTML", ".htm": "HTML", ".txt": "plain", ".text": "plain",
+         ".rest": "reStructuredText", ".adoc": "AsciiDoc", ".asciidoc": "AsciiDoc",
+         ".html": "HTML", ".htm": "HTML", ".txt": "plain", ".text": "plain",
          ".json": "JSON", ".jsonc": "JSON", ".yaml": "YAML", ".yml": "YAML", ".ini": "INI", ".cfg": "INI",
          ".conf": "INI"}
 

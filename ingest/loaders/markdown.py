@@ -189,6 +189,8 @@ def _inline_text(tok: Token) -> str:
     return one_line("".join(parts))
 
 
+#: A speaker mark of a question-and-answer text ("Q:", "A.", "Answer:"), bold in many FAQs.
+_SPEAKER = re.compile(r"^\s*(?:Q|A|Question|Answer)\s*[:.]?\s*$", re.IGNORECASE)
 #: The text after a bold label that makes it a label/value line: a colon, or a spaced em or en dash.
 _LABEL_SEPARATOR = re.compile(r"^\s*(?::|[\u2014\u2013]\s)")
 
@@ -200,8 +202,8 @@ def _bold_label(tok: Token) -> bool:
     if len(kids) < 4 or kids[0].type != "strong_open" or kids[2].type != "strong_close":
         return False
     label, rest = kids[1].content, kids[3].content if kids[3].type == "text" else ""
-    if kids[1].type != "text" or not label.strip() or len(label) > 60:
-        return False
+    if kids[1].type != "text" or not label.strip() or len(label) > 60 or _SPEAKER.match(label):
+        return False  # "**A:** 512 threads": a speaker mark of a question-and-answer text, not a label
     return label.rstrip().endswith(":") or bool(_LABEL_SEPARATOR.match(rest))
 
 

@@ -4,7 +4,7 @@ code fence read as label/value items.
 A nested mapping becomes one ``- key words: value`` item section per leaf, the enclosing keys joining the heading
 path (``{"memory": {"l2_mib": 48}}`` -> heading ``memory``, item ``- l2 mib: 48``), so that the extractor reads it
 like a Markdown list item and a unit written into the key applies to a bare value
-(`ingest.profile_tables.list_item_records`). A ``{"value": 48, "unit": "MiB"}`` object is one value with its unit.
+(`ingest.profile_items.list_item_records`). A ``{"value": 48, "unit": "MiB"}`` object is one value with its unit.
 A list of mappings gives one sub-heading per element, named by the element's name-like key (``name``, ``model``,
 ``sku``, ``id``, ``product``, ``variant``) when it has one. Keys are read as words: ``maxThreadsPerGroup`` ->
 ``max threads per group``, ``smem_kib`` -> ``smem kib``.

@@ -8,7 +8,7 @@
 - Label/value lines: a block of at least `MIN_LABEL_LINES` ``Label: value`` lines, at least half its lines (a
   manual's spec list, indented or not; a label starts with a capital and has at most `_MAX_LABEL_WORDS` words),
   gives one ``- label: value`` item section per line (the form of a Markdown list item, read by
-  `ingest.profile_tables.list_item_records`); a ``Label:`` line without a value above them (``Reset sources:``)
+  `ingest.profile_items.list_item_records`); a ``Label:`` line without a value above them (``Reset sources:``)
   joins their heading path. The block's other lines stay prose.
 - Other label/value lines (`ingest.loaders.label_lines`): a block of lines in any usual separator (dot leaders,
   colons, equals signs, an aligned value), indented sub-blocks as scopes, gives one item section per line too.

@@ -7,9 +7,10 @@ from pathlib import Path
 
 from ingest.chunker import chunk_sections
 from ingest.loaders import load_document
-from ingest.profile_definitions import Unit, definitions_in
+from ingest.profile_definitions import definitions_in
 from ingest.profile_extract import extract_profile_with_report, merge_windows
 from ingest.profile_glossary import build_glossary
+from ingest.profile_terms import Unit
 from knowledge.types import Chunk
 
 _FAQ = """# Tamsin R4 accelerator: questions and answers

@@ -75,3 +75,27 @@ def test_the_clock_the_peaks_are_at_is_the_sustained_one(tmp_path):
 """
     profile = _profile(tmp_path, "nene-n1.md", text, "nene_n1")
     assert profile.clock_mhz.value == 1400 and profile.clock_mhz.kind == "stated"
+
+
+_PEAKS_AT_BASE = """# Tollan T3 accelerator notes
+
+| Parameter | Tollan T3 |
+|---|---|
+| Base clock | 1,350 MHz |
+| Boost clock (up to) | 1,900 MHz |
+| FP32 vector peak | 20.7 TFLOPS |
+
+All peak rates in this note are computed at the base clock; the boost clock is an opportunistic maximum.
+"""
+
+
+def test_the_clock_the_peaks_are_computed_at_is_the_chips_clock(tmp_path):
+    """"computed at the base clock": 1,350 MHz (the base clock row), not the 1,900 MHz boost; no conflict."""
+    from ingest.profile_clock import peak_clock_words
+
+    assert peak_clock_words(["All peak rates in this note are computed at the base clock."]) == {"base"}
+    path = tmp_path / "tollan-t3.md"
+    path.write_text(_PEAKS_AT_BASE)
+    doc = load_document(path)
+    profile, _ = extract_profile_with_report("tollan_t3", chunk_sections(doc.sections, "tollan_t3", title=doc.title))
+    assert profile.clock_mhz.value == 1350 and profile.clock_mhz.kind == "stated"

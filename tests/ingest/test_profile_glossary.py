@@ -9,9 +9,10 @@ import hashlib
 
 import pytest
 
-from ingest.profile_definitions import counted_terms, is_abbreviation, singular, term_key
+from ingest.profile_definitions import is_abbreviation
 from ingest.profile_extract import merge_windows
 from ingest.profile_glossary import build_glossary
+from ingest.profile_terms import counted_terms, singular, term_key
 from knowledge.types import Chunk
 
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 from ingest.chunker import chunk_sections
 from ingest.loaders import load_document
-from ingest.profile_definitions import Unit, definitions_in, text_units
+from ingest.profile_definitions import definitions_in
 from ingest.profile_extract import extract_profile_with_report
 from ingest.profile_supersede import is_old_figure
+from ingest.profile_terms import Unit, text_units
 from knowledge.types import Chunk
 
 _RST = """=============================

@@ -9,7 +9,7 @@ from ingest.chunker import chunk_sections
 from ingest.loaders import load_document
 from ingest.loaders.markdown import markdown_sections
 from ingest.profile_extract import extract_profile
-from ingest.profile_tables import list_item_records
+from ingest.profile_items import list_item_records
 from ingest.profile_text import chip_tokens
 from knowledge.types import Chunk
 
