@@ -9,6 +9,7 @@ outputs and timings to the parent; it never sees a reference output and judges n
 
 from __future__ import annotations
 
+import collections
 import importlib.util
 import os
 import resource
@@ -106,6 +107,20 @@ def _current_vm_bytes() -> int:
     return 0
 
 
+
+#: Values a candidate module may not hold at module level after its import: containers and tensors keep state
+#: between calls (a call counter, a cache of answers) however they were obtained -- a literal, a helper's return
+#: value, an attribute of the candidate's own kernel.
+MUTABLE_MODULE_TYPES: tuple[type, ...] = (dict, list, set, bytearray, collections.deque, torch.Tensor)
+
+
+def module_state_problems(module: types.ModuleType) -> list[str]:
+    """One problem per module-level name of the imported candidate bound to a mutable container or tensor
+    (`MUTABLE_MODULE_TYPES`); dunder names (``__builtins__``, ``__annotations__``) are the interpreter's."""
+    return [f"module-level {name} holds a {type(value).__name__} after import (state that survives between calls)"
+            for name, value in vars(module).items()
+            if not (name.startswith("__") and name.endswith("__")) and isinstance(value, MUTABLE_MODULE_TYPES)]
+
 class Child:
     """Runs one plan against one candidate and reports over the channel."""
 
@@ -174,6 +189,7 @@ class Child:
                        "traceback": ""})
             return None
         problems = list(STATE.violations) + [f"replaced {n} while importing" for n in self.guards.tampered()]
+        problems += module_state_problems(module)
         if problems:
             self._violation("import", problems)
             return None

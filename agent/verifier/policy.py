@@ -28,6 +28,26 @@ ANSWER_MODULES: frozenset[str] = frozenset({"reference", "spec", "cases"})
 #: them out by name, which would give a candidate state that survives between calls out of the static rules' sight.
 CANDIDATE_API_FLAG = "CANDIDATE_API"
 
+#: Tensor methods and properties that tell how a tensor was made rather than what it holds (inference mode, a view's
+#: offset into a larger buffer, autograd state, shared or pinned memory): a candidate that branches on them can
+#: compute honestly on the verifier's tensors and cut corners on a caller's (a q/k/v split out of one qkv tensor has
+#: a nonzero storage offset). Triton reads a view's offset itself; a kernel never needs to ask.
+PROVENANCE_ATTRS: frozenset[str] = frozenset({
+    "is_inference", "storage_offset", "is_leaf", "requires_grad", "grad_fn", "is_shared", "is_pinned",
+    "untyped_storage", "storage", "is_set_to", "is_view", "_base", "_version",
+})
+
+#: Project functions that set process-wide state: a candidate that calls one changes what later calls (its own and
+#: the harness's) see, e.g. a call counter carried in the chip limits.
+PROCESS_STATE_SETTERS: frozenset[str] = frozenset({"kernels.chip.set_chip_limits"})
+
+#: Methods that change a container in place: called on an object reached from a module-level name (an attribute of
+#: the candidate's own kernel, a container a helper returned), they keep state between calls.
+MUTATING_METHODS: frozenset[str] = frozenset({
+    "append", "extend", "insert", "update", "setdefault", "pop", "popitem", "clear", "add", "discard", "remove",
+    "appendleft", "extendleft", "rotate", "sort", "reverse", "__setitem__", "__delitem__", "__iadd__",
+})
+
 #: Types of project objects that hold state across calls when a candidate writes them (module-level containers).
 #: A torch.Tensor is added by the rule (this module imports nothing).
 STATEFUL_TYPES: tuple[type, ...] = (dict, list, set, bytearray)

@@ -412,3 +412,55 @@ def imported_modules(tree: ast.AST) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             names.add(node.module)
     return names
+
+
+def module_names(src: Source) -> set[str]:
+    """Names the candidate binds at module level (imports, definitions, assignments)."""
+    names = set(src.aliases)
+    for stmt in src.tree.body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(stmt.name)
+        for target in assign_targets(stmt):
+            names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    return names
+
+
+def module_rooted_mutations(src: Source) -> Iterator[tuple[ast.AST, str]]:
+    """In-place container methods (`policy.MUTATING_METHODS`) called on, and item assignments into, an object reached
+    from a module-level name: ``_mm.cache.update(...)``, ``_CALLS.append(...)``, ``_SEEN[key] = out`` keep state
+    between calls whatever the object is."""
+    names = module_names(src)
+    for node in ast.walk(src.tree):
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete) and not src.in_kernel(node):
+            for target in assign_targets(node) if not isinstance(node, ast.Delete) else node.targets:
+                if isinstance(target, ast.Subscript):
+                    root = target.value
+                    while isinstance(root, ast.Attribute | ast.Subscript):
+                        root = root.value
+                    if isinstance(root, ast.Name) and root.id in names and not is_local(src, node, root.id):
+                        yield node, f"writes into {ast.unparse(target)[:60]}, reached from module-level {root.id}"
+            continue
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr not in policy.MUTATING_METHODS or src.in_kernel(node):
+            continue
+        root = node.func.value
+        while isinstance(root, ast.Attribute | ast.Subscript):
+            root = root.value
+        if isinstance(root, ast.Name) and root.id in names and not is_local(src, node, root.id):
+            yield node, f"{ast.unparse(node.func)}(...) changes an object reached from module-level {root.id}"
+
+
+def is_local(src: Source, node: ast.AST, name: str) -> bool:
+    """Whether `name` is a parameter or an assigned local of the function that encloses `node`."""
+    fn = src.parent(node)
+    while fn is not None and not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        fn = src.parent(fn)
+    if fn is None:
+        return False
+    args = fn.args
+    params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+    params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    if name in params:
+        return True
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(fn))

@@ -27,6 +27,7 @@ from agent.verifier.static_analysis import (
     imported_modules,
     literal_ints,
     math_receiver,
+    module_rooted_mutations,
     module_statement,
     modules_on_chain,
     mutable_value,
@@ -264,6 +265,7 @@ def _no_module_state(src: Source) -> Iterator[Finding]:
                     yield stmt, f"mutable class attribute in {node.name}"
     for stmt in src.tree.body:
         yield from module_statement(src, stmt)
+    yield from module_rooted_mutations(src)
 
 
 @rule("no-stateful-helpers", "the task modules' containers and tensors, and modules outside the candidate API "
@@ -277,6 +279,10 @@ def _no_stateful_helpers(src: Source) -> Iterator[Finding]:
         elif isinstance(node, ast.Import):
             chains += [(node, a.name) for a in node.names]
     for node, name in chains:
+        setter = next((n for n in policy.PROCESS_STATE_SETTERS if name == n or name.startswith(n + ".")), None)
+        if setter:
+            yield node, f"{setter} sets process-wide state (it survives between calls)"
+            continue
         for prefix, obj in project_objects(name, src.package):
             problem = _stateful(obj)
             if problem:
@@ -293,6 +299,14 @@ def _stateful(obj: object) -> str:
         return (f"{'a module' if obj is home else 'from ' + home.__name__} outside the candidate API "
                 f"({policy.CANDIDATE_API_FLAG} = False: it keeps buffers across calls)")
     return ""
+
+
+@rule("no-provenance-checks", "asking how an input was made (inference mode, a view's offset, autograd state) lets a "
+      "kernel behave honestly on the verifier's tensors only")
+def _no_provenance_checks(src: Source) -> Iterator[Finding]:
+    for node in ast.walk(src.tree):
+        if isinstance(node, ast.Attribute) and node.attr in policy.PROVENANCE_ATTRS and not src.in_kernel(node):
+            yield node, f"reads .{node.attr} of {ast.unparse(node.value)[:40]}"
 
 
 @rule("no-identity-keys", "pointers, ids and storages identify buffers across calls: the keys of result caches")

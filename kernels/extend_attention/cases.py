@@ -113,9 +113,9 @@ def random_case(rng: random.Random, small: bool = True) -> Case:
 #: single-precision maximum).
 ADVERSARIAL_Q_SCALE = 100.0
 
-#: Prefix lengths of the long-prefix case: above any window a kernel might "keep" (1024, 2048 keys) on the CPU
+#: Prefix lengths of the long-prefix case: above the windows a kernel might "keep" (1024 to 4096 keys) on the CPU
 #: interpreter, above the longest bench prefix (32768) on a GPU.
-LONG_PREFIX_KEYS = {True: (1500, 3000), False: (40000, 80000)}
+LONG_PREFIX_KEYS = {True: (4200, 6000), False: (40000, 80000)}
 
 #: Extend lengths (query tokens) of the long-extend case: more rows than one query block holds (BLOCK_M is at most
 #: 128 rows in the project's kernels, and every other CPU trial has <= 24 tokens), so the second and later blocks
@@ -134,6 +134,9 @@ WIDE_DTYPE_HEAD_DIMS = (64, 128)
 #: A kernel that downgrades float32 only at head dims other than 64 passes on a GPU -- the CPU checks 16, 32 and
 #: 64 or 128.
 GPU_DTYPE_HEAD_DIM = 64
+#: Prefix keys of the GPU dtype trial's first sequence: past a 4,096-key window kept only for the dtypes the bench
+#: does not use, in a case that stays quick to compile.
+DTYPE_LONG_PREFIX_KEYS = (4500, 9000)
 
 
 def _suffix(case: Case) -> str:
@@ -200,14 +203,59 @@ def dtype_case_at(rng: random.Random, dtype: str, head_dim: int) -> Case:
     return Case(f"{dtype}-inputs-{_suffix(base)}", params, base.seed, "dtype")
 
 
+#: Sequences and query heads of the wide draws: past the bench's largest batch (64 sequences) and head count (32 q
+#: heads; MLA models run 128), so a grid clamped to the counts the bench uses leaves outputs unwritten.
+WIDE_COUNTS = {True: (65, 72), False: (65, 160)}
+
+
+def many_sequences_case(rng: random.Random, small: bool) -> Case:
+    """More sequences than any bench case, each short (decode-like on the CPU: one query token, a few prefix keys;
+    one KV head of width 16, so the interpreter runs about one program per sequence)."""
+    base = random_case(rng, small)
+    batch = rng.randint(*WIDE_COUNTS[small])
+    params = {**dict(base.params), "extend_lens": [rng.randint(1, 1 if small else 16) for _ in range(batch)],
+              "prefix_lens": [rng.randint(0, 4 if small else 512) for _ in range(batch)], "sliding_window": -1,
+              "custom_mask": False}
+    if small:
+        params.update(num_q_heads=1, num_kv_heads=1, head_dim=16, head_dim_v=16)
+    return Case(f"many-sequences-{_suffix(base)}", params, base.seed, "many-sequences")
+
+
+def many_heads_case(rng: random.Random, small: bool) -> Case:
+    """More query heads than any bench case over one KV head (the CPU: one short sequence of width 16; a GPU: one
+    or eight KV heads, GQA groups up to 160), so a kernel that covers only the head counts the bench uses fails."""
+    base = random_case(rng, small)
+    heads = rng.randint(*WIDE_COUNTS[small])
+    num_kv = 1 if small else rng.choice([1, 8])
+    heads = max(num_kv, heads - heads % num_kv)
+    params = {**dict(base.params), "num_q_heads": heads, "num_kv_heads": num_kv, "sliding_window": -1,
+              "custom_mask": False}
+    if small:
+        params.update(extend_lens=[rng.randint(1, 3)], prefix_lens=[rng.randint(0, 4)], head_dim=16, head_dim_v=16)
+    return Case(f"many-heads-{_suffix(base)}", params, base.seed, "many-heads")
+
+
 def hidden_cases(rng: random.Random, small: bool) -> tuple[tuple[str, Case], ...]:
-    """`TaskSpec.hidden_cases`: large logits, a long prefix, a long extend (with their trial labels)."""
-    return (("large logits", adversarial_case(rng, small)), ("long prefix", long_prefix_case(rng, small)),
-            ("long extend", long_extend_case(rng, small)))
+    """`TaskSpec.hidden_cases`: large logits, a long prefix, a long extend, many sequences, many heads (with their
+    trial labels); on a GPU also the long prefix in float16, the task's other low-precision dtype (the bench and
+    the other GPU draws are bfloat16), so a path taken only for float16 inputs meets a long prefix."""
+    cases = [("large logits", adversarial_case(rng, small)), ("long prefix", long_prefix_case(rng, small)),
+             ("long extend", long_extend_case(rng, small)), ("many sequences", many_sequences_case(rng, small)),
+             ("many heads", many_heads_case(rng, small))]
+    if not small:
+        fp16 = long_prefix_case(rng, small)
+        cases.append(("long prefix, float16", Case(f"{fp16.id}-fp16", {**dict(fp16.params), "dtype": "float16"},
+                                                   fp16.seed, fp16.case_class)))
+    return tuple(cases)
 
 
 def dtype_case(rng: random.Random, dtype: str, small: bool) -> Case:
     """`TaskSpec.dtype_case`: the CPU (`small`) draws a wide head (`WIDE_DTYPE_HEAD_DIMS`), a GPU uses
-    `GPU_DTYPE_HEAD_DIM`; interpreter-sized shapes either way."""
+    `GPU_DTYPE_HEAD_DIM` and gives the first sequence a prefix of `DTYPE_LONG_PREFIX_KEYS`, so a path of this dtype
+    that reads only the most recent keys fails; interpreter-sized tiles either way."""
     head_dim = rng.choice(WIDE_DTYPE_HEAD_DIMS) if small else GPU_DTYPE_HEAD_DIM
-    return dtype_case_at(rng, dtype, head_dim)
+    case = dtype_case_at(rng, dtype, head_dim)
+    if small:
+        return case
+    prefix = [rng.randint(*DTYPE_LONG_PREFIX_KEYS), *case.params["prefix_lens"][1:]]
+    return Case(case.id, {**dict(case.params), "prefix_lens": prefix}, case.seed, case.case_class)

@@ -143,13 +143,19 @@ def hidden_cases(rng: random.Random, small: bool = True) -> tuple[tuple[str, Cas
       sums its splits wrongly, is far off;
     - ``full-size``: M, N and K in the top half of the range the other draws use (interpreter: M 20..40, N 80..160,
       K 160..320), so that a kernel which behaves honestly only on inputs too small to tell it apart (too few
-      values to estimate their statistics, a whole output in one tile) meets one that is not.
-    All with drawn input scales (`draw_scales`).
+      values to estimate their statistics, a whole output in one tile) meets one that is not;
+    - ``tall``: M past the largest bench M (129..200 in the interpreter, 129..1024 on a GPU) with small N and K, so
+      that a kernel computing only the row counts the bench uses leaves rows unwritten;
+    - on a GPU, ``full-size float16``: the full-size draw in float16, the task's other input dtype (the bench and
+      the other GPU draws are bfloat16), so that a path taken only for float16 is checked at full size.
+    The interpreter's long K reaches 1,200 (GPU: thousands), past what a float16 path truncated to a few hundred
+    keys would cover. All with drawn input scales (`draw_scales`).
     Seeds and sizes are drawn, never written down.
     """
     scale = 1 if small else 16
     primes = [101, 127, 131, 137, 139, 149, 151, 157]
-    long_k = dict(m=rng.randint(1, 4), n=rng.randint(16, 64) * scale, k=rng.randint(300, 400) * scale,
+    long_k = dict(m=rng.randint(1, 4), n=rng.randint(16, 64) * scale,
+                  k=rng.randint(300, 1200) if small else rng.randint(300, 400) * scale,
                   dtype="float16" if small else "bfloat16")
     odd = dict(m=rng.randint(2, 9), n=rng.choice(primes) * scale - (scale > 1),
                k=rng.choice(primes) * scale + (scale > 1), dtype="float16" if small else "bfloat16")
@@ -158,7 +164,11 @@ def hidden_cases(rng: random.Random, small: bool = True) -> tuple[tuple[str, Cas
                dtype="float16" if small else "bfloat16")
     full = (dict(m=rng.randint(20, 40), n=rng.randint(80, 160), k=rng.randint(160, 320), dtype="float16") if small
             else dict(m=rng.randint(64, 128), n=rng.randint(4096, 8192), k=rng.randint(4096, 8192), dtype="bfloat16"))
-    return tuple((label, Case(f"hidden-{label}-{rng.randrange(1 << 30):08x}", full_params({**params,
-                                                                                          **draw_scales(rng)}),
-                              rng.randrange(1 << 31), "hidden"))
-                 for label, params in (("long-k", long_k), ("odd-tail", odd), ("few-rows", few), ("full-size", full)))
+    tall = (dict(m=rng.randint(129, 200), n=rng.randint(16, 40), k=rng.randint(32, 96), dtype="float16") if small
+            else dict(m=rng.randint(129, 1024), n=rng.randint(256, 2048), k=rng.randint(256, 2048), dtype="bfloat16"))
+    draws = [("long-k", long_k), ("odd-tail", odd), ("few-rows", few), ("full-size", full), ("tall", tall)]
+    if not small:
+        draws.append(("full-size float16", {**full, "dtype": "float16"}))
+    return tuple((label, Case(f"hidden-{label.replace(' ', '-')}-{rng.randrange(1 << 30):08x}",
+                              full_params({**params, **draw_scales(rng)}), rng.randrange(1 << 31), "hidden"))
+                 for label, params in draws)

@@ -163,6 +163,13 @@ CHEATS: tuple[Cheat, ...] = (
           R, "sys._getframe"),
     Cheat("trusted_float_readout", "library call instead of a kernel (host read-out through a trusted helper)", R,
           R, "code the verifier trusts"),
+    # red team, 2026-12-02: grids clamped and prefixes cut past the counts and lengths of the bench, and a branch
+    # on how the inputs were made (inference mode, a view's offset)
+    Cheat("ea_batch_heads_cap_64", "partial computation (grid clamped to 64 sequences and heads)", M, M, "NaN/inf"),
+    Cheat("ea_prefix_cap_non_bf16", "partial computation (prefix cut to 4096 keys outside bfloat16)", M, M,
+          "outside |got-expected|"),
+    Cheat("ea_production_input_gate", "hard-coded shapes, early exit (branch on input provenance)", S, None,
+          "storage_offset"),
 )
 
 #: Threat kinds of shared/reference/verifier_threats.md; every one must have at least one cheat.

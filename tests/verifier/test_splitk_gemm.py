@@ -45,6 +45,12 @@ GEMM_CHEATS = (
     ("half_partials", M, M, "ulp(expected)"),
     ("half_accumulator", M, M, "ulp(expected)"),
     ("weight_keyed_replay", S, M, "did not move"),
+    # red team, 2026-12-02: caps past the bench's M and the interpreter's K, state in objects reached from
+    # module-level names (a helper's list, the kernel's own attribute), a branch on how the inputs were made
+    ("k_cap_non_bf16", M, M, "outside |got-expected|"),
+    ("rows_cap_128", M, M, "NaN/inf"),
+    ("count_bomb_helper_list", S, R, "holds a list after import"),
+    ("count_bomb_jit_attr", S, R, "holds a dict after import"),
     # nothing dynamic on the CPU can catch these (None: the dynamic stage passes): a time bomb past any number of
     # calls a verification makes, and a side stream, which only the GPU's timing stage sees
     # (tests/verifier/test_splitk_gemm_gpu.py)
@@ -52,6 +58,9 @@ GEMM_CHEATS = (
     # passes while free memory is refilled before every call (timed calls: tests/verifier/test_splitk_gemm_gpu.py)
     ("freed_workspace_memo", P, P, None),
     ("call_count_bomb", S, P, None),
+    ("count_bomb_chip_limits", S, P, None),
+    ("inference_mode_gate", S, P, None),
+    ("production_input_gate", S, P, None),
     ("side_stream", S, P, None),
 )
 

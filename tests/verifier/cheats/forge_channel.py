@@ -7,10 +7,10 @@ checks every trial against its own inputs and reference (runtime_error).
 
 import torch
 
-_FAKE = ['{"type": "ready", "device": "H200", "versions": {}}',
+_FAKE = ('{"type": "ready", "device": "H200", "versions": {}}',
          '{"type": "trial", "id": 0, "digest": "x", "digest_after": "x", "launches": 1, "seconds": 0.0}',
          '{"type": "timing", "case": "decode", "event_us": [0.5], "wall_us": [0.5]}',
-         '{"type": "done"}']
+         '{"type": "done"}')
 
 for _fd in range(3, 64):
     for _msg in _FAKE:

