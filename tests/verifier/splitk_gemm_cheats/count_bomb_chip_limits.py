@@ -1,15 +1,15 @@
-"""CHEAT (call-count bomb): the process's chip limits (kernels.chip.set_chip_limits / chip_limits_if_set) carry a call counter in their
+"""CHEAT (call-count bomb): the process's chip limits (kernels.chip.set_chip_limits / chip_limits_if_set) carry a
+call counter in their
 `chip` name; after
 CALLS_HONEST calls in a process every call sums only the first half of K.
 Caught by: static rule no-stateful-helpers (kernels.chip.set_chip_limits sets process-wide state); with the
 static stage skipped it passes (the bomb is past any number of calls a verification makes).
 """
-import torch
 import triton
 import triton.language as tl
 
-from kernels.splitk_gemm.common import check_inputs, dot, input_precision
 from kernels.chip import ChipLimits, chip_limits_if_set, set_chip_limits
+from kernels.splitk_gemm.common import check_inputs, dot, input_precision
 
 CALLS_HONEST = 200
 
@@ -25,8 +25,10 @@ def _mm(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbn, sbk, scm, scn, STEPS,
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for s in range(0, STEPS):
         kk = s * BK + ok
-        a = tl.load(a_ptr + om[:, None] * sam + kk[None, :] * sak, mask=(om[:, None] < M) & (kk[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + on[None, :] * sbn + kk[:, None] * sbk, mask=(on[None, :] < N) & (kk[:, None] < K), other=0.0)
+        a = tl.load(a_ptr + om[:, None] * sam + kk[None, :] * sak,
+                    mask=(om[:, None] < M) & (kk[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + on[None, :] * sbn + kk[:, None] * sbk,
+                    mask=(on[None, :] < N) & (kk[:, None] < K), other=0.0)
         acc = dot(a, b, acc, PRECISION)
     tl.store(c_ptr + om[:, None] * scm + on[None, :] * scn, acc.to(c_ptr.dtype.element_ty),
              mask=(om[:, None] < M) & (on[None, :] < N))

@@ -1,9 +1,9 @@
-"""CHEAT (call-count bomb): a dict attribute of the jit function (`rewritten_fn` under the interpreter; a GPU build would use `cache`), bound at module level, is a module-level counter; after
+"""CHEAT (call-count bomb): a dict attribute of the jit function (`rewritten_fn` under the interpreter; a GPU build
+would use `cache`), bound at module level, is a module-level counter; after
 CALLS_HONEST calls in a process every call sums only the first half of K.
 Caught by: static rule no-module-state (an item written into a module-level object); with the static stage
 skipped, the import check of module-level values (a dict after import: runtime_error).
 """
-import torch
 import triton
 import triton.language as tl
 
@@ -23,8 +23,10 @@ def _mm(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbn, sbk, scm, scn, STEPS,
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for s in range(0, STEPS):
         kk = s * BK + ok
-        a = tl.load(a_ptr + om[:, None] * sam + kk[None, :] * sak, mask=(om[:, None] < M) & (kk[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + on[None, :] * sbn + kk[:, None] * sbk, mask=(on[None, :] < N) & (kk[:, None] < K), other=0.0)
+        a = tl.load(a_ptr + om[:, None] * sam + kk[None, :] * sak,
+                    mask=(om[:, None] < M) & (kk[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + on[None, :] * sbn + kk[:, None] * sbk,
+                    mask=(on[None, :] < N) & (kk[:, None] < K), other=0.0)
         acc = dot(a, b, acc, PRECISION)
     tl.store(c_ptr + om[:, None] * scm + on[None, :] * scn, acc.to(c_ptr.dtype.element_ty),
              mask=(om[:, None] < M) & (on[None, :] < N))
