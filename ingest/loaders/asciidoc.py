@@ -51,8 +51,25 @@ def load_asciidoc(path: Path, source: str) -> LoadedDocument:
     """
     text = read_text_file(path, "AsciiDoc")
     sections = asciidoc_sections(text, source)
-    title = next((s.heading_path[0] for s in sections if s.heading_path), "") or title_from_path(source)
-    return LoadedDocument(sections=sections, title=title)
+    return LoadedDocument(sections=sections, title=document_title(sections, source))
+
+
+def looks_like_asciidoc(text: str) -> bool:
+    """True when plain `text` is written in AsciiDoc markup (a ``.txt`` export of an AsciiDoc manual): a delimited
+    table (two ``|===`` lines), or a document title line (``= Title``) followed by attribute entries
+    (``:name: value``, at least two) before its first paragraph."""
+    lines = [line.rstrip() for line in text.splitlines()]
+    if sum(1 for line in lines if _TABLE_DELIMITER.match(line)) >= 2:
+        return True
+    head = [line for line in lines[:40] if line.strip()]
+    if not head or not re.match(r"^=\s+\S", head[0]):
+        return False
+    return sum(1 for line in head[1:12] if _ATTRIBUTE_ENTRY.match(line)) >= 2
+
+
+def document_title(sections: list[Section], source: str) -> str:
+    """The document's title: the first heading path's first entry, else one made from the file name."""
+    return next((s.heading_path[0] for s in sections if s.heading_path), "") or title_from_path(source)
 
 
 def asciidoc_sections(text: str, source: str) -> list[Section]:

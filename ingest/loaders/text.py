@@ -12,7 +12,8 @@
   joins their heading path. The block's other lines stay prose.
 - Other label/value lines (`ingest.loaders.label_lines`): a block of lines in any usual separator (dot leaders,
   colons, equals signs, an aligned value), indented sub-blocks as scopes, gives one item section per line too.
-- INI-style text (``[section]`` and ``key = value`` lines) is read by `ingest.loaders.ini`.
+- INI-style text (``[section]`` and ``key = value`` lines) is read by `ingest.loaders.ini`, and text in AsciiDoc
+  markup (delimited ``|===`` tables, or a ``= Title`` with attribute entries) by `ingest.loaders.asciidoc`.
 - A fixed-width table (columns aligned by runs of spaces, as in a readme, optionally under a ``----  ----`` rule) is
   read like a PDF's layout-mode table (`ingest.loaders.pdf_tables.layout_tables`): one ``table_row`` section per
   row with its column headers, its lines left out of the prose.
@@ -26,6 +27,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ingest.loaders.asciidoc import asciidoc_sections, document_title, looks_like_asciidoc
 from ingest.loaders.common import LoadedDocument, one_line, read_text_file, table_sections, title_from_path
 from ingest.loaders.ini import ini_sections, looks_like_ini
 from ingest.loaders.label_lines import COLUMN_RULE as _COLUMN_RULE
@@ -56,6 +58,9 @@ def load_text(path: Path, source: str) -> LoadedDocument:
     text = read_text_file(path, "plain")
     if looks_like_ini(text):  # a configuration file or device descriptor (`ingest.loaders.ini`)
         return LoadedDocument(sections=ini_sections(text, source), title=title_from_path(source))
+    if looks_like_asciidoc(text):  # an AsciiDoc manual saved as text (`ingest.loaders.asciidoc`)
+        sections = asciidoc_sections(text, source)
+        return LoadedDocument(sections=sections, title=document_title(sections, source))
     sections: list[Section] = []
     headings: list[tuple[int, str]] = []  # open headings, outermost first: (level, text)
 

@@ -96,3 +96,18 @@ def test_figures_are_read_at_the_level_of_their_heading(tmp_path):
     assert profile.max_threads_per_block.value == 512
     assert profile.registers_per_compute_unit.value == 128 * 1024 / 4
     assert profile.clock_mhz.value == 1250 and profile.clock_mhz.kind == "stated"
+
+
+def test_asciidoc_markup_in_a_txt_file_is_read_as_asciidoc(tmp_path):
+    """A manual exported from AsciiDoc as .txt: its ``|===`` table becomes table rows with their header."""
+    from ingest.loaders import load_document
+
+    text = ("= Orrin V3 Hardware Manual\n:revnumber: 1.2\n:doctype: book\n\n== Limits\n\n"
+            ".Per-slice limits\n[options=\"header\"]\n|===\n|Item |Value\n|Slices |56\n|Lane group width |16\n|===\n")
+    path = tmp_path / "orrin_manual.txt"
+    path.write_text(text, encoding="utf-8")
+    doc = load_document(path)
+    rows = [s for s in doc.sections if s.kind == "table_row"]
+    assert doc.title == "Orrin V3 Hardware Manual" and len(rows) == 2
+    assert "Slices" in rows[0].text and "56" in rows[0].text and "Item" in rows[0].text
+    assert all(":revnumber:" not in s.text for s in doc.sections)
