@@ -39,7 +39,7 @@ def _print_json(obj: dict) -> None:
 def onboard_cmd(
     chip: str = typer.Argument(..., help="Chip name, e.g. mi300x (case-insensitive)."),
     paths: list[Path] = typer.Argument(
-        ..., help="Documents and/or folders (PDF, Markdown, reST, HTML, text; JSON, YAML, INI descriptors)."),
+        ..., help="Documents and/or folders (PDF, Markdown, reST, AsciiDoc, HTML, text, JSON, YAML or INI files)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (docs/cli-json.md)."),
     product: str = typer.Option(None, "--product", help="The chip's product as the documents name it, when the "
                                 "chip name does not (e.g. AS-4 in a table of AS-2, AS-4, AS-8)."),
