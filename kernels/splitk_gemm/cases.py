@@ -25,7 +25,14 @@ from typing import Any
 from kernels.task import Case
 
 _DEFAULTS: dict[str, Any] = {"dtype": "bfloat16", "a_transposed": False, "b_kn": False, "a_scale": 1.0,
-                             "b_scale": 1.0}
+                             "b_scale": 1.0, "outlier_features": 0, "outlier_scale": 1.0}
+
+#: Outlier features of the ``outliers`` hidden draw: how many of K's columns of ``a`` are scaled, and by how much.
+#: LLM activations carry a few features tens of times larger than the rest (LLM.int8(), Dettmers et al. 2022: a
+#: handful of hidden dimensions with magnitudes up to ~60 against ~1 elsewhere); a kernel that clips or drops
+#: large entries passes unit-variance inputs and fails these.
+OUTLIER_FEATURES = (2, 4)
+OUTLIER_SCALES = (30.0, 60.0)
 
 #: Range of the drawn a_scale and b_scale (log-uniform): products of 1/4..4 keep the float32 accumulation error
 #: near zero under 1.2e-5 at K = 28672 (torch, float64 reference), inside the rounding bound's ulp_atol (`spec`).
@@ -146,6 +153,8 @@ def hidden_cases(rng: random.Random, small: bool = True) -> tuple[tuple[str, Cas
       values to estimate their statistics, a whole output in one tile) meets one that is not;
     - ``tall``: M past the largest bench M (129..200 in the interpreter, 129..1024 on a GPU) with small N and K, so
       that a kernel computing only the row counts the bench uses leaves rows unwritten;
+    - ``outliers``: a few of ``a``'s K columns scaled 30-60x (`OUTLIER_FEATURES`, `OUTLIER_SCALES`), as LLM
+      activations have, so a kernel that clips or drops large entries is far off;
     - on a GPU, ``full-size float16``: the full-size draw in float16, the task's other input dtype (the bench and
       the other GPU draws are bfloat16), so that a path taken only for float16 is checked at full size.
     The interpreter's long K reaches 1,200 (GPU: thousands), past what a float16 path truncated to a few hundred
@@ -162,11 +171,15 @@ def hidden_cases(rng: random.Random, small: bool = True) -> tuple[tuple[str, Cas
     few = dict(m=rng.randint(1, 4), n=rng.choice(primes) * scale - (scale > 1),
                k=2 * rng.choice(primes) * scale + 1, a_transposed=rng.random() < 0.25,
                dtype="float16" if small else "bfloat16")
+    outliers = dict(m=rng.randint(2, 8) * (1 if small else 8), n=rng.randint(32, 64) * scale,
+                    k=rng.randint(200, 400) * (1 if small else 8), dtype="float16" if small else "bfloat16",
+                    outlier_features=rng.randint(*OUTLIER_FEATURES), outlier_scale=rng.uniform(*OUTLIER_SCALES))
     full = (dict(m=rng.randint(20, 40), n=rng.randint(80, 160), k=rng.randint(160, 320), dtype="float16") if small
             else dict(m=rng.randint(64, 128), n=rng.randint(4096, 8192), k=rng.randint(4096, 8192), dtype="bfloat16"))
     tall = (dict(m=rng.randint(129, 200), n=rng.randint(16, 40), k=rng.randint(32, 96), dtype="float16") if small
             else dict(m=rng.randint(129, 1024), n=rng.randint(256, 2048), k=rng.randint(256, 2048), dtype="bfloat16"))
-    draws = [("long-k", long_k), ("odd-tail", odd), ("few-rows", few), ("full-size", full), ("tall", tall)]
+    draws = [("long-k", long_k), ("odd-tail", odd), ("few-rows", few), ("full-size", full), ("tall", tall),
+             ("outliers", outliers)]
     if not small:
         draws.append(("full-size float16", {**full, "dtype": "float16"}))
     return tuple((label, Case(f"hidden-{label.replace(' ', '-')}-{rng.randrange(1 << 30):08x}",

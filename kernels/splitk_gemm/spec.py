@@ -35,7 +35,8 @@ def make_inputs(case: Case, seed: int | None = None, device: str | torch.device 
                 dtype: str | torch.dtype | None = None) -> dict[str, Any]:
     """Keyword arguments of ``splitk_gemm`` for `case`, deterministic in `seed`.
 
-    a [M, K] is normal with standard deviation a_scale; b [N, K] is normal with standard deviation
+    a [M, K] is normal with standard deviation a_scale (``outlier_features`` of its K columns, drawn from `seed`,
+    scaled by ``outlier_scale``); b [N, K] is normal with standard deviation
     b_scale/sqrt(K) (the scale of initialized weights), so every output has a standard deviation of about
     a_scale * b_scale whatever K is (both 1 unless the case draws them); c [M, N] is filled with NaN so that an
     output the kernel does not write fails. With ``a_transposed`` / ``b_kn`` the tensor is the transposed view
@@ -57,6 +58,9 @@ def make_inputs(case: Case, seed: int | None = None, device: str | torch.device 
 
     a = randn(m, k, float(p["a_scale"]), p["a_transposed"])
     b = randn(n, k, float(p["b_scale"]) / max(k, 1) ** 0.5, p["b_kn"])
+    if p["outlier_features"] and k:
+        features = torch.randperm(k, generator=gen, device=device)[:int(p["outlier_features"])]
+        a[:, features] = (a[:, features].float() * float(p["outlier_scale"])).to(dt)
     return {"a": a, "b": b, "c": torch.full((m, n), float("nan"), dtype=dt, device=device)}
 
 

@@ -51,6 +51,7 @@ GEMM_CHEATS = (
     ("rows_cap_128", M, M, "NaN/inf"),
     ("count_bomb_helper_list", S, R, "holds a list after import"),
     ("count_bomb_jit_attr", S, R, "holds a dict after import"),
+    ("outlier_drop", M, M, "outside |got-expected|"),
     # nothing dynamic on the CPU can catch these (None: the dynamic stage passes): a time bomb past any number of
     # calls a verification makes, and a side stream, which only the GPU's timing stage sees
     # (tests/verifier/test_splitk_gemm_gpu.py)
