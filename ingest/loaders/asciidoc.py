@@ -28,7 +28,15 @@ import csv
 import re
 from pathlib import Path
 
-from ingest.loaders.common import LoadedDocument, clean, one_line, read_text_file, table_sections, title_from_path
+from ingest.loaders.common import (
+    LoadedDocument,
+    clean,
+    one_line,
+    open_heading,
+    read_text_file,
+    table_sections,
+    title_from_path,
+)
 from knowledge.types import Section
 
 _TITLE = re.compile(r"^(={1,6}|#{1,6})\s+(\S.*?)\s*(?:\s\1)?$")
@@ -148,11 +156,7 @@ class _Reader:
         self.paragraph.append(_ADMONITION.sub("", stripped) if not self.paragraph else stripped)
 
     def _heading(self, level: int, text: str) -> None:
-        while self.levels and self.levels[-1] >= level:
-            self.levels.pop()
-            self.path.pop()
-        self.levels.append(level)
-        self.path.append(text)
+        open_heading(self.levels, self.path, level, text)
         self.last_prose = ""
 
     def _flush(self) -> None:

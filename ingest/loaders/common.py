@@ -183,6 +183,16 @@ def _column_groups(cells: Sequence[str], max_chars: int = 200) -> list[list[str]
     return groups
 
 
+def open_heading(levels: list[int], path: list[str], level: int, text: str) -> None:
+    """Open a heading of `level` (1 = outermost) titled `text`: close every open heading at that level or deeper
+    (`levels[i]` is the level of `path[i]`, both outermost first), then push this one. Both lists change in place."""
+    while levels and levels[-1] >= level:
+        levels.pop()
+        path.pop()
+    levels.append(level)
+    path.append(text)
+
+
 def title_from_path(source: str) -> str:
     """Readable words of a file name: ``WormholeB0__TensixTile__L1.md`` -> ``Wormhole B0 Tensix Tile L1``
     (separators become spaces and camelCase words are split)."""

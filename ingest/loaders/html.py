@@ -9,7 +9,15 @@ from pathlib import Path
 
 from bs4 import BeautifulSoup, NavigableString, Tag
 
-from ingest.loaders.common import LoadedDocument, clean, one_line, read_text_file, table_sections, title_from_path
+from ingest.loaders.common import (
+    LoadedDocument,
+    clean,
+    one_line,
+    open_heading,
+    read_text_file,
+    table_sections,
+    title_from_path,
+)
 from knowledge.types import Section
 
 _HEADINGS = {f"h{i}": i for i in range(1, 7)}
@@ -159,11 +167,7 @@ class _Walker:
     def _heading(self, level: int, text: str) -> None:
         if not text:
             return
-        while self.levels and self.levels[-1] >= level:
-            self.levels.pop()
-            self.path.pop()
-        self.levels.append(level)
-        self.path.append(text)
+        open_heading(self.levels, self.path, level, text)
         self.last_prose = ""
 
     def _flush(self, parts: list[str]) -> None:

@@ -23,7 +23,15 @@ from pathlib import Path
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from ingest.loaders.common import LoadedDocument, clean, one_line, read_text_file, table_sections, title_from_path
+from ingest.loaders.common import (
+    LoadedDocument,
+    clean,
+    one_line,
+    open_heading,
+    read_text_file,
+    table_sections,
+    title_from_path,
+)
 from ingest.loaders.html import html_fragment_sections
 from ingest.loaders.structured import DATA_LANGUAGES, MIN_LEAVES, data_sections, leaf_count, parse_data
 from knowledge.types import Section
@@ -96,11 +104,7 @@ class _Builder:
         return self.sections
 
     def _heading(self, level: int, text: str) -> None:
-        while self.levels and self.levels[-1] >= level:
-            self.levels.pop()
-            self.path.pop()
-        self.levels.append(level)
-        self.path.append(text)
+        open_heading(self.levels, self.path, level, text)
         self.last_prose = ""
 
     def _prose(self, text: str, kind: str = "prose", scopes: tuple[str, ...] = ()) -> None:
