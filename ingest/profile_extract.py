@@ -198,7 +198,8 @@ def title_product(chunks: list[Chunk], tokens: set[str]) -> str | None:
     ("Sallow S40 accelerator" over a table of the S20, S40 and S80, onboarded as ``sallow``): the one product model
     of the documents' title lines (the document title and its top heading), as written; None when the chip name is
     written in the documents, or the titles name no product or several."""
-    if tokens & {t for c in chunks for t in products_in(c.text)}:
+    words = {w.replace("-", "").lower() for c in chunks for w in _WORD.findall(c.text)}
+    if set(tokens) & (words | {t for c in chunks for t in products_in(c.text)}):
         return None
     written: dict[str, str] = {}
     for chunk in chunks:
@@ -234,6 +235,7 @@ def _records(merged_chunks: list[tuple[Chunk, tuple[Chunk, ...]]], tokens: set[s
     return records
 
 
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9\-]*")
 _PRODUCT_WRITTEN = re.compile(r"(?<![\w\-])([A-Za-z]{1,6}-?\d{1,4}[A-Za-z]{0,3})(?![\w\-])")
 
 

@@ -66,7 +66,8 @@ def score_set(folder: Path, k: int) -> list[dict]:
     rows = []
     for key, truth, sub in _chips(folder):
         chip = truth["_chip"]
-        onboard(chip, [sub], progress=False, product=truth.get("_product"))
+        onboard(chip, sorted(p for p in sub.iterdir() if p.is_file() and p.name != "truth.json"), progress=False,
+                product=truth.get("_product"))
         term = re.sub(r"\s*\(.*\)", "", str(truth["compute_unit_name"]["value"]))
         stored = chunks_from_records(KnowledgeStore.open().records("chunks", chip=chip))
         answers = set(answering(stored, int(truth["num_compute_units"]["value"]), term))

@@ -50,6 +50,11 @@ def _truths() -> list[tuple[str, dict, Path]]:
 
 
 TRUTHS = _truths()
+def documents(folder: Path) -> list[Path]:
+    """A datasheet folder's documents: every file but its answer key (truth.json is JSON, which onboarding reads)."""
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.name != "truth.json")
+
+
 MARKDOWN = [(key, truth, sub) for key, truth, sub in TRUTHS if any(sub.glob("*.md"))]
 
 
@@ -110,7 +115,7 @@ def test_ask_ranks_the_answer_to_how_many_compute_units_in_the_top_3(chiplore_ho
 
     for key, truth, folder in TRUTHS:
         chip = truth["_chip"]
-        onboard(chip, [folder], progress=False, product=truth.get("_product"))
+        onboard(chip, documents(folder), progress=False, product=truth.get("_product"))
         term = re.sub(r"\s*\(.*\)", "", truth["compute_unit_name"]["value"])
         stored = KnowledgeStore.open().records("chunks", chip=chip)
         from ingest.profile_sources import chunks_from_records
@@ -184,12 +189,12 @@ def test_onboard_product_option_is_kept_for_later_runs(chiplore_home, embedder):
     import hardware_profiles as hp
     from ingest.onboard import onboard
 
-    first = onboard("aster", [ASTER], progress=False)
+    first = onboard("aster", documents(ASTER), progress=False)
     assert "--product" in first.profile.ambiguity
     assert "num_compute_units" in first.profile.missing  # left out with the columns: said so, with the ways to fill
     assert any("chiplore profile set aster" in line for line in first.profile.advice)
-    chosen = onboard("aster", [ASTER], progress=False, product="AS-4")
+    chosen = onboard("aster", documents(ASTER), progress=False, product="AS-4")
     assert chosen.profile.ambiguity == "" and hp.load_profile("aster").get("num_compute_units") == 64
     assert hp.load_profile("aster").display_name == "AS-4"
-    again = onboard("aster", [ASTER], progress=False)  # no --product: the recorded one is used
+    again = onboard("aster", documents(ASTER), progress=False)  # no --product: the recorded one is used
     assert again.profile.ambiguity == "" and hp.load_profile("aster").get("num_compute_units") == 64
