@@ -58,6 +58,8 @@ def _chips(folder: Path) -> list[tuple[str, dict, Path]]:
 
 def score_set(folder: Path, k: int) -> list[dict]:
     """One row per chip of `folder`: rank of the first answering passage among the top `k` (None: not there)."""
+    from eval_profiles import is_document
+
     from ingest.onboard import onboard
     from ingest.profile_sources import chunks_from_records
     from knowledge.retrieval import search
@@ -66,7 +68,7 @@ def score_set(folder: Path, k: int) -> list[dict]:
     rows = []
     for key, truth, sub in _chips(folder):
         chip = truth["_chip"]
-        onboard(chip, sorted(p for p in sub.iterdir() if p.is_file() and p.name != "truth.json"), progress=False,
+        onboard(chip, sorted(p for p in sub.iterdir() if is_document(p)), progress=False,
                 product=truth.get("_product"))
         term = re.sub(r"\s*\(.*\)", "", str(truth["compute_unit_name"]["value"]))
         stored = chunks_from_records(KnowledgeStore.open().records("chunks", chip=chip))

@@ -97,7 +97,7 @@ SCALAR_MAP = {
 TRUTH_FILES = frozenset({"truth.json"})
 
 
-def _is_document(path: Path) -> bool:
+def is_document(path: Path) -> bool:
     """A file the onboarding loaders read (`ingest.loaders.is_supported`), other than the answer key."""
     return path.is_file() and path.name not in TRUTH_FILES and is_supported(path)
 REL_TOL = 0.005
@@ -297,7 +297,7 @@ def corpus_cases(corpus: Path) -> list[Case]:
     truth = json.loads((corpus / "profiles_truth_dev.json").read_text(encoding="utf-8"))
     cases = []
     for truth_key, (chip, folder) in CHIPS.items():
-        paths = sorted(p for p in (corpus / folder).iterdir() if _is_document(p))
+        paths = sorted(p for p in (corpus / folder).iterdir() if is_document(p))
         cases.append(Case(truth_key, chip, paths, truth[truth_key]))
     return cases
 
@@ -311,7 +311,7 @@ def datasheet_cases(folder: Path, pdf_dir: Path | None = None) -> list[Case]:
         for key, truth in data.items():
             if key.startswith("_"):
                 continue
-            paths = sorted(p for p in sub.iterdir() if _is_document(p))
+            paths = sorted(p for p in sub.iterdir() if is_document(p))
             cases.append(Case(key, truth["_chip"], paths, truth, truth.get("_product")))
             markdown_docs = [p for p in paths if p.suffix.lower() == ".md"]
             if pdf_dir is not None and markdown_docs and truth.get("_pdf", True):

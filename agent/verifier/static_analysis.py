@@ -433,22 +433,24 @@ def module_rooted_mutations(src: Source) -> Iterator[tuple[ast.AST, str]]:
     for node in ast.walk(src.tree):
         if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete) and not src.in_kernel(node):
             for target in assign_targets(node) if not isinstance(node, ast.Delete) else node.targets:
-                if isinstance(target, ast.Subscript):
-                    root = target.value
-                    while isinstance(root, ast.Attribute | ast.Subscript):
-                        root = root.value
-                    if isinstance(root, ast.Name) and root.id in names and not is_local(src, node, root.id):
+                root = _chain_root(target.value) if isinstance(target, ast.Subscript) else None
+                if root is not None and root.id in names and not is_local(src, node, root.id):
                         yield node, f"writes into {ast.unparse(target)[:60]}, reached from module-level {root.id}"
             continue
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         if node.func.attr not in policy.MUTATING_METHODS or src.in_kernel(node):
             continue
-        root = node.func.value
-        while isinstance(root, ast.Attribute | ast.Subscript):
-            root = root.value
-        if isinstance(root, ast.Name) and root.id in names and not is_local(src, node, root.id):
+        root = _chain_root(node.func.value)
+        if root is not None and root.id in names and not is_local(src, node, root.id):
             yield node, f"{ast.unparse(node.func)}(...) changes an object reached from module-level {root.id}"
+
+
+def _chain_root(node: ast.AST) -> ast.Name | None:
+    """The name an attribute/subscript chain starts at (``_mm`` of ``_mm.cache[k]``), None for other roots."""
+    while isinstance(node, ast.Attribute | ast.Subscript):
+        node = node.value
+    return node if isinstance(node, ast.Name) else None
 
 
 def is_local(src: Source, node: ast.AST, name: str) -> bool:

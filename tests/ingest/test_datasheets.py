@@ -51,8 +51,10 @@ def _truths() -> list[tuple[str, dict, Path]]:
 
 TRUTHS = _truths()
 def documents(folder: Path) -> list[Path]:
-    """A datasheet folder's documents: every file but its answer key (truth.json is JSON, which onboarding reads)."""
-    return sorted(p for p in folder.iterdir() if p.is_file() and p.name != "truth.json")
+    """A datasheet folder's documents, as the scorer reads them (`eval_profiles.is_document`: every supported file
+    but its answer key, truth.json, which is JSON and so onboards too)."""
+    is_document = _script("eval_profiles").is_document
+    return sorted(p for p in folder.iterdir() if is_document(p))
 
 
 MARKDOWN = [(key, truth, sub) for key, truth, sub in TRUTHS if any(sub.glob("*.md"))]
