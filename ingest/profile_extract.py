@@ -29,6 +29,7 @@ from hardware_profiles import HardwareProfile, ProfileField, Source, known_chips
 from hardware_profiles.merge import merge_profiles
 from hardware_profiles.schema import SCALAR_FIELDS
 from hardware_profiles.yaml_io import check_chip_name
+from ingest.bilingual import english_chunks
 from ingest.decimal_marks import DECIMAL_COMMA, to_point_decimals, uses_decimal_comma
 from ingest.number_words import digits_for_number_words
 from ingest.profile_candidate import Candidate, RuleOutput
@@ -140,7 +141,7 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Cand
     report = ExtractionReport(chip=name, chunks=len(chunks),
                               documents=sorted({c.source for c in chunks}))
     out = RuleOutput()
-    merged = _point_decimals([(_digits_for_words(c), originals) for c, originals in merge_windows(chunks)])
+    merged = _point_decimals(english_chunks([(_digits_for_words(c), originals) for c, originals in merge_windows(chunks)]))
     texts = [c.text for c, _ in merged]
     tokens = ChipTokens(tokens, brands_of(tokens, texts), families_of(texts))
     glossary = build_glossary(merged)
