@@ -160,6 +160,11 @@ def _chip_is_subject(record: Record, quantity: Quantity) -> bool:
     return not record.is_table and record.product == "chip" and bool(products_in(record.text[:quantity.start]))
 
 
+#: A count whose noun is counted per clock ("2,048 operations per clock", "1,024 FLOP/cycle"): a rate.
+_COUNT_PER_CLOCK = re.compile(r"\s*(?:[A-Za-z][\w\-]*\s*){1,2}?(?:\s+per\s+|\s*/\s*|\s+each\s+|\s+a\s+)"
+                              r"(?:clock|clk|cycle)s?\b", re.IGNORECASE)
+
+
 def _per_time(quantity: Quantity) -> bool:
     """A rate per clock, cycle or pin (``2KBytes/clock``, ``18 Gbps per pin``) is not a chip figure; a size per
     unit (``128 KiB per core``) is, at that unit's scope."""
@@ -193,6 +198,8 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
         if is_bound(record, quantity) or _DEFAULT_AFTER.match(record.text[quantity.end:]) or \
                 is_old_figure(record.text, quantity.start, quantity.end, "" if record.is_table else record.key):
             continue  # a bound, a default, or an old figure ("now 1,800 MHz (was 1,900 MHz)")
+        if quantity.dimension == "count" and _COUNT_PER_CLOCK.match(record.text[quantity.end:]):
+            continue  # "2,048 operations per clock": a rate per cycle, not a count of anything
         if quantity.dimension == "count" and PHYSICAL_TOTAL.match(sentence_after(record, quantity)):
             continue  # the die's total, of which fewer are enabled in the product
         # "Table 3 lists 96 KiB ...; the correct value is 64 KiB": about what the figure it corrects is about

@@ -124,6 +124,9 @@ def compute_unit_from_structure(glossary: Glossary, units: list[Unit]) -> None:
             if _issues_warps(glossary, match.group("what")):
                 key = term_key(match.group("t"))
                 owners.setdefault(glossary.aliases.get(key, key), " ".join(unit.text.split()))
+        for match in _PER_ITEM.finditer(unit.text):  # "- Scratch SRAM per compute engine: 128 KiB"
+            key = term_key(match.group("t"))
+            owners.setdefault(glossary.aliases.get(key, key), " ".join(unit.text.split()))
     for c in glossary.contains:
         if c.quote.lower().lstrip().startswith("each"):
             owners.setdefault(glossary.aliases.get(c.parent, c.parent), " ".join(c.quote.split()))
@@ -136,6 +139,10 @@ def compute_unit_from_structure(glossary: Glossary, units: list[Unit]) -> None:
         if per and len(unit.cells) >= 2 and _BYTES_CELL.match(unit.cells[1]):
             key = term_key(per.group("t"))  # "Scratch SRAM per DFU | 192 KiB": each DFU owns memory
             owners.setdefault(glossary.aliases.get(key, key), " ".join(unit.text.split()))
+        for header, number in _HEADER_COUNT.findall(unit.chunk.text if unit.chunk.kind == "table_row" else ""):
+            key = term_key(header)  # a products-as-rows table: "SKU: P8-112 | Compute engines: 112"
+            if glossary.concept(key) in (None, "compute_unit"):
+                rows.setdefault(glossary.aliases.get(key, key), int(number))
         count = row_count(unit)
         if count:
             key = term_key(re.sub(r"\s*\([^)]*\)", "", unit.cells[0]))
@@ -166,6 +173,12 @@ def compute_unit_from_structure(glossary: Glossary, units: list[Unit]) -> None:
                                aliases={a for a, k in glossary.aliases.items() if k == key})
 
 
+#: A list item "<memory> per <T>: <size in bytes>" (the item form of a `_PER_ROW` row).
+_PER_ITEM = re.compile(r"(?:^|(?<=[\n:]))\s*(?:[-*+\u2022]\s+)?[A-Za-z][\w\- ]{1,40}?\s+per\s+"
+                       r"(?P<t>(?:[A-Za-z][\w\-]*\s*){1,3}?)\s*:\s*(?:up\s+to\s+|at\s+most\s+)?\d[\d,.]*\s*"
+                       r"(?:[KM]i?B|kilobytes?|megabytes?)\b", re.IGNORECASE)
+#: A rendered table cell "<plural noun>: <integer>" ("Compute engines: 112"), with the cell boundary before it.
+_HEADER_COUNT = re.compile(r"(?:^|\|)\s*([A-Za-z][A-Za-z\- ]{1,40}?s)\s*:\s*(\d{1,5})\s*(?=\||$)")
 #: A table row label "<memory> per <T>" and a cell that is a size in bytes ("192 KiB", "256 KiB (a)").
 _PER_ROW = re.compile(r"^[A-Za-z][\w\- ]{1,40}?\s+per\s+(?P<t>(?:[A-Za-z][\w\-]*\s*){1,3})$", re.IGNORECASE)
 _BYTES_CELL = re.compile(r"^\s*\d[\d,.]*\s*(?:[KM]i?B|kilobytes?|megabytes?)\b", re.IGNORECASE)

@@ -93,6 +93,13 @@ def _marked_sparse(label: str, text: str) -> bool:
     return False
 
 
+def _only_model(label: str) -> bool:
+    """A row label that is one product model and nothing else (``P8-112``, ``MI300X``): the table has one product
+    per row, whatever its first header says (``Variante / SKU``)."""
+    models = products_in(label)
+    return len(models) == 1 and re.sub(r"[\W_]", "", label).lower() == models[0]
+
+
 def _row_records(header: list[str], row: list[str], caption: str, chunk: Chunk, tokens: set[str],
                  where: str) -> list[Record]:
     """Records for the cells of one row; the first cell is the row label."""
@@ -101,7 +108,7 @@ def _row_records(header: list[str], row: list[str], caption: str, chunk: Chunk, 
     label = normalize_space(row[0])
     row_unit = _unit_column(row[1:])
     row_product = None
-    if header and _PRODUCT_COLUMN.search(header[0]):
+    if header and (_PRODUCT_COLUMN.search(header[0]) or _only_model(label)):
         row_product = "chip" if any(t in tokens for t in products_in(label)) or label.lower() in tokens else "other"
     out = []
     for i, cell in enumerate(row[1:], start=1):
