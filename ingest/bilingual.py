@@ -151,8 +151,8 @@ def _rewrite_segment(text: str, order: str | None, votes: list[str]) -> str:
 
 
 def _segments(text: str, table_row: bool) -> list[tuple[int, int]]:
-    """Spans of the lines of `text` (past a list marker); for a rendered table row (``Header: value | Header: value``) each cell's
-    header and value separately."""
+    """Spans of the lines of `text` (past a list marker); for a rendered table row (``Header: value | Header:
+    value``) each cell's header and value separately."""
     spans: list[tuple[int, int]] = []
     for line in re.finditer(r"[^\n]+", text):
         if not table_row:

@@ -141,7 +141,8 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Cand
     report = ExtractionReport(chip=name, chunks=len(chunks),
                               documents=sorted({c.source for c in chunks}))
     out = RuleOutput()
-    merged = _point_decimals(english_chunks([(_digits_for_words(c), originals) for c, originals in merge_windows(chunks)]))
+    merged = english_chunks([(_digits_for_words(c), originals) for c, originals in merge_windows(chunks)])
+    merged = _point_decimals(merged)
     texts = [c.text for c, _ in merged]
     tokens = ChipTokens(tokens, brands_of(tokens, texts), families_of(texts))
     glossary = build_glossary(merged)

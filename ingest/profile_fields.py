@@ -24,7 +24,7 @@ from ingest.profile_meaning import ConceptSpace
 QUANTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "compute_units": ("count", ("compute units", "number of compute units", "streaming multiprocessors")),
     "warp_width": ("count", ("warp size", "wavefront size", "warp width: threads per warp", "threads per wavefront",
-                             "number of threads that execute each instruction together")),
+                             "number of threads that execute each instruction together", "SIMD width in lanes")),
     "block_threads": ("count", ("maximum threads per thread block", "threads per work-group",
                                 "work-group size limit", "maximum work-group size",
                                 "the most threads a thread block may hold")),

@@ -325,12 +325,14 @@ def _key_of(glossary: Glossary, d: Definition) -> str:
 
 
 def _in_use(glossary: Glossary, key: str, explicit: bool) -> bool:
-    """The documents count or scope by `key` (or an alias of it); an explicit naming ("calls its compute unit a
-    cell", "strands of 32 threads") needs only a second mention of the term or of an alias ("TCDM" for "tightly
-    coupled data memory")."""
+    """The documents count or scope by `key` (or an alias of it), in a sentence or in a count item of the chip's
+    ("processing elements: 144"); an explicit naming ("calls its compute unit a cell", "strands of 32 threads")
+    needs only a second mention of the term or of an alias ("TCDM" for "tightly coupled data memory")."""
     aliases = [a for a, k in glossary.aliases.items() if k == key]
     if glossary.used[key] or any(glossary.used[a] for a in aliases):
         return True
+    if any(k in glossary.chip_counts for k in (key, *aliases)):
+        return True  # a count item of the chip's ("processing elements: 144") uses the term as a unit
     return explicit and glossary.mentions(key) + sum(glossary.mentions(a) for a in aliases) >= 2
 
 

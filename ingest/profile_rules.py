@@ -160,6 +160,10 @@ def _chip_is_subject(record: Record, quantity: Quantity) -> bool:
     return not record.is_table and record.product == "chip" and bool(products_in(record.text[:quantity.start]))
 
 
+#: A label in which the compute unit's generic name modifies a plural noun ("compute unit clusters", rewritten
+#: from "PE clusters"): the row counts those, not compute units.
+_CU_MODIFIER = re.compile(r"\bcompute units?\s+(?!per\b|counts?\b|numbers?\b|totals?\b|in\b|on\b|of\b)"
+                          r"[a-z][\w\-]*[a-z]s\s*$", re.IGNORECASE)
 #: A count whose noun is counted per clock ("2,048 operations per clock", "1,024 FLOP/cycle"): a rate.
 _COUNT_PER_CLOCK = re.compile(r"\s*(?:[A-Za-z][\w\-]*\s*){1,2}?(?:\s+per\s+|\s*/\s*|\s+each\s+|\s+a\s+)"
                               r"(?:clock|clk|cycle)s?\b", re.IGNORECASE)
@@ -221,6 +225,9 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
             continue  # "(4 x 16 lanes x 4)": a partial product of a computation, not a figure
         if match.quantity in _GROUP_SIZES and _AGGREGATE.search(record.text[quantity.end:quantity.end + 30]):
             continue  # "4 issue groups side by side, 128 lanes in all": a sum of groups, not one group's width
+        if match.quantity == "compute_units" and record.is_table and any(
+                _CU_MODIFIER.search(t) for t in labels(record, quantity, every, glossary)[:1]):
+            continue  # "PE clusters: 12": a count of clusters of PEs (the unit's name modifies another noun)
         if match.quantity == "compute_units" and _holds_compute_units(record, quantity, glossary):
             continue  # "4 core arrays; each core array contains 20 cores": a count of partitions
         scope = scope_of(basis, old or quantity, glossary)

@@ -141,7 +141,8 @@ def noun_level(words: str, glossary: Glossary, unknown: str | None = "sub") -> s
         if level:
             return level
     rewritten = glossary.rewrite(words).lower()
-    if re.match(r"(?:clock|clk|cycle|second|sec|hour|instruction|op|operation|call|direction|pin|lane)", rewritten):
+    if re.match(r"(?:clock|clk|cycle|second|sec|s(?![\w\-])|hour|instruction|op|operation|call|direction|pin|lane)",
+                rewritten):
         return None
     level = classify_noun(rewritten)
     if level == "sub" and not re.match(r"[a-z]", rewritten):

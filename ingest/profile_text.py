@@ -48,7 +48,7 @@ CHIP_NOUNS = (r"(?:gpus?|accelerators?|devices?|chips?|asics?|processors?|packag
 #: documents (`ingest.profile_glossary`) and rewritten to "compute unit" before scopes are read.
 CU_NOUNS = r"(?:compute units?|cus?|streaming multiprocessors?|sms?)"
 BLOCK_NOUNS = r"(?:(?:thread )?blocks?|work-?groups?|work groups?|ctas?)"
-_TIME_NOUNS = r"(?:clock|clk|cycle|second|sec|hour|instruction|op|operation|call)"
+_TIME_NOUNS = r"(?:clock|clk|cycle|second|sec|s(?![\w\-])|hour|instruction|op|operation|call)"
 _PER_EACH = re.compile(r"\b(?:per|each|every)\s+((?:[\w\-]+[ \t]+){0,2}[\w\-]+)", re.IGNORECASE)
 _THE_SUB = re.compile(
     r"\b(?:the|a|an|this|that|one|single)\s+(?:[\w\-]+\s+){0,2}?(xcd|gcd|die|channel|bank|stack|hop|partition|vm|simd|slice|port|link|"

@@ -268,6 +268,10 @@ def parse_quantity(text: str, default_unit: str | None = None) -> Quantity | Non
     return found[0] if found else None
 
 
+#: A unit "per second" written out, as a data file's key spells it ("gb per s", "tflops per sec").
+_PER_SECOND = re.compile(r"\b([A-Za-z]{1,6})\s+per\s+s(?:ec(?:ond)?)?\b", re.IGNORECASE)
+
+
 def header_unit(header: str) -> str | None:
     """Unit named in a table header: ``"LDS (KiB)"`` -> ``"KiB"``, ``"Peak TFLOPS"`` -> ``"TFLOPS"``,
     ``"MI300X GPU (Peak TFLOP/s)"`` -> ``"TFLOP/s"``; None when the header names no known unit or states a
@@ -275,6 +279,7 @@ def header_unit(header: str) -> str | None:
     if any(q.dimension != "count" for q in find_quantities(header)):
         return None
     for candidate in re.findall(r"\(([^()]*)\)", header) + [header]:
+        candidate = _PER_SECOND.sub(r"\1/s", candidate)  # a data file's key: "dram bandwidth gb per s"
         for token in re.findall(r"[A-Za-z][A-Za-z/\-]*(?:\s*/\s*s(?:ec)?)?", candidate):
             token = token.strip()
             if unit_info(token) and token.lower() not in {"b", "tf", "pf", "ops", "flops", "hz"}:
