@@ -14,7 +14,11 @@ Sets (``--set``, repeatable; default ``corpus`` and ``dev``):
 - ``heldout7``: the seventh held-out set, ``tests/data/datasheets_heldout_v7/*/`` (written blind, as ``heldout3``);
 - ``heldout8``: the eighth held-out set, ``tests/data/datasheets_heldout_v8/*/`` (written blind, as ``heldout3``);
 - ``heldout9``: the ninth held-out set, ``tests/data/datasheets_heldout_v9/*/`` (written blind, as ``heldout3``);
-- ``heldout10``: the tenth held-out set, ``tests/data/datasheets_heldout_v10/*/`` (written blind, as ``heldout3``).
+- ``heldout10``: the tenth held-out set, ``tests/data/datasheets_heldout_v10/*/`` (written blind, as ``heldout3``);
+- ``dev12``: development datasheets in other vocabularies and layouts, ``tests/data/datasheets_dev_v12/*/`` (a
+  glossary table of terms, a JSON device descriptor, prose with per-sub-unit limits);
+- ``heldout12``: the one datasheet held out of the ``dev12`` development, ``tests/data/datasheets_heldout_v12/*/``
+  (French/English), scored last.
 
 For each chip the documents go through `ingest.profile_sources.document_chunks` (the onboarding loaders and
 chunker) and `ingest.profile_extract.extract_profile_with_report`; with ``--pdf`` each datasheet written in
@@ -32,7 +36,7 @@ are listed as "not in schema" and left out of the scores.
 
 Usage::
 
-    python scripts/eval_profiles.py [--set corpus|dev|heldout|heldout2|...|heldout10 ...] [--pdf]
+    python scripts/eval_profiles.py [--set corpus|dev|heldout|heldout2|...|heldout10|dev12|heldout12 ...] [--pdf]
         [--corpus DIR] [--json OUT.json] [--benchmarks BENCHMARKS.md] [--check]
 
 ``--check`` exits 1 unless every set scored meets the bar: stated >= 90 %, every not_stated field null, every
@@ -79,6 +83,8 @@ DATASHEET_SETS = {
     "heldout8": _REPO / "tests" / "data" / "datasheets_heldout_v8",
     "heldout9": _REPO / "tests" / "data" / "datasheets_heldout_v9",
     "heldout10": _REPO / "tests" / "data" / "datasheets_heldout_v10",
+    "dev12": _REPO / "tests" / "data" / "datasheets_dev_v12",
+    "heldout12": _REPO / "tests" / "data" / "datasheets_heldout_v12",
 }
 #: truth field -> (profile field, factor from the profile unit to the truth unit)
 SCALAR_MAP = {
@@ -370,7 +376,9 @@ _TITLES = {"corpus": "Shared corpus (real documents: Wormhole n150, MI300X)",
            "heldout7": "Held-out datasheets v7 (5 fictional chips, written blind)",
            "heldout8": "Held-out datasheets v8 (5 fictional chips, written blind)",
            "heldout9": "Held-out datasheets v9 (5 fictional chips, written blind)",
-           "heldout10": "Held-out datasheets v10 (5 fictional chips, written blind)"}
+           "heldout10": "Held-out datasheets v10 (5 fictional chips, written blind)",
+           "dev12": "Development datasheets v12 (3 fictional chips: a term table, a JSON descriptor, prose)",
+           "heldout12": "Held-out datasheet v12 (1 fictional chip, French/English, scored last)"}
 
 
 def main(argv: list[str] | None = None) -> int:
