@@ -98,6 +98,10 @@ def what_it_is(record: Record, quantity: Quantity, every: list[Quantity], glossa
     counts_groups = quantity.dimension == "count" and not record.is_table and bool(named) and bool(named[0]) \
         and glossary.concept(named[0]) in ("warp", "block")  # "64 warps" counts warps: not the size of one
     groups = [("table", named)] if record.is_table else [("attached", named[:_ATTACHED])]
+    if record.is_table and quantity.dimension == "bytes" and named:
+        what = _SCOPE_TAIL.sub("", named[0]).strip()  # "Array scratchpad per task group (maximum)": what it is
+        if what and what != named[0]:
+            groups = [("table", [*named, what])]
     if own_noun(record, quantity, glossary):
         return None  # "two halves of 48" in a clusters row counts halves, not what the row names
     own = own_words(record, quantity)
@@ -160,6 +164,9 @@ def _chip_is_subject(record: Record, quantity: Quantity) -> bool:
     return not record.is_table and record.product == "chip" and bool(products_in(record.text[:quantity.start]))
 
 
+#: A size label's scope and qualifiers ("per task group (maximum)", "(each)"): a memory is the same memory at any
+#: scope, so the label is also matched without them (the scope is read apart, `ingest.profile_scope`).
+_SCOPE_TAIL = re.compile(r"\s*\([^()]*\)\s*$|\s+(?:per|each|for\s+each|for\s+one)\s+.*$", re.IGNORECASE)
 #: A label in which the compute unit's generic name modifies a plural noun ("compute unit clusters", rewritten
 #: from "PE clusters"): the row counts those, not compute units.
 _CU_MODIFIER = re.compile(r"\bcompute units?\s+(?!per\b|counts?\b|numbers?\b|totals?\b|in\b|on\b|of\b)"

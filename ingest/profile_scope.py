@@ -138,6 +138,8 @@ def noun_level(words: str, glossary: Glossary, unknown: str | None = "sub") -> s
     for n in range(len(tokens), 0, -1):
         phrase = " ".join(tokens[:n])
         level = glossary.level(phrase)
+        if level == "sub" and _means_work_group(phrase):
+            return "block"  # "one task group per PE array" holds it in a unit, but its words say work-group
         if level:
             return level
     rewritten = glossary.rewrite(words).lower()
@@ -148,8 +150,28 @@ def noun_level(words: str, glossary: Glossary, unknown: str | None = "sub") -> s
     if level == "sub" and not re.match(r"[a-z]", rewritten):
         return None
     if level == "sub":
-        return "part" if _is_partition_word(rewritten) else unknown
+        if _is_partition_word(rewritten):
+            return "part"
+        return "block" if _means_work_group(rewritten) else unknown
     return level
+
+
+#: A noun phrase no glossary entry or generic word knows is a work-group when its bare words mean one this clearly
+#: (cosine to the work-group concept of `ingest.profile_glossary.CONCEPTS`, and ahead of every other concept).
+WORK_GROUP_SIMILARITY = 0.6
+WORK_GROUP_MARGIN = 0.15
+
+
+def _means_work_group(words: str) -> bool:
+    """Whether an unknown scope noun means a work-group by its words alone ("per task group", "per cooperative
+    group"): all-MiniLM-L6-v2 similarity to the work-group concept (`WORK_GROUP_SIMILARITY`, `WORK_GROUP_MARGIN`).
+    Only the work-group is read so: a group of threads is named by its own words, while units and sub-units
+    ("island", "slice") are not, and stay unknown (the cautious reading)."""
+    from ingest.profile_glossary import CONCEPTS
+
+    phrase = noun_phrase(words.split()) or words
+    choice = CONCEPTS.choose(phrase, min_similarity=WORK_GROUP_SIMILARITY, min_margin=WORK_GROUP_MARGIN)
+    return choice is not None and choice.concept == "block"
 
 
 def _is_partition_word(words: str) -> bool:
