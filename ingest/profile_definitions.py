@@ -109,6 +109,11 @@ _RUNS_ON_ONE = re.compile(
 #: "The Atoll A3 is built from 96 matrix cores", "Kestrel accelerators are made of PE arrays": what the chip is
 #: built from is its building block (the compute unit, or a partition when it holds compute units: see
 #: `ingest.profile_glossary`).
+#: The active form of `_RUNS_ON_ONE`: "A streaming core runs thread blocks", "each tile executes work-groups".
+_RUNS_BLOCKS = re.compile(
+    r"(?:^|(?<=[.;:]\s))(?:a|an|each|every|one)\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}?[A-Za-z][\w\-]*)\s+"
+    r"(?:runs|executes|hosts)\s+(?:one\s+or\s+more\s+|several\s+|many\s+)?"
+    r"(?:thread\s+blocks|work-?groups|blocks|kernels)\b", re.IGNORECASE)
 _BUILT_FROM = re.compile(rf"(?P<s>[^.;:]{{2,80}}?)\s+(?:is|are)\s+(?:built|made|composed|assembled|constructed)\s+"
                          rf"(?:up\s+)?(?:from|of|out\s+of)\s+(?:{NUMBER}\s+)?(?P<t>(?:[A-Za-z][\w\-]*\s*){{1,3}})",
                          re.IGNORECASE)
@@ -194,6 +199,10 @@ def definitions_in(unit: Unit, mentions) -> tuple[list[Definition], list[tuple[s
         if term and _CHIP_SUBJECT.search(match.group("s")):
             add(term, "the basic building block of the chip, the processor it is built from", head="",
                 explicit=True, among=("compute_unit", "partition"))
+    for match in _RUNS_BLOCKS.finditer(text):
+        term = noun_phrase(match.group("t").split())
+        if term:
+            add(term, "the core that one kernel instance is compiled for and runs on", head="", explicit=True)
     for match in _RUNS_ON_ONE.finditer(text):
         term = noun_phrase(match.group("t").split())
         if term:
