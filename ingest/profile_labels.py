@@ -66,6 +66,8 @@ def _np_after(text: str) -> str:
 
 
 #: "N <things>, of which M are enabled": M of the N things (the product's); N is the die's, not the product's.
+#: The total after "N of the" ("88 of the 96 processing clusters"): the physical count, not the product's.
+TOTAL_OF_PART = re.compile(r"\d[\d,]*\s+of\s+(?:the|its|all)\s+$", re.IGNORECASE)
 ENABLED_SUBSET = re.compile(r"\bof (?:which|them|these)\s+(?:only\s+)?$", re.IGNORECASE)
 PHYSICAL_TOTAL = re.compile(r"^\s*(?:[A-Za-z][\w\-]*,?\s+){1,3}of (?:which|them|these)\s+(?:only\s+)?\d+\s+"
                              r"(?:are|is)\s+(?:enabled|active|available|usable|functional|in use|exposed)",
@@ -107,6 +109,11 @@ def _np_before(text: str) -> str:
     return " ".join(out)
 
 
+#: A count followed by the total it is part of ("88 of the 96 ..."): both count the noun after the total; the first
+#: is the part the product enables, the second the physical total (`ingest.profile_rules`).
+OF_TOTAL = re.compile(r"\s*of\s+(?:the|its|all)\s+\d[\d,]*\s+")
+
+
 def labels(record: Record, quantity: Quantity, every: list[Quantity], glossary: Glossary) -> list[str]:
     """Texts that name `quantity`, rewritten to generic terms: for a table cell its row label and column header
     (and what the cell adds after the number: ``per tile``, ``GDDR7``); for a sentence the words the number is
@@ -122,6 +129,9 @@ def labels(record: Record, quantity: Quantity, every: list[Quantity], glossary: 
     start = max((q.end for q in every if q.end <= quantity.start), default=0)
     end = min((q.start for q in every if q.start >= quantity.end), default=len(text))
     after, before = _np_after(text[quantity.end:end]), _np_before(text[start:quantity.start])
+    of_total = OF_TOTAL.match(text[quantity.end:]) if quantity.dimension == "count" else None
+    if of_total:  # "enables 88 of the 96 processing clusters": 88 counts processing clusters too
+        after = _np_after(text[quantity.end + of_total.end():]) or after
     lead_in = text[start:quantity.start]
     if not lead_in.strip() and start == 0 and record.key.startswith(record.subject or "\0"):
         lead_in = record.key[:len(record.subject) + 2]  # the clause is the number alone: the clause before it

@@ -31,7 +31,9 @@ from ingest.profile_fields import SCALABLE, Match, field_for, is_profile_quantit
 from ingest.profile_glossary import Glossary
 from ingest.profile_labels import (
     ENABLED_SUBSET,
+    OF_TOTAL,
     PHYSICAL_TOTAL,
+    TOTAL_OF_PART,
     _np_after,
     clean_label,
     labels,
@@ -237,8 +239,11 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
             continue  # "PE clusters: 12": a count of clusters of PEs (the unit's name modifies another noun)
         if match.quantity == "compute_units" and _holds_compute_units(record, quantity, glossary):
             continue  # "4 core arrays; each core array contains 20 cores": a count of partitions
+        if match.quantity == "compute_units" and TOTAL_OF_PART.search(record.text[:quantity.start]):
+            continue  # "enables 88 of the 96 processing clusters on the die": 96 is the die's physical total
         scope = scope_of(basis, old or quantity, glossary)
-        if ENABLED_SUBSET.search(record.text[:quantity.start]):
+        if ENABLED_SUBSET.search(record.text[:quantity.start]) or (
+                match.quantity == "compute_units" and OF_TOTAL.match(record.text[quantity.end:])):
             scope = "chip"  # the enabled ones are the product's
         if not scope and match.quantity in _PER_UNIT_QUANTITIES and _chip_is_subject(record, quantity):
             scope = "chip"  # "Across the grid the T9 has 150 MiB of SRAM": the chip's total, not one unit's

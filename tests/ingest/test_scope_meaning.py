@@ -25,3 +25,10 @@ def test_limits_per_unknown_group_word():
     profile, _ = extract_profile_with_report("heron_h2", [_chunk(text)])
     assert profile.max_threads_per_block.value == 768
     assert profile.smem_per_block_kb.value == 96
+
+
+def test_part_of_a_physical_total_is_the_products_count():
+    text = ("A stream core is the unit that the runtime dispatches work-groups to. The Heron H2 turns on 30 of the "
+            "32 stream cores on its die; the other two are spares for yield.")
+    profile, _ = extract_profile_with_report("heron_h2", [_chunk(text)])
+    assert profile.num_compute_units.value == 30
