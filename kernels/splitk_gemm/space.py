@@ -35,6 +35,7 @@ KNOBS: dict[str, tuple[Any, ...]] = {
     "num_stages": (3, 2, 4, 5, 6),
     "stream_k": (False, True),
     "gemv": (False, True),  # vector-unit product of few rows, no tl.dot (FamilyConfig.gemv)
+    "evict_weights": (False, True),  # weights loaded evict-first from L2 (FamilyConfig.evict_weights)
 }
 
 
