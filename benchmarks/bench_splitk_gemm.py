@@ -20,6 +20,11 @@ Markdown tables; exit status 1 when an output of baseline, tuned, cuBLAS or a ca
 
 ``--few-rows``: M in {1, 2, 4} on every bench layer, cuBLAS, tuned and the GEMV-mode variants side by side
 with their fraction of the spec (and measured) bandwidth (benchmarks/splitk_few_rows.py).
+
+    python benchmarks/bench_splitk_gemm.py --m16 --out $OUT/m16.json [--budget-s 150] [--cases ID,...]
+
+``--m16``: the bench cases with M <= 16, cuBLAS, tuned and the streaming-read variants (benchmarks/splitk_m16.py),
+each checked, then timed after a dirty and after a clean L2 flush.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import torch  # noqa: E402
 
 from benchmarks._util import environment, write_json  # noqa: E402
 from benchmarks.splitk_few_rows import GEMV_VARIANTS, few_rows_markdown, run_few_rows, variant_config  # noqa: E402
+from benchmarks.splitk_m16 import m16_markdown, run_m16  # noqa: E402
 from hardware_profiles import load_profile  # noqa: E402
 from kernels.chip import ChipLimits  # noqa: E402
 from kernels.launch import current_device_and_stream  # noqa: E402
@@ -356,7 +362,10 @@ def main() -> int:
     ap.add_argument("--sweep", action="store_true", help="also time variants of the tuned configuration")
     ap.add_argument("--few-rows", action="store_true",
                     help="M 1, 2, 4 on every bench layer: cuBLAS, tuned and the GEMV-mode variants (splitk_few_rows)")
-    ap.add_argument("--budget-s", type=float, default=135.0, help="--few-rows: start no case after this many seconds")
+    ap.add_argument("--m16", action="store_true",
+                    help="M <= 16 bench cases: cuBLAS, tuned and the streaming-read variants, dirty and clean L2")
+    ap.add_argument("--budget-s", type=float, default=135.0,
+                    help="--few-rows, --m16: start no case after this many seconds")
     ap.add_argument("--check", action="store_true", help="CPU-capable correctness check at tiny shapes, no timing")
     ap.add_argument("--candidate", action="append", default=[], metavar="NAME=FILE",
                     help="also time a candidate file's splitk_gemm as provider candidate:NAME (repeatable)")
@@ -374,6 +383,8 @@ def main() -> int:
     peaks = (profile.peak_flops("bf16"), profile.peak_bytes_per_s())
     if args.few_rows:
         return few_rows_main(args, profile, limits, peaks)
+    if args.m16:
+        return m16_main(args, limits, peaks)
     cases = [TASK.case(c) for c in args.cases.split(",")] if args.cases else list(TASK.bench_cases)
     rows, t0 = [], time.time()
     for case in cases:
@@ -411,6 +422,24 @@ def few_rows_main(args, profile, limits: ChipLimits, peaks: tuple[float, float])
     timed = len({r["case"] for r in rows})
     print(f"PASS: {len(rows)} outputs within tolerance on {timed} of {len(cases)} cases" if not bad
           else f"FAIL: {len(bad)} of {len(rows)} rows")
+    return 1 if bad else 0
+
+
+def m16_main(args, limits: ChipLimits, peaks: tuple[float, float]) -> int:
+    """``--m16``: run `splitk_m16.run_m16` (on ``--cases`` if given), write JSON (and .md) to ``--out``, print the
+    table and one PASS/FAIL line on the checked outputs; exit status 1 on a wrong output."""
+    cases = [TASK.case(c) for c in args.cases.split(",")] if args.cases else list(TASK.bench_cases)
+    rows, _ = run_m16(cases, limits, peaks, args.reps, args.budget_s, run_family, cublas,
+                      lambda a, b, c: splitk_gemm(a, b, c, limits=limits), check_output)
+    table = m16_markdown(rows)
+    write_json(args.out, {"env": environment(), "chip": args.chip, "mode": "m16", "limits": limits.__dict__,
+                          "peaks_flops_bytes": peaks, "rows": rows})
+    Path(args.out).with_suffix(".md").write_text(table + "\n")
+    print(table)
+    bad = [r for r in rows if "ok" in r and not r["ok"] or "error" in r]
+    for r in bad:
+        print(f"FAIL {r['case']} {r['provider']}: {r.get('error', 'output out of tolerance')}")
+    print(f"PASS: {len(rows)} rows, checked outputs within tolerance" if not bad else f"FAIL: {len(bad)} rows")
     return 1 if bad else 0
 
 
