@@ -426,16 +426,20 @@ def few_rows_main(args, profile, limits: ChipLimits, peaks: tuple[float, float])
 
 
 def m16_main(args, limits: ChipLimits, peaks: tuple[float, float]) -> int:
-    """``--m16``: run `splitk_m16.run_m16` (on ``--cases`` if given), write JSON (and .md) to ``--out``, print the
-    table and one PASS/FAIL line on the checked outputs; exit status 1 on a wrong output."""
+    """``--m16``: run `splitk_m16.run_m16` (on ``--cases`` if given), writing JSON (and .md) to ``--out`` after every
+    case, print the table and one PASS/FAIL line on the checked outputs; exit status 1 on a wrong output."""
     cases = [TASK.case(c) for c in args.cases.split(",")] if args.cases else list(TASK.bench_cases)
+
+    def save(rows: list[dict]) -> str:
+        table = m16_markdown(rows)
+        write_json(args.out, {"env": environment(), "chip": args.chip, "mode": "m16", "limits": limits.__dict__,
+                              "peaks_flops_bytes": peaks, "rows": rows})
+        Path(args.out).with_suffix(".md").write_text(table + "\n")
+        return table
+
     rows, _ = run_m16(cases, limits, peaks, args.reps, args.budget_s, run_family, cublas,
-                      lambda a, b, c: splitk_gemm(a, b, c, limits=limits), check_output)
-    table = m16_markdown(rows)
-    write_json(args.out, {"env": environment(), "chip": args.chip, "mode": "m16", "limits": limits.__dict__,
-                          "peaks_flops_bytes": peaks, "rows": rows})
-    Path(args.out).with_suffix(".md").write_text(table + "\n")
-    print(table)
+                      lambda a, b, c: splitk_gemm(a, b, c, limits=limits), check_output, progress=save)
+    print(save(rows))
     bad = [r for r in rows if "ok" in r and not r["ok"] or "error" in r]
     for r in bad:
         print(f"FAIL {r['case']} {r['provider']}: {r.get('error', 'output out of tolerance')}")

@@ -27,47 +27,56 @@ from kernels.task import Case
 MAX_M = 16
 #: Cases timed first (the M <= 16 cases of `chiplore optimize splitk_gemm`'s bench), then the other bench cases.
 PRIORITY = ("m1-n4096-k14336", "m8-n4096-k14336", "m16-n14336-k4096")
-#: Fixed weight tiles (BLOCK_N, BLOCK_K, num_warps, num_stages) of the deep-pipeline variants at BLOCK_M 16: 36-74 KB
+#: Fixed weight tiles (BLOCK_N, BLOCK_K, num_warps, num_stages) of the deep-pipeline variants at BLOCK_M 16: 40-74 KB
 #: of bf16 weights and rows per stage, 160-221 KB per program (H200: 227 KB per block), so one program per SM keeps
-#: 3-5 stages of weights in flight. Shrunk by `fit_to_limits` where a chip has less shared memory.
-DEEP_TILES = ((64, 256, 4, 4), (128, 128, 4, 6), (128, 256, 8, 3))
+#: 2-3 stages of 32-64 KB weight tiles in flight (t with 6 stages is ``t stages=6``). Shrunk by `fit_to_limits` where
+#: a chip has less shared memory.
+DEEP_TILES = ((64, 256, 4, 4), (256, 128, 8, 3), (128, 256, 8, 3))
 
 
 def variants(case: Case, limits) -> dict[str, FamilyConfig]:
     """Name -> `FamilyConfig` of the variants timed on `case` (duplicates dropped), each derived from the tuned
-    configuration t (`tuned.choose_config`) or fixed tiles:
+    configuration t (`tuned.choose_config`; `splits` its effective split count) or fixed tiles:
 
-    - ``t evict``: t with the weights loaded evict-first (``evict_weights``);
-    - ``t atomic``: t with float32 atomics (one launch; the non-deterministic mode, opt-in only);
-    - ``t atomic evict``: both;
-    - ``t 2x programs``: t with twice its effective split count (more programs than compute units);
+    - ``t atomic``: t with float32 atomics (one launch, no partial reads; the non-deterministic mode, opt-in only);
+    - ``t 2x programs``: t with 2 x splits (more programs than compute units);
     - ``t stream-k``: t's tiles on the persistent stream-K grid (one program per compute unit);
     - ``t stages=6``: t with 6 pipeline stages where its shared memory allows (more bytes in flight);
-    - ``16xNxK wW sS evict``: the `DEEP_TILES`, split by the family's rule, fused reduction, evict-first weights;
-    - ``gemv 128x64 w8 evict`` (M <= `config.GEMV_OFFER_ROWS`): the GEMV mode's fastest tile at M = 1 (BENCHMARKS.md,
-      few-row sweep), stages by the family's rule, evict-first weights.
+    - ``16xNxK wW sS``: the `DEEP_TILES`, split by the family's rule, fused reduction;
+    - ``t s1 4x programs`` and ``t s1 4x programs evict``: t without software pipelining (weights loaded into
+      registers, num_stages 1) and 4 x splits, so bytes in flight come from several programs per compute unit;
+      the second with evict-first weights, which reach the PTX only on such register loads (``ld.global
+      .L2::cache_hint`` with an ``L2::evict_first`` policy; Triton 3.6 drops the hint on the ``cp.async`` copies of
+      pipelined loads: `offline_compile` PTX of both);
+    - at M <= `config.GEMV_OFFER_ROWS`: ``gemv 128x64 w8`` (the GEMV mode's fastest tile at M = 1, BENCHMARKS.md
+      few-row sweep, stages by the family's rule) and ``gemv 128x64 w8 s1 4x evict`` (register loads, 4 x splits,
+      evict-first weights).
     """
     p = case.params
     prob = Problem(p["m"], p["n"], p["k"], DTYPES[p["dtype"]])
     t = choose_config(limits, prob.m, prob.n, prob.k, prob.dtype)
-    splits = plan_launch(replace(t, stream_k=False), prob, limits).splits
+    grid = replace(t, stream_k=False)
+    splits = plan_launch(grid, prob, limits).splits
     out = {
-        "t evict": replace(t, evict_weights=True),
-        "t atomic": replace(t, atomic=True, stream_k=False),
-        "t atomic evict": replace(t, atomic=True, stream_k=False, evict_weights=True),
-        "t 2x programs": replace(t, split_k=min(MAX_SPLIT_K, 2 * splits), stream_k=False),
+        "t atomic": replace(grid, atomic=True),
+        "t 2x programs": replace(grid, split_k=min(MAX_SPLIT_K, 2 * splits)),
         "t stream-k": replace(t, stream_k=True),
         "t stages=6": replace(t, num_stages=6),
     }
     for block_n, block_k, warps, stages in DEEP_TILES:
-        out[f"16x{block_n}x{block_k} w{warps} s{stages} evict"] = FamilyConfig(
+        out[f"16x{block_n}x{block_k} w{warps} s{stages}"] = FamilyConfig(
             block_m=16, block_n=block_n, block_k=block_k, num_warps=warps, num_stages=stages, split_k=0,
-            fused_reduce=True, evict_weights=True)
+            fused_reduce=True)
+    registers = replace(grid, num_stages=1, split_k=min(MAX_SPLIT_K, 4 * splits))
+    out["t s1 4x programs"] = registers
+    out["t s1 4x programs evict"] = replace(registers, evict_weights=True)
     if prob.m <= GEMV_OFFER_ROWS:
-        gemv = FamilyConfig(block_m=16, block_n=128, block_k=64, num_warps=8, split_k=0, fused_reduce=True, gemv=True,
-                            evict_weights=True)
+        gemv = FamilyConfig(block_m=16, block_n=128, block_k=64, num_warps=8, split_k=0, fused_reduce=True, gemv=True)
+        gemv_splits = plan_launch(gemv, prob, limits).splits
         rows = replace(gemv, block_m=1)
-        out["gemv 128x64 w8 evict"] = replace(gemv, num_stages=pipeline_stages(rows, prob, limits.smem_per_block_kb))
+        out["gemv 128x64 w8"] = replace(gemv, num_stages=pipeline_stages(rows, prob, limits.smem_per_block_kb))
+        out["gemv 128x64 w8 s1 4x evict"] = replace(gemv, num_stages=1, evict_weights=True,
+                                                    split_k=min(MAX_SPLIT_K, 4 * gemv_splits))
     seen, unique = {t}, {}
     for name, cfg in out.items():
         if cfg not in seen:
@@ -105,11 +114,12 @@ def time_row(name: str, fn, sets: list, expected, reps: int, check) -> dict[str,
 
 
 def run_m16(all_cases, limits, peaks: tuple[float, float], reps: int, budget_s: float, run_family, cublas, tuned,
-            check) -> tuple[list[dict[str, Any]], list[Case]]:
+            check, device: str = "cuda", progress=None) -> tuple[list[dict[str, Any]], list[Case]]:
     """Rows (one per case and provider) and the cases in order; starts no case after `budget_s` seconds.
 
     `run_family(config, a, b, c, limits=)`, `cublas` and `tuned` (``fn(a, b, c)``) are the entry points; `check`
-    the bench's `check_output`.
+    the bench's `check_output`; inputs on `device`; `progress(rows)`, if given, is called after each case (to save
+    what was measured before a time limit ends the process).
     """
     import torch
 
@@ -120,7 +130,7 @@ def run_m16(all_cases, limits, peaks: tuple[float, float], reps: int, budget_s: 
         if time.time() - start > budget_s:
             print(f"budget of {budget_s:.0f}s spent: {case.id} and later cases skipped", flush=True)
             break
-        sets = [make_inputs(case, 1000 + i, "cuda") for i in range(2)]
+        sets = [make_inputs(case, 1000 + i, device) for i in range(2)]
         expected = reference(sets[0])["c"]
         configs = variants(case, limits)
         named = {"cublas": (cublas, expected), "tuned": (tuned, expected),
@@ -135,7 +145,10 @@ def run_m16(all_cases, limits, peaks: tuple[float, float], reps: int, budget_s: 
                 row["config"] = configs[name].to_dict()
             rows.append(row)
         del sets, expected
-        torch.cuda.empty_cache()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        if progress is not None:
+            progress(rows)
         print(f"benched {case.id} at {time.time() - start:.0f}s", flush=True)
     return rows, cases
 

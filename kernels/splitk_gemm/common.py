@@ -115,7 +115,8 @@ def tile_of(tile, tiles_m, tiles_n, GROUP_M: tl.constexpr):
 def load_weights(ptrs, mask, EVICT_FIRST: tl.constexpr):
     """Masked load of a weight tile (0 where not `mask`); `EVICT_FIRST`: with the ``evict_first`` L2 eviction
     policy, so the once-read weight stream is the first evicted and A, partials and counters stay in L2 (PTX ISA,
-    ``ld`` eviction priority ``evict_first``: "data that is unlikely to be reused")."""
+    ``ld`` eviction priority ``evict_first``: "data that is unlikely to be reused"); effective on register loads
+    only, not on the ``cp.async`` copies Triton 3.6 makes of pipelined loads (``FamilyConfig.evict_weights``)."""
     if EVICT_FIRST:
         return tl.load(ptrs, mask=mask, other=0.0, eviction_policy="evict_first")
     return tl.load(ptrs, mask=mask, other=0.0)

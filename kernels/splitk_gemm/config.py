@@ -37,7 +37,9 @@ class FamilyConfig:
     stream; a program then takes min(BLOCK_M, next power of two >= M, `GEMV_MAX_ROWS`) rows (`gemv_rows`), and
     BLOCK_M may be below 16 (``tl.dot``'s minimum, which the GEMV path does not need).
     ``evict_weights`` loads the weights with the ``evict_first`` L2 policy (`common.load_weights`): B is read once,
-    so its lines go first and A, partials and counters stay in L2.
+    so its lines go first and A, partials and counters stay in L2. The hint reaches the PTX only on loads into
+    registers (num_stages 1: ``ld.global.L2::cache_hint`` with an ``L2::evict_first`` policy); Triton 3.6 drops it
+    on the ``cp.async`` copies of pipelined loads (num_stages >= 2; `offline_compile` PTX for sm_90).
     """
 
     block_m: int = 64

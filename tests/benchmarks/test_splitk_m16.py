@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from benchmarks.splitk_m16 import PRIORITY, m16_cases, m16_markdown, variants
+from benchmarks.splitk_m16 import PRIORITY, m16_cases, m16_markdown, run_m16, variants
 from kernels.chip import ChipLimits
 from kernels.splitk_gemm.family import run_family
 from kernels.splitk_gemm.spec import TASK
@@ -34,9 +34,12 @@ def test_variants_of_a_decode_case_differ_from_tuned_and_each_other():
     tuned = choose_config(H200, p["m"], p["n"], p["k"], __import__("torch").bfloat16)
     found = variants(case, H200)
     assert tuned not in found.values() and len(set(found.values())) == len(found)
-    assert found["t evict"].evict_weights and found["t atomic"].atomic and found["t stream-k"].stream_k
-    assert "gemv 128x64 w8 evict" in found and found["gemv 128x64 w8 evict"].gemv
-    assert "gemv 128x64 w8 evict" not in variants(TASK.case("m8-n4096-k14336"), H200)
+    assert found["t atomic"].atomic and found["t stream-k"].stream_k
+    # m1-n4096-k14336 on 132 units: t splits 4 (BENCHMARKS.md tuned plan, offline compile: 128 programs)
+    assert found["t 2x programs"].split_k == 8 and found["t s1 4x programs"].split_k == 16
+    assert found["t s1 4x programs"].num_stages == 1 and found["t s1 4x programs evict"].evict_weights
+    assert found["gemv 128x64 w8"].gemv and found["gemv 128x64 w8 s1 4x evict"].num_stages == 1
+    assert "gemv 128x64 w8" not in variants(TASK.case("m8-n4096-k14336"), H200)
 
 
 #: Small test cases with M <= 16: odd N and K, a split, M = 1, float32.
@@ -61,6 +64,33 @@ def test_evict_first_weights_in_every_schedule(knobs, dtype, device):
     tiles = dict(block_m=16, block_n=16, block_k=16)
     cfg = FamilyConfig(**{**tiles, **knobs, "evict_weights": True})
     check_impl(functools.partial(run_family, cfg, limits=CHIP), TASK.case("long-k-33x96x300"), device, dtype=dtype)
+
+
+def test_run_checks_every_provider_and_times_dirty_and_clean(monkeypatch, device):
+    """The sweep end to end on two small cases (interpreter), with the GPU timer replaced by one that records its
+    L2 mode: every Triton variant's output checked and ok, the read of B not checked, both timings per row."""
+    import kernels.timing
+    from benchmarks.bench_splitk_gemm import check_output
+    from kernels.splitk_gemm import splitk_gemm
+
+    modes = []
+
+    def fake_bench(fn, sets, reps, warmup, clean_l2):
+        fn(**sets[0])
+        modes.append(clean_l2)
+        return type("T", (), {"median_us": 2.0 if clean_l2 else 3.0})()
+
+    monkeypatch.setattr(kernels.timing, "bench", fake_bench)
+    cases = [TASK.case("decode-1x80x257"), TASK.case("odd-3x13x37")]
+    rows, order = run_m16(cases, CHIP, (1e15, 1e12), 1, 1e9, run_family, lambda a, b, c: c.copy_(a @ b.T),
+                          functools.partial(splitk_gemm, limits=CHIP), check_output, device=device)
+    assert [c.id for c in order] == [c.id for c in cases]
+    names = {"cublas", "tuned", "ref:read-b", *variants(cases[0], CHIP)}
+    assert {r["provider"] for r in rows if r["case"] == cases[0].id} == names
+    assert all("error" not in r and r["dirty_us"] == 3.0 and r["clean_us"] == 2.0 for r in rows), rows
+    assert all(r["ok"] for r in rows if r["provider"] != "ref:read-b")
+    assert not any("ok" in r for r in rows if r["provider"] == "ref:read-b")
+    assert modes.count(True) == modes.count(False) == len(rows)
 
 
 def _row(case, provider, dirty, clean, ok=True, floor=10.0):
