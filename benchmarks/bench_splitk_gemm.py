@@ -25,6 +25,10 @@ with their fraction of the spec (and measured) bandwidth (benchmarks/splitk_few_
 
 ``--m16``: the bench cases with M <= 16, cuBLAS, tuned and the streaming-read variants (benchmarks/splitk_m16.py),
 each checked, then timed after a dirty and after a clean L2 flush.
+
+``--clean-l2``: every timed call starts on an L2 of clean lines (the flush's write, then a read of a second buffer;
+`kernels.timing.bench` ``clean_l2``), so the call does not pay the write-back of the flush's dirty lines, up to one
+L2 of extra traffic that weighs most on short weight-streaming calls (BENCHMARKS.md, Split-K GEMM, M <= 16 sweep).
 """
 
 from __future__ import annotations
@@ -196,14 +200,15 @@ def roofline(case: Case, time_us: float, peak_flops: float, peak_bytes: float) -
             "gbps": b / time_us / 1e3}
 
 
-def time_provider(name: str, fn, sets: list, case: Case, expected, peaks, reps: int) -> dict:
-    """Check then time one provider on one case; a failure is recorded in the row, not raised."""
+def time_provider(name: str, fn, sets: list, case: Case, expected, peaks, reps: int, clean_l2: bool = False) -> dict:
+    """Check then time one provider on one case (after a clean L2 flush with `clean_l2`); a failure is recorded in
+    the row, not raised."""
     from kernels.timing import bench
 
     row = {"case": case.id, "provider": name}
     try:
         row["ok"], row["max_err"] = check_output(fn, sets[0], expected)
-        t = bench(fn, sets, reps=reps, warmup=3)
+        t = bench(fn, sets, reps=reps, warmup=3, clean_l2=clean_l2)
         row.update(time_us=t.median_us, p25_us=t.p25_us, p75_us=t.p75_us, wall_us=t.wall_median_us,
                    host_us=host_time_us(fn, sets[0]))
         row.update(roofline(case, t.median_us, *peaks))
@@ -213,20 +218,21 @@ def time_provider(name: str, fn, sets: list, case: Case, expected, peaks, reps: 
 
 
 def bench_case(case: Case, limits: ChipLimits, peaks, reps: int, sweep: bool,
-               candidates: dict | None = None) -> list[dict]:
+               candidates: dict | None = None, clean_l2: bool = False) -> list[dict]:
     """Rows of the three providers, the `candidates` (name -> entry point; provider ``candidate:<name>``) and the
-    sweep's variants on one case."""
+    sweep's variants on one case, each timed after a clean L2 flush with `clean_l2`."""
     sets = [make_inputs(case, 1000 + i, "cuda") for i in range(2)]
     expected = reference(sets[0])["c"]
-    rows = [time_provider(name, fn, sets, case, expected, peaks, reps) for name, fn in providers(limits).items()]
-    rows += [time_provider(f"candidate:{name}", fn, sets, case, expected, peaks, reps)
+    rows = [time_provider(name, fn, sets, case, expected, peaks, reps, clean_l2)
+            for name, fn in providers(limits).items()]
+    rows += [time_provider(f"candidate:{name}", fn, sets, case, expected, peaks, reps, clean_l2)
              for name, fn in (candidates or {}).items()]
     rows[1]["config"] = choose_config(limits, *(case.params[x] for x in "mnk"), TASK_DTYPE).to_dict()
     rows[1]["host_launcher_us"] = launcher_host_us(sets[0], limits)
     if sweep:
         for name, cfg in sweep_variants(case, limits).items():
             fn = (lambda a, b, c, _cfg=cfg: run_family(_cfg, a, b, c, limits=limits))
-            row = time_provider("variant:" + name, fn, sets, case, expected, peaks, reps)
+            row = time_provider("variant:" + name, fn, sets, case, expected, peaks, reps, clean_l2)
             rows.append({**row, "config": cfg.to_dict()})
     del sets, expected
     torch.cuda.empty_cache()
@@ -366,6 +372,8 @@ def main() -> int:
                     help="M <= 16 bench cases: cuBLAS, tuned and the streaming-read variants, dirty and clean L2")
     ap.add_argument("--budget-s", type=float, default=135.0,
                     help="--few-rows, --m16: start no case after this many seconds")
+    ap.add_argument("--clean-l2", action="store_true",
+                    help="time each call after a write-then-read L2 flush (no dirty-line write-back in the call)")
     ap.add_argument("--check", action="store_true", help="CPU-capable correctness check at tiny shapes, no timing")
     ap.add_argument("--candidate", action="append", default=[], metavar="NAME=FILE",
                     help="also time a candidate file's splitk_gemm as provider candidate:NAME (repeatable)")
@@ -388,10 +396,11 @@ def main() -> int:
     cases = [TASK.case(c) for c in args.cases.split(",")] if args.cases else list(TASK.bench_cases)
     rows, t0 = [], time.time()
     for case in cases:
-        rows += bench_case(case, limits, peaks, args.reps, args.sweep, candidates)
+        rows += bench_case(case, limits, peaks, args.reps, args.sweep, candidates, args.clean_l2)
         print(f"benched {case.id} at {time.time() - t0:.0f}s", flush=True)
         write_json(args.out, {"env": environment(), "chip": args.chip, "limits": limits.__dict__,
-                              "peaks_flops_bytes": peaks, "rows": rows})
+                              "l2_flush": "clean" if args.clean_l2 else "dirty", "peaks_flops_bytes": peaks,
+                              "rows": rows})
     table = markdown(rows, cases)
     if candidates:
         table += "\n\n" + candidate_markdown(rows, cases)
