@@ -123,3 +123,26 @@ def test_outlier_case_scales_chosen_key_and_value_rows_in_some_heads_only():
                                         torch.cat([b["k_buffer"][slots], b["k_extend"]])).all(-1)).any(1)
                         .nonzero().flatten().tolist())
     assert not key_positions & set(positions)
+
+
+@pytest.mark.parametrize("small", [True, False], ids=["interpreter", "gpu"])
+def test_outlier_keys_draw_keeps_q_at_unit_scale_and_some_kv_heads_plain(small):
+    import random
+
+    from kernels.extend_attention.cases import (
+        KEY_OUTLIER_SCALES,
+        KEY_OUTLIERS,
+        VALUE_OUTLIER_SCALES,
+        outlier_keys_case,
+    )
+
+    rng = random.Random(3)
+    for _ in range(20):
+        p = outlier_keys_case(rng, small).params
+        assert p["dtype"] == ("float16" if small else "bfloat16") and p["q_scale"] == 1.0
+        assert p["logit_cap"] == 0.0 and p["sliding_window"] == -1 and not p["custom_mask"] and p["is_causal"]
+        assert KEY_OUTLIERS[0] <= p["key_outliers"] <= KEY_OUTLIERS[1]
+        assert KEY_OUTLIER_SCALES[0] <= p["key_outlier_scale"] <= KEY_OUTLIER_SCALES[1]
+        assert VALUE_OUTLIER_SCALES[0] <= p["value_outlier_scale"] <= VALUE_OUTLIER_SCALES[1]
+        assert 1 <= p["outlier_heads"] < p["num_kv_heads"] or p["num_kv_heads"] == p["outlier_heads"] == 1
+        assert p["prefix_lens"][0] >= (16 if small else 256) and len(p["extend_lens"]) in (2, 3)
