@@ -125,7 +125,7 @@ def test_outlier_case_scales_chosen_key_and_value_rows_in_some_heads_only():
     assert not key_positions & set(positions)
 
 
-@pytest.mark.parametrize("small", [True, False], ids=["interpreter", "gpu"])
+@pytest.mark.parametrize("small", [True, False], ids=["interpreter-plan", "device-plan"])
 def test_outlier_keys_draw_keeps_q_at_unit_scale_and_some_kv_heads_plain(small):
     import random
 
