@@ -14,7 +14,8 @@ Sets (``--set``, repeatable; default ``corpus`` and ``dev``):
 - ``heldout7``: the seventh held-out set, ``tests/data/datasheets_heldout_v7/*/`` (written blind, as ``heldout3``);
 - ``heldout8``: the eighth held-out set, ``tests/data/datasheets_heldout_v8/*/`` (written blind, as ``heldout3``);
 - ``heldout9``: the ninth held-out set, ``tests/data/datasheets_heldout_v9/*/`` (written blind, as ``heldout3``);
-- ``heldout10``: the tenth held-out set, ``tests/data/datasheets_heldout_v10/*/`` (written blind, as ``heldout3``).
+- ``heldout10``: the tenth held-out set, ``tests/data/datasheets_heldout_v10/*/`` (written blind, as ``heldout3``);
+- ``heldout11``: the eleventh held-out set, ``tests/data/datasheets_heldout_v11/*/`` (written blind, as ``heldout3``).
 
 For each chip the documents go through `ingest.profile_sources.document_chunks` (the onboarding loaders and
 chunker) and `ingest.profile_extract.extract_profile_with_report`; with ``--pdf`` each datasheet written in
@@ -32,7 +33,7 @@ are listed as "not in schema" and left out of the scores.
 
 Usage::
 
-    python scripts/eval_profiles.py [--set corpus|dev|heldout|heldout2|...|heldout10 ...] [--pdf]
+    python scripts/eval_profiles.py [--set corpus|dev|heldout|heldout2|...|heldout11 ...] [--pdf]
         [--corpus DIR] [--json OUT.json] [--benchmarks BENCHMARKS.md] [--check]
 
 ``--check`` exits 1 unless every set scored meets the bar: stated >= 90 %, every not_stated field null, every
@@ -79,6 +80,7 @@ DATASHEET_SETS = {
     "heldout8": _REPO / "tests" / "data" / "datasheets_heldout_v8",
     "heldout9": _REPO / "tests" / "data" / "datasheets_heldout_v9",
     "heldout10": _REPO / "tests" / "data" / "datasheets_heldout_v10",
+    "heldout11": _REPO / "tests" / "data" / "datasheets_heldout_v11",
 }
 #: truth field -> (profile field, factor from the profile unit to the truth unit)
 SCALAR_MAP = {
@@ -370,7 +372,8 @@ _TITLES = {"corpus": "Shared corpus (real documents: Wormhole n150, MI300X)",
            "heldout7": "Held-out datasheets v7 (5 fictional chips, written blind)",
            "heldout8": "Held-out datasheets v8 (5 fictional chips, written blind)",
            "heldout9": "Held-out datasheets v9 (5 fictional chips, written blind)",
-           "heldout10": "Held-out datasheets v10 (5 fictional chips, written blind)"}
+           "heldout10": "Held-out datasheets v10 (5 fictional chips, written blind)",
+           "heldout11": "Held-out datasheets v11 (5 fictional chips, written blind)"}
 
 
 def main(argv: list[str] | None = None) -> int:
