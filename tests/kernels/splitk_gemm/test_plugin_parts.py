@@ -19,7 +19,7 @@ from kernels.splitk_gemm.dispatch import call_class
 from kernels.splitk_gemm.family import plan_launch
 from kernels.splitk_gemm.space import FAMILY
 from kernels.splitk_gemm.spec import KNOBS, TASK, make_inputs
-from kernels.splitk_gemm.tuned import choose_config
+from kernels.splitk_gemm.tuned import choose_config, dot_config, gemv_config
 from kernels.splitk_gemm.variables import FUNCTIONS, VARIABLES, bind, case_values
 from knowledge.formula import BUILTINS, SPECIAL_FUNCTIONS, parse
 from knowledge.variables import DIAGNOSIS_VARIABLES, PROFILE_VARIABLES, profile_variables
@@ -173,13 +173,19 @@ def _evaluate(case, profile) -> dict:
 @pytest.mark.parametrize("chip", CHIPS, ids=list(CHIPS))
 @pytest.mark.parametrize("case", TASK.bench_cases, ids=lambda c: c.id)
 def test_catalog_rules_give_the_tuned_configuration(case, chip):
+    """The tile rules give the tuned entry point's tensor-core tiles (what it runs at M > gemv_offer_rows); at
+    fewer rows it runs the GEMV mode, which the catalog offers exactly there."""
     profile = CHIPS[chip]
     env = _evaluate(case, profile)
     p = case.params
-    tuned = choose_config(ChipLimits.from_profile(profile), p["m"], p["n"], p["k"], torch.bfloat16)
+    limits = ChipLimits.from_profile(profile)
+    tiles = dot_config(limits, p["m"], p["n"], p["k"], torch.bfloat16)
     assert (env["block_m"], env["block_k"], env["num_stages"], env["num_warps"]) == (
-        tuned.block_m, tuned.block_k, tuned.num_stages, tuned.num_warps)
-    assert env["split_k_tuned"] == tuned.split_k and env["stream_k"] == tuned.stream_k and env["tiles_fit"]
+        tiles.block_m, tiles.block_k, tiles.num_stages, tiles.num_warps)
+    assert env["split_k_tuned"] == tiles.split_k and env["stream_k"] == tiles.stream_k and env["tiles_fit"]
+    tuned = choose_config(limits, p["m"], p["n"], p["k"], torch.bfloat16)
+    assert tuned.gemv == env["gemv_rows_fit"] == (p["m"] <= 1)
+    assert tuned == (gemv_config if tuned.gemv else dot_config)(limits, p["m"], p["n"], p["k"], torch.bfloat16)
     functions = bind(case)
     for pattern in CATALOG["patterns"]:
         for knob, formula in pattern.get("knobs", {}).items():
