@@ -5,8 +5,8 @@ The catalog's formulas (kernels/splitk_gemm/catalog.yaml) read these next to the
 variables and the compulsory ``flops``, ``bytes`` and ``intensity`` every task has. The tuned values are the tuned
 entry point's own tensor-core tile rule (`tuned.dot_config`, what `tuned.choose_config` runs at M >
 `config.GEMV_OFFER_ROWS`; at fewer rows it runs the GEMV mode, `tuned.gemv_config`) and the modeled times the
-family's own model (`schedule`), so the knowledge side budgets exactly what the kernel runs; a profile field they need that is unknown fails the formula
-(knowledge.formula's UnknownValue), never a default.
+family's own model (`schedule`), so the knowledge side budgets exactly what the kernel runs; a profile field they
+need that is unknown fails the formula (knowledge.formula's UnknownValue), never a default.
 """
 
 from __future__ import annotations

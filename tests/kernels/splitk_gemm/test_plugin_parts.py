@@ -57,6 +57,19 @@ def test_family_budgets_what_the_kernel_launches(chip):
         assert FAMILY.programs(config, features, profile) == plan.programs
 
 
+def test_gemv_footprint_is_the_launched_rows_and_the_tuned_gemv_plan_is_in_the_space():
+    """M = 1, bf16, GEMV at BLOCK_M 16 launches one row: 6 stages x (1 + 128) x 64 x 2 B = 96.75 KiB (not the
+    108 KiB of 16 rows); the one-row class's tuned rule is that plan at the space's BLOCK_M 16, split_k 0."""
+    features = FAMILY.features(TASK.case("m1-n4096-k14336"))
+    gemv = dict(block_m=16, block_n=128, block_k=64, num_warps=8, num_stages=6, gemv=True)
+    assert FAMILY.smem_kb(gemv, features) == pytest.approx(96.75)
+    assert FAMILY.smem_kb(dict(gemv, gemv=False), features) == pytest.approx(108.0)
+    assert FAMILY.fits(gemv, features, {"smem_per_block_kb": 100.0, "warp_size": 32, "max_threads_per_block": 1024})
+    rule = FAMILY.tuned_config([features], H200)
+    assert {k: rule[k] for k in (*gemv, "split_k", "fused_reduce")} == {**gemv, "split_k": 0, "fused_reduce": True}
+    assert all(rule[k] in KNOBS[k] for k in KNOBS)
+
+
 def test_programs_of_the_baseline_are_its_tiles():
     # M = 1: BLOCK_M 16, BLOCK_N 64: 4096 / 64 = 64 programs
     assert FAMILY.programs(None, FAMILY.features(TASK.case("m1-n4096-k4096")), H200) == 64
