@@ -58,7 +58,7 @@ from kernels.splitk_gemm import baseline, splitk_gemm, tuned  # noqa: E402
 from kernels.splitk_gemm.config import FamilyConfig  # noqa: E402
 from kernels.splitk_gemm.family import run_family  # noqa: E402
 from kernels.splitk_gemm.spec import TASK, bytes_moved, flops, make_inputs, reference  # noqa: E402
-from kernels.splitk_gemm.tuned import choose_config  # noqa: E402
+from kernels.splitk_gemm.tuned import choose_config, dot_config  # noqa: E402
 from kernels.task import Case  # noqa: E402
 
 #: Tiny cases of the CPU check (interpreter): odd shapes, a split, float16 and float32.
@@ -117,7 +117,8 @@ def previous_rule(limits: ChipLimits, m: int, n: int, k: int) -> FamilyConfig:
 
 def sweep_variants(case: Case, limits: ChipLimits) -> dict:
     """Variants of the tuned configuration of `case` (name -> FamilyConfig), duplicates dropped: the previous
-    rule, the other reduction modes, stream-K on or off, split counts, tile sizes and stage counts around it."""
+    rule, the other reduction modes, stream-K on or off, split counts, tile sizes and stage counts around it; where
+    the tuned configuration is the GEMV mode, the tensor-core tile rule (``dot tiles``, `tuned.dot_config`)."""
     p = case.params
     t = choose_config(limits, p["m"], p["n"], p["k"], TASK_DTYPE)
     auto = dict(split_k=0, stream_k=False)
@@ -136,6 +137,8 @@ def sweep_variants(case: Case, limits: ChipLimits) -> dict:
         "stages-1": replace(t, num_stages=max(2, t.num_stages - 1)),
         "stages+1": replace(t, num_stages=min(8, t.num_stages + 1)),
     }
+    if t.gemv:
+        variants["dot tiles"] = dot_config(limits, p["m"], p["n"], p["k"], TASK_DTYPE)
     if t.block_m > 64:
         variants["block_m=64"] = replace(t, block_m=64, num_warps=4, **auto)
     if p["m"] <= 16:

@@ -21,7 +21,7 @@ from kernels.splitk_gemm.common import DTYPES, Problem
 from kernels.splitk_gemm.config import GEMV_OFFER_ROWS, MAX_SPLIT_K, FamilyConfig
 from kernels.splitk_gemm.family import plan_launch
 from kernels.splitk_gemm.schedule import pipeline_stages
-from kernels.splitk_gemm.tuned import choose_config
+from kernels.splitk_gemm.tuned import choose_config, dot_config
 from kernels.task import Case
 
 MAX_M = 16
@@ -35,8 +35,10 @@ DEEP_TILES = ((64, 256, 4, 4), (256, 128, 8, 3), (128, 256, 8, 3))
 
 
 def variants(case: Case, limits) -> dict[str, FamilyConfig]:
-    """Name -> `FamilyConfig` of the variants timed on `case` (duplicates dropped), each derived from the tuned
-    configuration t (`tuned.choose_config`; `splits` its effective split count) or fixed tiles:
+    """Name -> `FamilyConfig` of the variants timed on `case`, each derived from the tuned configuration t
+    (`tuned.choose_config`; `splits` its effective split count; at M <= `config.GEMV_OFFER_ROWS` t is the GEMV
+    mode) or fixed tiles. A variant that launches what t or an earlier variant launches (`family.plan_launch`, the
+    explicit split count and split_k = 0 compared by the grid they launch) is dropped:
 
     - ``t atomic``: t with float32 atomics (one launch, no partial reads; the non-deterministic mode, opt-in only);
     - ``t 2x programs``: t with 2 x splits (more programs than compute units);
@@ -48,9 +50,10 @@ def variants(case: Case, limits) -> dict[str, FamilyConfig]:
       the second with evict-first weights, which reach the PTX only on such register loads (``ld.global
       .L2::cache_hint`` with an ``L2::evict_first`` policy; Triton 3.6 drops the hint on the ``cp.async`` copies of
       pipelined loads: `offline_compile` PTX of both);
-    - at M <= `config.GEMV_OFFER_ROWS`: ``gemv 128x64 w8`` (the GEMV mode's fastest tile at M = 1, BENCHMARKS.md
-      few-row sweep, stages by the family's rule) and ``gemv 128x64 w8 s1 4x evict`` (register loads, 4 x splits,
-      evict-first weights).
+    - at M <= `config.GEMV_OFFER_ROWS`: ``dot tiles`` (the tensor-core tile rule, `tuned.dot_config`, which t
+      replaced there), ``gemv 128x64 w8`` (the GEMV mode's fastest tile at M = 1, BENCHMARKS.md few-row sweep,
+      stages by the family's rule: what t launches, so dropped while the rule is t's) and ``gemv 128x64 w8 s1 4x
+      evict`` (register loads, 4 x splits, evict-first weights).
     """
     p = case.params
     prob = Problem(p["m"], p["n"], p["k"], DTYPES[p["dtype"]])
@@ -71,18 +74,27 @@ def variants(case: Case, limits) -> dict[str, FamilyConfig]:
     out["t s1 4x programs"] = registers
     out["t s1 4x programs evict"] = replace(registers, evict_weights=True)
     if prob.m <= GEMV_OFFER_ROWS:
+        out["dot tiles"] = dot_config(limits, prob.m, prob.n, prob.k, prob.dtype)
         gemv = FamilyConfig(block_m=16, block_n=128, block_k=64, num_warps=8, split_k=0, fused_reduce=True, gemv=True)
         gemv_splits = plan_launch(gemv, prob, limits).splits
         rows = replace(gemv, block_m=1)
         out["gemv 128x64 w8"] = replace(gemv, num_stages=pipeline_stages(rows, prob, limits.smem_per_block_kb))
         out["gemv 128x64 w8 s1 4x evict"] = replace(gemv, num_stages=1, evict_weights=True,
                                                     split_k=min(MAX_SPLIT_K, 4 * gemv_splits))
-    seen, unique = {t}, {}
+    seen, unique = {_launch(t, prob, limits)}, {}
     for name, cfg in out.items():
-        if cfg not in seen:
-            seen.add(cfg)
+        launch = _launch(cfg, prob, limits)
+        if launch not in seen:
+            seen.add(launch)
             unique[name] = cfg
     return unique
+
+
+def _launch(config: FamilyConfig, prob: Problem, limits):
+    """`family.plan_launch` of `config` with its config's split_k set to 0: the grid decides, not how it was asked
+    for (an explicit count and split_k = 0 that sizes the same one launch alike)."""
+    plan = plan_launch(config, prob, limits)
+    return replace(plan, config=replace(plan.config, split_k=0))
 
 
 def m16_cases(all_cases) -> list[Case]:

@@ -28,18 +28,41 @@ def test_cases_are_the_bench_cases_up_to_16_rows_priority_first():
     assert len(cases) == 10
 
 
-def test_variants_of_a_decode_case_differ_from_tuned_and_each_other():
-    case = TASK.case("m1-n4096-k14336")
+def _grid(cfg, case, limits):
+    from dataclasses import replace
+
+    from kernels.splitk_gemm.common import Problem
+    from kernels.splitk_gemm.family import plan_launch
+
+    p = case.params
+    plan = plan_launch(cfg, Problem(p["m"], p["n"], p["k"], __import__("torch").bfloat16), limits)
+    return replace(plan, config=replace(plan.config, split_k=0))
+
+
+@pytest.mark.parametrize("case_id", ["m1-n4096-k14336", "m8-n4096-k14336"])
+def test_variants_of_a_decode_case_launch_other_grids_than_tuned_and_each_other(case_id):
+    case = TASK.case(case_id)
     p = case.params
     tuned = choose_config(H200, p["m"], p["n"], p["k"], __import__("torch").bfloat16)
     found = variants(case, H200)
-    assert tuned not in found.values() and len(set(found.values())) == len(found)
+    grids = [_grid(cfg, case, H200) for cfg in found.values()]
+    assert _grid(tuned, case, H200) not in grids and len(set(grids)) == len(grids)
     assert found["t atomic"].atomic and found["t stream-k"].stream_k
-    # m1-n4096-k14336 on 132 units: t splits 4 (BENCHMARKS.md tuned plan, offline compile: 128 programs)
+    # both on 132 units: t splits 4 (M = 1: the GEMV mode, 32 tiles of 128 x 64 over 224 iterations, 128 programs;
+    # M = 8: 16 x 128 x 128 tiles, BENCHMARKS.md tuned plan, offline compile: 128 programs)
     assert found["t 2x programs"].split_k == 8 and found["t s1 4x programs"].split_k == 16
     assert found["t s1 4x programs"].num_stages == 1 and found["t s1 4x programs evict"].evict_weights
-    assert found["gemv 128x64 w8"].gemv and found["gemv 128x64 w8 s1 4x evict"].num_stages == 1
-    assert "gemv 128x64 w8" not in variants(TASK.case("m8-n4096-k14336"), H200)
+    assert found["t atomic"].gemv == tuned.gemv == (p["m"] == 1)
+
+
+def test_at_one_row_tuned_is_the_gemv_variant_and_the_tile_rule_is_timed_beside_it():
+    case = TASK.case("m1-n4096-k14336")
+    found = variants(case, H200)
+    # "gemv 128x64 w8" and its s1 4x evict twin launch what t and "t s1 4x programs evict" launch: dropped
+    assert "gemv 128x64 w8" not in found and "gemv 128x64 w8 s1 4x evict" not in found
+    tiles = found["dot tiles"]
+    assert not tiles.gemv and (tiles.block_m, tiles.block_n, tiles.block_k) == (16, 128, 128)
+    assert "dot tiles" not in variants(TASK.case("m8-n4096-k14336"), H200)
 
 
 #: Small test cases with M <= 16: odd N and K, a split, M = 1, float32.
