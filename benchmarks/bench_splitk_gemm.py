@@ -20,6 +20,15 @@ Markdown tables; exit status 1 when an output of baseline, tuned, cuBLAS or a ca
 
 ``--few-rows``: M in {1, 2, 4} on every bench layer, cuBLAS, tuned and the GEMV-mode variants side by side
 with their fraction of the spec (and measured) bandwidth (benchmarks/splitk_few_rows.py).
+
+    python benchmarks/bench_splitk_gemm.py --m16 --out $OUT/m16.json [--budget-s 150] [--cases ID,...]
+
+``--m16``: the bench cases with M <= 16, cuBLAS, tuned and the streaming-read variants (benchmarks/splitk_m16.py),
+each checked, then timed after a dirty and after a clean L2 flush.
+
+``--clean-l2``: every timed call starts on an L2 of clean lines (the flush's write, then a read of a second buffer;
+`kernels.timing.bench` ``clean_l2``), so the call does not pay the write-back of the flush's dirty lines, up to one
+L2 of extra traffic that weighs most on short weight-streaming calls (BENCHMARKS.md, Split-K GEMM, M <= 16 sweep).
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ import torch  # noqa: E402
 
 from benchmarks._util import environment, write_json  # noqa: E402
 from benchmarks.splitk_few_rows import GEMV_VARIANTS, few_rows_markdown, run_few_rows, variant_config  # noqa: E402
+from benchmarks.splitk_m16 import m16_markdown, run_m16  # noqa: E402
 from hardware_profiles import load_profile  # noqa: E402
 from kernels.chip import ChipLimits  # noqa: E402
 from kernels.launch import current_device_and_stream  # noqa: E402
@@ -48,7 +58,7 @@ from kernels.splitk_gemm import baseline, splitk_gemm, tuned  # noqa: E402
 from kernels.splitk_gemm.config import FamilyConfig  # noqa: E402
 from kernels.splitk_gemm.family import run_family  # noqa: E402
 from kernels.splitk_gemm.spec import TASK, bytes_moved, flops, make_inputs, reference  # noqa: E402
-from kernels.splitk_gemm.tuned import choose_config  # noqa: E402
+from kernels.splitk_gemm.tuned import choose_config, dot_config  # noqa: E402
 from kernels.task import Case  # noqa: E402
 
 #: Tiny cases of the CPU check (interpreter): odd shapes, a split, float16 and float32.
@@ -107,7 +117,8 @@ def previous_rule(limits: ChipLimits, m: int, n: int, k: int) -> FamilyConfig:
 
 def sweep_variants(case: Case, limits: ChipLimits) -> dict:
     """Variants of the tuned configuration of `case` (name -> FamilyConfig), duplicates dropped: the previous
-    rule, the other reduction modes, stream-K on or off, split counts, tile sizes and stage counts around it."""
+    rule, the other reduction modes, stream-K on or off, split counts, tile sizes and stage counts around it; where
+    the tuned configuration is the GEMV mode, the tensor-core tile rule (``dot tiles``, `tuned.dot_config`)."""
     p = case.params
     t = choose_config(limits, p["m"], p["n"], p["k"], TASK_DTYPE)
     auto = dict(split_k=0, stream_k=False)
@@ -126,6 +137,8 @@ def sweep_variants(case: Case, limits: ChipLimits) -> dict:
         "stages-1": replace(t, num_stages=max(2, t.num_stages - 1)),
         "stages+1": replace(t, num_stages=min(8, t.num_stages + 1)),
     }
+    if t.gemv:
+        variants["dot tiles"] = dot_config(limits, p["m"], p["n"], p["k"], TASK_DTYPE)
     if t.block_m > 64:
         variants["block_m=64"] = replace(t, block_m=64, num_warps=4, **auto)
     if p["m"] <= 16:
@@ -190,14 +203,15 @@ def roofline(case: Case, time_us: float, peak_flops: float, peak_bytes: float) -
             "gbps": b / time_us / 1e3}
 
 
-def time_provider(name: str, fn, sets: list, case: Case, expected, peaks, reps: int) -> dict:
-    """Check then time one provider on one case; a failure is recorded in the row, not raised."""
+def time_provider(name: str, fn, sets: list, case: Case, expected, peaks, reps: int, clean_l2: bool = False) -> dict:
+    """Check then time one provider on one case (after a clean L2 flush with `clean_l2`); a failure is recorded in
+    the row, not raised."""
     from kernels.timing import bench
 
     row = {"case": case.id, "provider": name}
     try:
         row["ok"], row["max_err"] = check_output(fn, sets[0], expected)
-        t = bench(fn, sets, reps=reps, warmup=3)
+        t = bench(fn, sets, reps=reps, warmup=3, clean_l2=clean_l2)
         row.update(time_us=t.median_us, p25_us=t.p25_us, p75_us=t.p75_us, wall_us=t.wall_median_us,
                    host_us=host_time_us(fn, sets[0]))
         row.update(roofline(case, t.median_us, *peaks))
@@ -207,20 +221,21 @@ def time_provider(name: str, fn, sets: list, case: Case, expected, peaks, reps: 
 
 
 def bench_case(case: Case, limits: ChipLimits, peaks, reps: int, sweep: bool,
-               candidates: dict | None = None) -> list[dict]:
+               candidates: dict | None = None, clean_l2: bool = False) -> list[dict]:
     """Rows of the three providers, the `candidates` (name -> entry point; provider ``candidate:<name>``) and the
-    sweep's variants on one case."""
+    sweep's variants on one case, each timed after a clean L2 flush with `clean_l2`."""
     sets = [make_inputs(case, 1000 + i, "cuda") for i in range(2)]
     expected = reference(sets[0])["c"]
-    rows = [time_provider(name, fn, sets, case, expected, peaks, reps) for name, fn in providers(limits).items()]
-    rows += [time_provider(f"candidate:{name}", fn, sets, case, expected, peaks, reps)
+    rows = [time_provider(name, fn, sets, case, expected, peaks, reps, clean_l2)
+            for name, fn in providers(limits).items()]
+    rows += [time_provider(f"candidate:{name}", fn, sets, case, expected, peaks, reps, clean_l2)
              for name, fn in (candidates or {}).items()]
     rows[1]["config"] = choose_config(limits, *(case.params[x] for x in "mnk"), TASK_DTYPE).to_dict()
     rows[1]["host_launcher_us"] = launcher_host_us(sets[0], limits)
     if sweep:
         for name, cfg in sweep_variants(case, limits).items():
             fn = (lambda a, b, c, _cfg=cfg: run_family(_cfg, a, b, c, limits=limits))
-            row = time_provider("variant:" + name, fn, sets, case, expected, peaks, reps)
+            row = time_provider("variant:" + name, fn, sets, case, expected, peaks, reps, clean_l2)
             rows.append({**row, "config": cfg.to_dict()})
     del sets, expected
     torch.cuda.empty_cache()
@@ -356,7 +371,12 @@ def main() -> int:
     ap.add_argument("--sweep", action="store_true", help="also time variants of the tuned configuration")
     ap.add_argument("--few-rows", action="store_true",
                     help="M 1, 2, 4 on every bench layer: cuBLAS, tuned and the GEMV-mode variants (splitk_few_rows)")
-    ap.add_argument("--budget-s", type=float, default=135.0, help="--few-rows: start no case after this many seconds")
+    ap.add_argument("--m16", action="store_true",
+                    help="M <= 16 bench cases: cuBLAS, tuned and the streaming-read variants, dirty and clean L2")
+    ap.add_argument("--budget-s", type=float, default=135.0,
+                    help="--few-rows, --m16: start no case after this many seconds")
+    ap.add_argument("--clean-l2", action="store_true",
+                    help="time each call after a write-then-read L2 flush (no dirty-line write-back in the call)")
     ap.add_argument("--check", action="store_true", help="CPU-capable correctness check at tiny shapes, no timing")
     ap.add_argument("--candidate", action="append", default=[], metavar="NAME=FILE",
                     help="also time a candidate file's splitk_gemm as provider candidate:NAME (repeatable)")
@@ -374,13 +394,16 @@ def main() -> int:
     peaks = (profile.peak_flops("bf16"), profile.peak_bytes_per_s())
     if args.few_rows:
         return few_rows_main(args, profile, limits, peaks)
+    if args.m16:
+        return m16_main(args, limits, peaks)
     cases = [TASK.case(c) for c in args.cases.split(",")] if args.cases else list(TASK.bench_cases)
     rows, t0 = [], time.time()
     for case in cases:
-        rows += bench_case(case, limits, peaks, args.reps, args.sweep, candidates)
+        rows += bench_case(case, limits, peaks, args.reps, args.sweep, candidates, args.clean_l2)
         print(f"benched {case.id} at {time.time() - t0:.0f}s", flush=True)
         write_json(args.out, {"env": environment(), "chip": args.chip, "limits": limits.__dict__,
-                              "peaks_flops_bytes": peaks, "rows": rows})
+                              "l2_flush": "clean" if args.clean_l2 else "dirty", "peaks_flops_bytes": peaks,
+                              "rows": rows})
     table = markdown(rows, cases)
     if candidates:
         table += "\n\n" + candidate_markdown(rows, cases)
@@ -411,6 +434,28 @@ def few_rows_main(args, profile, limits: ChipLimits, peaks: tuple[float, float])
     timed = len({r["case"] for r in rows})
     print(f"PASS: {len(rows)} outputs within tolerance on {timed} of {len(cases)} cases" if not bad
           else f"FAIL: {len(bad)} of {len(rows)} rows")
+    return 1 if bad else 0
+
+
+def m16_main(args, limits: ChipLimits, peaks: tuple[float, float]) -> int:
+    """``--m16``: run `splitk_m16.run_m16` (on ``--cases`` if given), writing JSON (and .md) to ``--out`` after every
+    case, print the table and one PASS/FAIL line on the checked outputs; exit status 1 on a wrong output."""
+    cases = [TASK.case(c) for c in args.cases.split(",")] if args.cases else list(TASK.bench_cases)
+
+    def save(rows: list[dict]) -> str:
+        table = m16_markdown(rows)
+        write_json(args.out, {"env": environment(), "chip": args.chip, "mode": "m16", "limits": limits.__dict__,
+                              "peaks_flops_bytes": peaks, "rows": rows})
+        Path(args.out).with_suffix(".md").write_text(table + "\n")
+        return table
+
+    rows, _ = run_m16(cases, limits, peaks, args.reps, args.budget_s, run_family, cublas,
+                      lambda a, b, c: splitk_gemm(a, b, c, limits=limits), check_output, progress=save)
+    print(save(rows))
+    bad = [r for r in rows if "ok" in r and not r["ok"] or "error" in r]
+    for r in bad:
+        print(f"FAIL {r['case']} {r['provider']}: {r.get('error', 'output out of tolerance')}")
+    print(f"PASS: {len(rows)} rows, checked outputs within tolerance" if not bad else f"FAIL: {len(bad)} rows")
     return 1 if bad else 0
 
 

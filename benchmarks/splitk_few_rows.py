@@ -1,7 +1,8 @@
 """Few-row split-K GEMM on the GPU: the GEMV mode's variants, the tuned entry point and cuBLAS side by side.
 
 For M in `FEW_ROWS_M` on every N x K layer of the bench (`kernels.splitk_gemm.cases.BENCH_GRID`), bf16: the median
-GPU time of cuBLAS (``torch.matmul``), of the tuned entry point (``tl.dot`` tiles) and of each `GEMV_VARIANTS`
+GPU time of cuBLAS (``torch.matmul``), of the tuned entry point (the GEMV mode at M <= `config.GEMV_OFFER_ROWS`,
+``tl.dot`` tiles at more rows) and of each `GEMV_VARIANTS`
 configuration (``FamilyConfig.gemv``: vector-unit product, split by the family's rule), each output checked against
 the float64 reference first, with its bandwidth fraction: compulsory bytes / time / the profile's spec bandwidth
 (and / its measured bandwidth where the profile holds one). A time budget (``--budget-s``) ends the sweep early,

@@ -83,17 +83,29 @@ class _GpuDelay:
 
 
 class _L2Flusher:
-    """Holds one large buffer per device and overwrites it to evict L2 before each timed call."""
+    """Holds one large buffer per device and overwrites it to evict L2 before each timed call; with `clean`, then
+    reads a second buffer of the same size, so the L2 is left holding clean lines.
 
-    _buffers: dict[torch.device, torch.Tensor] = {}
+    A write flush leaves the L2 full of dirty lines of the flush buffer (the L2 is write-back): the timed call's
+    first L2-sized share of misses then also writes those lines back to device memory, up to the L2's size of
+    extra traffic inside the timed region. The read after the write pays that write-back before the timed region.
+    """
+
+    _buffers: dict[tuple[torch.device, str], torch.Tensor] = {}
 
     @classmethod
-    def flush(cls, device: torch.device) -> None:
-        buf = cls._buffers.get(device)
+    def _buffer(cls, device: torch.device, role: str) -> torch.Tensor:
+        buf = cls._buffers.get((device, role))
         if buf is None:
-            buf = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
-            cls._buffers[device] = buf
-        buf.fill_(0x5A5A)
+            buf = torch.zeros(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
+            cls._buffers[(device, role)] = buf
+        return buf
+
+    @classmethod
+    def flush(cls, device: torch.device, clean: bool = False) -> None:
+        cls._buffer(device, "write").fill_(0x5A5A)
+        if clean:
+            cls._buffer(device, "read").sum()
 
 
 def bench(
@@ -103,6 +115,7 @@ def bench(
     warmup: int = 3,
     flush_l2: bool = True,
     cover_us: float = HOST_COVER_US,
+    clean_l2: bool = False,
 ) -> Timing:
     """Median per-call GPU time of ``fn(**arg_sets[i % len(arg_sets)])``.
 
@@ -114,6 +127,8 @@ def bench(
         flush_l2: write `L2_FLUSH_BYTES` before each timed call.
         cover_us: GPU-side delay before each call's start event that hides host launch work (`HOST_COVER_US`);
             0 times the call from an idle GPU, host launch work included.
+        clean_l2: after the flush's write, read a second `L2_FLUSH_BYTES` buffer, so the call starts on an L2 of
+            clean lines and does not pay the write-back of the flush's dirty lines (`_L2Flusher`).
 
     Returns:
         `Timing` in microseconds; wall-clock figures exclude the delay (its event-timed duration is subtracted).
@@ -133,7 +148,7 @@ def bench(
     samples, walls = [], []
     for i in range(reps):
         args = arg_sets[i % len(arg_sets)]
-        event_us, wall_us, _ = time_one_call(lambda _a=args: fn(**_a), device, flush_l2, cover_us)
+        event_us, wall_us, _ = time_one_call(lambda _a=args: fn(**_a), device, flush_l2, cover_us, clean_l2)
         samples.append(event_us)
         walls.append(wall_us)
     q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [samples[0]] * 3
@@ -146,16 +161,18 @@ def bench(
 
 def time_one_call(
     call: Callable[[], Any], device: torch.device, flush_l2: bool = True, cover_us: float = HOST_COVER_US,
+    clean_l2: bool = False,
 ) -> tuple[float, float, float]:
     """(event_us, wall_us, cover_us) of one call: the building block of `bench` and of the verifier's timing loop.
 
     Order on the current stream: L2 flush, device-wide synchronize, host clock starts, delay event, GPU-side delay
     of `cover_us`, start event, the call, end event, device-wide synchronize, host clock stops. `event_us` is
     start->end; `cover_us` the delay's own event-timed duration; `wall_us` the host clock minus `cover_us`, so work
-    the events cannot see (another stream, another thread) still shows as wall time above event time.
+    the events cannot see (another stream, another thread) still shows as wall time above event time. `clean_l2`:
+    the flush ends with a read that leaves clean lines in L2 (`_L2Flusher`).
     """
     if flush_l2:
-        _L2Flusher.flush(device)
+        _L2Flusher.flush(device, clean_l2)
     pre, start, end = (torch.cuda.Event(enable_timing=True) for _ in range(3))
     torch.cuda.synchronize(device)
     t0 = time.perf_counter()
@@ -176,9 +193,10 @@ def prepare_delay(device: torch.device) -> None:
     _GpuDelay.rate(device)
 
 
-def flush_l2(device: torch.device) -> None:
-    """Evict L2 by writing `L2_FLUSH_BYTES` on `device` (enqueued on the current stream; no synchronize)."""
-    _L2Flusher.flush(device)
+def flush_l2(device: torch.device, clean: bool = False) -> None:
+    """Evict L2 by writing `L2_FLUSH_BYTES` on `device` (enqueued on the current stream; no synchronize); `clean`:
+    then read as many bytes of another buffer, leaving clean lines in L2 (`_L2Flusher`)."""
+    _L2Flusher.flush(device, clean)
 
 
 def device_of(args: dict[str, Any]) -> torch.device:

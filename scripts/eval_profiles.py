@@ -15,6 +15,7 @@ Sets (``--set``, repeatable; default ``corpus`` and ``dev``):
 - ``heldout8``: the eighth held-out set, ``tests/data/datasheets_heldout_v8/*/`` (written blind, as ``heldout3``);
 - ``heldout9``: the ninth held-out set, ``tests/data/datasheets_heldout_v9/*/`` (written blind, as ``heldout3``);
 - ``heldout10``: the tenth held-out set, ``tests/data/datasheets_heldout_v10/*/`` (written blind, as ``heldout3``);
+- ``heldout11``: the eleventh held-out set, ``tests/data/datasheets_heldout_v11/*/`` (written blind, as ``heldout3``);
 - ``dev12``: development datasheets in other vocabularies and layouts, ``tests/data/datasheets_dev_v12/*/`` (a
   glossary table of terms, a JSON device descriptor, prose with per-sub-unit limits);
 - ``heldout12``: the one datasheet held out of the ``dev12`` development, ``tests/data/datasheets_heldout_v12/*/``
@@ -36,7 +37,7 @@ are listed as "not in schema" and left out of the scores.
 
 Usage::
 
-    python scripts/eval_profiles.py [--set corpus|dev|heldout|heldout2|...|heldout10|dev12|heldout12 ...] [--pdf]
+    python scripts/eval_profiles.py [--set corpus|dev|heldout|heldout2|...|heldout11|dev12|heldout12 ...] [--pdf]
         [--corpus DIR] [--json OUT.json] [--benchmarks BENCHMARKS.md] [--check]
 
 ``--check`` exits 1 unless every set scored meets the bar: stated >= 90 %, every not_stated field null, every
@@ -83,6 +84,7 @@ DATASHEET_SETS = {
     "heldout8": _REPO / "tests" / "data" / "datasheets_heldout_v8",
     "heldout9": _REPO / "tests" / "data" / "datasheets_heldout_v9",
     "heldout10": _REPO / "tests" / "data" / "datasheets_heldout_v10",
+    "heldout11": _REPO / "tests" / "data" / "datasheets_heldout_v11",
     "dev12": _REPO / "tests" / "data" / "datasheets_dev_v12",
     "heldout12": _REPO / "tests" / "data" / "datasheets_heldout_v12",
 }
@@ -377,6 +379,7 @@ _TITLES = {"corpus": "Shared corpus (real documents: Wormhole n150, MI300X)",
            "heldout8": "Held-out datasheets v8 (5 fictional chips, written blind)",
            "heldout9": "Held-out datasheets v9 (5 fictional chips, written blind)",
            "heldout10": "Held-out datasheets v10 (5 fictional chips, written blind)",
+           "heldout11": "Held-out datasheets v11 (5 fictional chips, written blind)",
            "dev12": "Development datasheets v12 (3 fictional chips: a term table, a JSON descriptor, prose)",
            "heldout12": "Held-out datasheet v12 (1 fictional chip, French/English, scored last)"}
 

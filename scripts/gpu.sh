@@ -181,6 +181,14 @@ suite_splitk_gemv() {  # split-K GEMM at M 1, 2, 4 on the 6 bench layers (~70 s;
     --out "$OUT/splitk-gemv.json" "$@"
 }
 
+suite_splitk_m16() {  # split-K GEMM at M <= 16 on the 10 bench cases (limit 200; needs .whl): cuBLAS, tuned, a read of B
+  # and ~10 streaming-read variants (evict-first weights, atomics, 2x programs, stream-K, deep pipelines, GEMV at M 1),
+  # each checked, then median us, % of floor and ratio to cuBLAS after a dirty and after a clean L2 flush; JSON and .md
+  # rewritten after every case, so a run cut by its limit keeps the cases it finished
+  python3 benchmarks/bench_splitk_gemm.py --chip h200 --m16 --reps 15 --budget-s 130 \
+    --out "$OUT/splitk-m16.json" "$@"
+}
+
 suite_splitk_verifier_tests() {  # the verifier on split-K GEMM on a GPU (~2-3 min, limit 300): baseline and tuned pass
   # (rounding bound of bf16 outputs), ptr_cache / side_stream / scratch_nan_gate fail, free-memory poison follows the
   # trial's prefill

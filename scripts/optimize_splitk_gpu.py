@@ -14,8 +14,10 @@
    ``extend-findings`` (the store seeded with the extend-attention findings of the H200 optimize run,
    benchmarks/data/h200_findings.json, then retrieval). An arm still running at its hard limit is killed (its
    state is saved after every step) and its report written by ``chiplore report``.
-3. One process of benchmarks/bench_splitk_gemm.py on the same cases: baseline, tuned, cuBLAS
-   (``torch.matmul(a, b.T, out=c)``) and each arm's best kernel (its report's ``splitk_gemm_best_v*.py``).
+3. Two processes of benchmarks/bench_splitk_gemm.py on the same cases: baseline, tuned, cuBLAS
+   (``torch.matmul(a, b.T, out=c)``) and each arm's best kernel (its report's ``splitk_gemm_best_v*.py``), timed
+   after the usual L2 flush (a write: the call pays the write-back of its dirty lines) and then after a clean one
+   (``--clean-l2``: the write, then a read of a second buffer), each with its own PASS/FAIL lines.
 
 Writes OUT/results.json and OUT/results.md (per arm: evaluations, accepted, final geomean over the baseline as the
 run timed it, evaluations to 95 % of the best arm's geomean, and from the bench: geomean over the baseline and over
@@ -50,13 +52,15 @@ from optimize_gpu import cli, env_for, environment, run_logged  # noqa: E402
 TASK = "splitk_gemm"
 #: (arm, extra optimize arguments, seed the store with the extend-attention findings)
 ARMS = (("empty", [], False), ("no-retrieval", ["--no-retrieval"], False), ("extend-findings", [], True))
+#: The bench's L2 flushes: (label, extra bench arguments, suffix of its JSON, log and result keys).
+FLUSHES = (("dirty L2 flush", [], ""), ("clean L2 flush", ["--clean-l2"], "_clean"))
 #: One bench case per M of the issue (1, 8, 16, 32, 64, 128), over the layers' N x K.
 DEFAULT_CASES = ("m1-n4096-k14336,m8-n4096-k14336,m16-n14336-k4096,m32-n8192-k28672,m64-n1408-k2048,"
                  "m128-n28672-k8192")
 EXTEND_FINDINGS = ROOT / "benchmarks" / "data" / "h200_findings.json"
 #: Seconds kept for the bench process at the end, and granted past an arm's budget (its verification in progress
 #: and its report finish).
-BENCH_RESERVE_S = 30.0
+BENCH_RESERVE_S = 60.0
 GRACE_S = 25.0
 CUBLAS_GEOMEAN_TARGET = 0.9
 FASTER_THAN_CUBLAS_MAX_M = 16
@@ -121,20 +125,23 @@ def best_file(run: Path) -> Path | None:
     return next(iter(sorted((run / "report").glob(f"{TASK}_best_v*.py"))), None)
 
 
-def run_bench(best: dict[str, Path], args: argparse.Namespace, out: Path, timeout_s: float) -> tuple[int, list[dict]]:
-    """The bench process (killed after `timeout_s`: exit status 124): exit status and rows (bench_splitk_gemm's
-    JSON)."""
-    cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_splitk_gemm.py"), "--out", str(out / "bench.json")]
+def run_bench(best: dict[str, Path], args: argparse.Namespace, out: Path, timeout_s: float,
+              flush_args: list[str], suffix: str) -> tuple[int, list[dict]]:
+    """One bench process with `flush_args` (killed after `timeout_s`: exit status 124), writing
+    OUT/bench<suffix>.json: exit status and rows (bench_splitk_gemm's JSON)."""
+    path = out / f"bench{suffix}.json"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_splitk_gemm.py"), "--out", str(path)]
     cmd += ["--check"] if args.cpu_dry_run else ["--chip", "h200", "--reps", str(args.reps),
-                                                 "--cases", args.bench_cases or args.cases or DEFAULT_CASES]
-    for name, path in best.items():
-        cmd += ["--candidate", f"{name}={path}"]
+                                                 "--cases", args.bench_cases or args.cases or DEFAULT_CASES,
+                                                 *flush_args]
+    for name, file in best.items():
+        cmd += ["--candidate", f"{name}={file}"]
     try:
-        rc = run_logged(cmd, env_for(out, None), out / "logs" / "bench.log", timeout=timeout_s)
+        rc = run_logged(cmd, env_for(out, None), out / "logs" / f"bench{suffix}.log", timeout=timeout_s)
     except subprocess.TimeoutExpired:
         rc = 124
     try:
-        return rc, json.loads((out / "bench.json").read_text())["rows"]
+        return rc, json.loads(path.read_text())["rows"]
     except (OSError, json.JSONDecodeError, KeyError):
         return rc, []
 
@@ -179,30 +186,42 @@ def markdown(result: dict) -> str:
              f"seeded in arm extend-findings: {result['seeded']}.", "",
              "| arm | evaluations | accepted | failed verification | final geomean over baseline (run) | "
              "evaluations to 95 % of the best | bench: over baseline | bench: over cuBLAS | faster than cuBLAS, "
-             "M <= 16 | wall s |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "M <= 16 | clean L2: over cuBLAS | clean L2: faster, M <= 16 | wall s |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, arm in result["arms"].items():
-        r, b = arm.get("run") or {}, arm.get("bench") or {}
-        small = b.get("small_m_cases", [])
+        r, b, c = arm.get("run") or {}, arm.get("bench") or {}, arm.get("bench_clean") or {}
         lines.append(f"| {name} | {r.get('evaluations', '-')} | {r.get('accepted', '-')} | {r.get('failed', '-')} | "
                      f"{_x(r.get('final_geomean'))} | {r.get('evals_to_95pct_best') or 'not reached'} | "
-                     f"{_x(b.get('geomean_vs_baseline'))} | {_x(b.get('geomean_vs_cublas'))} | "
-                     f"{len(b.get('faster_than_cublas_small_m', []))} of {len(small)} | {arm['wall_s']:.0f} |")
-    lines += ["", f"Best geomean of any arm (as the runs timed it): {_x(result['best_geomean'])}.", "",
-              "Per case, bench process (us; ratio = other's time / this arm's best kernel's):", "",
-              "| case | baseline | cuBLAS | " + " | ".join(f"{n} (vs cuBLAS)" for n in result["arms"]) + " |",
-              "|---|---:|---:|" + "---:|" * len(result["arms"])]
-    cases = {c["case"]: c for arm in result["arms"].values() for c in (arm.get("bench") or {}).get("cases", [])}
-    for case, c in cases.items():
-        cells = []
-        for arm in result["arms"].values():
-            row = next((x for x in (arm.get("bench") or {}).get("cases", []) if x["case"] == case), {})
-            cells.append(f"{row['us']:.1f} ({_x(row['vs_cublas'])})" if row.get("us") is not None else "-")
-        base, cub = c.get("baseline_us"), c.get("cublas_us")
-        lines.append(f"| {case} | {base:.1f} | {cub:.1f} | " if base is not None and cub is not None else
-                     f"| {case} | - | - | ")
-        lines[-1] += " | ".join(cells) + " |"
+                     f"{_x(b.get('geomean_vs_baseline'))} | {_x(b.get('geomean_vs_cublas'))} | {_faster(b)} | "
+                     f"{_x(c.get('geomean_vs_cublas'))} | {_faster(c)} | {arm['wall_s']:.0f} |")
+    lines += ["", f"Best geomean of any arm (as the runs timed it): {_x(result['best_geomean'])}."]
+    for label, _, suffix in FLUSHES:
+        lines += ["", f"Per case, bench process, {label} (us; ratio = other's time / this arm's best kernel's):", "",
+                  *case_table(result["arms"], "bench" + suffix)]
     lines += ["", *result["verdicts"], ""]
     return "\n".join(lines)
+
+
+def _faster(bench: dict) -> str:
+    small = bench.get("small_m_cases")
+    return f"{len(bench.get('faster_than_cublas_small_m', []))} of {len(small)}" if small else "-"
+
+
+def case_table(arms: dict[str, dict], key: str) -> list[str]:
+    """Markdown rows: per case the baseline's and cuBLAS's us and each arm's best kernel's (vs cuBLAS), from the
+    bench numbers under ``arm[key]``."""
+    lines = ["| case | baseline | cuBLAS | " + " | ".join(f"{n} (vs cuBLAS)" for n in arms) + " |",
+             "|---|---:|---:|" + "---:|" * len(arms)]
+    cases = {c["case"]: c for arm in arms.values() for c in (arm.get(key) or {}).get("cases", [])}
+    for case, c in cases.items():
+        cells = []
+        for arm in arms.values():
+            row = next((x for x in (arm.get(key) or {}).get("cases", []) if x["case"] == case), {})
+            cells.append(f"{row['us']:.1f} ({_x(row['vs_cublas'])})" if row.get("us") is not None else "-")
+        base, cub = c.get("baseline_us"), c.get("cublas_us")
+        head = f"| {case} | {base:.1f} | {cub:.1f} | " if base is not None and cub is not None else f"| {case} | - | - | "
+        lines.append(head + " | ".join(cells) + " |")
+    return lines
 
 
 def parse_args() -> argparse.Namespace:
@@ -265,25 +284,34 @@ def run_arms(args: argparse.Namespace, base: Path, scratch: Path, out: Path, dea
 
 def bench_arms(arms: dict[str, dict], args: argparse.Namespace, out: Path, timeout_s: float,
                verdicts: list[str]) -> None:
-    """The bench of every arm's best kernel; its numbers into ``arms[name]["bench"]``, PASS/FAIL into `verdicts`."""
+    """The benches of every arm's best kernel, one per L2 flush of `FLUSHES` (the CPU dry run: the first only;
+    each gets half of `timeout_s` and what the previous left); numbers into ``arms[name]["bench<suffix>"]``,
+    PASS/FAIL into `verdicts`."""
     best = {name: f for name in arms if (f := best_file(out / "runs" / name)) is not None}
-    rc, rows = run_bench(best, args, out, timeout_s)
-    failed = [f"{r['case']}/{r['provider']}" for r in rows if not r.get("ok")]
-    verdicts.append(line(rc == 0 and bool(rows) and not failed,
-                         f"bench: {len(rows)} rows, outputs within tolerance"
-                         + (f" except {', '.join(failed)}" if failed else "") + f" (exit {rc})"))
-    for name, arm in arms.items():
-        b = arm["bench"] = against(rows, name) if name in best else None
-        if args.cpu_dry_run or b is None:
-            continue
-        geo = b["geomean_vs_cublas"]
-        verdicts.append(line(geo is not None and geo >= CUBLAS_GEOMEAN_TARGET,
-                             f"arm {name}: best kernel over cuBLAS {_x(geo)} geomean (target >= "
-                             f"{CUBLAS_GEOMEAN_TARGET}x)"))
-        small, faster = b["small_m_cases"], b["faster_than_cublas_small_m"]
-        verdicts.append(line(bool(small) and len(faster) == len(small),
-                             f"arm {name}: faster than cuBLAS on {len(faster)} of {len(small)} cases with "
-                             f"M <= {FASTER_THAN_CUBLAS_MAX_M}"))
+    deadline = time.monotonic() + timeout_s
+    flushes = FLUSHES[:1] if args.cpu_dry_run else FLUSHES
+    for i, (label, flush_args, suffix) in enumerate(flushes):
+        left = deadline - time.monotonic()
+        rc, rows = run_bench(best, args, out, left / (len(flushes) - i), flush_args, suffix)
+        failed = [f"{r['case']}/{r['provider']}" for r in rows if not r.get("ok")]
+        verdicts.append(line(rc == 0 and bool(rows) and not failed,
+                             f"bench ({label}): {len(rows)} rows, outputs within tolerance"
+                             + (f" except {', '.join(failed)}" if failed else "") + f" (exit {rc})"))
+        for name, arm in arms.items():
+            b = arm["bench" + suffix] = against(rows, name) if name in best else None
+            if not args.cpu_dry_run and b is not None:
+                verdicts += target_lines(name, b, label)
+
+
+def target_lines(arm: str, bench: dict, label: str) -> list[str]:
+    """PASS/FAIL lines of issue 17's targets for one arm's bench numbers (`against`) under the flush `label`."""
+    geo, small, faster = bench["geomean_vs_cublas"], bench["small_m_cases"], bench["faster_than_cublas_small_m"]
+    return [line(geo is not None and geo >= CUBLAS_GEOMEAN_TARGET,
+                 f"arm {arm} ({label}): best kernel over cuBLAS {_x(geo)} geomean (target >= "
+                 f"{CUBLAS_GEOMEAN_TARGET}x)"),
+            line(bool(small) and len(faster) == len(small),
+                 f"arm {arm} ({label}): faster than cuBLAS on {len(faster)} of {len(small)} cases with "
+                 f"M <= {FASTER_THAN_CUBLAS_MAX_M}")]
 
 
 def main() -> None:

@@ -235,11 +235,47 @@ def many_heads_case(rng: random.Random, small: bool) -> Case:
     return Case(f"many-heads-{_suffix(base)}", params, base.seed, "many-heads")
 
 
+#: Outliers of the outlier-keys case. Trained LLMs put most of a head's attention on a few tokens whose logits stand
+#: far above the rest (attention sinks: Xiao et al. 2023, "Efficient Streaming Language Models with Attention
+#: Sinks"; massive activations: Sun et al. 2024), and a few value rows are tens of times larger than the others.
+#: Per sequence: 2-4 random key positions plus the first and last prefix key and the last extend key get their K rows
+#: scaled 30-60x (logits 30-60x the unit scale, so large in some rows and far negative in others), and one other
+#: position its V row 30-60x, in a strict subset of the KV heads where there are several. Unlike the large-logits
+#: trial, q keeps its unit scale. One V outlier per sequence: a row then sees at most one, so an honest kernel's
+#: rounding of P to the input dtype (about 2^-9 of each term in bfloat16) cannot be amplified by two large
+#: contributions cancelling, and it stays within the dtype's tolerance.
+KEY_OUTLIERS = (2, 4)
+KEY_OUTLIER_SCALES = (30.0, 60.0)
+VALUE_OUTLIER_SCALES = (30.0, 60.0)
+
+
+def outlier_keys_case(rng: random.Random, small: bool) -> Case:
+    """A causal case (no window, mask or cap) with outlier K rows and one outlier V row per sequence
+    (`KEY_OUTLIERS`, `KEY_OUTLIER_SCALES`, `VALUE_OUTLIER_SCALES`) in some KV heads, in float16 on the CPU (2 KV
+    heads, head dims 16 or 32) and bfloat16 on a GPU (the drawn head layout); 2-3 sequences of 8-24 query tokens
+    (x16 on a GPU) with prefixes of 0-40 keys (x16), the first at least 16 (x16)."""
+    base = random_case(rng, small)
+    scale = 1 if small else 16
+    batch = rng.randint(2, 3)
+    params = {**dict(base.params), "logit_cap": 0.0, "sliding_window": -1, "custom_mask": False, "is_causal": True,
+              "q_scale": 1.0, "extend_lens": [rng.randint(8, 24) * scale for _ in range(batch)],
+              "prefix_lens": [rng.randint(16, 40) * scale] + [rng.randint(0, 40) * scale for _ in range(batch - 1)],
+              "key_outliers": rng.randint(*KEY_OUTLIERS), "key_outlier_scale": rng.uniform(*KEY_OUTLIER_SCALES),
+              "value_outlier_scale": rng.uniform(*VALUE_OUTLIER_SCALES)}
+    if small:
+        head_dim = rng.choice([16, 32])
+        params.update(num_kv_heads=2, num_q_heads=2 * rng.choice([1, 2, 3]), head_dim=head_dim, head_dim_v=head_dim)
+    num_kv = int(params["num_kv_heads"])
+    params["outlier_heads"] = rng.randint(1, num_kv - 1) if num_kv > 1 else 1
+    return Case(f"outlier-keys-{_suffix(base)}", params, base.seed, "outliers")
+
+
 def hidden_cases(rng: random.Random, small: bool) -> tuple[tuple[str, Case], ...]:
-    """`TaskSpec.hidden_cases`: large logits, a long prefix, a long extend, many sequences, many heads (with their
-    trial labels); on a GPU also the long prefix in float16, the task's other low-precision dtype (the bench and
-    the other GPU draws are bfloat16), so a path taken only for float16 inputs meets a long prefix."""
-    cases = [("large logits", adversarial_case(rng, small)), ("long prefix", long_prefix_case(rng, small)),
+    """`TaskSpec.hidden_cases`: large logits, outlier keys, a long prefix, a long extend, many sequences, many heads
+    (with their trial labels); on a GPU also the long prefix in float16, the task's other low-precision dtype (the
+    bench and the other GPU draws are bfloat16), so a path taken only for float16 inputs meets a long prefix."""
+    cases = [("large logits", adversarial_case(rng, small)), ("outlier keys", outlier_keys_case(rng, small)),
+             ("long prefix", long_prefix_case(rng, small)),
              ("long extend", long_extend_case(rng, small)), ("many sequences", many_sequences_case(rng, small)),
              ("many heads", many_heads_case(rng, small))]
     if not small:

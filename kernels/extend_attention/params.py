@@ -9,6 +9,12 @@
     k_scale, v_scale: float KV-cache scales (SGLang 0.5.23: prefix logits x k_scale, prefix P.V x v_scale).
     kv_indices_tail: int entries appended to kv_indices past ΣP, naming unused (NaN-filled) cache slots, as in a
         serving engine's preallocated index buffer; a kernel must never read them.
+    key_outliers: int, key positions per sequence (prefix or extend, drawn from the seed) whose K rows are scaled by
+        key_outlier_scale, besides the first and last prefix key and the last extend key, which are always scaled
+        when key_outliers > 0 (0: off).
+    key_outlier_scale: float factor of the outlier K rows (logits that many times the usual scale).
+    value_outlier_scale: float; != 1: one more position per sequence, not an outlier key, has its V row scaled by it.
+    outlier_heads: int, how many KV heads (drawn from the seed) carry the outliers (0: all).
     dtype: default input dtype name.
 """
 
@@ -23,7 +29,8 @@ _DEFAULTS: dict[str, Any] = {
     "num_q_heads": 32, "num_kv_heads": 8, "head_dim": 128, "head_dim_v": None, "mla": False,
     "is_causal": True, "custom_mask": False, "skip_prefix_custom_mask": True, "sliding_window": -1,
     "logit_cap": 0.0, "sinks": False, "sm_scale": None, "q_scale": 1.0, "max_len_extend_slack": 0,
-    "k_scale": 1.0, "v_scale": 1.0, "kv_indices_tail": 0, "dtype": "bfloat16",
+    "k_scale": 1.0, "v_scale": 1.0, "kv_indices_tail": 0, "key_outliers": 0, "key_outlier_scale": 1.0,
+    "value_outlier_scale": 1.0, "outlier_heads": 0, "dtype": "bfloat16",
 }
 
 

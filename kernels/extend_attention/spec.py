@@ -58,6 +58,50 @@ def _custom_mask(p: Mapping[str, Any], gen: torch.Generator, device: torch.devic
     return flat, torch.tensor(offsets, dtype=torch.int64, device=device)
 
 
+def _outlier_positions(p: Mapping[str, Any], gen: torch.Generator, device: torch.device):
+    """Per sequence, the key positions (0..P+E-1, prefix first) whose K rows are outliers and the position whose V
+    row is (or None): ``key_outliers`` random positions plus the first and last prefix key and the last extend key;
+    the value position is a random position that is not an outlier key."""
+    out = []
+    for e, pre in zip(p["extend_lens"], p["prefix_lens"]):
+        n = pre + e
+        perm = torch.randperm(n, generator=gen, device=device).tolist() if n else []
+        keys = set(perm[:int(p["key_outliers"])]) if p["key_outliers"] else set()
+        if p["key_outliers"]:
+            keys |= {0, pre - 1} if pre else set()
+            keys |= {n - 1} if e else set()
+        value = next((i for i in perm if i not in keys), None) if p["value_outlier_scale"] != 1.0 else None
+        out.append((sorted(keys), value))
+    return out
+
+
+def _scale_outliers(p: Mapping[str, Any], gen: torch.Generator, t: dict[str, torch.Tensor]) -> None:
+    """Scale the outlier K and V rows (`_outlier_positions`) in place, in ``outlier_heads`` KV heads drawn from
+    `gen`; prefix positions through ``kv_indices``, extend positions in ``k_extend`` / ``v_extend``.
+
+    Raises:
+        ValueError: outliers asked for an MLA case (V is a view of K there, so K and V rows cannot differ).
+    """
+    if p["mla"]:
+        raise ValueError("key/value outliers need separate V tensors (mla=False)")
+    device = t["k_buffer"].device
+    hkv = int(p["num_kv_heads"])
+    heads = torch.randperm(hkv, generator=gen, device=device)[:int(p["outlier_heads"]) or hkv]
+    slots = t["kv_indices"].tolist()
+    rows = {"k": ([], []), "v": ([], [])}  # (cache slots, extend rows)
+    q0 = k0 = 0
+    for (keys, value), e, pre in zip(_outlier_positions(p, gen, device), p["extend_lens"], p["prefix_lens"]):
+        for which, positions in (("k", keys), ("v", [] if value is None else [value])):
+            for i in positions:
+                (rows[which][0].append(slots[k0 + i]) if i < pre else rows[which][1].append(q0 + i - pre))
+        q0, k0 = q0 + e, k0 + pre
+    for which, scale in (("k", p["key_outlier_scale"]), ("v", p["value_outlier_scale"])):
+        for name, index in ((f"{which}_buffer", rows[which][0]), (f"{which}_extend", rows[which][1])):
+            if index:
+                x, idx = t[name], torch.tensor(index, dtype=torch.int64, device=device)
+                x[idx[:, None], heads[None, :]] = (x[idx[:, None], heads[None, :]].float() * float(scale)).to(x.dtype)
+
+
 def make_inputs(case: Case, seed: int | None = None, device: str | torch.device = "cpu",
                 dtype: str | torch.dtype | None = None) -> dict[str, Any]:
     """Keyword arguments of ``extend_attention_fwd`` for `case`, deterministic in `seed`.
@@ -65,7 +109,8 @@ def make_inputs(case: Case, seed: int | None = None, device: str | torch.device 
     Values are standard normal (q times ``q_scale``); cache slots of the prefix are a random permutation of
     a pool `POOL_FACTOR` times larger than needed, and every unused slot holds NaN so that a kernel that
     reads the wrong slot fails; ``kv_indices_tail`` more entries after ΣP name unused slots. ``o_extend`` is
-    allocated and filled with NaN.
+    allocated and filled with NaN. With ``key_outliers`` / ``value_outlier_scale`` a few K rows and one V row per
+    sequence are scaled in some KV heads (`_scale_outliers`), drawn last so other cases' inputs stay as they were.
 
     Returns:
         dict with q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
@@ -109,6 +154,9 @@ def make_inputs(case: Case, seed: int | None = None, device: str | torch.device 
     if p["custom_mask"]:
         custom_mask, mask_indptr = _custom_mask(p, gen, device)
     sinks = torch.randn(hq, generator=gen, device=device) if p["sinks"] else None
+    if p["key_outliers"] or p["value_outlier_scale"] != 1.0:
+        _scale_outliers(p, gen, {"k_buffer": k_buffer, "v_buffer": v_buffer, "k_extend": k_extend,
+                                 "v_extend": v_extend, "kv_indices": kv_indices})
     return {
         "q_extend": q, "k_extend": k_extend, "v_extend": v_extend,
         "o_extend": torch.full((total_e, hq, dv), float("nan"), dtype=dt, device=device),

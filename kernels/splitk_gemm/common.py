@@ -112,13 +112,26 @@ def tile_of(tile, tiles_m, tiles_n, GROUP_M: tl.constexpr):
 
 
 @triton.jit
+def load_weights(ptrs, mask, EVICT_FIRST: tl.constexpr):
+    """Masked load of a weight tile (0 where not `mask`); `EVICT_FIRST`: with the ``evict_first`` L2 eviction
+    policy, so the once-read weight stream is the first evicted and A, partials and counters stay in L2 (PTX ISA,
+    ``ld`` eviction priority ``evict_first``: "data that is unlikely to be reused"); effective on register loads
+    only, not on the ``cp.async`` copies Triton 3.6 makes of pipelined loads (``FamilyConfig.evict_weights``)."""
+    if EVICT_FIRST:
+        return tl.load(ptrs, mask=mask, other=0.0, eviction_policy="evict_first")
+    return tl.load(ptrs, mask=mask, other=0.0)
+
+
+@triton.jit
 def mac_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, pid_m, pid_n, it_lo, it_hi,
-             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PRECISION: tl.constexpr):
+             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PRECISION: tl.constexpr,
+             EVICT_B: tl.constexpr = False):
     """float32 [BLOCK_M, BLOCK_N] sum over K-iterations [it_lo, it_hi) (columns it * BLOCK_K ...) of
     A[rows, k] @ B[cols, k]^T for the tile (pid_m, pid_n).
 
     Rows past M and columns past N are read modulo M / N (valid addresses, results discarded by the caller's
-    store mask); columns of K past K are masked to zero. Row offsets are 64-bit (N * K may pass 2**31).
+    store mask); columns of K past K are masked to zero. Row offsets are 64-bit (N * K may pass 2**31). `EVICT_B`:
+    B is loaded evict-first (`load_weights`).
     """
     rows = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
     cols = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
@@ -129,7 +142,7 @@ def mac_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, 
     for it in range(it_lo, it_hi):
         k_left = K - it * BLOCK_K
         a = tl.load(a_ptrs, mask=tl.arange(0, BLOCK_K)[None, :] < k_left, other=0.0)
-        b = tl.load(b_ptrs, mask=tl.arange(0, BLOCK_K)[:, None] < k_left, other=0.0)
+        b = load_weights(b_ptrs, tl.arange(0, BLOCK_K)[:, None] < k_left, EVICT_B)
         acc = dot(a, b, acc, PRECISION)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
@@ -144,7 +157,8 @@ _GEMV_WIDE_ACC_ELEMS = tl.constexpr(GEMV_WIDE_ACC_ELEMS)
 
 @triton.jit
 def gemv_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, pid_m, pid_n, it_lo, it_hi,
-              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr):
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
+              EVICT_B: tl.constexpr = False):
     """`mac_tile` without ``tl.dot``: float32 [BLOCK_M, BLOCK_N] sum over K-iterations [it_lo, it_hi) of
     A[rows, k] * B[cols, k], on the vector units.
 
@@ -154,7 +168,7 @@ def gemv_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk,
     BLOCK_K] for one row, [BLOCK_M, BLOCK_N, BLOCK_K] for several), summed over K once after the loop (no
     cross-thread reduction inside it); otherwise the broadcast product [BLOCK_M, BLOCK_N, BLOCK_K] summed over K
     every iteration (a larger accumulator would take more registers than a thread has). Same
-    masking and 64-bit offsets as `mac_tile`. The K loop is a ``tl.range`` of STAGES stages: Triton's software
+    masking, 64-bit offsets and `EVICT_B` as `mac_tile`. The K loop is a ``tl.range`` of STAGES stages: Triton's software
     pipeliner then stages the loads through shared memory (cp.async, STAGES - 1 tiles in flight), which it does
     on its own only for loads that feed ``tl.dot`` (a plain ``range`` keeps one tile in registers: 512 B of
     shared memory at sm_90, offline compile). Source: the structure of memory-bound matrix-vector kernels (one pass
@@ -171,7 +185,7 @@ def gemv_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk,
         for it in tl.range(it_lo, it_hi, num_stages=STAGES):
             k_ok = (tl.arange(0, BLOCK_K) < K - it * BLOCK_K)[None, :]
             a = tl.load(a_ptrs, mask=k_ok, other=0.0).to(tl.float32)
-            b = tl.load(b_ptrs, mask=k_ok, other=0.0).to(tl.float32)
+            b = load_weights(b_ptrs, k_ok, EVICT_B).to(tl.float32)
             wide += b * a
             a_ptrs += BLOCK_K * stride_ak
             b_ptrs += BLOCK_K * stride_bk
@@ -182,7 +196,7 @@ def gemv_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk,
         for it in tl.range(it_lo, it_hi, num_stages=STAGES):
             k_ok = (tl.arange(0, BLOCK_K) < K - it * BLOCK_K)[None, :]
             a = tl.load(a_ptrs, mask=k_ok, other=0.0).to(tl.float32)
-            b = tl.load(b_ptrs, mask=k_ok, other=0.0).to(tl.float32)
+            b = load_weights(b_ptrs, k_ok, EVICT_B).to(tl.float32)
             wide_rows += a[:, None, :] * b[None, :, :]
             a_ptrs += BLOCK_K * stride_ak
             b_ptrs += BLOCK_K * stride_bk
@@ -192,7 +206,7 @@ def gemv_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk,
         for it in tl.range(it_lo, it_hi, num_stages=STAGES):
             k_ok = (tl.arange(0, BLOCK_K) < K - it * BLOCK_K)[None, :]
             a = tl.load(a_ptrs, mask=k_ok, other=0.0).to(tl.float32)
-            b = tl.load(b_ptrs, mask=k_ok, other=0.0).to(tl.float32)
+            b = load_weights(b_ptrs, k_ok, EVICT_B).to(tl.float32)
             acc += tl.sum(a[:, None, :] * b[None, :, :], axis=2)
             a_ptrs += BLOCK_K * stride_ak
             b_ptrs += BLOCK_K * stride_bk
@@ -202,15 +216,15 @@ def gemv_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk,
 @triton.jit
 def tile_product(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, pid_m, pid_n, it_lo, it_hi,
                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PRECISION: tl.constexpr,
-                 GEMV: tl.constexpr, STAGES: tl.constexpr):
+                 GEMV: tl.constexpr, STAGES: tl.constexpr, EVICT_B: tl.constexpr = False):
     """`gemv_tile` (STAGES pipeline stages) when GEMV, else `mac_tile` (its stages are the launch's num_stages);
-    same arguments, same float32 [BLOCK_M, BLOCK_N] result."""
+    same arguments, same float32 [BLOCK_M, BLOCK_N] result; `EVICT_B`: weights loaded evict-first."""
     if GEMV:
         acc = gemv_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, pid_m, pid_n, it_lo,
-                        it_hi, BLOCK_M, BLOCK_N, BLOCK_K, STAGES)
+                        it_hi, BLOCK_M, BLOCK_N, BLOCK_K, STAGES, EVICT_B)
     else:
         acc = mac_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, pid_m, pid_n, it_lo,
-                       it_hi, BLOCK_M, BLOCK_N, BLOCK_K, PRECISION)
+                       it_hi, BLOCK_M, BLOCK_N, BLOCK_K, PRECISION, EVICT_B)
     return acc
 
 

@@ -36,6 +36,10 @@ class FamilyConfig:
     sum over K on the vector units (`common.gemv_tile`), for calls of a few rows where the product is a pure weight
     stream; a program then takes min(BLOCK_M, next power of two >= M, `GEMV_MAX_ROWS`) rows (`gemv_rows`), and
     BLOCK_M may be below 16 (``tl.dot``'s minimum, which the GEMV path does not need).
+    ``evict_weights`` loads the weights with the ``evict_first`` L2 policy (`common.load_weights`): B is read once,
+    so its lines go first and A, partials and counters stay in L2. The hint reaches the PTX only on loads into
+    registers (num_stages 1: ``ld.global.L2::cache_hint`` with an ``L2::evict_first`` policy); Triton 3.6 drops it
+    on the ``cp.async`` copies of pipelined loads (num_stages >= 2; `offline_compile` PTX for sm_90).
     """
 
     block_m: int = 64
@@ -49,6 +53,7 @@ class FamilyConfig:
     num_stages: int = 3
     stream_k: bool = False
     gemv: bool = False
+    evict_weights: bool = False
 
     def __post_init__(self) -> None:
         for name in ("block_m", "block_n", "block_k"):
@@ -56,7 +61,7 @@ class FamilyConfig:
             least = 1 if name == "block_m" and self.gemv is True else 16
             if not least <= value <= 256 or value & (value - 1):
                 raise ValueError(f"FamilyConfig.{name}={value} must be a power of two in [{least}, 256]")
-        for name in ("fused_reduce", "atomic", "stream_k", "gemv"):
+        for name in ("fused_reduce", "atomic", "stream_k", "gemv", "evict_weights"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"FamilyConfig.{name}={getattr(self, name)!r} must be a bool")
         if (not 0 <= self.split_k <= MAX_SPLIT_K or not 1 <= self.group_m <= 64

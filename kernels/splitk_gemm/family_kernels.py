@@ -1,7 +1,8 @@
 """Triton kernels of the split-K family: the split-K tile kernel, its reduce kernel, and the stream-K kernel.
 
 Each tile's product is `common.tile_product`: ``tl.dot`` tiles (`common.mac_tile`), or with the GEMV constexpr a
-broadcast multiply and sum over K on the vector units (`common.gemv_tile`, ``FamilyConfig.gemv``).
+broadcast multiply and sum over K on the vector units (`common.gemv_tile`, ``FamilyConfig.gemv``); with EVICT_B the
+weights are loaded evict-first (`common.load_weights`, ``FamilyConfig.evict_weights``).
 
 Reductions of the K splits of one output tile (`REDUCE`):
 - WORKSPACE: split s stores its float32 partial into ws[s, M, N]; `_reduce_kernel` then sums s = 0 .. S-1 in
@@ -101,7 +102,7 @@ def _splitk_kernel(
     stride_cn, iters_per_split,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     SPLIT_K: tl.constexpr, REDUCE: tl.constexpr, PRECISION: tl.constexpr, UNROLL: tl.constexpr,
-    GEMV: tl.constexpr, STAGES: tl.constexpr,
+    GEMV: tl.constexpr, STAGES: tl.constexpr, EVICT_B: tl.constexpr = False,
 ):
     """Program (tile, s) of grid (tiles, SPLIT_K): K-iterations [s * iters_per_split, +iters_per_split) of one tile.
 
@@ -115,7 +116,7 @@ def _splitk_kernel(
     it_lo = split * iters_per_split
     it_hi = min(it_lo + iters_per_split, tl.cdiv(K, BLOCK_K))
     acc = tile_product(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, pid_m, pid_n, it_lo,
-                       it_hi, BLOCK_M, BLOCK_N, BLOCK_K, PRECISION, GEMV, STAGES)
+                       it_hi, BLOCK_M, BLOCK_N, BLOCK_K, PRECISION, GEMV, STAGES, EVICT_B)
     if SPLIT_K == 1:
         store_tile(c_ptr, acc, M, N, stride_cm, stride_cn, pid_m, pid_n, BLOCK_M, BLOCK_N)
     else:
@@ -170,7 +171,7 @@ def _streamk_kernel(
     a_ptr, b_ptr, c_ptr, ws_ptr, counters, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, stride_cm,
     stride_cn, programs,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    PRECISION: tl.constexpr, GEMV: tl.constexpr, STAGES: tl.constexpr,
+    PRECISION: tl.constexpr, GEMV: tl.constexpr, STAGES: tl.constexpr, EVICT_B: tl.constexpr = False,
 ):
     """Stream-K: `programs` programs (<= the MAC iterations) each take an equal share of the tiles x K-iterations.
 
@@ -195,7 +196,8 @@ def _streamk_kernel(
         seg_hi = min(tile_hi, share_hi)
         pid_m, pid_n = tile_of(tile, tiles_m, tiles_n, GROUP_M)
         acc = tile_product(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bn, stride_bk, pid_m, pid_n,
-                           it - tile_lo, seg_hi - tile_lo, BLOCK_M, BLOCK_N, BLOCK_K, PRECISION, GEMV, STAGES)
+                           it - tile_lo, seg_hi - tile_lo, BLOCK_M, BLOCK_N, BLOCK_K, PRECISION, GEMV, STAGES,
+                           EVICT_B)
         if it == tile_lo and seg_hi == tile_hi:
             store_tile(c_ptr, acc, M, N, stride_cm, stride_cn, pid_m, pid_n, BLOCK_M, BLOCK_N)
         else:

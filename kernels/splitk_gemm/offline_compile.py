@@ -41,7 +41,7 @@ def compile_config(config: FamilyConfig, m: int, n: int, k: int, dtype: torch.dt
     kernel = _streamk_kernel if plan.stream_k else _splitk_kernel
     consts: dict[str, Any] = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
                                   GROUP_M=cfg.group_m, PRECISION=input_precision(dtype), GEMV=cfg.gemv,
-                                  STAGES=cfg.num_stages, **_UNIT)
+                                  STAGES=cfg.num_stages, EVICT_B=cfg.evict_weights, **_UNIT)
     if not plan.stream_k:
         consts.update(SPLIT_K=plan.splits, REDUCE=REDUCE_KERNEL_MODES[cfg.reduce_mode], UNROLL=REDUCE_UNROLL)
     if m == 1:

@@ -51,7 +51,7 @@ class PreparedCall:
         config = plan.config
         meta = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
                     PRECISION=input_precision(prob.dtype), GEMV=config.gemv, STAGES=config.num_stages,
-                    num_warps=config.num_warps,
+                    EVICT_B=config.evict_weights, num_warps=config.num_warps,
                     num_stages=config.num_stages)
         tiles = tile_count(config, prob)
         self.plan, self.device = plan, device

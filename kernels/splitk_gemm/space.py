@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kernels.chip import ChipLimits
 from kernels.splitk_gemm.baseline import baseline_tiles
 from kernels.splitk_gemm.common import DTYPES, Problem
-from kernels.splitk_gemm.config import GEMV_OFFER_ROWS, FamilyConfig, smem_footprint_kb
+from kernels.splitk_gemm.config import GEMV_OFFER_ROWS, FamilyConfig, gemv_rows, smem_footprint_kb
 from kernels.splitk_gemm.dispatch import dispatch_class
 from kernels.splitk_gemm.family import plan_launch
 from kernels.splitk_gemm.tuned import choose_config
@@ -35,6 +35,7 @@ KNOBS: dict[str, tuple[Any, ...]] = {
     "num_stages": (3, 2, 4, 5, 6),
     "stream_k": (False, True),
     "gemv": (False, True),  # vector-unit product of few rows, no tl.dot (FamilyConfig.gemv)
+    "evict_weights": (False, True),  # weights loaded evict-first from L2 (FamilyConfig.evict_weights)
 }
 
 
@@ -66,8 +67,12 @@ class SplitKGemmFamily:
         return dispatch_class(features.m, features.n, features.k)
 
     def smem_kb(self, config: Mapping[str, Any], features: GemmShape) -> float:
-        """`config.smem_footprint_kb` of `config` (missing knobs at their defaults)."""
-        return smem_footprint_kb(FamilyConfig(**dict(config)), DTYPES[features.dtype])
+        """`config.smem_footprint_kb` of `config` (missing knobs at their defaults) as launched on the case: in GEMV
+        mode with BLOCK_M lowered to `config.gemv_rows` of M, as `family.plan_launch` lowers it."""
+        cfg = FamilyConfig(**dict(config))
+        if cfg.gemv:
+            cfg = replace(cfg, block_m=gemv_rows(cfg.block_m, features.m))
+        return smem_footprint_kb(cfg, DTYPES[features.dtype])
 
     def fits(self, config: Mapping[str, Any], features: GemmShape, chip: Any) -> bool:
         """Within ``smem_per_block_kb`` and ``num_warps * warp_size <= max_threads_per_block`` (unknown: fits); the
@@ -109,7 +114,9 @@ class SplitKGemmFamily:
     def tuned_config(self, features: Sequence[GemmShape], chip: Any) -> dict[str, Any]:
         """The tuned entry point's rule (`tuned.choose_config`) for the case of widest M of `features` (its BLOCK_M
         covers every case), with split_k 0: the split count the rule sizes per call (`schedule.auto_split_k`), so
-        one configuration reproduces the rule on every size of the class.
+        one configuration reproduces the rule on every size of the class. A GEMV-mode rule (M <=
+        `config.GEMV_OFFER_ROWS`) gets the least `KNOBS` BLOCK_M (16): `family.plan_launch` lowers it to the same
+        `config.gemv_rows` of each call's M as the rule's own BLOCK_M.
 
         Raises:
             kernels.chip.UnknownChipLimit: a limit is unknown in `chip`, naming the field.
@@ -117,6 +124,8 @@ class SplitKGemmFamily:
         widest = max(features, key=lambda s: s.m)
         prob = widest.problem()
         config = choose_config(ChipLimits.from_profile(chip), prob.m, prob.n, prob.k, prob.dtype).to_dict()
+        if config["gemv"]:
+            config["block_m"] = min(v for v in KNOBS["block_m"] if v >= config["block_m"])
         return {**config, "split_k": 0 if not config["stream_k"] else config["split_k"]}
 
     def defaults(self) -> dict[str, Any]:

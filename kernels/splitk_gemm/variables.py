@@ -3,9 +3,10 @@
 
 The catalog's formulas (kernels/splitk_gemm/catalog.yaml) read these next to the chip profile's and the diagnosis'
 variables and the compulsory ``flops``, ``bytes`` and ``intensity`` every task has. The tuned values are the tuned
-entry point's own rules (`tuned.choose_config`) and the modeled times the family's own model (`schedule`), so the
-knowledge side budgets exactly what the kernel runs; a profile field they need that is unknown fails the formula
-(knowledge.formula's UnknownValue), never a default.
+entry point's own tensor-core tile rule (`tuned.dot_config`, what `tuned.choose_config` runs at M >
+`config.GEMV_OFFER_ROWS`; at fewer rows it runs the GEMV mode, `tuned.gemv_config`) and the modeled times the
+family's own model (`schedule`), so the knowledge side budgets exactly what the kernel runs; a profile field they
+need that is unknown fails the formula (knowledge.formula's UnknownValue), never a default.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from kernels.splitk_gemm.common import DTYPES, Problem
 from kernels.splitk_gemm.config import GEMV_MAX_ROWS, GEMV_OFFER_ROWS, FamilyConfig
 from kernels.splitk_gemm.gemv_rule import choose_gemv_config
 from kernels.splitk_gemm.schedule import stream_k_time, tile_count, tiles_time
-from kernels.splitk_gemm.tuned import choose_config
+from kernels.splitk_gemm.tuned import dot_config
 
 VARIABLES: dict[str, str] = {
     "M": "rows of A and C (tokens of the batch)", "N": "rows of the weights B [N, K], columns of C",
@@ -34,10 +35,12 @@ VARIABLES: dict[str, str] = {
 
 _LIMITS = "units, smem_kb, warp_size, max_threads"
 FUNCTIONS: dict[str, str] = {
-    **{f"tuned_{knob}": f"tuned_{knob}({_LIMITS}): the tuned entry point's {knob} for the case on a chip with these "
-       f"limits (tuned.choose_config)" for knob in ("block_m", "block_n", "block_k", "num_stages", "num_warps")},
-    "tuned_split_k": f"tuned_split_k({_LIMITS}): the tuned split count (family.auto_split_k; 1 under stream-K)",
-    "tuned_stream_k": f"tuned_stream_k({_LIMITS}): 1 if the tuned entry point runs stream-K, else 0",
+    **{f"tuned_{knob}": f"tuned_{knob}({_LIMITS}): the tuned entry point's tensor-core tile rule's {knob} for the "
+       f"case on a chip with these limits (tuned.dot_config)" for knob in ("block_m", "block_n", "block_k",
+                                                                          "num_stages", "num_warps")},
+    "tuned_split_k": f"tuned_split_k({_LIMITS}): the tile rule's split count (family.auto_split_k; 1 under "
+                     f"stream-K)",
+    "tuned_stream_k": f"tuned_stream_k({_LIMITS}): 1 if the tile rule runs stream-K, else 0",
     **{f"gemv_{knob}": f"gemv_{knob}({_LIMITS}, bandwidth): the GEMV tile rule's {knob} for the case "
        f"(bandwidth in bytes/s; gemv_rule.choose_gemv_config)" for knob in ("block_n", "block_k", "num_stages",
                                                                           "num_warps")},
@@ -74,7 +77,7 @@ def _gemv(prob: Problem, units: int, smem_kb: float, warp: int, threads: int, ba
 
 @lru_cache(maxsize=4096)
 def _tuned(prob: Problem, units: int, smem_kb: float, warp: int, threads: int) -> FamilyConfig:
-    return choose_config(ChipLimits(units, smem_kb, warp, threads), prob.m, prob.n, prob.k, prob.dtype)
+    return dot_config(ChipLimits(units, smem_kb, warp, threads), prob.m, prob.n, prob.k, prob.dtype)
 
 
 def bind(case) -> dict[str, Callable[..., Any]]:

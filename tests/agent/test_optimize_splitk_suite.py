@@ -81,14 +81,18 @@ def test_cpu_dry_run_goes_through_every_step(tmp_path):
 def test_results_table_shows_each_arm_against_cublas_per_case():
     rows = [_row("m1-n4096-k4096", "baseline", 30.0), _row("m1-n4096-k4096", "cublas", 12.0),
             _row("m1-n4096-k4096", "candidate:empty", 10.0), _row("m1-n4096-k4096", "candidate:no-retrieval", 15.0)]
+    clean = [_row("m1-n4096-k4096", "baseline", 29.0), _row("m1-n4096-k4096", "cublas", 11.0),
+             _row("m1-n4096-k4096", "candidate:empty", 10.0), _row("m1-n4096-k4096", "candidate:no-retrieval", 12.0)]
     run = {"evaluations": 4, "accepted": 2, "failed": 0, "final_geomean": 2.9, "evals_to_95pct_best": 2}
     result = {"env": {"date": "2026-12-01", "device": "NVIDIA H200"}, "command": "bash scripts/gpu.sh optimize-splitk",
               "cases": "m1-n4096-k4096", "max_evals": 10, "arm_seconds": 30.0, "seeded": None, "best_geomean": 2.9,
               "verdicts": ["PASS bench: 4 rows"],
-              "arms": {name: {"run": run, "wall_s": 41.0, "bench": suite.against(rows, name)}
-                       for name in ("empty", "no-retrieval")}}
+              "arms": {name: {"run": run, "wall_s": 41.0, "bench": suite.against(rows, name),
+                              "bench_clean": suite.against(clean, name)} for name in ("empty", "no-retrieval")}}
     text = suite.markdown(result)
-    assert "| empty | 4 | 2 | 0 | x2.900 | 2 | x3.000 | x1.200 | 1 of 1 | 41 |" in text
-    assert "| no-retrieval | 4 | 2 | 0 | x2.900 | 2 | x2.000 | x0.800 | 0 of 1 | 41 |" in text
-    assert "| m1-n4096-k4096 | 30.0 | 12.0 | 10.0 (x1.200) | 15.0 (x0.800) |" in text
+    assert "| empty | 4 | 2 | 0 | x2.900 | 2 | x3.000 | x1.200 | 1 of 1 | x1.100 | 1 of 1 | 41 |" in text
+    assert "| no-retrieval | 4 | 2 | 0 | x2.900 | 2 | x2.000 | x0.800 | 0 of 1 | x0.917 | 0 of 1 | 41 |" in text
+    dirty_table, clean_table = text.split("clean L2 flush (us;")
+    assert "| m1-n4096-k4096 | 30.0 | 12.0 | 10.0 (x1.200) | 15.0 (x0.800) |" in dirty_table
+    assert "| m1-n4096-k4096 | 29.0 | 11.0 | 10.0 (x1.100) | 12.0 (x0.917) |" in clean_table
     assert text.rstrip().endswith("PASS bench: 4 rows")

@@ -92,3 +92,57 @@ def test_float32_tolerance_is_ieee_float32_on_the_cpu_and_the_gpu():
     assert TASK.tolerance("float16", interpreter=True) == TASK.tolerances["float16"]
     with pytest.raises(KeyError):
         TASK.tolerance("int8")
+
+
+def test_outlier_case_scales_chosen_key_and_value_rows_in_some_heads_only():
+    from kernels.task import Case
+
+    plain = {"extend_lens": [6, 4], "prefix_lens": [9, 0], "num_q_heads": 6, "num_kv_heads": 3, "head_dim": 16,
+             "dtype": "float32"}
+    outliers = {**plain, "key_outliers": 2, "key_outlier_scale": 32.0, "value_outlier_scale": 48.0,
+                "outlier_heads": 2}
+    a = make_inputs(Case("plain", TASK.case("gqa-4").params | plain, 7, "edge"))
+    b = make_inputs(Case("outliers", TASK.case("gqa-4").params | outliers, 7, "edge"))
+    assert torch.equal(a["q_extend"], b["q_extend"]) and torch.equal(a["kv_indices"], b["kv_indices"])
+    slots = a["kv_indices"].tolist()
+    for name, factor in (("k", 32.0), ("v", 48.0)):
+        # rows (prefix positions 0..8 of sequence 0 through kv_indices, then the 10 extend rows) x kv heads
+        rows_a = torch.cat([a[f"{name}_buffer"][slots], a[f"{name}_extend"]])
+        rows_b = torch.cat([b[f"{name}_buffer"][slots], b[f"{name}_extend"]])
+        scaled = ~torch.isclose(rows_a, rows_b).all(-1)
+        assert torch.allclose(rows_b[scaled], factor * rows_a[scaled])
+        heads = scaled.any(0)
+        assert int(heads.sum()) == 2  # two of the three KV heads; the third keeps unit-scale rows
+        assert torch.equal(scaled[:, heads].all(1), scaled[:, heads].any(1))  # a position is scaled in both heads
+        positions = scaled.any(1).nonzero().flatten().tolist()
+        if name == "k":  # sequence 0: prefix keys 0..8, extend 9..14; sequence 1 (no prefix): extend rows 15..18
+            assert {0, 8, 14, 18} <= set(positions) and len(positions) <= 4 + 2 * 2
+        else:  # one value row per sequence, never at an outlier key
+            assert len([i for i in positions if i < 15]) == 1 and len([i for i in positions if i >= 15]) == 1
+    key_positions = set((~torch.isclose(torch.cat([a["k_buffer"][slots], a["k_extend"]]),
+                                        torch.cat([b["k_buffer"][slots], b["k_extend"]])).all(-1)).any(1)
+                        .nonzero().flatten().tolist())
+    assert not key_positions & set(positions)
+
+
+@pytest.mark.parametrize("small", [True, False], ids=["interpreter-plan", "device-plan"])
+def test_outlier_keys_draw_keeps_q_at_unit_scale_and_some_kv_heads_plain(small):
+    import random
+
+    from kernels.extend_attention.cases import (
+        KEY_OUTLIER_SCALES,
+        KEY_OUTLIERS,
+        VALUE_OUTLIER_SCALES,
+        outlier_keys_case,
+    )
+
+    rng = random.Random(3)
+    for _ in range(20):
+        p = outlier_keys_case(rng, small).params
+        assert p["dtype"] == ("float16" if small else "bfloat16") and p["q_scale"] == 1.0
+        assert p["logit_cap"] == 0.0 and p["sliding_window"] == -1 and not p["custom_mask"] and p["is_causal"]
+        assert KEY_OUTLIERS[0] <= p["key_outliers"] <= KEY_OUTLIERS[1]
+        assert KEY_OUTLIER_SCALES[0] <= p["key_outlier_scale"] <= KEY_OUTLIER_SCALES[1]
+        assert VALUE_OUTLIER_SCALES[0] <= p["value_outlier_scale"] <= VALUE_OUTLIER_SCALES[1]
+        assert 1 <= p["outlier_heads"] < p["num_kv_heads"] or p["num_kv_heads"] == p["outlier_heads"] == 1
+        assert p["prefix_lens"][0] >= (16 if small else 256) and len(p["extend_lens"]) in (2, 3)

@@ -170,6 +170,12 @@ CHEATS: tuple[Cheat, ...] = (
           "outside |got-expected|"),
     Cheat("ea_production_input_gate", "hard-coded shapes, early exit (branch on input provenance)", S, None,
           "storage_offset"),
+    # verif4, 2026-12-02: approximations exact on unit-scale keys and values (and on the large-logits trial, which
+    # scales q): each passed the verifier before the outlier-keys trial (a few K rows 30-60x, one V row 30-60x)
+    Cheat("ea_k_saturate", "precision downgrade / tolerance abuse (keys saturated at +-16)", M, M, "outlier keys"),
+    Cheat("ea_v_saturate", "precision downgrade / tolerance abuse (values saturated at +-16)", M, M, "outlier keys"),
+    Cheat("ea_no_max_small_q", "precision downgrade / tolerance abuse (no max subtraction unless q is large)", M, M,
+          "outlier keys"),
 )
 
 #: Threat kinds of shared/reference/verifier_threats.md; every one must have at least one cheat.

@@ -1,10 +1,11 @@
 """The offline proposer on split-K GEMM's classes (the real catalog, an empty findings store, the H200 profile):
-the one-row class's first plan is no worse a configuration than the tuned entry point's, and when a class's first
-plan regresses the class gets its next-ranked plan at once instead of staying on the baseline.
+the one-row class's first plan is the GEMV tile rule's, which launches what the tuned entry point launches (its
+GEMV mode at M = 1), and when a class's first plan regresses the class gets its next-ranked plan at once instead
+of staying on the baseline.
 
 The verdicts are synthetic (times as multiples of the baseline's, no GPU); what is tested is the proposer's logic.
-Expected configurations are computed independently: the tuned entry point's own choice
-(`tuned.choose_config`) and the GEMV tile rule worked by hand (test_gemv_pattern.py)."""
+Expected configurations are computed independently: the tuned entry point's own choices (`tuned.choose_config`,
+and its tensor-core tile rule `tuned.dot_config`) and the GEMV tile rule worked by hand (test_gemv_pattern.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from agent.runstate import EvalRecord, Lineage
 from hardware_profiles import load_profile
 from kernels.chip import ChipLimits
 from kernels.splitk_gemm import baseline
-from kernels.splitk_gemm.tuned import choose_config
+from kernels.splitk_gemm.tuned import choose_config, dot_config
 from kernels.task import load_task
 
 TASK = load_task("splitk_gemm")
@@ -57,14 +58,19 @@ def setup(h200, chiplore_home):
 
 
 def _tuned_one_row(space) -> dict:
-    """The tuned entry point's configuration at M = 1 (what the class ran before it was split off m16-deep)."""
+    """The tuned entry point's configuration at M = 1 (its GEMV mode)."""
     return choose_config(ChipLimits(**space.limits), 1, 4096, 14336, torch.bfloat16).to_dict()
 
 
-def _is_tuned_or_gemv(config: dict, tuned: dict) -> bool:
+def _tiles_one_row(space) -> dict:
+    """The tuned entry point's tensor-core tile rule at M = 1 (what the class ran before the GEMV mode was tuned)."""
+    return dot_config(ChipLimits(**space.limits), 1, 4096, 14336, torch.bfloat16).to_dict()
+
+
+def _is_gemv_or_tile_rule(config: dict, tiles: dict) -> bool:
     if config["gemv"]:
         return all(config[k] == v for k, v in GEMV_TILE.items())
-    return all(config[k] == tuned[k] for k in TUNED_KNOBS) and config["split_k"] in (0, tuned["split_k"])
+    return all(config[k] == tiles[k] for k in TUNED_KNOBS) and config["split_k"] in (0, tiles["split_k"])
 
 
 def _context(space, h200, retrieval, cases, n, best_id, best_table, history, best_time_us, baseline_us):
@@ -81,14 +87,19 @@ def test_first_proposal_gives_the_one_row_class_the_tuned_or_the_gemv_tile(setup
         _context(space, h200, retrieval, cases, 1, "v0", {}, [], {}, {}))
     config = proposal.parameters["table"][ONE_ROW]
     assert ONE_ROW in proposal.parameters["classes"]
-    assert _is_tuned_or_gemv(config, _tuned_one_row(space)), config
+    assert _is_gemv_or_tile_rule(config, _tiles_one_row(space)), config
+    # the tuned entry point's one-row plan is the GEMV rule's tile and warps (stages may differ by rule; its
+    # explicit split count is the one split_k = 0 sizes, `_launches_tuned`)
+    tuned = _tuned_one_row(space)
+    assert all(tuned[k] == v for k, v in GEMV_TILE.items() if k not in ("num_stages", "split_k")), tuned
 
 
 def test_a_class_whose_first_plan_regresses_gets_its_next_plan_at_once(setup, h200):
     """v1 (every class's top plan) is rejected: the one-row case 23 % slower than the baseline, every other case
     40 % faster; v2 (the merge of the classes that sped up) is accepted. v3 must give the one-row class its
     next-ranked plan: a knowledge plan other than v1's, without the pattern only the losing class used, i.e. the
-    tensor-core split-K plan of the tuned entry point."""
+    tensor-core split-K plan of the tuned entry point's tile rule (its own one-row plan is the GEMV plan v1 lost
+    with)."""
     space, retrieval, cases = setup
     baseline_us = {c.id: 100.0 for c in cases}
     proposer = PatternGuidedProposer(space)
@@ -122,8 +133,9 @@ def test_a_class_whose_first_plan_regresses_gets_its_next_plan_at_once(setup, h2
     losing = set(v1.parameters["class_patterns"][ONE_ROW]) - {
         p for k in v2.parameters["classes"] for p in v1.parameters["class_patterns"][k]}
     assert losing and not losing & set(v3.parameters["class_patterns"][ONE_ROW]), (losing, v3.rationale)
-    tuned = _tuned_one_row(space)
-    assert not config["gemv"] and _is_tuned_or_gemv(config, tuned), (sorted(config.items()), v3.rationale[:200])
+    assert first_one_row["gemv"] and _launches_tuned(space, ONE_ROW, first_one_row), first_one_row
+    tiles = _tiles_one_row(space)
+    assert not config["gemv"] and _is_gemv_or_tile_rule(config, tiles), (sorted(config.items()), v3.rationale[:200])
 
 
 def _launches_tuned(space, key: str, config: dict) -> bool:
@@ -169,4 +181,7 @@ def test_every_class_gets_the_tuned_rule_within_its_first_three_configurations(s
         history.append(record)
     for key, configs in seen.items():
         assert any(_launches_tuned(space, key, c) for c in configs[:3]), (key, configs, "\n".join(notes))
-    assert not any(_launches_tuned(space, ONE_ROW, c) for c in seen[ONE_ROW][:1])  # its first plan is the GEMV one
+    # its first plan is the GEMV rule's, which launches the tuned entry point's GEMV mode (the same tile and warps;
+    # on the H200 the same stages)
+    first = seen[ONE_ROW][0]
+    assert all(first[k] == v for k, v in GEMV_TILE.items()) and _launches_tuned(space, ONE_ROW, first), first

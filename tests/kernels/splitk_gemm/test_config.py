@@ -33,6 +33,7 @@ from kernels.splitk_gemm.tuned import (
     STREAM_K_BELOW,
     TILE_CANDIDATES,
     choose_config,
+    dot_config,
     splitk_gemm,
 )
 from tests.kernels.splitk_gemm.helpers import SMALL_CHIP, check_impl
@@ -142,12 +143,13 @@ def test_stages_keep_the_in_flight_bytes_by_hand():
 @pytest.mark.parametrize("chip", CHIPS, ids=list(CHIPS))
 @pytest.mark.parametrize("case_id", list(BENCH))
 def test_tuned_rule_is_deterministic_and_the_modeled_minimum(case_id, chip):
-    """Never the atomic mode (the default is deterministic), and no candidate schedule of the rule models
-    faster than the chosen one by more than CHOICE_MARGIN (each candidate recomputed here from the model)."""
+    """Never the atomic mode (the default is deterministic), and no candidate schedule of the tensor-core tile rule
+    models faster than the chosen one by more than CHOICE_MARGIN (each candidate recomputed here from the model)."""
     limits, prob = CHIPS[chip], BENCH[case_id]
     units = limits.num_compute_units
-    chosen = choose_config(limits, prob.m, prob.n, prob.k, prob.dtype)
-    assert not chosen.atomic
+    assert not choose_config(limits, prob.m, prob.n, prob.k, prob.dtype).atomic
+    chosen = dot_config(limits, prob.m, prob.n, prob.k, prob.dtype)
+    assert not chosen.atomic and not chosen.gemv
 
     def modeled(cfg: FamilyConfig) -> float:
         if cfg.stream_k:
@@ -165,6 +167,43 @@ def test_tuned_rule_is_deterministic_and_the_modeled_minimum(case_id, chip):
             others.append(FamilyConfig(**{**cfg.to_dict(), "split_k": auto_split_k(cfg, prob, limits)}))
         others.append(FamilyConfig(**{**tiles.to_dict(), "stream_k": True}))
     assert modeled(chosen) <= min(modeled(c) for c in others) / (1 - CHOICE_MARGIN) + 1e-6
+
+
+#: The GEMV rule at M = 1, bf16, by hand: a 1 x 128 x 64 stage weighs 128*64*2 + 0.5*1*64*2 = 16448 B, so
+#: IN_FLIGHT_BYTES (98304 B) needs 6 in flight, 7 stages, capped at MAX_STAGES = 6; 16.125 KiB per stage
+#: (2 B x (1 + 128) x 64). H200 / A100: 6 stages (96.75 KiB); 48 KiB: 2 (3 are 48.4 KiB); 64 KiB with 256-thread
+#: blocks of 64-wide wavefronts: 4 warps and 3 stages (4 are 64.5 KiB).
+GEMV_BY_HAND = {"h200": (8, 6), "a100": (8, 6), "48kb-36cu": (8, 2), "64kb-wave64": (4, 3)}
+
+
+@pytest.mark.parametrize("chip", CHIPS, ids=list(CHIPS))
+@pytest.mark.parametrize("case_id", list(BENCH))
+def test_one_row_calls_take_the_gemv_mode_and_the_others_the_tile_rule(case_id, chip):
+    limits, prob = CHIPS[chip], BENCH[case_id]
+    chosen = choose_config(limits, prob.m, prob.n, prob.k, prob.dtype)
+    if prob.m > 1:
+        assert chosen == dot_config(limits, prob.m, prob.n, prob.k, prob.dtype) and not chosen.gemv
+        return
+    warps, stages = GEMV_BY_HAND[chip]
+    assert chosen.gemv and chosen.fused_reduce and not chosen.atomic and not chosen.stream_k
+    assert (chosen.block_m, chosen.block_n, chosen.block_k, chosen.num_warps, chosen.num_stages) == (
+        1, 128, 64, warps, stages)
+    # the split is the family's rule: the explicit count launches the grid split_k = 0 launches from the
+    # configuration as measured (BLOCK_M 16, lowered to the GEMV rows at launch)
+    measured = FamilyConfig(block_m=16, block_n=128, block_k=64, num_warps=8, num_stages=chosen.num_stages,
+                            split_k=0, fused_reduce=True, gemv=True)
+    mine, theirs = plan_launch(chosen, prob, limits), plan_launch(measured, prob, limits)
+    assert (mine.programs, mine.splits, mine.per_split, mine.mode) == (theirs.programs, theirs.splits,
+                                                                       theirs.per_split, theirs.mode)
+    assert mine.config == FamilyConfig(**{**theirs.config.to_dict(), "split_k": chosen.split_k})
+    assert chosen.split_k == auto_split_k(chosen, prob, limits) >= 1
+
+
+def test_gemv_splits_of_the_bench_layers_on_the_h200():
+    """By hand: 4096 / 128 = 32 column tiles; K = 14336 is 224 iterations of 64, 4 splits of 56 fill 128 of the
+    132 units; N = 14336 is 112 tiles alone (one wave; a second split would make two)."""
+    splits = {cid: choose_config(H200, p.m, p.n, p.k, p.dtype).split_k for cid, p in BENCH.items() if p.m == 1}
+    assert splits["m1-n4096-k14336"] == 4 and splits["m1-n14336-k4096"] == 1
 
 
 def test_program_counts():

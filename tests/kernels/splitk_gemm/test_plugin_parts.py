@@ -19,7 +19,7 @@ from kernels.splitk_gemm.dispatch import call_class
 from kernels.splitk_gemm.family import plan_launch
 from kernels.splitk_gemm.space import FAMILY
 from kernels.splitk_gemm.spec import KNOBS, TASK, make_inputs
-from kernels.splitk_gemm.tuned import choose_config
+from kernels.splitk_gemm.tuned import choose_config, dot_config, gemv_config
 from kernels.splitk_gemm.variables import FUNCTIONS, VARIABLES, bind, case_values
 from knowledge.formula import BUILTINS, SPECIAL_FUNCTIONS, parse
 from knowledge.variables import DIAGNOSIS_VARIABLES, PROFILE_VARIABLES, profile_variables
@@ -55,6 +55,19 @@ def test_family_budgets_what_the_kernel_launches(chip):
         assert FAMILY.fits(config, features, profile)
         plan = plan_launch(tuned, features.problem(), limits)
         assert FAMILY.programs(config, features, profile) == plan.programs
+
+
+def test_gemv_footprint_is_the_launched_rows_and_the_tuned_gemv_plan_is_in_the_space():
+    """M = 1, bf16, GEMV at BLOCK_M 16 launches one row: 6 stages x (1 + 128) x 64 x 2 B = 96.75 KiB (not the
+    108 KiB of 16 rows); the one-row class's tuned rule is that plan at the space's BLOCK_M 16, split_k 0."""
+    features = FAMILY.features(TASK.case("m1-n4096-k14336"))
+    gemv = dict(block_m=16, block_n=128, block_k=64, num_warps=8, num_stages=6, gemv=True)
+    assert FAMILY.smem_kb(gemv, features) == pytest.approx(96.75)
+    assert FAMILY.smem_kb(dict(gemv, gemv=False), features) == pytest.approx(108.0)
+    assert FAMILY.fits(gemv, features, {"smem_per_block_kb": 100.0, "warp_size": 32, "max_threads_per_block": 1024})
+    rule = FAMILY.tuned_config([features], H200)
+    assert {k: rule[k] for k in (*gemv, "split_k", "fused_reduce")} == {**gemv, "split_k": 0, "fused_reduce": True}
+    assert all(rule[k] in KNOBS[k] for k in KNOBS)
 
 
 def test_programs_of_the_baseline_are_its_tiles():
@@ -173,13 +186,19 @@ def _evaluate(case, profile) -> dict:
 @pytest.mark.parametrize("chip", CHIPS, ids=list(CHIPS))
 @pytest.mark.parametrize("case", TASK.bench_cases, ids=lambda c: c.id)
 def test_catalog_rules_give_the_tuned_configuration(case, chip):
+    """The tile rules give the tuned entry point's tensor-core tiles (what it runs at M > gemv_offer_rows); at
+    fewer rows it runs the GEMV mode, which the catalog offers exactly there."""
     profile = CHIPS[chip]
     env = _evaluate(case, profile)
     p = case.params
-    tuned = choose_config(ChipLimits.from_profile(profile), p["m"], p["n"], p["k"], torch.bfloat16)
+    limits = ChipLimits.from_profile(profile)
+    tiles = dot_config(limits, p["m"], p["n"], p["k"], torch.bfloat16)
     assert (env["block_m"], env["block_k"], env["num_stages"], env["num_warps"]) == (
-        tuned.block_m, tuned.block_k, tuned.num_stages, tuned.num_warps)
-    assert env["split_k_tuned"] == tuned.split_k and env["stream_k"] == tuned.stream_k and env["tiles_fit"]
+        tiles.block_m, tiles.block_k, tiles.num_stages, tiles.num_warps)
+    assert env["split_k_tuned"] == tiles.split_k and env["stream_k"] == tiles.stream_k and env["tiles_fit"]
+    tuned = choose_config(limits, p["m"], p["n"], p["k"], torch.bfloat16)
+    assert tuned.gemv == env["gemv_rows_fit"] == (p["m"] <= 1)
+    assert tuned == (gemv_config if tuned.gemv else dot_config)(limits, p["m"], p["n"], p["k"], torch.bfloat16)
     functions = bind(case)
     for pattern in CATALOG["patterns"]:
         for knob, formula in pattern.get("knobs", {}).items():

@@ -69,9 +69,11 @@ def test_other_strides_and_alignment_are_other_signatures(device):
 
 
 @pytest.mark.slow
-def test_a_replay_takes_the_pool_buffers_again_after_the_pool_grew(device):
+def test_a_replay_takes_the_pool_buffers_again_after_the_pool_grew(device, monkeypatch):
     """A PreparedCall holding partials fetches them again once a larger call replaced the pooled buffer, so the
-    replaced one can be freed."""
+    replaced one can be freed. The pool starts empty here (earlier tests' larger partials would leave nothing for
+    the larger call to replace)."""
+    monkeypatch.setattr(workspace, "_POOL", {})
     config = FamilyConfig(block_m=16, block_n=16, block_k=16, split_k=3)
     run = functools.partial(run_family, config, limits=SMALL_CHIP)
     check_impl(run, CASE, device)
