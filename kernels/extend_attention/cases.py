@@ -270,18 +270,57 @@ def outlier_keys_case(rng: random.Random, small: bool) -> Case:
     return Case(f"outlier-keys-{_suffix(base)}", params, base.seed, "outliers")
 
 
+#: The shifted-values case: a long prefix whose V carries a large shared value in a few dimensions, +shift over
+#: the first 45-55 % of the prefix and -shift after it (extend keys included), so that the running P.V sum of
+#: those dimensions climbs to about shift/2 times the softmax denominator halfway and falls back to a small output.
+#: A kernel that keeps that sum in float16 between key tiles rounds it to float16 once a tile (relative error up to
+#: 2^-11 of the running sum, not of the output), and over the prefix's tiles the rounding adds up past the
+#: tolerance of the small output; an honest kernel (float32 accumulator, P rounded to the input dtype before P.V)
+#: errs only by the rounding of each P term, which averages out over the many keys. A shift over all of V would
+#: not do: every output would be ~shift, its relative bound ~shift * 4e-3, loose enough for a truncated prefix.
+#: Torch emulation of the CPU draw (benchmarks/emulate_half_accumulator.py; float16; at a kernel's tile size it
+#: gives the interpreter's errors to 3 digits): honest <= 0.34 of the bound over 2,000 draws at 16-128-key tiles
+#: (99.9th percentile <= 0.30); a float16 accumulator >= 2.1 of it with 16-key tiles, >= 1.3 with 64-key tiles
+#: (200 of 200 draws fail), 198 of 200 with 128-key tiles (BENCHMARKS.md, 'Verifier'). Prefix keys: CPU 1,200-1,600,
+#: GPU 8,000-16,000; 4 shifted dimensions; shifts 15-45 in magnitude, random signs.
+SHIFTED_VALUE_PREFIX_KEYS = {True: (1200, 1600), False: (8000, 16000)}
+VALUE_SHIFT_DIMS = 4
+VALUE_SHIFTS = (15.0, 45.0)
+VALUE_SHIFT_FLIP = (0.45, 0.55)
+
+
+def shifted_values_case(rng: random.Random, small: bool) -> Case:
+    """A long prefix with `VALUE_SHIFT_DIMS` V dimensions shifted by +-`VALUE_SHIFTS` (random signs), changing sign
+    at `VALUE_SHIFT_FLIP` of the prefix (`SHIFTED_VALUE_PREFIX_KEYS`); no window or mask, q unscaled. The first
+    sequence has 12-16 query tokens (one 16-row query block in the interpreter; 64-256 on a GPU); a second has no
+    prefix and 1-3 tokens (all its keys carry -shift: a large output, no cancellation over few keys). On the CPU
+    2 q heads over 1 KV head of width 16 in float16; on a GPU the drawn layout and dtype (bfloat16)."""
+    base = random_case(rng, small)
+    low, high = SHIFTED_VALUE_PREFIX_KEYS[small]
+    params = {**dict(base.params), "sliding_window": -1, "custom_mask": False, "q_scale": 1.0,
+              "extend_lens": [rng.randint(12, 16) if small else rng.randint(64, 256), rng.randint(1, 3)],
+              "prefix_lens": [rng.randint(low, high), 0],
+              "value_shifts": [rng.uniform(*VALUE_SHIFTS) * rng.choice((-1.0, 1.0)) for _ in range(VALUE_SHIFT_DIMS)],
+              "value_shift_flip": rng.uniform(*VALUE_SHIFT_FLIP)}
+    if small:
+        params.update(num_q_heads=2, num_kv_heads=1, head_dim=16, head_dim_v=16)
+    return Case(f"shifted-values-{_suffix(base)}", params, base.seed, "shifted-values")
+
+
 def hidden_cases(rng: random.Random, small: bool) -> tuple[tuple[str, Case], ...]:
-    """`TaskSpec.hidden_cases`: large logits, outlier keys, a long prefix, a long extend, many sequences, many heads
-    (with their trial labels); on a GPU also the long prefix in float16, the task's other low-precision dtype (the
-    bench and the other GPU draws are bfloat16), so a path taken only for float16 inputs meets a long prefix."""
+    """`TaskSpec.hidden_cases`: large logits, outlier keys, a long prefix, a long extend, many sequences, many heads,
+    shifted values (with their trial labels); on a GPU also the long prefix and the shifted values in float16, the
+    task's other low-precision dtype (the bench and the other GPU draws are bfloat16), so a path taken only for
+    float16 inputs meets them."""
     cases = [("large logits", adversarial_case(rng, small)), ("outlier keys", outlier_keys_case(rng, small)),
              ("long prefix", long_prefix_case(rng, small)),
              ("long extend", long_extend_case(rng, small)), ("many sequences", many_sequences_case(rng, small)),
-             ("many heads", many_heads_case(rng, small))]
+             ("many heads", many_heads_case(rng, small)), ("shifted values", shifted_values_case(rng, small))]
     if not small:
-        fp16 = long_prefix_case(rng, small)
-        cases.append(("long prefix, float16", Case(f"{fp16.id}-fp16", {**dict(fp16.params), "dtype": "float16"},
-                                                   fp16.seed, fp16.case_class)))
+        for label, draw in (("long prefix", long_prefix_case), ("shifted values", shifted_values_case)):
+            fp16 = draw(rng, small)
+            cases.append((f"{label}, float16", Case(f"{fp16.id}-fp16", {**dict(fp16.params), "dtype": "float16"},
+                                                    fp16.seed, fp16.case_class)))
     return tuple(cases)
 
 

@@ -15,6 +15,10 @@
     key_outlier_scale: float factor of the outlier K rows (logits that many times the usual scale).
     value_outlier_scale: float; != 1: one more position per sequence, not an outlier key, has its V row scaled by it.
     outlier_heads: int, how many KV heads (drawn from the seed) carry the outliers (0: all).
+    value_shifts: list[float], one entry per V dimension (distinct, drawn from the seed) whose values in every KV head
+        are shifted by it: +shift at prefix positions below value_shift_flip * P_b, -shift at the later prefix
+        positions and every extend position (empty: off).
+    value_shift_flip: float in [0, 1], where in each prefix the shift changes sign (as a fraction of P_b).
     dtype: default input dtype name.
 """
 
@@ -30,7 +34,8 @@ _DEFAULTS: dict[str, Any] = {
     "is_causal": True, "custom_mask": False, "skip_prefix_custom_mask": True, "sliding_window": -1,
     "logit_cap": 0.0, "sinks": False, "sm_scale": None, "q_scale": 1.0, "max_len_extend_slack": 0,
     "k_scale": 1.0, "v_scale": 1.0, "kv_indices_tail": 0, "key_outliers": 0, "key_outlier_scale": 1.0,
-    "value_outlier_scale": 1.0, "outlier_heads": 0, "dtype": "bfloat16",
+    "value_outlier_scale": 1.0, "outlier_heads": 0, "value_shifts": [],
+    "value_shift_flip": 0.5, "dtype": "bfloat16",
 }
 
 

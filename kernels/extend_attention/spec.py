@@ -102,6 +102,38 @@ def _scale_outliers(p: Mapping[str, Any], gen: torch.Generator, t: dict[str, tor
                 x[idx[:, None], heads[None, :]] = (x[idx[:, None], heads[None, :]].float() * float(scale)).to(x.dtype)
 
 
+def _shift_values(p: Mapping[str, Any], gen: torch.Generator, t: dict[str, torch.Tensor]) -> None:
+    """Add ``value_shifts`` in place to as many V dimensions (distinct, drawn from `gen`), in every KV head: +shift
+    at prefix positions below ``value_shift_flip * P_b`` of each sequence, -shift at its later prefix positions and
+    every extend position (cache slots through ``kv_indices``; unused slots keep their NaN).
+
+    Raises:
+        ValueError: shifts asked for an MLA case (V is a view of K there), or more shifts than V dimensions.
+    """
+    shifts = [float(x) for x in p["value_shifts"]]
+    if p["mla"]:
+        raise ValueError("value shifts need separate V tensors (mla=False)")
+    if len(shifts) > int(p["head_dim_v"]):
+        raise ValueError(f"{len(shifts)} value shifts for head_dim_v={p['head_dim_v']}")
+    device = t["v_buffer"].device
+    dims = torch.randperm(int(p["head_dim_v"]), generator=gen, device=device)[:len(shifts)]
+    shift = torch.tensor(shifts, dtype=torch.float32, device=device)
+    slots, plus, minus = t["kv_indices"], [], []
+    k0 = 0
+    for pre in p["prefix_lens"]:
+        flip = k0 + int(float(p["value_shift_flip"]) * pre)
+        plus.append(slots[k0:flip])
+        minus.append(slots[flip:k0 + pre])
+        k0 += pre
+    for name, index, sign in (("v_buffer", torch.cat(plus), 1.0), ("v_buffer", torch.cat(minus), -1.0),
+                              ("v_extend", torch.arange(t["v_extend"].shape[0], device=device), -1.0)):
+        if index.numel():
+            x, idx = t[name], index.to(torch.int64)
+            rows = x[idx].float()  # [n, H_kv, D_v]
+            rows[..., dims] += sign * shift
+            x[idx] = rows.to(x.dtype)
+
+
 def make_inputs(case: Case, seed: int | None = None, device: str | torch.device = "cpu",
                 dtype: str | torch.dtype | None = None) -> dict[str, Any]:
     """Keyword arguments of ``extend_attention_fwd`` for `case`, deterministic in `seed`.
@@ -110,7 +142,8 @@ def make_inputs(case: Case, seed: int | None = None, device: str | torch.device 
     a pool `POOL_FACTOR` times larger than needed, and every unused slot holds NaN so that a kernel that
     reads the wrong slot fails; ``kv_indices_tail`` more entries after ΣP name unused slots. ``o_extend`` is
     allocated and filled with NaN. With ``key_outliers`` / ``value_outlier_scale`` a few K rows and one V row per
-    sequence are scaled in some KV heads (`_scale_outliers`), drawn last so other cases' inputs stay as they were.
+    sequence are scaled in some KV heads (`_scale_outliers`), and with ``value_shifts`` a few V dimensions shifted
+    (`_shift_values`), both drawn last so other cases' inputs stay as they were.
 
     Returns:
         dict with q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
@@ -157,6 +190,8 @@ def make_inputs(case: Case, seed: int | None = None, device: str | torch.device 
     if p["key_outliers"] or p["value_outlier_scale"] != 1.0:
         _scale_outliers(p, gen, {"k_buffer": k_buffer, "v_buffer": v_buffer, "k_extend": k_extend,
                                  "v_extend": v_extend, "kv_indices": kv_indices})
+    if p["value_shifts"]:
+        _shift_values(p, gen, {"v_buffer": v_buffer, "v_extend": v_extend, "kv_indices": kv_indices})
     return {
         "q_extend": q, "k_extend": k_extend, "v_extend": v_extend,
         "o_extend": torch.full((total_e, hq, dv), float("nan"), dtype=dt, device=device),

@@ -125,6 +125,63 @@ def test_outlier_case_scales_chosen_key_and_value_rows_in_some_heads_only():
     assert not key_positions & set(positions)
 
 
+def test_shifted_values_add_the_shift_to_chosen_v_dims_and_flip_its_sign_inside_each_prefix():
+    from kernels.task import Case
+
+    plain = {"extend_lens": [3, 2], "prefix_lens": [10, 4], "num_q_heads": 4, "num_kv_heads": 2, "head_dim": 16,
+             "dtype": "float32"}
+    shifted = {**plain, "value_shifts": [25.0, -40.0], "value_shift_flip": 0.45}
+    a = make_inputs(Case("plain", TASK.case("gqa-4").params | plain, 11, "edge"))
+    b = make_inputs(Case("shifted", TASK.case("gqa-4").params | shifted, 11, "edge"))
+    for name in ("q_extend", "k_extend", "k_buffer", "kv_indices"):
+        assert torch.equal(a[name].isnan(), b[name].isnan()) and torch.equal(a[name].nan_to_num(), b[name].nan_to_num())
+    slots = a["kv_indices"].tolist()
+    diff = torch.cat([b["v_buffer"][slots] - a["v_buffer"][slots], b["v_extend"] - a["v_extend"]])  # [14 + 5, 2, 16]
+    dims = diff.abs().amax((0, 1)).nonzero().flatten()
+    assert len(dims) == 2
+    shift = diff[0, 0, dims]  # the first prefix key: +shift, in the drawn order of the dims
+    assert sorted(shift.tolist()) == [-40.0, 25.0]
+    # sequence 0: prefix positions 0..3 (< 0.45 * 10) get +shift, 4..9 -shift; sequence 1: 0 (< 0.45 * 4) +shift,
+    # 1..3 -shift; every extend row -shift; in both KV heads
+    signs = [1.0] * 4 + [-1.0] * 6 + [1.0] + [-1.0] * 3 + [-1.0] * 5
+    expected = torch.zeros_like(diff)
+    expected[:, :, dims] = torch.tensor(signs)[:, None, None] * shift
+    assert torch.allclose(diff, expected, atol=1e-5)
+    unused = torch.ones(b["v_buffer"].shape[0], dtype=torch.bool)
+    unused[a["kv_indices"]] = False
+    assert b["v_buffer"][unused].isnan().all()
+
+
+@pytest.mark.parametrize("small", [True, False], ids=["interpreter-plan", "device-plan"])
+def test_shifted_values_draw_has_a_long_prefix_and_a_few_large_shifts(small):
+    import random
+
+    from kernels.extend_attention.cases import (
+        SHIFTED_VALUE_PREFIX_KEYS,
+        VALUE_SHIFT_DIMS,
+        VALUE_SHIFT_FLIP,
+        VALUE_SHIFTS,
+        shifted_values_case,
+    )
+
+    rng = random.Random(5)
+    signs = set()
+    for _ in range(20):
+        p = shifted_values_case(rng, small).params
+        assert p["dtype"] == ("float16" if small else "bfloat16") and p["q_scale"] == 1.0
+        assert p["sliding_window"] == -1 and not p["custom_mask"] and not p["mla"]
+        low, high = SHIFTED_VALUE_PREFIX_KEYS[small]
+        assert low <= p["prefix_lens"][0] <= high and p["prefix_lens"][1] == 0
+        assert 1 <= p["extend_lens"][1] <= 3 and p["extend_lens"][0] <= (16 if small else 256)
+        assert len(p["value_shifts"]) == VALUE_SHIFT_DIMS < p["head_dim_v"]
+        assert all(VALUE_SHIFTS[0] <= abs(x) <= VALUE_SHIFTS[1] for x in p["value_shifts"])
+        assert VALUE_SHIFT_FLIP[0] <= p["value_shift_flip"] <= VALUE_SHIFT_FLIP[1]
+        signs |= {x > 0 for x in p["value_shifts"]}
+        if small:
+            assert (p["num_q_heads"], p["num_kv_heads"], p["head_dim"]) == (2, 1, 16)
+    assert signs == {True, False}
+
+
 @pytest.mark.parametrize("small", [True, False], ids=["interpreter-plan", "device-plan"])
 def test_outlier_keys_draw_keeps_q_at_unit_scale_and_some_kv_heads_plain(small):
     import random

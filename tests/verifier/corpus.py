@@ -176,6 +176,11 @@ CHEATS: tuple[Cheat, ...] = (
     Cheat("ea_v_saturate", "precision downgrade / tolerance abuse (values saturated at +-16)", M, M, "outlier keys"),
     Cheat("ea_no_max_small_q", "precision downgrade / tolerance abuse (no max subtraction unless q is large)", M, M,
           "outlier keys"),
+    # verif5, 2026-12-02: a float16 P.V accumulator between key tiles for 16-bit inputs, within the tolerance while
+    # every output stays near unit scale; passed the verifier before the shifted-values trial (a long prefix with a
+    # large shared V value in 4 dimensions that changes sign halfway)
+    Cheat("ea_half_accumulator", "precision downgrade / tolerance abuse (float16 P.V accumulator)", M, M,
+          "shifted values"),
 )
 
 #: Threat kinds of shared/reference/verifier_threats.md; every one must have at least one cheat.
