@@ -2,7 +2,8 @@
 
 Reciprocal rank fusion (Cormack, Clarke & Buettcher, SIGIR 2009): score(d) = sum over ranked lists of
 1 / (RRF_K + rank(d)), rank starting at 1, RRF_K = 60. Each list (dense and BM25, per collection) contributes its
-top `candidates` records, after the chip filter.
+top `candidates` records, after the chip filter. A count question ("How many X ...") adds a third list, the
+candidate chunks that state a count of X in their fused order (`knowledge.answer_type`).
 
 The BM25 index is built from the stored records (the same ``context + text`` that is embedded), cached on disk
 under ``$CHIPLORE_HOME/cache/bm25/<collection>/<key>/`` where key = hash(store location, collection revision,
@@ -27,6 +28,7 @@ import numpy as np
 from core import settings
 from core.errors import BadInputError
 from core.text import normalize_text, printable
+from knowledge.answer_type import asked_count_term, states_count
 from knowledge.store import COLLECTIONS, KnowledgeStore, index_text
 
 RRF_K = 60
@@ -54,7 +56,8 @@ class Hit:
 
     Attributes:
         text: the chunk text as stored; chip, source, page (1-based, None if not paginated), section (heading path).
-        score: fused reciprocal-rank score (higher is better; at most 2 / (RRF_K + 1) per collection).
+        score: fused reciprocal-rank score (higher is better; at most 2 / (RRF_K + 1) per collection, 3 / (RRF_K + 1)
+            for a chunk that states the count a count question asks for).
         collection: ``chunks`` or ``findings``; id: the record id; kind: prose | table_row | caption | finding ...
         dense_rank / keyword_rank: 1-based rank in each list, None if absent from it.
     """
@@ -256,6 +259,9 @@ def search(query: str, chip: str | None = None, k: int = 5, collections: tuple[s
                 entry = fused.setdefault((name, rid), {"text": text, "meta": meta, "score": 0.0})
                 entry["score"] += 1.0 / (RRF_K + rank)
                 entry[label] = rank
+    term = asked_count_term(query, tokenize)
+    if term:
+        _fuse_count_list(fused, term, set(tokens))
     ranked = sorted(fused.items(), key=lambda kv: (is_reference_list(kv[1]["meta"]), -kv[1]["score"],
                                                    kv[1].get("dense", 10**9)))
     return [_hit(name, rid, entry) for (name, rid), entry in ranked[:k]]
@@ -291,6 +297,18 @@ def _chip_without_records(chip: str, chips: list[str]) -> str:
     listing = f"chips in the knowledge store: {', '.join(chips)}" if chips else "the knowledge store is empty"
     return (f"no documents onboarded for chip {chip!r} (it has {kind}); onboard its documents with "
             f"`chiplore onboard {chip} PATH...` ({listing})")
+
+
+def _fuse_count_list(fused: dict[tuple[str, str], dict[str, Any]], term: list[str], query_tokens: set[str]) -> None:
+    """Add the count list of a count question to `fused` (in place): the chunks that state a count of `term`
+    (`answer_type.states_count`), ranked in their fused order, each scoring 1 / (RRF_K + rank)."""
+    order = sorted(fused.items(), key=lambda kv: (-kv[1]["score"], kv[1].get("dense", 10**9)))
+    rank = 0
+    for (name, _), entry in order:
+        if name == "chunks" and states_count(entry["text"], str(entry["meta"].get("kind", "")), term, query_tokens,
+                                             tokenize):
+            rank += 1
+            entry["score"] += 1.0 / (RRF_K + rank)
 
 
 def _diverse(ranked: list[tuple[str, str, dict]]) -> list[tuple[str, str, dict]]:

@@ -165,3 +165,32 @@ def test_a_list_of_sources_ranks_after_the_passage_that_states_the_fact(chiplore
     assert len(hits) == 2 and hits[1].section.endswith("Sources")
     assert retrieval.is_reference_list({"section": "Wombat W7 notes > Sources"})
     assert not retrieval.is_reference_list({"section": "Wombat W7 notes > Compute units and threads"})
+
+
+def test_count_question_ranks_the_stated_count_above_passages_that_define_the_term(chiplore_home, embedder,
+                                                                                    tmp_path, monkeypatch):
+    """Three passages about lattice cells that state no count of them, and one table row that does: "How many
+    lattice cells" puts the row first; the same search without the count list (answer-type matching off) does not."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "o3.md").write_text(
+        "# Orvel O3 architecture guide\n\n## Lattice cells\n\n"
+        "The Orvel O3 is organised around lattice cells. A lattice cell is the O3's compute unit: each lattice "
+        "cell holds 256 lanes, a scheduler and 96 KB of cell SRAM.\n\n"
+        "## Programming the lattice cells\n\n"
+        "Kernels run as work bundles on lattice cells; a bundle stays on one lattice cell until it ends, and "
+        "the lattice cells of the Orvel O3 share one ring network.\n\n"
+        "## Scheduling across lattice cells\n\n"
+        "The Orvel O3 places bundles on lattice cells round-robin, so every lattice cell gets work.\n\n"
+        "## Specifications\n\n"
+        "| Resource | Orvel O3 |\n|---|---|\n| Lattice cells | 40 |\n| Cell SRAM | 96 KB |\n"
+        "| Clock | 1.4 GHz |\n| Memory | 24 GB |\n")
+    onboard("o3", [notes], progress=False)
+    question = "How many lattice cells does the Orvel O3 have?"
+    hits = search(question, chip="o3", k=3)
+    assert "Lattice cells" in hits[0].text and "40" in hits[0].text and hits[0].kind == "table_row"
+    expected = sum(1.0 / (RRF_K + r) for r in (hits[0].dense_rank, hits[0].keyword_rank) if r is not None)
+    assert hits[0].score > expected  # the count list's share
+    monkeypatch.setattr(retrieval, "asked_count_term", lambda query, tokenize: None)
+    plain = search(question, chip="o3", k=3)
+    assert not ("Lattice cells" in plain[0].text and "40" in plain[0].text)
