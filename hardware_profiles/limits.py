@@ -65,8 +65,9 @@ def _checked(profile: HardwareProfile) -> ChipLimits:
         if not number or (field in _COUNTS and not float(value).is_integer()):
             kind = "a positive whole number" if field in _COUNTS else "a positive number"
             raise BadInputError(
-                f"chip {name!r}: {field} = {display_value(value)} in its profile is not {kind} ({LIMIT_FIELDS[field]}); correct "
-                f"it with `chiplore profile set {name} {field} VALUE --source \"DOCUMENT, page or section\"`")
+                f"chip {name!r}: {field} = {display_value(value)} in its profile is not {kind} "
+                f"({LIMIT_FIELDS[field]}); correct it with "
+                f"`chiplore profile set {name} {field} VALUE --source \"DOCUMENT, page or section\"`")
     try:
         return ChipLimits.from_profile(profile)
     except UnknownChipLimit:
