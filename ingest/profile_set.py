@@ -3,7 +3,8 @@
 A value the documents do not state (or state wrongly) can be given by the user, never without a source: the
 citation (``--source``: a document and where in it; ``--quote``: the phrase) is stored with the value like a
 document reading (kind ``stated``, locator ``set by hand``). The value is read with `ingest.units` in the unit it
-is written in (``64 KB`` -> 64 KiB, ``2.4 TB/s`` -> 2400 GB/s) or, bare, in the field's unit (`SCALAR_FIELDS`). A
+is written in (``64 KB`` -> 64 KiB, ``2.4 TB/s`` -> 2400 GB/s) or, bare, in the field's unit (`SCALAR_FIELDS`); the
+whole text must be that one number (``1e3`` is 1000) and unit, a count a positive whole number (`_parse_value`). A
 different value already on record is kept as an alternative and the field becomes a ``conflict`` whose value is
 the one set. The user's profile file is written atomically (`hardware_profiles.save_profile`); packaged profiles
 are never modified.
