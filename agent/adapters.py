@@ -39,12 +39,20 @@ def missing_dependency(exc: ImportError, what: str) -> DependencyMissingError:
 
 
 def load_chip_profile(chip: str) -> HardwareProfile:
-    """`hardware_profiles.load_profile(chip)` (user profile first, then packaged).
+    """`hardware_profiles.load_profile(chip)` (user profile first, then packaged), its kernel limits checked.
+
+    A limit may be unknown (the kernel family says so when it needs it), but one the profile holds must be a value
+    a kernel can run with: `hardware_profiles.limits.chip_limits_or_none`.
 
     Raises:
-        BadInputError: unknown chip, naming the known ones.
+        BadInputError: unknown chip, naming the known ones; a limit that is not positive, or a count (compute
+            units, warp width, threads per block) that is not whole, naming the chip, field and value.
     """
-    return load_profile(chip)
+    from hardware_profiles.limits import chip_limits_or_none
+
+    profile = load_profile(chip)
+    chip_limits_or_none(profile)
+    return profile
 
 
 class RealVerifier:

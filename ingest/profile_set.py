@@ -3,7 +3,8 @@
 A value the documents do not state (or state wrongly) can be given by the user, never without a source: the
 citation (``--source``: a document and where in it; ``--quote``: the phrase) is stored with the value like a
 document reading (kind ``stated``, locator ``set by hand``). The value is read with `ingest.units` in the unit it
-is written in (``64 KB`` -> 64 KiB, ``2.4 TB/s`` -> 2400 GB/s) or, bare, in the field's unit (`SCALAR_FIELDS`). A
+is written in (``64 KB`` -> 64 KiB, ``2.4 TB/s`` -> 2400 GB/s) or, bare, in the field's unit (`SCALAR_FIELDS`); the
+whole text must be that one number (``1e3`` is 1000) and unit, a count a positive whole number (`_parse_value`). A
 different value already on record is kept as an alternative and the field becomes a ``conflict`` whose value is
 the one set. The user's profile file is written atomically (`hardware_profiles.save_profile`); packaged profiles
 are never modified.
@@ -11,6 +12,8 @@ are never modified.
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,10 +22,13 @@ from hardware_profiles import HardwareProfile, known_chips, load_profile, save_p
 from hardware_profiles.merge import _agrees
 from hardware_profiles.schema import FEATURE_FIELDS, PEAK_DTYPES, PROFILE_FIELDS, Alternative, ProfileField, Source
 from hardware_profiles.yaml_io import check_chip_name
-from ingest.units import TARGET_UNITS, parse_quantity
+from ingest.units import TARGET_UNITS, Quantity, count_kilo, unit_info
 
 _TRUE = {"true", "yes", "1"}
 _FALSE = {"false", "no", "0"}
+#: A value as `set_field` accepts it: one number (thousands separators, decimals, an exponent) and an optional unit.
+_VALUE = re.compile(r"\s*(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?P<exp>[eE][+-]?\d+)?"
+                    r"\s*(?P<unit>[^\s\d.,].*?)?\s*", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,18 @@ def set_field(chip: str, field: str, value: str, source: str, quote: str | None 
 
 
 def _parse_value(field: str, unit: str, text: str) -> tuple[float | bool, str | None]:
+    """`text` as the value of `field` in `unit`: true/false for a feature, else one number and nothing else.
+
+    The whole of `text` must be one number (``48``, ``2,039``, ``1.5``, ``1e3`` = 1000) and optionally a unit of
+    the field's dimension (`ingest.units.unit_info`: ``64 KB``, ``2.4 TB/s``; the field's own unit name, e.g.
+    ``1024 threads``; a ``K`` after a count, `ingest.units.count_kilo`); a bare number is in `unit`. A register
+    file given in bytes is read as 32-bit registers (bytes / 4).
+
+    Raises:
+        BadInputError: not true/false for a feature; negative; not one number with a known unit; a unit of another
+            dimension; not finite (``1e400``, or out of range in `unit`); a count (dimension ``count``:
+            compute units, threads, registers) that is not a positive whole number; a size or rate that is 0.
+    """
     if field in FEATURE_FIELDS:
         word = text.strip().lower()
         if word in _TRUE | _FALSE:
@@ -81,17 +99,38 @@ def _parse_value(field: str, unit: str, text: str) -> tuple[float | bool, str | 
         raise BadInputError(f"profile set: {field} is a yes/no feature; give true or false, not {text!r}")
     if text.strip().startswith("-"):
         raise BadInputError(f"profile set: {text.strip()!r} is negative; {field} ({unit}) is never below 0")
-    quantity = parse_quantity(text)
-    if quantity is None or text.strip()[:1] not in "0123456789.":
-        raise BadInputError(f"profile set: {text!r} is not a number for {field} ({unit})")
     target_dimension = TARGET_UNITS[unit][0]
-    if not quantity.unit:
-        return float(quantity.value), None
+    match = _VALUE.fullmatch(text)
+    if match is None:
+        raise BadInputError(f"profile set: {text!r} is not a number with a unit for {field} ({unit})")
+    number = float(match.group("num").replace(",", "") + (match.group("exp") or ""))
+    if not math.isfinite(number):
+        raise BadInputError(f"profile set: {text!r} is not a finite number for {field} ({unit})")
+    written = match.group("unit")
+    if not written or written.lower() == unit.lower():
+        info = TARGET_UNITS[unit]
+    elif written in ("K", "k") and target_dimension == "count":
+        info = ("count", count_kilo(number))
+    else:
+        info = unit_info(written)
+    if info is None:
+        raise BadInputError(f"profile set: {text!r} is not a number with a unit for {field} ({unit})")
+    quantity = Quantity(value=number * info[1], dimension=info[0], text=text.strip(), start=0, end=len(text),
+                        resolution=0.0, unit=written)
+    value, formula = quantity.value, None
     if field == "registers_per_compute_unit" and quantity.dimension == "bytes":
-        return quantity.value / 4, f"register file {quantity.text} / 4 bytes per 32-bit register"
-    if quantity.dimension != target_dimension:
+        value, formula = quantity.value / 4, f"register file {quantity.text} / 4 bytes per 32-bit register"
+    elif quantity.dimension != target_dimension:
         raise BadInputError(f"profile set: {text!r} is {quantity.dimension}, but {field} is in {unit}")
-    return quantity.to(unit), None
+    else:
+        value = quantity.to(unit)
+    if not math.isfinite(value):
+        raise BadInputError(f"profile set: {text!r} is not a finite number for {field} ({unit})")
+    if target_dimension == "count" and (value <= 0 or not value.is_integer()):
+        raise BadInputError(f"profile set: {text!r} is not a positive whole number; {field} ({unit}) is a count")
+    if value <= 0:
+        raise BadInputError(f"profile set: {text!r} is not positive; {field} ({unit}) must be above 0")
+    return float(value), formula
 
 
 def _current(profile: HardwareProfile, field: str, unit: str) -> ProfileField:

@@ -203,6 +203,12 @@ def parse_number(text: str) -> float:
     return float(text.replace(",", "")) + frac
 
 
+def count_kilo(number: float) -> int:
+    """The factor of a "K" after a bare count (``64K``): 1024 when `number` is a power of two up to 512 (a register
+    or size count, "64K 32-bit registers"), else 1000 ("8K operations")."""
+    return 1024 if number in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512) else 1000
+
+
 def _decimals(number_text: str) -> int:
     return len(number_text.split(".", 1)[1]) if "." in number_text else 0
 
@@ -234,7 +240,7 @@ def _build(match: re.Match, default_unit: str | None) -> Quantity | None:
     number = parse_number(number_text + fraction) if number_text else _FRACTIONS[fraction]
     resolution = 0.5 * 10 ** (-_decimals(number_text)) if number_text and not fraction else 0.125
     if match.group("kilo") and not match.group("unit"):
-        kilo = 1024 if number in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512) else 1000
+        kilo = count_kilo(number)
         number, resolution = number * kilo, resolution * kilo
     unit_text, info = "", None
     if match.group("unit"):

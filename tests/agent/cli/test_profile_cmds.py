@@ -185,3 +185,21 @@ def test_show_conflict_lists_only_the_other_values(monkeypatch):
     assert re.search(r"num_compute_units\s*│\s*140\s*│.*conflict", output), output
     assert "alt 132" in output and "alt 140" not in output, rows
     assert "alt 60" not in output and "alt 50" in output  # packaged l2 conflict: 60 shown, 50 the alternative
+
+
+@pytest.mark.parametrize(("field", "value", "problem"), [
+    ("clock_mhz", "12abc", "is not a number with a unit for clock_mhz (MHz)"),
+    ("warp_size", "0", "is not a positive whole number; warp_size (threads) is a count"),
+    ("l2_cache_mb", "1e400", "is not a finite number for l2_cache_mb (MiB)"),
+])
+def test_set_refused_value_is_one_line_and_leaves_the_profile_file_as_it_was(field, value, problem, capsys,
+                                                                             monkeypatch):
+    import hardware_profiles as hp
+    from tests.agent.cli.cli_helpers import run_cli
+
+    assert run_cli(capsys, monkeypatch, "profile", "set", "zx40", "num_compute_units", "48", "--source", "x")[0] == 0
+    path = hp.profile_path("zx40")
+    before = path.read_bytes()
+    code, out, err = run_cli(capsys, monkeypatch, "profile", "set", "zx40", field, value, "--source", "x, p.1")
+    assert code == 1 and err.strip() == f"error: profile set: {value!r} {problem}"
+    assert path.read_bytes() == before
