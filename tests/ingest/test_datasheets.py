@@ -13,32 +13,24 @@ The held-out datasheets (tests/data/datasheets_heldout) are not scored here: BEN
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
 from ingest.profile_extract import extract_profile_with_report
 from ingest.profile_sources import document_chunks
+from tests.script_loader import load_script
 
 _REPO = Path(__file__).resolve().parents[2]
 DATASHEETS = _REPO / "tests" / "data" / "datasheets"
 
 
-def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, _REPO / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.fixture(scope="module")
 def evaluation():
-    return _script("eval_profiles")
+    return load_script("eval_profiles")
 
 
 def _truths() -> list[tuple[str, dict, Path]]:
@@ -53,7 +45,7 @@ TRUTHS = _truths()
 def documents(folder: Path) -> list[Path]:
     """A datasheet folder's documents, as the scorer reads them (`eval_profiles.is_document`: every supported file
     but its answer key, truth.json, which is JSON and so onboards too)."""
-    is_document = _script("eval_profiles").is_document
+    is_document = load_script("eval_profiles").is_document
     return sorted(p for p in folder.iterdir() if is_document(p))
 
 
@@ -122,8 +114,8 @@ def test_ask_ranks_the_answer_to_how_many_compute_units_in_the_top_3(chiplore_ho
         stored = KnowledgeStore.open().records("chunks", chip=chip)
         from ingest.profile_sources import chunks_from_records
 
-        answers = _script("eval_ask").answering(chunks_from_records(stored), int(truth["num_compute_units"]["value"]),
-                                                term)
+        count = int(truth["num_compute_units"]["value"])
+        answers = load_script("eval_ask").answering(chunks_from_records(stored), count, term)
         assert answers, key
         hits = search(f"How many {term}s does the {truth['device']} have?", chip=chip, k=3)
         assert {h.id for h in hits} & set(answers), (key, [h.text[:80] for h in hits])

@@ -6,29 +6,22 @@ is not scored here: it is scored once, last, and reported."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.script_loader import load_script
 
 _REPO = Path(__file__).resolve().parents[2]
 DEV12 = _REPO / "tests" / "data" / "datasheets_dev_v12"
 
 
-def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, _REPO / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.fixture(scope="module")
 def evaluation():
-    return _script("eval_profiles")
+    return load_script("eval_profiles")
 
 
 def _norm(text: str) -> str:

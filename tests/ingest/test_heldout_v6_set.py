@@ -8,24 +8,17 @@ text of its Markdown source, and no decoy equals the truth value it is a decoy o
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.script_loader import load_script
 
 _REPO = Path(__file__).resolve().parents[2]
 HELDOUT6 = _REPO / "tests" / "data" / "datasheets_heldout_v6"
 KINDS = {"stated", "derived", "not_stated", "conflict"}
 
-
-def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, _REPO / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _norm(text: str) -> str:
@@ -43,7 +36,7 @@ def _text(path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def cases():
-    evaluator = _script("eval_profiles")
+    evaluator = load_script("eval_profiles")
     assert evaluator.DATASHEET_SETS["heldout6"] == HELDOUT6
     return evaluator.datasheet_cases(HELDOUT6)
 
