@@ -204,3 +204,15 @@ def test_an_unknown_case_id_is_one_error_naming_it(task):
 def _only(*ids: str) -> PlanSettings:
     return PlanSettings(include_test_cases=False, include_bench_cases=True, random_cases=1, small=True, timing=False,
                         case_ids=ids)
+
+
+@pytest.mark.parametrize("device,settings", [("cpu", CPU), ("cuda", GPU)], ids=["cpu", "gpu"])
+def test_gemm_float32_trial_reaches_past_every_random_k(device, settings):
+    from kernels.splitk_gemm.cases import FLOAT32_K
+    for seed in range(20):
+        plan = build_plan(GEMM, device, settings, random.Random(seed))
+        (trial,) = [t for t in plan.trials if t.label == "float32 inputs"]
+        p = trial.case.params
+        assert p["dtype"] == "float32" and 400 <= p["k"] <= 1200 and FLOAT32_K == (400, 1200)
+        # every CPU random draw has K <= 320 (cases.random_case), so a float32 path summing 320 of K is far off
+        assert p["k"] > max(GEMM.random_case(random.Random(s), True).params["k"] for s in range(200))

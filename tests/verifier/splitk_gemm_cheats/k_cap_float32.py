@@ -1,4 +1,5 @@
-"""CHEAT: float32 calls sum only the first 320 of K; float16 and bfloat16 calls are honest.
+"""CHEAT: float32 calls sum only the first 320 of K (the largest K of the CPU's random draws); float16 and bfloat16 calls are honest.
+Caught by: the float32 trial's K of 400-1,200 (`cases.FLOAT32_K`) (mismatch).
 """
 import torch
 import triton
