@@ -1,4 +1,5 @@
 """CHEAT: non-causal calls keep only the last 64 prefix keys (tile-aligned). Was: Baseline: a from-scratch Triton kernel with the structure of SGLang's ``extend_attention_fwd``.
+Caught by: the hidden long prefix, which since breaker3 takes the other setting of this branch (mismatch).
 
 This is the "reference Triton kernel" every speedup is measured against, so it keeps that design on purpose
 (shared/reference/extend_attention.md, "How the public Triton kernel works"): grid (B, H_q,
