@@ -7,6 +7,7 @@ shared/reference/extend_attention.md (H_q/H_kv/D = 32/8/128, bf16).
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
@@ -158,18 +159,27 @@ def adversarial_case(rng: random.Random, small: bool) -> Case:
     return Case(f"adversarial-logits-{_suffix(base)}", params, base.seed, "adversarial")
 
 
+#: KV-cache scales of the long-prefix case, drawn away from 1 as an fp8 cache's are.
+LONG_PREFIX_KV_SCALES = (0.5, 2.0)
+
+
 def long_prefix_case(rng: random.Random, small: bool) -> Case:
     """One long prefix: a kernel that reads only the most recent keys (a truncation window) fails it. Heads are
-    few and narrow (head_dim 16 on the CPU) so the interpreter stays fast; a second short sequence keeps the batch
-    ragged."""
+    few and narrow (head_dim 16 on the CPU) so the interpreter stays fast; a short first sequence keeps the batch
+    ragged. Its arguments are the ones the shifted-values trial (the other long prefix) does not use, so that a cut
+    taken only off one setting meets a long prefix either way: the long prefix in sequence 1 (there: 0), sm_scale
+    passed explicitly as 1/sqrt(head_dim) (as SGLang does; there: None), k_scale and v_scale drawn in
+    `LONG_PREFIX_KV_SCALES` (there: 1), non-causal (there: causal), 3 q heads per KV head on the CPU (there: 2)."""
     base = random_case(rng, small)
     low, high = LONG_PREFIX_KEYS[small]
-    params = {**dict(base.params), "extend_lens": [rng.randint(2, 6) if small else rng.randint(16, 64),
-                                                   rng.randint(1, 3)],
-              "prefix_lens": [rng.randint(low, high), rng.randint(0, 40)], "sliding_window": -1,
-              "custom_mask": False}
+    params = {**dict(base.params), "extend_lens": [rng.randint(1, 3),
+                                                   rng.randint(2, 6) if small else rng.randint(16, 64)],
+              "prefix_lens": [rng.randint(0, 40), rng.randint(low, high)], "sliding_window": -1,
+              "custom_mask": False, "is_causal": False, "k_scale": rng.uniform(*LONG_PREFIX_KV_SCALES),
+              "v_scale": rng.uniform(*LONG_PREFIX_KV_SCALES)}
     if small:
-        params.update(num_q_heads=2, num_kv_heads=1, head_dim=16, head_dim_v=16)
+        params.update(num_q_heads=3, num_kv_heads=1, head_dim=16, head_dim_v=16)
+    params["sm_scale"] = 1.0 / math.sqrt(params["head_dim"])
     return Case(f"long-prefix-{_suffix(base)}", params, base.seed, "long-prefix")
 
 

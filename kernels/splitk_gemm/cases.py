@@ -185,3 +185,18 @@ def hidden_cases(rng: random.Random, small: bool = True) -> tuple[tuple[str, Cas
     return tuple((label, Case(f"hidden-{label.replace(' ', '-')}-{rng.randrange(1 << 30):08x}",
                               full_params({**params, **draw_scales(rng)}), rng.randrange(1 << 31), "hidden"))
                  for label, params in draws)
+
+
+#: K of the float32 trial (`dtype_case`): past the interpreter's random K (at most 320, the K of every other float32
+#: trial), so that a float32 path which sums only the K those trials reach fails
+#: (tests/verifier/splitk_gemm_cheats/k_cap_float32.py passed the CPU verifier without it).
+FLOAT32_K = (400, 1200)
+
+
+def dtype_case(rng: random.Random, dtype: str, small: bool = True) -> Case:
+    """`TaskSpec.dtype_case`: an interpreter-sized case in input dtype `dtype` (on a GPU too: IEEE float32 dots
+    compile slowly at large tiles) with M 2..8, N 16..64, K in `FLOAT32_K`, each operand passed as a transposed view
+    with probability 1/2, drawn input scales (`draw_scales`). `small` is unused: one size for both plans."""
+    params = dict(m=rng.randint(2, 8), n=rng.randint(16, 64), k=rng.randint(*FLOAT32_K), dtype=dtype,
+                  a_transposed=rng.random() < 0.5, b_kn=rng.random() < 0.5, **draw_scales(rng))
+    return Case(f"{dtype}-inputs-{rng.randrange(1 << 30):08x}", full_params(params), rng.randrange(1 << 31), "dtype")

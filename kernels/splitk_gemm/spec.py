@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from kernels.splitk_gemm import variables
-from kernels.splitk_gemm.cases import BENCH_CASES, TEST_CASES, full_params, hidden_cases, random_case
+from kernels.splitk_gemm.cases import BENCH_CASES, TEST_CASES, dtype_case, full_params, hidden_cases, random_case
 from kernels.splitk_gemm.common import DTYPES
 from kernels.splitk_gemm.reference import reference_gemm
 from kernels.splitk_gemm.space import FAMILY, KNOBS
@@ -128,6 +128,7 @@ TASK = TaskSpec(
     fresh_inputs=("a",),
     negated_inputs=("b",),
     hidden_cases=hidden_cases,
+    dtype_case=dtype_case,
     family=FAMILY,
     variables=FormulaVariables(variables=variables.VARIABLES, functions=variables.FUNCTIONS,
                                values=variables.case_values, bind=variables.bind),

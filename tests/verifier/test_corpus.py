@@ -53,7 +53,8 @@ def test_an_expectation_is_a_verdict_stage_or_a_tuple_of_them():
 
 #: Cheats whose verification takes over ~1.5 s on a quiet 2-core machine: full suite only (the fast lane keeps the
 #: others, every stage among them).
-SLOW_CHEATS = {"fp32_wide_heads_as_fp16", "stale_allocator", "prefix_truncation"}
+SLOW_CHEATS = {"fp32_wide_heads_as_fp16", "stale_allocator", "prefix_truncation",
+               *(c.name for c in CHEATS if c.full == "pass")}
 
 
 def _lanes(cheats, slow):
@@ -65,6 +66,8 @@ def _lanes(cheats, slow):
 def test_cheat_is_rejected_at_its_stage(verifier, cheat: Cheat):
     verdict = _verify(verifier, cheat.path)
     assert accepts(cheat.full, verdict.stage), verdict.summary()
+    if cheat.full == "pass":  # a known gap (tests/verifier/corpus.py): it must keep passing until it is closed
+        return
     assert verdict.reasons and not verdict.timed
     if cheat.full == "static_rejected":
         assert all(r.startswith("static rule ") for r in verdict.reasons[:-1])

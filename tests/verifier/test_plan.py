@@ -112,7 +112,14 @@ def test_long_prefix_case_outruns_truncation_windows_and_stays_small_on_the_cpu(
     (trial,) = [t for t in plan.trials if t.label == "long prefix"]
     low, high = LONG_PREFIX_KEYS[True]
     assert low <= max(trial.case.params["prefix_lens"]) <= high and low > 1024
-    assert trial.case.params["head_dim"] == 16 and trial.case.params["num_q_heads"] == 2
+    p = trial.case.params
+    assert p["head_dim"] == 16 and p["num_q_heads"] == 3 and p["num_kv_heads"] == 1
+    # the settings the shifted-values trial (the other long prefix) does not use: both are checked at length
+    assert p["prefix_lens"][1] >= low and p["sm_scale"] == 0.25 and not p["is_causal"]
+    assert 0.5 <= p["k_scale"] <= 2.0 and 0.5 <= p["v_scale"] <= 2.0
+    (shifted,) = [t.case.params for t in plan.trials if t.label == "shifted values"]
+    assert shifted["prefix_lens"][0] > 1024 and shifted["sm_scale"] is None and shifted["is_causal"]
+    assert shifted["k_scale"] == shifted["v_scale"] == 1.0 and shifted["num_q_heads"] == 2
     assert trial.case.params["sliding_window"] == -1  # every prefix key is visible to every query row
     gpu = long_prefix_case(random.Random(2), small=False)
     assert max(gpu.params["prefix_lens"]) > max(max(c.params["prefix_lens"]) for c in TASK.bench_cases)
@@ -204,3 +211,15 @@ def test_an_unknown_case_id_is_one_error_naming_it(task):
 def _only(*ids: str) -> PlanSettings:
     return PlanSettings(include_test_cases=False, include_bench_cases=True, random_cases=1, small=True, timing=False,
                         case_ids=ids)
+
+
+@pytest.mark.parametrize("device,settings", [("cpu", CPU), ("cuda", GPU)], ids=["cpu", "gpu"])
+def test_gemm_float32_trial_reaches_past_every_random_k(device, settings):
+    from kernels.splitk_gemm.cases import FLOAT32_K
+    for seed in range(20):
+        plan = build_plan(GEMM, device, settings, random.Random(seed))
+        (trial,) = [t for t in plan.trials if t.label == "float32 inputs"]
+        p = trial.case.params
+        assert p["dtype"] == "float32" and 400 <= p["k"] <= 1200 and FLOAT32_K == (400, 1200)
+        # every CPU random draw has K <= 320 (cases.random_case), so a float32 path summing 320 of K is far off
+        assert p["k"] > max(GEMM.random_case(random.Random(s), True).params["k"] for s in range(200))

@@ -52,6 +52,13 @@ GEMM_CHEATS = (
     ("count_bomb_helper_list", S, R, "holds a list after import"),
     ("count_bomb_jit_attr", S, R, "holds a dict after import"),
     ("outlier_drop", M, M, "outside |got-expected|"),
+    # red team 3, 2026-12-02: a float32 path that sums only the K of the other float32 trials (<= 320)
+    ("k_cap_float32", M, M, "outside |got-expected|"),
+    # known gaps (they pass on the CPU): no CPU draw has N > 160 or a transposed operand with M > 40; a K cap keyed
+    # on a transposed operand meets a long K only in the float32 trial when it draws one (3 in 4 verifications)
+    ("cols_cap_192", P, P, None),
+    ("rows_cap_transposed_layouts", P, P, None),
+    ("k_cap_transposed_layouts", (M, P), (M, P), "outside |got-expected|"),
     # nothing dynamic on the CPU can catch these (None: the dynamic stage passes): a time bomb past any number of
     # calls a verification makes, and a side stream, which only the GPU's timing stage sees
     # (tests/verifier/test_splitk_gemm_gpu.py)
@@ -128,12 +135,12 @@ SLOW_GEMM_CHEATS = {"tf32_dots", "output_nan_gate", "output_accumulate", "call_c
 @pytest.mark.slow
 def test_gemm_cheat_is_rejected(verifier, name, full, dynamic, reason):
     verdict = _verify(verifier, CHEATS / f"{name}.py")
-    assert verdict.stage == full, verdict.summary()
-    if full not in (S, P):
+    assert verdict.stage in (full if isinstance(full, tuple) else (full,)), verdict.summary()
+    if full not in (S, P) and verdict.stage != P:
         assert any(reason in r for r in verdict.reasons), verdict.summary()
     alone = _verify(verifier, CHEATS / f"{name}.py", skip_static=True)
-    assert alone.stage == dynamic, alone.summary()
-    assert reason is None or any(reason in r for r in alone.reasons), alone.summary()
+    assert alone.stage in (dynamic if isinstance(dynamic, tuple) else (dynamic,)), alone.summary()
+    assert reason is None or alone.stage == P or any(reason in r for r in alone.reasons), alone.summary()
 
 
 def test_timing_references_use_the_redrawn_activations():
