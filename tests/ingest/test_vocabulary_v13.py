@@ -1,0 +1,30 @@
+"""Statements in new fictional vocabulary read from Markdown through the onboarding loaders, chunker and
+extractor: a list's last statement does not run on into a predecessor's paragraph."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ingest.profile_extract import extract_profile_with_report
+from ingest.profile_sources import document_chunks
+
+
+def _profile(tmp_path: Path, text: str, chip: str = "quill_q7"):
+    doc = tmp_path / "sheet.md"
+    doc.write_text(text, encoding="utf-8")
+    chunks, _ = document_chunks(chip, [doc])
+    return extract_profile_with_report(chip, chunks)[0]
+
+
+def test_last_list_item_does_not_run_into_the_predecessor_paragraph(tmp_path):
+    profile = _profile(tmp_path, """# Quill Q7 brief
+
+## Throughput
+
+- Lattice slices: 40
+- Dense BF16 (lattice): 610 TFLOPS
+
+The earlier Quill Q5 had 28 lattice slices and 12 MB of staging cache.
+""")
+    assert profile.peak_tflops["bf16"].value == 610.0
+    assert profile.peak_tflops["bf16"].source.quote.endswith("610 TFLOPS")
