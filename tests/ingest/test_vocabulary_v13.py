@@ -28,3 +28,35 @@ The earlier Quill Q5 had 28 lattice slices and 12 MB of staging cache.
 """)
     assert profile.peak_tflops["bf16"].value == 610.0
     assert profile.peak_tflops["bf16"].source.quote.endswith("610 TFLOPS")
+
+
+_LINEUP = """# Pine P3 brief
+
+| Model | Lattice slices | Clock |
+|---|---|---|
+| P2 | 16 | 1.5 GHz |
+| P3 | 32 | 1.9 GHz |
+"""
+
+
+def test_a_bare_clock_column_is_the_chips_clock(tmp_path):
+    profile = _profile(tmp_path, _LINEUP, chip="pine_p3")
+    assert profile.clock_mhz.value == 1900.0
+    assert profile.clock_mhz.kind == "stated"
+
+
+def test_a_bare_clock_gives_way_to_a_named_engine_clock(tmp_path):
+    profile = _profile(tmp_path, _LINEUP + "\nThe P3's lattice clock boosts to 2.1 GHz (maximum engine clock).\n",
+                       chip="pine_p3")
+    assert profile.clock_mhz.value == 2100.0
+    assert profile.clock_mhz.kind == "stated"
+
+
+def test_a_bare_clock_under_a_memory_row_is_not_the_chips(tmp_path):
+    profile = _profile(tmp_path, """# Pine P3 brief
+
+| Part | Clock |
+|---|---|
+| Staging memory | 3.2 GHz |
+""", chip="pine_p3")
+    assert profile.clock_mhz.value is None
