@@ -221,9 +221,10 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
         if match is None and quantity.dimension == "hz" and glossary.peak_clocks and \
                 any(names_clock(t, glossary.peak_clocks) for t in labels(record, quantity, every, glossary)[:2]):
             match = Match("engine_clock", 1.0, 0.0)  # the clock the peaks are computed at ("Base clock")
-        if match is None and quantity.dimension == "hz" and \
-                (not record.is_table or record.product_row or is_bare_clock(record.label)) and \
-                any(is_bare_clock(t) for t in labels(record, quantity, every, glossary)[:1]):
+        if match is None and quantity.dimension == "hz" and (
+                is_bare_clock(record.text[:quantity.start]) if not record.is_table else
+                (record.product_row or is_bare_clock(record.label)) and
+                any(is_bare_clock(t) for t in labels(record, quantity, every, glossary)[:1])):
             match = Match("engine_clock", 0.5, 0.0)  # "Clock" alone: no look-alike named (profile_clock)
         if match is None:
             _report_unit_problem(record, quantity, every, glossary, out)

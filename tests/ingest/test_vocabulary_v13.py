@@ -60,3 +60,13 @@ def test_a_bare_clock_under_a_memory_row_is_not_the_chips(tmp_path):
 | Staging memory | 3.2 GHz |
 """, chip="pine_p3")
     assert profile.clock_mhz.value is None
+
+
+def test_a_clock_named_after_its_value_in_prose_is_not_bare(tmp_path):
+    profile = _profile(tmp_path, """# Pine P3 brief
+
+The housekeeping controller runs on its own 600 MHz clock.
+
+- Frequency: 1.7 GHz
+""", chip="pine_p3")
+    assert profile.clock_mhz.value == 1700.0
