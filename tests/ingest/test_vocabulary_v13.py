@@ -70,3 +70,31 @@ The housekeeping controller runs on its own 600 MHz clock.
 - Frequency: 1.7 GHz
 """, chip="pine_p3")
     assert profile.clock_mhz.value == 1700.0
+
+
+_ROLE = """# Sorrel S4 overview
+
+## Processing
+
+The shader hive is the unit to which the runtime hands thread blocks.
+
+- Hives: 36
+- Hive scratch: 128 KB per hive
+"""
+
+
+def test_a_compute_unit_defined_by_its_role(tmp_path):
+    profile = _profile(tmp_path, _ROLE, chip="sorrel_s4")
+    assert profile.compute_unit_name == "shader hive"
+    assert profile.num_compute_units.value == 36
+
+
+def test_a_part_of_the_unit_that_runs_its_waves_is_not_the_unit(tmp_path):
+    profile = _profile(tmp_path, """# Sorrel S4 overview
+
+The vector lane is one of the four pipelines of a hive, which runs the thread blocks' waves.
+
+- Vector lanes: 144
+""", chip="sorrel_s4")
+    assert profile.compute_unit_name != "vector lane"
+    assert profile.num_compute_units.value is None
