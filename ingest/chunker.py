@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ingest.loaders.common import title_from_path
 from knowledge.types import Chunk, Section
 
-CHUNKER_VERSION = "2"
+CHUNKER_VERSION = "3"
 _SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+(?=[A-Z0-9(\[\"'•*-])")
 
 
@@ -91,9 +91,13 @@ def _groups(sections: Iterable[Section]) -> list[list[Section]]:
 
 
 def _units(paragraphs: Sequence[str], max_chars: int) -> list[str]:
-    """Sentences (and list items) of the paragraphs; pieces longer than `max_chars` cut at word boundaries."""
+    """Sentences (and list items) of the paragraphs; pieces longer than `max_chars` cut at word boundaries.
+
+    The first sentence of a paragraph that follows a list item keeps a leading newline (see `_join`)."""
     units: list[str] = []
+    item = False  # the previous paragraph was a list item
     for para in paragraphs:
+        after_item, item = item and not para.startswith("- "), para.startswith("- ")
         for line in para.split("\n"):
             for sentence in _SENTENCE_END.split(line.strip()):
                 sentence = sentence.strip()
@@ -103,16 +107,20 @@ def _units(paragraphs: Sequence[str], max_chars: int) -> list[str]:
                     units.append(sentence[:cut].strip())
                     sentence = sentence[cut:].strip()
                 if sentence:
-                    units.append(sentence)
+                    units.append(("\n" if after_item else "") + sentence)
+                    after_item = False
     return units
 
 
 def _join(units: Sequence[str]) -> str:
     """Units joined by spaces, except that a list item (``- ...``) starts a line of its own, so an item's end stays
-    visible to every reader of the chunk (a ``Name: X2`` item does not run on into the next item's label)."""
+    visible to every reader of the chunk (a ``Name: X2`` item does not run on into the next item's label), and so
+    does a paragraph after a list item (marked by `_units` with a leading newline): the last item's statement does
+    not run on into the paragraph's ("...: 940 TFLOPS" then "The predecessor had ...")."""
     out = ""
     for unit in units:
-        out += unit if not out else ("\n" if unit.startswith("- ") else " ") + unit
+        text = unit.lstrip("\n")
+        out += text if not out else ("\n" if unit.startswith(("- ", "\n")) else " ") + text
     return out
 
 

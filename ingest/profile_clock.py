@@ -15,6 +15,13 @@ clock that the peak figures are said to be at ("2,400 MHz (all peak figures in t
 counts as sustained, and so does a clock the documents name as the one the peaks are computed at ("All peak rates
 are computed at the base clock": the "Base clock" row is read as the chip's clock, `peak_clock_words`, although a
 base clock alone is a look-alike of the engine clock).
+
+A clock named by no qualifier at all (a products table's "Clock" column, a "Frequency: 1.8 GHz" line:
+`is_bare_clock`) is the chip's clock: every look-alike clock is named by what else ticks (memory, base, interface,
+network-on-chip), and a bare label names none of them, although its embedding sits nearer "memory clock" than
+"engine clock". Such a clock gives way to any clock the documents name more specifically
+(`prefer_named_clock`: "Boost clock 1.9 GHz" over a "Clock" column), so a bare column never outvotes the named
+engine clock nor makes a conflict with it.
 Source: vendor clock terminology (AMD "peak engine clock" vs "sustained"; Intel "base"/"turbo"; NVIDIA "boost").
 """
 
@@ -46,6 +53,32 @@ def peak_clock_words(texts: list[str]) -> set[str]:
 def names_clock(words: str, qualifiers: set[str]) -> bool:
     """Whether `words` name a clock by one of `qualifiers` ("Base clock" for ``{"base"}``)."""
     return any(re.search(rf"\b{re.escape(w)}\s+(?:clock|frequency)\b", words, re.IGNORECASE) for w in qualifiers)
+
+#: The words of a bare clock label, and the punctuation around a label-line's value.
+_BARE = re.compile(r"(?:(?:clock\s+)?frequency|clock(?:\s+(?:rate|speed))?)", re.IGNORECASE)
+_LABEL_EDGE = re.compile(r"^[\s\-*•]+|[\s:=\-–—]+$")
+
+
+def is_bare_clock(label: str) -> bool:
+    """Whether `label` names a clock with no qualifier: "Clock", "Frequency", "Clock frequency", "Clock rate"."""
+    return bool(_BARE.fullmatch(_LABEL_EDGE.sub("", label or "")))
+
+
+def bare_clock_statement(candidate: Candidate) -> bool:
+    """Whether `candidate` is stated under a bare clock label: a table cell whose header or row label is the only
+    clock word of the two and is bare, or a label line whose words before the value are bare ("Clock: 1.8 GHz")."""
+    record = candidate.record
+    if record.is_table:
+        named = [w for w in (record.header, record.label) if re.search(r"clock|frequen", w or "", re.IGNORECASE)]
+        return bool(named) and all(is_bare_clock(w) for w in named)
+    return is_bare_clock(record.text[:candidate.quantity.start])
+
+
+def prefer_named_clock(candidates: list[Candidate]) -> list[Candidate]:
+    """`candidates` of ``clock_mhz`` without those under a bare clock label when another is named more
+    specifically (see module docstring); unchanged otherwise."""
+    named = [c for c in candidates if not bare_clock_statement(c)]
+    return named or candidates
 
 
 def _qualifier(candidate: Candidate, peak_words: set[str]) -> str:

@@ -33,7 +33,7 @@ from ingest.bilingual import english_chunks
 from ingest.decimal_marks import DECIMAL_COMMA, to_point_decimals, uses_decimal_comma
 from ingest.number_words import digits_for_number_words
 from ingest.profile_candidate import Candidate, RuleOutput
-from ingest.profile_clock import peak_clock_words, prefer_sustained_clock
+from ingest.profile_clock import peak_clock_words, prefer_named_clock, prefer_sustained_clock
 from ingest.profile_columns import choose_columns, described_phrases
 from ingest.profile_definitions import is_abbreviation as _is_abbreviation
 from ingest.profile_derive import compute_units_from_hierarchy
@@ -165,7 +165,7 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Cand
     for field_name, unit in SCALAR_FIELDS.items():
         mine = [c for c in out.candidates if c.field == field_name]
         if field_name == "clock_mhz":
-            mine = prefer_sustained_clock(mine, glossary.peak_clocks)
+            mine = prefer_sustained_clock(prefer_named_clock(mine), glossary.peak_clocks)
         fields[field_name] = resolve_field(field_name, unit, mine, out.learned_sub.get(field_name, []), report, rank)
     if fields["num_compute_units"].value is None and fields["num_compute_units"].kind != "conflict":
         fields["num_compute_units"] = compute_units_from_hierarchy(glossary, records) or fields["num_compute_units"]

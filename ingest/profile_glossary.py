@@ -46,6 +46,13 @@ CONCEPTS = ConceptSpace({
         "the unit that a runtime schedules kernel work onto, one thread block or work-group at a time",
         "the programmable unit of the architecture", "the chip's unit of computation",
         "the core that one kernel instance is compiled for and runs on",
+        # its role in the programming model (CUDA C Programming Guide, "Hardware Implementation": the blocks of a
+        # grid are distributed to the multiprocessors; OpenCL 3.0 s. 3.2.2: a work-group executes on one compute
+        # unit), in words that name no vendor's unit
+        "the hardware unit that receives whole work-groups from the dispatcher and runs them",
+        "the place where the scheduler puts each thread block to execute",
+        "a unit that thread blocks are handed to, to run on it",
+        "the hardware unit to which the scheduler gives thread blocks",
     ],
     "warp": [
         "warp", "wavefront",
@@ -327,12 +334,17 @@ def _key_of(glossary: Glossary, d: Definition) -> str:
 def _in_use(glossary: Glossary, key: str, explicit: bool) -> bool:
     """The documents count or scope by `key` (or an alias of it), in a sentence or in a count item of the chip's
     ("processing elements: 144"); an explicit naming ("calls its compute unit a cell", "strands of 32 threads")
-    needs only a second mention of the term or of an alias ("TCDM" for "tightly coupled data memory")."""
+    needs only a second mention of the term or of an alias ("TCDM" for "tightly coupled data memory"). A term of
+    several words is in use when its head noun alone is ("The compute cluster is ...", then "192 KB per cluster"),
+    unless that noun is an alias or a generic name of a concept ("core", "unit")."""
     aliases = [a for a, k in glossary.aliases.items() if k == key]
     if glossary.used[key] or any(glossary.used[a] for a in aliases):
         return True
     if any(k in glossary.chip_counts for k in (key, *aliases)):
         return True  # a count item of the chip's ("processing elements: 144") uses the term as a unit
+    head = key.split()[-1] if len(key.split()) > 1 else ""
+    if head and glossary.used[head] and head not in glossary.aliases and not _generic_name(head):
+        return True  # "The compute cluster is ...", then "per cluster", "48 clusters": its head noun alone
     return explicit and glossary.mentions(key) + sum(glossary.mentions(a) for a in aliases) >= 2
 
 
@@ -369,8 +381,18 @@ def _definition_concept(glossary: Glossary, d: Definition):
                                    min_similarity=DEFINITION_SIMILARITY, min_margin=0.03)
         if choice is not None:
             return choice
-    return CONCEPTS.choose(_masked(glossary, d, d.definiens), among=d.among,
-                           min_similarity=DEFINITION_SIMILARITY, min_margin=0.03)
+    choice = CONCEPTS.choose(_masked(glossary, d, d.definiens), among=d.among,
+                             min_similarity=DEFINITION_SIMILARITY, min_margin=0.03)
+    if choice is not None and choice.concept == "compute_unit" and _INSIDE_ANOTHER.search(d.definiens):
+        return None  # "one of the four pipelines of a core, which runs its waves": a part of the unit, not it
+    return choice
+
+
+#: A definiens that places the term inside another unit ("one of the 4 SIMD pipelines of a core", "the lane group
+#: inside each core", "a part of the tile"): whatever it runs, it is a part of the compute unit.
+_INSIDE_ANOTHER = re.compile(r"\bone\s+of\s+(?:the\s+|its\s+)?(?:\w+\s+){0,3}?[\w\-]+\s+(?:of|in)\s+"
+                             r"(?:a|an|each|every|the)\b|\b(?:inside|within|part\s+of)\s+(?:a|an|each|every|the|one)\b",
+                             re.IGNORECASE)
 
 
 def _shortened_references(glossary: Glossary) -> None:

@@ -25,7 +25,7 @@ import dataclasses
 import re
 
 from ingest.profile_candidate import FIELD_LIMITS, Candidate, RuleOutput, is_bound
-from ingest.profile_clock import names_clock
+from ingest.profile_clock import is_bare_clock, names_clock
 from ingest.profile_containment import PER_PARENT_BEFORE
 from ingest.profile_fields import SCALABLE, Match, field_for, is_profile_quantity, match_quantity
 from ingest.profile_glossary import Glossary
@@ -221,6 +221,11 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
         if match is None and quantity.dimension == "hz" and glossary.peak_clocks and \
                 any(names_clock(t, glossary.peak_clocks) for t in labels(record, quantity, every, glossary)[:2]):
             match = Match("engine_clock", 1.0, 0.0)  # the clock the peaks are computed at ("Base clock")
+        if match is None and quantity.dimension == "hz" and (
+                is_bare_clock(record.text[:quantity.start]) if not record.is_table else
+                (record.product_row or is_bare_clock(record.label)) and
+                any(is_bare_clock(t) for t in labels(record, quantity, every, glossary)[:1])):
+            match = Match("engine_clock", 0.5, 0.0)  # "Clock" alone: no look-alike named (profile_clock)
         if match is None:
             _report_unit_problem(record, quantity, every, glossary, out)
             continue

@@ -19,7 +19,9 @@ Sets (``--set``, repeatable; default ``corpus`` and ``dev``):
 - ``dev12``: development datasheets in other vocabularies and layouts, ``tests/data/datasheets_dev_v12/*/`` (a
   glossary table of terms, a JSON device descriptor, prose with per-sub-unit limits);
 - ``heldout12``: the one datasheet held out of the ``dev12`` development, ``tests/data/datasheets_heldout_v12/*/``
-  (French/English), scored last.
+  (French/English), scored last;
+- ``heldout13a``: one German/English datasheet, ``tests/data/datasheets_heldout_v13a/*/``, held out of the
+  i18-fix10a round (role definition of the compute unit, bare clock column, paragraph after a list), scored last.
 
 For each chip the documents go through `ingest.profile_sources.document_chunks` (the onboarding loaders and
 chunker) and `ingest.profile_extract.extract_profile_with_report`; with ``--pdf`` each datasheet written in
@@ -37,7 +39,7 @@ are listed as "not in schema" and left out of the scores.
 
 Usage::
 
-    python scripts/eval_profiles.py [--set corpus|dev|heldout|heldout2|...|heldout11|dev12|heldout12 ...] [--pdf]
+    python scripts/eval_profiles.py [--set corpus|dev|heldout|heldout2|...|heldout11|dev12|heldout12|heldout13a ...] [--pdf]
         [--corpus DIR] [--json OUT.json] [--benchmarks BENCHMARKS.md] [--check]
 
 ``--check`` exits 1 unless every set scored meets the bar: stated >= 90 %, every not_stated field null, every
@@ -87,6 +89,7 @@ DATASHEET_SETS = {
     "heldout11": _REPO / "tests" / "data" / "datasheets_heldout_v11",
     "dev12": _REPO / "tests" / "data" / "datasheets_dev_v12",
     "heldout12": _REPO / "tests" / "data" / "datasheets_heldout_v12",
+    "heldout13a": _REPO / "tests" / "data" / "datasheets_heldout_v13a",
 }
 #: truth field -> (profile field, factor from the profile unit to the truth unit)
 SCALAR_MAP = {
@@ -381,7 +384,8 @@ _TITLES = {"corpus": "Shared corpus (real documents: Wormhole n150, MI300X)",
            "heldout10": "Held-out datasheets v10 (5 fictional chips, written blind)",
            "heldout11": "Held-out datasheets v11 (5 fictional chips, written blind)",
            "dev12": "Development datasheets v12 (3 fictional chips: a term table, a JSON descriptor, prose)",
-           "heldout12": "Held-out datasheet v12 (1 fictional chip, French/English, scored last)"}
+           "heldout12": "Held-out datasheet v12 (1 fictional chip, French/English, scored last)",
+           "heldout13a": "Held-out datasheet v13a (1 fictional chip, German/English, scored last)"}
 
 
 def main(argv: list[str] | None = None) -> int:

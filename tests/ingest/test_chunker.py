@@ -50,3 +50,11 @@ def test_metadata_and_context():
     assert meta["file_sha256"] == "abc" and meta["chunk_index"] == 0
     assert meta["context"] == "d > L1"
     assert chunks[0].cite() == "d.md > L1"
+
+
+def test_a_paragraph_after_a_list_item_starts_its_own_line():
+    secs = [_prose("- Vector slices: 40"), _prose("- Packed INT8 (lattice): 310 TOPS"),
+            _prose("The older KV-5 had 28 slices. It ran at 1.2 GHz."), _prose("A second paragraph follows.")]
+    [chunk] = chunk_sections(secs, "z9")
+    assert chunk.text.split("\n") == ["- Vector slices: 40", "- Packed INT8 (lattice): 310 TOPS",
+                                      "The older KV-5 had 28 slices. It ran at 1.2 GHz. A second paragraph follows."]
