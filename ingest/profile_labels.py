@@ -19,7 +19,7 @@ from ingest.profile_glossary import Glossary
 from ingest.profile_scope import parens
 from ingest.profile_terms import singular, term_key
 from ingest.profile_text import Record, products_in
-from ingest.units import Quantity
+from ingest.units import Quantity, find_quantities
 
 _STOPWORDS = frozenset("a an the of in on at to for from by with and or is are its their this that up total"
                        .split())
@@ -87,10 +87,21 @@ def sentence_after(record: Record, quantity: Quantity) -> str:
     return record.key[at + quantity.end:] if at >= 0 else ""
 
 
-def _antecedent(sentence: str, clause: str) -> str:
-    """What "it" stands for in `clause`: the noun phrase of the last "N <unit> of <noun phrase>" before it."""
+def _antecedent(sentence: str, clause: str, dimension: str | None = None) -> str:
+    """What "it" stands for in `clause`: the noun phrase of the last "N <unit> of <noun phrase>" before it. With
+    `dimension`, the figure must be a quantity of that dimension (`ingest.units.find_quantities`): "96 KiB of it"
+    is a part of what an earlier amount of bytes is of ("192 kibibytes of group memory"), whatever the unit's
+    spelling; a count or a rate before it is not its antecedent."""
     at = sentence.find(clause)
-    found = re.findall(r"\d\s*[A-Za-z]{1,6}\s+of\s+((?:[A-Za-z][\w\-]*\s*){1,4})", sentence[:at] if at > 0 else "")
+    head = sentence[:at] if at > 0 else ""
+    if dimension is not None:
+        for q in reversed(find_quantities(head)):
+            if q.dimension == dimension:
+                found = re.match(r"\s+of\s+((?:[A-Za-z][\w\-]*\s*){1,4})", head[q.end:])
+                if found:
+                    return _np_after(found.group(1))
+        return ""
+    found = re.findall(r"\d\s*[A-Za-z]{1,6}\s+of\s+((?:[A-Za-z][\w\-]*\s*){1,4})", head)
     return _np_after(found[-1]) if found else ""
 
 
@@ -142,7 +153,8 @@ def labels(record: Record, quantity: Quantity, every: list[Quantity], glossary: 
         before = record.topic  # "1. Memory bandwidth. ... The correct figure is 3.35 TB/s": the item's label
     if re.match(r"\s*of\s+(?:it|them)\b", text[quantity.end:end]) and record.key:
         # "48 KB of it": of the thing named before, in the sentence or the one before it
-        after = _antecedent(record.key, text) or _antecedent(f"{record.prev} {text}", text) or after
+        after = (_antecedent(record.key, text) or _antecedent(f"{record.prev} {text}", text)
+                 or _antecedent(f"{record.prev} {text}", text, quantity.dimension) or after)
     if ENABLED_SUBSET.search(text[:quantity.start]) and record.key:
         after = _counted_before(record.key, text) or after  # "72 cores, of which 64 are enabled": 64 cores
     lead = " ".join(text[start:quantity.start].split()[-6:])
