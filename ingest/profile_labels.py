@@ -171,8 +171,36 @@ def labels(record: Record, quantity: Quantity, every: list[Quantity], glossary: 
         window = f"the chip {window}"  # "Running at up to 1.8 GHz, Nova N4 delivers": its subject is the chip's
     if _ANAPHORA.match(text) and record.prev:
         window = f"{' '.join(record.prev.split()[-16:])} {window}"  # "this is 288 GB/s in aggregate"
+    parts = memory_parts(record.prev, text[start:quantity.start]) if quantity.dimension == "bytes_per_s" else ""
+    if parts and not after:  # "64 GB of LPDDR5X on 8 channels. Together the 8 channels move 819.2 GB/s"
+        attached = re.sub(rf"\b({re.escape(parts)})", r"memory \1", attached, count=1, flags=re.IGNORECASE)
+        window = re.sub(rf"\b({re.escape(parts)})", r"memory \1", window, count=1, flags=re.IGNORECASE)
     variants = [after, " ".join(attached.split()), window, inside]
     return [glossary.rewrite(clean_label(v)) if v else "" for v in variants]
+
+
+#: A capacity spread over parts in a sentence: "64 GB of LPDDR5X on 8 channels", "96 GiB in 6 stacks".
+_SPREAD_OVER = re.compile(r"\b(?:on|over|across|in|behind)\s+(?:its\s+|the\s+)?\d[\d,]*\s+(?P<parts>[A-Za-z][\w\-]*)")
+
+
+def memory_parts(previous: str, lead: str) -> str:
+    """The parts of the device memory that `lead` (the words before a rate) names: the noun that the previous
+    sentence spreads a memory capacity over ("64 GB of LPDDR5X on 8 channels"), when `lead` names it ("Together the
+    8 channels move ..."); else "". The rate those parts move is the memory's: the noun is read as "memory
+    channels" (a channel, stack or interface is only a part of what moves the bytes once the sentence before says
+    whose parts they are). The capacity must be a bytes figure (`ingest.units.find_quantities`) right before the
+    parts."""
+    if not previous or not lead.strip():
+        return ""
+    for q in find_quantities(previous):
+        if q.dimension != "bytes":
+            continue
+        spread = _SPREAD_OVER.search(previous[q.end:q.end + 60])
+        if spread:
+            noun = singular(spread.group("parts").lower())
+            if any(singular(w.lower().strip(",.;:")) == noun for w in lead.split()):
+                return noun
+    return ""
 
 
 #: "<group> of" right before a count of threads ("wavefronts of 64 work-items", "SIMD groups of 16 lanes").
