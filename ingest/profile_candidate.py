@@ -72,10 +72,32 @@ class RuleOutput:
 
 def is_bound(record: Record, quantity: Quantity) -> bool:
     """A bound ("over 2.5 PFLOP/s") or an end of a range ("32–64 GB depending on SKU", "96 to 128 engines"): not
-    one product's value."""
+    one product's value. A lower bound under a negation of its clause ("no work group can allocate more than 96
+    KiB", "may not exceed ... more than 64") is not one: "not more than N" is the upper limit N itself, as "at most
+    N" is (`is_negated_bound`)."""
     before = record.text[max(0, quantity.start - 20):quantity.start]
+    if _BOUND_BEFORE.search(before) and is_negated_bound(record.text, quantity.start):
+        return False
     return bool(_BOUND_BEFORE.search(before) or _RANGE_BEFORE.search(before)
                 or _RANGE_AFTER.match(record.text[quantity.end:quantity.end + 20]))
+
+
+def is_negated_bound(text: str, start: int) -> bool:
+    """True when the "more than" / "over" / "greater than" right before the figure at `start` is negated in its
+    clause ("No single group can allocate more than", "cannot hold more than", "never more than"): the negation
+    of a lower bound is an upper limit, the figure itself a maximum. Only bounds that set a lower limit count
+    ("nearly", "about" stay bounds); the negation must come before the bound in the same clause (no comma,
+    semicolon or sentence end between)."""
+    before = text[max(0, start - 120):start]
+    bound = _LOWER_BOUND_BEFORE.search(before)
+    if bound is None:
+        return False
+    clause = re.split(r"[,;:.!?]\s", before[:bound.start()])[-1]
+    return bool(_NEGATION.search(clause))
+
+
+_LOWER_BOUND_BEFORE = re.compile(r"(?:more than|over|greater than|in excess of)\s*$", re.IGNORECASE)
+_NEGATION = re.compile(r"\b(?:no|not|never|cannot|can't|mustn't|may not|must not|none)\b|n't\b", re.IGNORECASE)
 
 
 #: The upper end of a range: a number and a dash or "to" right before the figure; the lower end: the same after.

@@ -4,13 +4,17 @@ Rule: when the candidates for ``clock_mhz`` include a clock qualified as sustain
 ``all-core``, ``guaranteed``, ``rated``) and others qualified as opportunistic (``boost``, ``burst``, ``turbo``,
 ``overdrive``, ``opportunistic``) or restricted (``capped at``, ``throttled to``, ``limited to``: a cooling or
 power mode), those are left out: the sustained clock is the one the chip
-holds under load and the one peak rates are quoted at, a boost clock is a short-lived maximum. Without a
-sustained clock nothing is left out (a boost clock beside a base clock stays the chip's clock, as the datasheets'
+holds under load and the one peak rates are quoted at, a boost clock is a short-lived maximum. A clock stated
+plainly as what the chip runs at ("The tiles run at 1.85 GHz (the clock may rise to 2.0 GHz for short bursts ...)")
+counts as the sustained one beside an opportunistic one: the condition ("for short bursts", "opportunistically")
+makes the other figure an alternative, not a second statement of the chip's clock. Without a sustained or plainly
+stated running clock nothing is left out (a boost clock beside a base clock stays the chip's clock, as the datasheets'
 truth files record it: "Boost clock" and "Shader clock (boost)" are the clock_mhz of the dev set's Halcyon H1 and
 held-out v2's Quarry Q9; a sustained clock wins in held-out v3's Larkspur A7 and v5's Oriel T5).
 
 The qualifier is read from a candidate's own words (a cell's header, row label and value, or the clause of a
-sentence), so a note elsewhere in the row ("burst up to 1.9 GHz") does not disqualify the sustained figure; a
+sentence: the parenthetical the figure stands in, else the clause without the parentheticals that state another
+clock), so a note elsewhere in the row ("burst up to 1.9 GHz") does not disqualify the sustained figure; a
 clock that the peak figures are said to be at ("2,400 MHz (all peak figures in this document are at this clock)")
 counts as sustained, and so does a clock the documents name as the one the peaks are computed at ("All peak rates
 are computed at the base clock": the "Base clock" row is read as the chip's clock, `peak_clock_words`, although a
@@ -30,10 +34,11 @@ from __future__ import annotations
 import re
 
 from ingest.profile_candidate import Candidate
+from ingest.units import find_quantities
 
 SUSTAINED = re.compile(r"\b(?:sustained|nominal|all[- ]core|guaranteed|rated)\b|"
                        r"\b(?:peak|all)\b[^.;]{0,50}\bat\s+this\s+clock\b", re.IGNORECASE)
-OPPORTUNISTIC = re.compile(r"\b(?:boost(?:ed)?|burst|turbo|overdrive|opportunistic)\b", re.IGNORECASE)
+OPPORTUNISTIC = re.compile(r"\b(?:boost(?:ed|s)?|bursts?|turbo|overdrive|opportunistic(?:ally)?)\b", re.IGNORECASE)
 #: A clock under a restriction: "capped at", "throttled to", "limited to", "derated to" (a cooling or power mode).
 RESTRICTED = re.compile(r"\b(?:capped|throttled|limited|derated)\s+(?:at|to)\b", re.IGNORECASE)
 
@@ -83,7 +88,7 @@ def prefer_named_clock(candidates: list[Candidate]) -> list[Candidate]:
 
 def _qualifier(candidate: Candidate, peak_words: set[str]) -> str:
     record = candidate.record
-    words = f"{record.local} {record.text}" if record.is_table else (record.local or record.key)
+    words = f"{record.local} {record.text}" if record.is_table else _own_span(candidate)
     if names_clock(words, peak_words):
         return "sustained"  # the clock the peaks are computed at
     if OPPORTUNISTIC.search(words) or RESTRICTED.search(words):
@@ -95,6 +100,41 @@ def prefer_sustained_clock(candidates: list[Candidate], peak_words: set[str] | N
     """`candidates` of ``clock_mhz`` without the boost/burst ones when a sustained one is among them (see module
     docstring); unchanged otherwise. `peak_words` (`peak_clock_words`) name the clock the peak figures are at."""
     kinds = [_qualifier(c, peak_words or set()) for c in candidates]
-    if "sustained" not in kinds or "opportunistic" not in kinds:
+    if "opportunistic" not in kinds or all(k == "opportunistic" for k in kinds) or (
+            "sustained" not in kinds and not any(k == "" and _runs_at(c) for c, k in zip(candidates, kinds))):
         return candidates
     return [c for c, kind in zip(candidates, kinds) if kind != "opportunistic"]
+
+
+#: A parenthetical, closed or running to the end of its clause ("(the clock may rise to 2.0 GHz for short bursts").
+_PAREN = re.compile(r"\([^()]*(?:\)|$)")
+#: A clock stated as what the chip runs at, plainly ("The tiles run at 1.85 GHz", "clocked at 1.2 GHz").
+_RUNS_AT = re.compile(r"\b(?:runs?|running|clocked|operates?|operating)\s+at\s*$", re.IGNORECASE)
+
+
+def _own_span(candidate: Candidate) -> str:
+    """The words of a sentence's clause that qualify its clock figure: the parenthetical the figure is inside;
+    else the clause without the parentheticals that state another clock ("The tiles run at 1.85 GHz (the clock may
+    rise to 2.0 GHz for short bursts ...)": "bursts" qualifies 2.0 GHz, not 1.85 GHz). A parenthetical that states
+    no clock ("2,400 MHz (all peak figures are at this clock)") still qualifies the figure before it."""
+    record, q = candidate.record, candidate.quantity
+    text = record.text
+    if text[q.start:q.end] != q.text:
+        return record.local or record.key
+    spans = [m.span() for m in _PAREN.finditer(text)]
+    inside = next(((a, b) for a, b in spans if a <= q.start < b), None)
+    if inside:
+        return text[inside[0]:inside[1]]
+    for a, b in reversed(spans):
+        if any(x.dimension == "hz" for x in find_quantities(text[a:b])):
+            text = text[:a] + text[b:]
+    return text
+
+
+def _runs_at(candidate: Candidate) -> bool:
+    """Whether the clause states its clock plainly as what the chip runs at (`_RUNS_AT` right before the figure):
+    with a conditional, opportunistic clock beside it ("may rise to 2.0 GHz for short bursts"), that plain clock
+    is the one the chip holds; a plain clock without such words ("a 2.1 GHz part") decides nothing."""
+    record, q = candidate.record, candidate.quantity
+    return not record.is_table and record.text[q.start:q.end] == q.text and \
+        bool(_RUNS_AT.search(record.text[max(0, q.start - 30):q.start]))

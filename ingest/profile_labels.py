@@ -19,7 +19,7 @@ from ingest.profile_glossary import Glossary
 from ingest.profile_scope import parens
 from ingest.profile_terms import singular, term_key
 from ingest.profile_text import Record, products_in
-from ingest.units import Quantity
+from ingest.units import Quantity, find_quantities
 
 _STOPWORDS = frozenset("a an the of in on at to for from by with and or is are its their this that up total"
                        .split())
@@ -87,10 +87,21 @@ def sentence_after(record: Record, quantity: Quantity) -> str:
     return record.key[at + quantity.end:] if at >= 0 else ""
 
 
-def _antecedent(sentence: str, clause: str) -> str:
-    """What "it" stands for in `clause`: the noun phrase of the last "N <unit> of <noun phrase>" before it."""
+def _antecedent(sentence: str, clause: str, dimension: str | None = None) -> str:
+    """What "it" stands for in `clause`: the noun phrase of the last "N <unit> of <noun phrase>" before it. With
+    `dimension`, the figure must be a quantity of that dimension (`ingest.units.find_quantities`): "96 KiB of it"
+    is a part of what an earlier amount of bytes is of ("192 kibibytes of group memory"), whatever the unit's
+    spelling; a count or a rate before it is not its antecedent."""
     at = sentence.find(clause)
-    found = re.findall(r"\d\s*[A-Za-z]{1,6}\s+of\s+((?:[A-Za-z][\w\-]*\s*){1,4})", sentence[:at] if at > 0 else "")
+    head = sentence[:at] if at > 0 else ""
+    if dimension is not None:
+        for q in reversed(find_quantities(head)):
+            if q.dimension == dimension:
+                found = re.match(r"\s+of\s+((?:[A-Za-z][\w\-]*\s*){1,4})", head[q.end:])
+                if found:
+                    return _np_after(found.group(1))
+        return ""
+    found = re.findall(r"\d\s*[A-Za-z]{1,6}\s+of\s+((?:[A-Za-z][\w\-]*\s*){1,4})", head)
     return _np_after(found[-1]) if found else ""
 
 
@@ -142,7 +153,8 @@ def labels(record: Record, quantity: Quantity, every: list[Quantity], glossary: 
         before = record.topic  # "1. Memory bandwidth. ... The correct figure is 3.35 TB/s": the item's label
     if re.match(r"\s*of\s+(?:it|them)\b", text[quantity.end:end]) and record.key:
         # "48 KB of it": of the thing named before, in the sentence or the one before it
-        after = _antecedent(record.key, text) or _antecedent(f"{record.prev} {text}", text) or after
+        after = (_antecedent(record.key, text) or _antecedent(f"{record.prev} {text}", text)
+                 or _antecedent(f"{record.prev} {text}", text, quantity.dimension) or after)
     if ENABLED_SUBSET.search(text[:quantity.start]) and record.key:
         after = _counted_before(record.key, text) or after  # "72 cores, of which 64 are enabled": 64 cores
     lead = " ".join(text[start:quantity.start].split()[-6:])
@@ -159,8 +171,36 @@ def labels(record: Record, quantity: Quantity, every: list[Quantity], glossary: 
         window = f"the chip {window}"  # "Running at up to 1.8 GHz, Nova N4 delivers": its subject is the chip's
     if _ANAPHORA.match(text) and record.prev:
         window = f"{' '.join(record.prev.split()[-16:])} {window}"  # "this is 288 GB/s in aggregate"
+    parts = memory_parts(record.prev, text[start:quantity.start]) if quantity.dimension == "bytes_per_s" else ""
+    if parts and not after:  # "64 GB of LPDDR5X on 8 channels. Together the 8 channels move 819.2 GB/s"
+        attached = re.sub(rf"\b({re.escape(parts)})", r"memory \1", attached, count=1, flags=re.IGNORECASE)
+        window = re.sub(rf"\b({re.escape(parts)})", r"memory \1", window, count=1, flags=re.IGNORECASE)
     variants = [after, " ".join(attached.split()), window, inside]
     return [glossary.rewrite(clean_label(v)) if v else "" for v in variants]
+
+
+#: A capacity spread over parts in a sentence: "64 GB of LPDDR5X on 8 channels", "96 GiB in 6 stacks".
+_SPREAD_OVER = re.compile(r"\b(?:on|over|across|in|behind)\s+(?:its\s+|the\s+)?\d[\d,]*\s+(?P<parts>[A-Za-z][\w\-]*)")
+
+
+def memory_parts(previous: str, lead: str) -> str:
+    """The parts of the device memory that `lead` (the words before a rate) names: the noun that the previous
+    sentence spreads a memory capacity over ("64 GB of LPDDR5X on 8 channels"), when `lead` names it ("Together the
+    8 channels move ..."); else "". The rate those parts move is the memory's: the noun is read as "memory
+    channels" (a channel, stack or interface is only a part of what moves the bytes once the sentence before says
+    whose parts they are). The capacity must be a bytes figure (`ingest.units.find_quantities`) right before the
+    parts."""
+    if not previous or not lead.strip():
+        return ""
+    for q in find_quantities(previous):
+        if q.dimension != "bytes":
+            continue
+        spread = _SPREAD_OVER.search(previous[q.end:q.end + 60])
+        if spread:
+            noun = singular(spread.group("parts").lower())
+            if any(singular(w.lower().strip(",.;:")) == noun for w in lead.split()):
+                return noun
+    return ""
 
 
 #: "<group> of" right before a count of threads ("wavefronts of 64 work-items", "SIMD groups of 16 lanes").

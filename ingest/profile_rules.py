@@ -37,6 +37,7 @@ from ingest.profile_labels import (
     _np_after,
     clean_label,
     labels,
+    memory_parts,
     own_noun,
     own_words,
     sentence_after,
@@ -77,6 +78,8 @@ _AGGREGATE = re.compile(r"^\s*[A-Za-z\-]*\s*(?:in all|in total|altogether|togeth
 #: A label that is only a scope ("per compute unit", "each core") names no quantity inside a parenthetical.
 _SCOPE_ONLY = re.compile(r"^\s*(?:per|each|every)\s+(?:[\w\-]+\s*){1,3}$", re.IGNORECASE)
 _PEAK_CUE = re.compile(r"peak|theoretical|aggregate|total|maximum|\bmax\b|up to|bandwidth", re.IGNORECASE)
+#: Words that make a rate the sum over the parts named with it ("Together the 8 channels move ...").
+_TOGETHER = re.compile(r"\b(?:together|combined|in all|altogether|between them)\b", re.IGNORECASE)
 
 
 def _cache_level(text: str) -> int | None:
@@ -230,8 +233,10 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
             _report_unit_problem(record, quantity, every, glossary, out)
             continue
         if match.quantity == "memory_bandwidth" and not record.is_table and \
-                not _PEAK_CUE.search(f"{record.key} {record.topic}"):
-            continue  # a device's memory bandwidth is written as its peak (or total, aggregate, maximum)
+                not _PEAK_CUE.search(f"{record.key} {record.topic}") and not (
+                    _TOGETHER.search(record.text) and memory_parts(record.prev, record.text[:quantity.start])):
+            continue  # a device's memory bandwidth is written as its peak (or total, aggregate, maximum), or as
+            # what all the parts of its memory move together ("on 8 channels. Together the 8 channels move ...")
         if quantity.dimension == "count" and not record.is_table and \
                 PER_PARENT_BEFORE.search(record.text[max(0, quantity.start - 80):quantity.start]):
             continue  # "6 clusters of 4 engines": 4 is per cluster (the chip's count is derived, profile_derive)

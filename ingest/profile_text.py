@@ -273,10 +273,14 @@ def clause_product(clause: str, sentence: str, context: str, tokens: set[str],
 #: A clause that is only a figure and its noun ("16 GB of memory", "a 512 KB register file"): no verb of its own.
 _FRAGMENT = re.compile(r"^\s*(?:a|an|the)?\s*[\d.,]+\s*\S*\s+(?:of\s+)?[\w\-]+(?:\s+[\w\-]+){0,3}\s*[.;]?\s*$",
                        re.IGNORECASE)
-#: A comparison aside inside a sentence ("up from 64 KB in the C2", "against 3.2 TB/s on the C2"): the product it
-#: names is what the sentence's subject is compared with, not the subject of the clauses around it.
+#: A comparison aside inside a sentence ("up from 64 KB in the C2", "against 3.2 TB/s on the C2", "twice the 24 MB
+#: of the E1", "three times that of the Z3"): the product it names is what the sentence's subject is compared with,
+#: not the subject of the clauses around it. A multiple ("twice", "half", "N times") is a comparison only when it
+#: takes a figure or "that of" ("twice that in FP8" restates the subject's own figure).
 _ASIDE = re.compile(r"(?:^|[,;(]\s*|\s)(?:up from|down from|compared (?:to|with)|against|than|versus|vs\.?|"
-                    r"over the|relative to)\s[^,;)]*", re.IGNORECASE)
+                    r"over the|relative to|(?:twice|thrice|half|double|triple|[\d.]+\s*(?:x|\u00d7|times)|"
+                    r"(?:two|three|four)\s+times)\s+(?:the(?=\s+[\d.])|that\s+of|those\s+of))\s[^,;)]*",
+                    re.IGNORECASE)
 #: Words that make a clause about a product other than the one described: competitors and predecessors.
 _FOREIGN = re.compile(r"\b(?:competing|competitors?|competitive|rivals?|other vendors?|(?:previous|prior|earlier|last|"
                       r"older)[- ]generation|predecessors?|(?:that|which)\s+(?:the\s+)?\S+\s+(?:replaces|succeeds)|"
