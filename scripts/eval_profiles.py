@@ -21,7 +21,9 @@ Sets (``--set``, repeatable; default ``corpus`` and ``dev``):
 - ``heldout12``: the one datasheet held out of the ``dev12`` development, ``tests/data/datasheets_heldout_v12/*/``
   (French/English), scored last;
 - ``heldout13a``: one German/English datasheet, ``tests/data/datasheets_heldout_v13a/*/``, held out of the
-  i18-fix10a round (role definition of the compute unit, bare clock column, paragraph after a list), scored last.
+  i18-fix10a round (role definition of the compute unit, bare clock column, paragraph after a list), scored last;
+- ``heldout14``: the fourteenth held-out set, ``tests/data/datasheets_heldout_v14/*/`` (8 chips, written blind, as
+  ``heldout3``).
 
 For each chip the documents go through `ingest.profile_sources.document_chunks` (the onboarding loaders and
 chunker) and `ingest.profile_extract.extract_profile_with_report`; with ``--pdf`` each datasheet written in
@@ -39,7 +41,7 @@ are listed as "not in schema" and left out of the scores.
 
 Usage::
 
-    python scripts/eval_profiles.py [--set corpus|dev|heldout|heldout2|...|heldout11|dev12|heldout12|heldout13a ...] [--pdf]
+    python scripts/eval_profiles.py [--set corpus|dev|heldout|heldout2|...|heldout11|dev12|heldout12|heldout13a|heldout14 ...] [--pdf]
         [--corpus DIR] [--json OUT.json] [--benchmarks BENCHMARKS.md] [--check]
 
 ``--check`` exits 1 unless every set scored meets the bar: stated >= 90 %, every not_stated field null, every
@@ -90,6 +92,7 @@ DATASHEET_SETS = {
     "dev12": _REPO / "tests" / "data" / "datasheets_dev_v12",
     "heldout12": _REPO / "tests" / "data" / "datasheets_heldout_v12",
     "heldout13a": _REPO / "tests" / "data" / "datasheets_heldout_v13a",
+    "heldout14": _REPO / "tests" / "data" / "datasheets_heldout_v14",
 }
 #: truth field -> (profile field, factor from the profile unit to the truth unit)
 SCALAR_MAP = {
@@ -385,7 +388,8 @@ _TITLES = {"corpus": "Shared corpus (real documents: Wormhole n150, MI300X)",
            "heldout11": "Held-out datasheets v11 (5 fictional chips, written blind)",
            "dev12": "Development datasheets v12 (3 fictional chips: a term table, a JSON descriptor, prose)",
            "heldout12": "Held-out datasheet v12 (1 fictional chip, French/English, scored last)",
-           "heldout13a": "Held-out datasheet v13a (1 fictional chip, German/English, scored last)"}
+           "heldout13a": "Held-out datasheet v13a (1 fictional chip, German/English, scored last)",
+           "heldout14": "Held-out datasheets v14 (8 fictional chips, written blind)"}
 
 
 def main(argv: list[str] | None = None) -> int:
