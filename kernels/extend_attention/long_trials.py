@@ -12,7 +12,7 @@ the default, k/v scales, the GQA group, ``head_dim_v`` equal to ``head_dim`` or 
 dtype, a logit cap, a sliding window (wider than half the long prefix), attention sinks, which sequence holds the
 long prefix, ``max_len_extend`` slack and an index-buffer tail.
 
-Which trial takes which value is a covering array of strength 2 (`covering_rows`): over the trials of one
+Which trial takes which value is a covering array of strength 2 (`kernels.covering.covering_rows`): over the trials of one
 verification, every pair of these binary features takes each of its 4 value pairs at least once, so every rare
 value meets a long prefix and several query blocks in every verification, and so does every combination of two
 (a cut taken only when non-causal AND float32, or when float32 and NOT non-causal). Which trial and which column
@@ -28,16 +28,16 @@ its own fixed settings).
 
 from __future__ import annotations
 
-import itertools
 import math
 import random
 from collections.abc import Callable
 from typing import Any
 
+from kernels.covering import covering_rows
 from kernels.extend_attention.params import full_params
 from kernels.task import Case
 
-__all__ = ["COVERING_PREFIX_KEYS", "FEATURES", "covering_rows", "covering_trials", "drawn_long_case"]
+__all__ = ["COVERING_PREFIX_KEYS", "FEATURES", "covering_trials", "drawn_long_case"]
 
 #: Prefix keys of the covering trials' long sequence ({small: (low, high)}): past 1,024-key windows on the CPU (the
 #: interpreter's time is about proportional to them: 2,100-3,000 keys took 2x the verification time of a plan
@@ -72,25 +72,6 @@ def features(small: bool) -> tuple[str, ...]:
     """The binary features of a plan (`FEATURES`, without the other device's)."""
     skip = _GPU_ONLY if small else _CPU_ONLY
     return tuple(f for f in FEATURES if f not in skip)
-
-
-def covering_rows(k: int) -> tuple[tuple[bool, ...], ...]:
-    """Rows of a binary covering array of strength 2 with `k` columns: for any two columns, each of the value
-    pairs (F, F), (F, T), (T, F), (T, T) is in some row. N rows, the fewest with C(N-1, ceil(N/2)) >= k (7 rows
-    for 11-15 columns): row 0 all False, and column j the j-th ceil(N/2)-subset of rows 1..N-1 (Kleitman and
-    Spencer 1973; two distinct subsets of one size each hold a row the other lacks, and two of size > (N-1)/2
-    share a row).
-
-    Raises:
-        ValueError: `k` < 1.
-    """
-    if k < 1:
-        raise ValueError(f"a covering array needs at least one column, got {k}")
-    n = 2
-    while math.comb(n - 1, -(-n // 2)) < k:
-        n += 1
-    subsets = list(itertools.combinations(range(1, n), -(-n // 2)))[:k]
-    return tuple(tuple(r in s for s in subsets) for r in range(n))
 
 
 def _lengths(rng: random.Random, small: bool, keys: tuple[int, int], later: bool) -> tuple[list, list, int]:

@@ -9,11 +9,11 @@ import random
 
 import pytest
 
+from kernels.covering import covering_rows
 from kernels.extend_attention.long_trials import (
     COVERING_PREFIX_KEYS,
     EXTEND_TOKENS,
     FEATURES,
-    covering_rows,
     covering_trials,
     features,
 )
