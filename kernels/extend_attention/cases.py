@@ -116,7 +116,7 @@ ADVERSARIAL_Q_SCALE = 100.0
 
 #: Prefix lengths of the long-prefix case: above the windows a kernel might "keep" (1024 to 4096 keys) on the CPU
 #: interpreter, above the longest bench prefix (32768) on a GPU.
-LONG_PREFIX_KEYS = {True: (4200, 6000), False: (40000, 80000)}
+LONG_PREFIX_KEYS = long_trials.DRAWN_PREFIX_KEYS  # {True: (4200, 6000), False: (40000, 80000)}
 
 #: Extend lengths (query tokens) of the long-extend case: more rows than one query block holds (BLOCK_M is at most
 #: 128 rows in the project's kernels, and every other CPU trial has <= 24 tokens), so the second and later blocks

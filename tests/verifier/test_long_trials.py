@@ -48,7 +48,7 @@ RARE = {
 }
 
 
-@pytest.mark.parametrize("small", [True, False], ids=["cpu", "gpu"])
+@pytest.mark.parametrize("small", [True, False], ids=["interpreter-sizes", "device-sizes"])
 def test_every_pair_of_feature_values_meets_a_long_prefix_and_a_long_extend(small):
     assert set(RARE) == set(FEATURES)
     for seed in range(5):
