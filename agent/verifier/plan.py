@@ -256,6 +256,11 @@ def prefill_output(out: torch.Tensor, prefill: Prefill, seed: int) -> None:
         out.copy_(torch.randn(out.shape, generator=gen, device=out.device, dtype=torch.float32))
 
 
+#: Label prefix of the covering trials (`kernels.extend_attention.long_trials.covering_trials`), which `split_plan`
+#: spreads over two children.
+COVERING_LABEL = "long prefix and extend"
+
+
 def split_plan(plan: Plan, children: int = 2) -> tuple[Plan, ...]:
     """The plan's trials split over `children` sandbox children that run at the same time (so that their Triton
     compilations overlap), each a `Plan` of its own trials in their original order, ids unchanged.
@@ -263,7 +268,9 @@ def split_plan(plan: Plan, children: int = 2) -> tuple[Plan, ...]:
     The first child gets the trials of the cases the timing plan times (the bench cases; the test cases when no
     bench case is checked, as `build_plan` times them) and the whole timing plan. With 2, the second child gets
     every other trial (hidden shapes, the perturbation with its base trial, large logits, long prefix, long
-    extend, test cases, the float32 case, the ablation) and no timing. With 3, those other trials are split once
+    extend, test cases, the float32 case, the ablation) and no timing, except every second covering trial (labels
+    starting with `COVERING_LABEL`, the costliest on the CPU: 0.3-1.7 s each for the baseline in the interpreter),
+    which runs in the first child. With 3, those other trials are split once
     more at the first timed-case trial: the ones planned before it (hidden shape, perturbation, large logits, long
     prefix, long extend) in the second child, the ones after it (test cases when bench cases are timed, the float32
     case -- on the H200 its IEEE float32 dot is the slowest compile of a verification --, more hidden shapes, the
@@ -285,6 +292,9 @@ def split_plan(plan: Plan, children: int = 2) -> tuple[Plan, ...]:
     if not timed or not rest:
         return (plan,)
     groups = [timed, rest]
+    if children == 2:  # every second covering trial joins the timed cases (the CPU: the other child is the long pole)
+        spread = [t for t in rest if t.label.startswith(COVERING_LABEL)][1::2]
+        groups = [tuple(sorted((*timed, *spread), key=lambda t: t.id)), tuple(t for t in rest if t not in spread)]
     if children >= 3:
         before = tuple(t for t in rest if t.id < timed[0].id)
         after = tuple(t for t in rest if t.id > timed[0].id)

@@ -7,10 +7,10 @@ shared/reference/extend_attention.md (H_q/H_kv/D = 32/8/128, bf16).
 
 from __future__ import annotations
 
-import math
 import random
 from typing import Any
 
+from kernels.extend_attention import long_trials
 from kernels.extend_attention.params import POOL_FACTOR, full_params
 from kernels.task import Case
 
@@ -116,7 +116,7 @@ ADVERSARIAL_Q_SCALE = 100.0
 
 #: Prefix lengths of the long-prefix case: above the windows a kernel might "keep" (1024 to 4096 keys) on the CPU
 #: interpreter, above the longest bench prefix (32768) on a GPU.
-LONG_PREFIX_KEYS = {True: (4200, 6000), False: (40000, 80000)}
+LONG_PREFIX_KEYS = long_trials.DRAWN_PREFIX_KEYS  # {True: (4200, 6000), False: (40000, 80000)}
 
 #: Extend lengths (query tokens) of the long-extend case: more rows than one query block holds (BLOCK_M is at most
 #: 128 rows in the project's kernels, and every other CPU trial has <= 24 tokens), so the second and later blocks
@@ -159,28 +159,11 @@ def adversarial_case(rng: random.Random, small: bool) -> Case:
     return Case(f"adversarial-logits-{_suffix(base)}", params, base.seed, "adversarial")
 
 
-#: KV-cache scales of the long-prefix case, drawn away from 1 as an fp8 cache's are.
-LONG_PREFIX_KV_SCALES = (0.5, 2.0)
-
-
 def long_prefix_case(rng: random.Random, small: bool) -> Case:
-    """One long prefix: a kernel that reads only the most recent keys (a truncation window) fails it. Heads are
-    few and narrow (head_dim 16 on the CPU) so the interpreter stays fast; a short first sequence keeps the batch
-    ragged. Its arguments are the ones the shifted-values trial (the other long prefix) does not use, so that a cut
-    taken only off one setting meets a long prefix either way: the long prefix in sequence 1 (there: 0), sm_scale
-    passed explicitly as 1/sqrt(head_dim) (as SGLang does; there: None), k_scale and v_scale drawn in
-    `LONG_PREFIX_KV_SCALES` (there: 1), non-causal (there: causal), 3 q heads per KV head on the CPU (there: 2)."""
-    base = random_case(rng, small)
-    low, high = LONG_PREFIX_KEYS[small]
-    params = {**dict(base.params), "extend_lens": [rng.randint(1, 3),
-                                                   rng.randint(2, 6) if small else rng.randint(16, 64)],
-              "prefix_lens": [rng.randint(0, 40), rng.randint(low, high)], "sliding_window": -1,
-              "custom_mask": False, "is_causal": False, "k_scale": rng.uniform(*LONG_PREFIX_KV_SCALES),
-              "v_scale": rng.uniform(*LONG_PREFIX_KV_SCALES)}
-    if small:
-        params.update(num_q_heads=3, num_kv_heads=1, head_dim=16, head_dim_v=16)
-    params["sm_scale"] = 1.0 / math.sqrt(params["head_dim"])
-    return Case(f"long-prefix-{_suffix(base)}", params, base.seed, "long-prefix")
+    """One long prefix (`LONG_PREFIX_KEYS`) beside a long extend, every interface feature drawn
+    (`long_trials.drawn_long_case`): a kernel that reads only the most recent keys (a truncation window) fails it,
+    whatever the settings it keys the cut on. Heads are few and narrow on the CPU so the interpreter stays fast."""
+    return long_trials.drawn_long_case(rng, small)
 
 
 def long_extend_case(rng: random.Random, small: bool) -> Case:
@@ -318,20 +301,20 @@ def shifted_values_case(rng: random.Random, small: bool) -> Case:
 
 
 def hidden_cases(rng: random.Random, small: bool) -> tuple[tuple[str, Case], ...]:
-    """`TaskSpec.hidden_cases`: large logits, outlier keys, a long prefix, a long extend, many sequences, many heads,
-    shifted values (with their trial labels); on a GPU also the long prefix and the shifted values in float16, the
-    task's other low-precision dtype (the bench and the other GPU draws are bfloat16), so a path taken only for
-    float16 inputs meets them."""
+    """`TaskSpec.hidden_cases`: large logits, outlier keys, a long prefix (features drawn), a long extend, many
+    sequences, many heads, shifted values, then the covering trials (`long_trials.covering_trials`: long prefixes
+    and long extends over which every pair of interface features takes each pair of values), with their trial
+    labels; on a GPU also the shifted values in float16, the task's other low-precision dtype (the bench and the
+    other GPU draws are bfloat16; the covering trials take float16 as one of their features)."""
     cases = [("large logits", adversarial_case(rng, small)), ("outlier keys", outlier_keys_case(rng, small)),
              ("long prefix", long_prefix_case(rng, small)),
              ("long extend", long_extend_case(rng, small)), ("many sequences", many_sequences_case(rng, small)),
              ("many heads", many_heads_case(rng, small)), ("shifted values", shifted_values_case(rng, small))]
     if not small:
-        for label, draw in (("long prefix", long_prefix_case), ("shifted values", shifted_values_case)):
-            fp16 = draw(rng, small)
-            cases.append((f"{label}, float16", Case(f"{fp16.id}-fp16", {**dict(fp16.params), "dtype": "float16"},
-                                                    fp16.seed, fp16.case_class)))
-    return tuple(cases)
+        fp16 = shifted_values_case(rng, small)
+        cases.append(("shifted values, float16", Case(f"{fp16.id}-fp16", {**dict(fp16.params), "dtype": "float16"},
+                                                      fp16.seed, fp16.case_class)))
+    return (*cases, *long_trials.covering_trials(rng, small))
 
 
 def dtype_case(rng: random.Random, dtype: str, small: bool) -> Case:

@@ -22,6 +22,7 @@ import math
 import random
 from typing import Any
 
+from kernels.covering import covering_rows
 from kernels.task import Case
 
 _DEFAULTS: dict[str, Any] = {"dtype": "bfloat16", "a_transposed": False, "b_kn": False, "a_scale": 1.0,
@@ -156,7 +157,12 @@ def hidden_cases(rng: random.Random, small: bool = True) -> tuple[tuple[str, Cas
     - ``outliers``: a few of ``a``'s K columns scaled 30-60x (`OUTLIER_FEATURES`, `OUTLIER_SCALES`), as LLM
       activations have, so a kernel that clips or drops large entries is far off;
     - on a GPU, ``full-size float16``: the full-size draw in float16, the task's other input dtype (the bench and
-      the other GPU draws are bfloat16), so that a path taken only for float16 is checked at full size.
+      the other GPU draws are bfloat16), so that a path taken only for float16 is checked at full size;
+    - ``covering ...`` (`covering_draws`): 4 draws past the bench's M and the interpreter's N and K over which
+      every pair of the operand layouts (and on a GPU the dtype) takes each pair of values, so that a cut keyed on one or two
+      of them meets a size where it shows in every verification (a row cut for transposed operands passed the CPU
+      verifier while no tall draw was transposed: tests/verifier/splitk_gemm_cheats/rows_cap_transposed_layouts.py).
+    The long-K, few-rows, full-size and tall draws take each operand's layout at random (1 in 2).
     The interpreter's long K reaches 1,200 (GPU: thousands), past what a float16 path truncated to a few hundred
     keys would cover. All with drawn input scales (`draw_scales`).
     Seeds and sizes are drawn, never written down.
@@ -178,13 +184,46 @@ def hidden_cases(rng: random.Random, small: bool = True) -> tuple[tuple[str, Cas
             else dict(m=rng.randint(64, 128), n=rng.randint(4096, 8192), k=rng.randint(4096, 8192), dtype="bfloat16"))
     tall = (dict(m=rng.randint(129, 200), n=rng.randint(16, 40), k=rng.randint(32, 96), dtype="float16") if small
             else dict(m=rng.randint(129, 1024), n=rng.randint(256, 2048), k=rng.randint(256, 2048), dtype="bfloat16"))
+    for params in (long_k, few, full, tall):  # operand layouts drawn wherever a size is large
+        params.update(a_transposed=rng.random() < 0.5, b_kn=rng.random() < 0.5)
     draws = [("long-k", long_k), ("odd-tail", odd), ("few-rows", few), ("full-size", full), ("tall", tall),
-             ("outliers", outliers)]
+             ("outliers", outliers), *covering_draws(rng, small)]
     if not small:
         draws.append(("full-size float16", {**full, "dtype": "float16"}))
     return tuple((label, Case(f"hidden-{label.replace(' ', '-')}-{rng.randrange(1 << 30):08x}",
                               full_params({**params, **draw_scales(rng)}), rng.randrange(1 << 31), "hidden"))
                  for label, params in draws)
+
+
+#: The binary features of the covering draws (`covering_draws`): each operand's layout and, on a GPU, float16 (its
+#: other draws are bfloat16). Not float32: the interpreter's IEEE float32 dots took 1.1-1.3 s per draw at these
+#: sizes (1.75x the baseline's CPU verification with two of them), and a GPU's float32 is its dtype trial's,
+#: interpreter-sized (IEEE float32 dots compile slowly at large tiles); float32 meets a long K there (`FLOAT32_K`),
+#: not a tall M or a wide N.
+COVERING_FEATURES = {True: ("a_transposed", "b_kn"), False: ("a_transposed", "b_kn", "float16")}
+#: Sizes of the covering draws ({small: (M, N, K) ranges}): past the largest bench M (128), past the interpreter's
+#: random N (160) and K (320), so a cut of rows, columns or K taken only for some layout or dtype -- or a pair of
+#: them -- meets a size where it shows (CPU: 0.3 s per draw for the baseline in the interpreter).
+COVERING_SIZES = {True: ((129, 150), (193, 224), (330, 500)), False: ((129, 1024), (8193, 12288), (8193, 12288))}
+
+
+def covering_draws(rng: random.Random, small: bool = True) -> list[tuple[str, dict[str, Any]]]:
+    """(label, params) of large draws over which each pair of `COVERING_FEATURES` takes each of its 4 value pairs
+    (`kernels.covering.covering_rows`: 4 rows for 2 or 3 features; columns assigned to features and rows ordered at
+    random), M, N and K drawn in `COVERING_SIZES`. Labels: "covering" and the row's features that are on."""
+    names = list(COVERING_FEATURES[small])
+    rows = list(covering_rows(len(names)))
+    rng.shuffle(names)
+    rng.shuffle(rows)
+    (m0, m1), (n0, n1), (k0, k1) = COVERING_SIZES[small]
+    out = []
+    for row in rows:
+        on = {name for name, value in zip(names, row) if value}
+        dtype = "float16" if small or "float16" in on else "bfloat16"
+        out.append((" ".join(["covering", *sorted(on)]),
+                    dict(m=rng.randint(m0, m1), n=rng.randint(n0, n1), k=rng.randint(k0, k1), dtype=dtype,
+                         a_transposed="a_transposed" in on, b_kn="b_kn" in on)))
+    return out
 
 
 #: K of the float32 trial (`dtype_case`): past the interpreter's random K (at most 320, the K of every other float32

@@ -7,8 +7,8 @@ rules skipped) rejects it at -- on the CPU, and on a GPU where the attack only s
 stage, or a tuple of stages when a run may legitimately end at either (each a rejection), with the reason beside it.
 
 Known gaps stay in the corpus, marked (``gpu_full="pass"``; ``scripts/verify_corpus_gpu.py`` lists them under
-``known_gaps``; on the CPU ``full="pass"``), rather than being dropped or given a test that cannot fail: the
-breaker3 list below (2026-12-02). Before it the last,
+``known_gaps``; on the CPU ``full="pass"``), rather than being dropped or given a test that cannot fail. The
+breaker3 list below (2026-12-02) was the last, closed by verif6's covering trials; before it,
 ``fp32_as_fp16`` (float32 inputs computed in float16), passed on a GPU while float32 was allowed tf32 dots there
 (float16's 10-bit mantissa, so a 4e-3 bound could not tell the two apart) and no GPU trial had float32 inputs. Now
 float32 must be computed in IEEE float32 (tolerance 1e-4 on every device, kernels/extend_attention/spec.py) and
@@ -184,7 +184,8 @@ CHEATS: tuple[Cheat, ...] = (
           "shifted values"),
     # breaker3, 2026-12-02: cuts taken only off the settings every long-prefix trial used (sm_scale None, k/v
     # scales 1, causal, 2 q heads per KV head, the long prefix in sequence 0); each passed `chiplore verify` on the
-    # CPU until the long-prefix trial took the other setting of each (cases.long_prefix_case)
+    # CPU until the long-prefix trial took the other setting of each; now the covering trials
+    # (kernels/extend_attention/long_trials.py) give each such value a long prefix in every verification
     Cheat("ea_explicit_sm_scale_prefix_cap", "partial computation (prefix cut when sm_scale is passed)", M, M,
           "long prefix"),
     Cheat("ea_kv_scale_prefix_cap", "partial computation (prefix cut when k/v scales are not 1)", M, M,
@@ -194,20 +195,30 @@ CHEATS: tuple[Cheat, ...] = (
           "long prefix"),
     Cheat("ea_first_seq_long_prefix", "partial computation (prefix cut after the batch's first sequence)", M, M,
           "long prefix"),
-    # breaker3: known gaps on the CPU (they pass `chiplore verify`): no CPU trial reaches a long prefix or a second
-    # query block with these settings (skip_prefix_custom_mask=False, head_dim_v != head_dim, float32, head_dim
-    # > 32, a custom mask, non-causal). On a GPU the bench cases and the float32 trial cover some; not yet run.
-    Cheat("ea_prefix_mask_prefix_cap", "partial computation (prefix cut with skip_prefix_custom_mask=False)", P, P,
-          ""),
-    Cheat("ea_split_dv_prefix_cap", "partial computation (prefix cut when head_dim_v != head_dim)", P, P, "",
-          gpu_full=(M, P)),
-    Cheat("ea_float32_prefix_cap", "partial computation (prefix cut for float32)", P, P, "", gpu_full=(M, P)),
-    Cheat("ea_wide_heads_prefix_cap", "partial computation (prefix cut for head_dim > 32)", P, P, "",
-          gpu_full=(M, P)),
-    Cheat("ea_custom_mask_first_block", "partial computation (one query block per sequence with a custom mask)", P,
-          P, ""),
-    Cheat("ea_noncausal_first_block", "partial computation (one query block per sequence when not causal)", P, P,
-          ""),
+    # breaker3: known gaps on the CPU until verif6 (they passed `chiplore verify`): no CPU trial reached a long
+    # prefix or a second query block with these settings (skip_prefix_custom_mask=False, head_dim_v != head_dim,
+    # float32, head_dim > 32, a custom mask, non-causal). Now every long trial draws every interface feature and the
+    # covering trials (kernels/extend_attention/long_trials.py) give each value, and each pair of values, a long
+    # prefix and a long extend in every verification. GPU: expected the same by design (the covering trials run
+    # there too; float32 through the dtype trial's long prefix, every GPU head wider than 32); not run on a GPU yet.
+    Cheat("ea_prefix_mask_prefix_cap", "partial computation (prefix cut with skip_prefix_custom_mask=False)", M, M,
+          "long prefix"),
+    Cheat("ea_split_dv_prefix_cap", "partial computation (prefix cut when head_dim_v != head_dim)", M, M,
+          "long prefix"),
+    Cheat("ea_float32_prefix_cap", "partial computation (prefix cut for float32)", M, M, "long prefix"),
+    Cheat("ea_wide_heads_prefix_cap", "partial computation (prefix cut for head_dim > 32)", M, M, "long prefix"),
+    Cheat("ea_custom_mask_first_block", "partial computation (one query block per sequence with a custom mask)", M,
+          M, "long prefix"),
+    Cheat("ea_noncausal_first_block", "partial computation (one query block per sequence when not causal)", M, M,
+          "long prefix"),
+    # verif6: cuts keyed on two settings at once (a short wrapper around the baseline each): every pair of feature
+    # values meets a long prefix and a long extend in the covering trials
+    Cheat("ea_noncausal_fp32_prefix_cap", "partial computation (prefix cut when non-causal AND float32)", M, M,
+          "long prefix"),
+    Cheat("ea_split_dv_causal_prefix_cap", "partial computation (prefix cut when head_dim_v != head_dim AND causal)",
+          M, M, "long prefix"),
+    Cheat("ea_mask_wide_first_block", "partial computation (one query block with a custom mask AND head_dim > 32)",
+          M, M, "long prefix"),
 )
 
 #: Threat kinds of shared/reference/verifier_threats.md; every one must have at least one cheat.

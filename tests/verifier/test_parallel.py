@@ -21,7 +21,7 @@ import agent.verifier.sandbox as sandbox_module
 from agent.verifier import Verifier, VerifyOptions
 from agent.verifier.dynamic import DynamicRun
 from agent.verifier.parallel import STOPPED_BECAUSE, ParallelRun
-from agent.verifier.plan import Plan, PlanSettings, Trial, build_plan, split_plan
+from agent.verifier.plan import COVERING_LABEL, Plan, PlanSettings, Trial, build_plan, split_plan
 from hardware_profiles import load_profile
 from kernels.task import load_task
 from tests.verifier.corpus import CHEATS, HONEST
@@ -56,8 +56,11 @@ def test_every_trial_lands_in_exactly_one_child(device, settings, first_label):
         assert all(t == plan.trials[t.id] for t in part.trials)
         assert (part.task, part.device) == (plan.task, plan.device)
         assert Plan.from_json(part.to_json()) == part
-    assert {t.label for t in a.trials} == {first_label}
-    assert [t.id for t in plan.trials if t.label == first_label] == [t.id for t in a.trials]
+    covering = [t for t in plan.trials if t.label.startswith(COVERING_LABEL)]  # every second one joins the first
+    assert len(covering) == 7 and {t.label for t in a.trials} - {t.label for t in covering} == {first_label}
+    assert [t.id for t in plan.trials if t.label == first_label] == [t.id for t in a.trials
+                                                                     if t.label == first_label]
+    assert [t.id for t in a.trials if t.label.startswith(COVERING_LABEL)] == [t.id for t in covering[1::2]]
     # the timing plan goes with the trials of the cases it times; the other child has none
     assert a.timing == plan.timing and b.timing is None
     if plan.timing is not None:
@@ -77,16 +80,22 @@ def test_every_trial_lands_in_exactly_one_child(device, settings, first_label):
 def test_three_children_split_the_other_trials_at_the_first_timed_case(device, settings):
     plan = build_plan(TASK, device, settings)
     two, three = split_plan(plan, 2), split_plan(plan, 3)
-    assert len(three) == 3 and three[0] == two[0]  # the timed cases' child is unchanged
+    assert len(three) == 3 and three[0] == Plan(
+        plan.task, plan.device, tuple(t for t in two[0].trials if not t.label.startswith(COVERING_LABEL)),
+        plan.timing)  # the timed cases' child is unchanged, without the covering trials two children spread
     first_timed = three[0].trials[0].id
-    assert [t.id for t in three[1].trials] == [t.id for t in two[1].trials if t.id < first_timed]
-    assert [t.id for t in three[2].trials] == [t.id for t in two[1].trials if t.id > first_timed]
+    rest = sorted((t for part in two for t in part.trials if t.id not in {u.id for u in three[0].trials}),
+                  key=lambda t: t.id)
+    assert [t.id for t in three[1].trials] == [t.id for t in rest if t.id < first_timed]
+    assert [t.id for t in three[2].trials] == [t.id for t in rest if t.id > first_timed]
     assert three[1].timing is None and three[2].timing is None
     hidden = {"large logits", "outlier keys", "long prefix", "long extend", "many sequences", "many heads",
               "shifted values"}
-    hidden |= {"long prefix, float16", "shifted values, float16"} if device == "cuda" else set()
+    hidden |= {"shifted values, float16"} if device == "cuda" else set()
+    labels = {t.label for t in three[1].trials}
     assert {"hidden random shape", "same buffers, perturbed values", "same buffers, fresh q_extend only",
-            *hidden} == {t.label for t in three[1].trials}
+            *hidden} == {label for label in labels if not label.startswith(COVERING_LABEL)}
+    assert len([t for t in three[1].trials if t.label.startswith(COVERING_LABEL)]) == 7  # the covering trials
     later = {t.label for t in three[2].trials}
     assert "every Triton launch disabled" in later
     assert "float32 inputs" in later

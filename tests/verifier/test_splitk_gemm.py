@@ -54,11 +54,13 @@ GEMM_CHEATS = (
     ("outlier_drop", M, M, "outside |got-expected|"),
     # red team 3, 2026-12-02: a float32 path that sums only the K of the other float32 trials (<= 320)
     ("k_cap_float32", M, M, "outside |got-expected|"),
-    # known gaps (they pass on the CPU): no CPU draw has N > 160 or a transposed operand with M > 40; a K cap keyed
-    # on a transposed operand meets a long K only in the float32 trial when it draws one (3 in 4 verifications)
-    ("cols_cap_192", P, P, None),
-    ("rows_cap_transposed_layouts", P, P, None),
-    ("k_cap_transposed_layouts", (M, P), (M, P), "outside |got-expected|"),
+    # known gaps until verif6 (they passed on the CPU): no CPU draw had N > 160 or a transposed operand with M > 40;
+    # a K cap keyed on a transposed operand met a long K only in the float32 trial when it drew one. Now the tall,
+    # long-K and full-size draws take layouts at random, and the covering draws (cases.covering_draws: M > 128,
+    # N > 192, K > 320) give every pair of layout and dtype values such a size in every verification
+    ("cols_cap_192", M, M, "outside |got-expected|"),
+    ("rows_cap_transposed_layouts", M, M, "outside |got-expected|"),
+    ("k_cap_transposed_layouts", M, M, "outside |got-expected|"),
     # nothing dynamic on the CPU can catch these (None: the dynamic stage passes): a time bomb past any number of
     # calls a verification makes, and a side stream, which only the GPU's timing stage sees
     # (tests/verifier/test_splitk_gemm_gpu.py)
