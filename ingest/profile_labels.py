@@ -16,6 +16,7 @@ import re
 
 from ingest.profile_definitions import is_group_noun
 from ingest.profile_glossary import Glossary
+from ingest.profile_groups import group_size_concept
 from ingest.profile_scope import parens
 from ingest.profile_terms import singular, term_key
 from ingest.profile_text import Record, products_in
@@ -135,6 +136,11 @@ def labels(record: Record, quantity: Quantity, every: list[Quantity], glossary: 
         header = clean_label(record.header) if not products_in(record.header) else ""
         parts = [label, header if len(label.split()) <= 1 else "", clean_label(rest)]
         text = clean_label(" ".join(p for p in parts if p))
+        if quantity.dimension == "count" and group_size_concept(
+                record.text[:quantity.start], record.text[quantity.end:],
+                f"{record.label or record.header}: {record.text}", glossary,
+                label=(record.header if record.product_row or not record.label else record.label) or " ") == "warp":
+            return ["threads per warp"]  # "Issue group | 32 threads": the size of a warp
         return [glossary.rewrite(text)] if text else []
     text = record.text
     start = max((q.end for q in every if q.end <= quantity.start), default=0)
@@ -159,6 +165,9 @@ def labels(record: Record, quantity: Quantity, every: list[Quantity], glossary: 
         after = _counted_before(record.key, text) or after  # "72 cores, of which 64 are enabled": 64 cores
     lead = " ".join(text[start:quantity.start].split()[-6:])
     attached = f"{lead} {quantity.unit} {after}" if quantity.dimension == "count" else f"{before} {after}"
+    if quantity.dimension == "count" and group_size_concept(text[start:quantity.start], text[quantity.end:end],
+                                                            text, glossary) == "warp":
+        return ["", "threads per warp"]  # "swarms of 64 lanes", "SIMD group: 16 lanes": the size of a warp
     if quantity.dimension == "count" and glossary.concept(after) == "thread":
         after = ""  # "1024 threads": what is counted is threads; the words before say which quantity it is
         group = _GROUP_BEFORE.search(text[start:quantity.start])
@@ -234,8 +243,15 @@ def own_words(record: Record, quantity: Quantity) -> str:
     column): they name the number themselves, before the row's label does; "" when there are none."""
     if not record.is_table or quantity.start == 0:
         return ""
-    own = clean_label(record.text[:quantity.start])
+    own = _QUALIFIER_WORDS.sub(" ", clean_label(record.text[:quantity.start]))
     return own if re.search(r"[A-Za-z]{3}", own) else ""
+
+
+#: Words that qualify a figure without naming it ("at most 224 KB", "up to 64", "max. 2,048"): a bound or an
+#: estimate of the quantity the row label names, not the name of another quantity.
+_QUALIFIER_WORDS = re.compile(r"\b(?:at most|at least|up to|no more than|maximum|minimum|max|min|about|approx"
+                              r"(?:imately)?|around|typ(?:ical(?:ly)?)?|nominal|only|exactly)\b\.?|[~\u2264\u2265<>=]",
+                              re.IGNORECASE)
 
 
 def own_noun(record: Record, quantity: Quantity, glossary: Glossary) -> str:

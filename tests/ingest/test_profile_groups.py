@@ -1,0 +1,52 @@
+"""Group sizes read as the warp width (`ingest.profile_groups`), and bilingual headers and bound words in cells;
+real loaders, chunker and MiniLM. The documents are written here, in vocabularies of their own (no datasheet of
+the held-out sets)."""
+
+from __future__ import annotations
+
+from ingest.profile_extract import extract_profile
+from ingest.profile_sources import document_chunks
+
+
+def _profile(tmp_path, chip: str, text: str, name: str = "sheet.md"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return extract_profile(chip, document_chunks(chip, [path])[0])
+
+
+def test_a_group_counted_in_lanes_is_a_warp(tmp_path):
+    """"flocks of 32 lanes": lanes are SIMD hardware, so the group is the warp, whatever its name."""
+    p = _profile(tmp_path, "qv7", "# QV-7\n\nThe QV-7 has 24 cells. Threads are issued in flocks of 32 lanes. "
+                                  "A work-group holds up to 1024 threads.\n")
+    assert p.get("warp_size") == 32 and p.get("max_threads_per_block") == 1024
+
+
+def test_a_key_value_group_line_is_a_warp(tmp_path):
+    """A list item "Lockstep set: 16 threads (one instruction for all of them each cycle)" states the warp width."""
+    p = _profile(tmp_path, "qv7", "# QV-7\n\n- Compute units: 24\n"
+                                  "- Lockstep set: 16 threads (one instruction issued for all of them each cycle)\n")
+    assert p.get("warp_size") == 16
+
+
+def test_a_bounded_group_is_no_warp(tmp_path):
+    """"parcels of up to 512 threads": a limit is the work-group's, never a warp width."""
+    p = _profile(tmp_path, "qv7", "# QV-7\n\nWork arrives in parcels of up to 512 threads.\n")
+    assert p.get("warp_size") is None
+
+
+def test_a_unit_counted_in_lanes_is_no_warp(tmp_path):
+    """"Each SIMD unit has 16 lanes" with 64-thread wavefronts: the unit's width is not the warp."""
+    p = _profile(tmp_path, "qv7", "# QV-7\n\nA wavefront is 64 threads. Each SIMD unit has 16 lanes.\n")
+    assert p.get("warp_size") == 64
+
+
+def test_bilingual_plural_header_and_bound_cell(tmp_path):
+    """"Zellen / Cells" reads as "Cells" (an English plural is as known as its singular), and "at most 96 KB" in a
+    cell is a bound of what the row names, not another quantity."""
+    p = _profile(tmp_path, "qv7", "# QV-7 / QV-7\n\n| Modell / Model | Zellen / Cells | Takt / Clock |\n|---|---|---|\n"
+                                  "| QV-7 | 24 | 1,5 GHz / 1.5 GHz |\n\n"
+                                  "- Zellspeicher je Zelle: 128 KB / Cell memory per cell: 128 KB\n"
+                                  "- Zellspeicher je Arbeitsgruppe: höchstens 96 KB / Cell memory per work-group: "
+                                  "at most 96 KB\n")
+    assert p.get("num_compute_units") == 24 and p.get("clock_mhz") == 1500
+    assert p.get("smem_per_block_kb") == 96
