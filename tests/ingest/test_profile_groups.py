@@ -50,3 +50,23 @@ def test_bilingual_plural_header_and_bound_cell(tmp_path):
                                   "at most 96 KB\n")
     assert p.get("num_compute_units") == 24 and p.get("clock_mhz") == 1500
     assert p.get("smem_per_block_kb") == 96
+
+
+def test_a_part_figure_with_each_is_not_the_chip_total(tmp_path):
+    """"128 GB of device memory (8 banks of 16 GB each)": 16 GB is one bank's, no conflict with 128 GB."""
+    p = _profile(tmp_path, "qv7", "# QV-7\n\nThe QV-7 carries 128 GB of device memory (8 banks of 16 GB each).\n")
+    assert p.get("mem_capacity_gb") == 128 * 1e9 / 2**30
+
+
+def test_what_the_units_hold_together_is_not_one_units(tmp_path):
+    """"Together the cells hold 6 MiB of scratch": the chip's total, not a per-unit size."""
+    p = _profile(tmp_path, "qv7", "# QV-7\n\nThe QV-7 has 48 cells. Each cell owns 128 KiB of shared memory. "
+                                  "Together the cells hold 6 MiB of shared memory.\n")
+    assert p.get("smem_per_compute_unit_kb") == 128
+
+
+def test_threads_of_several_blocks_are_not_one_blocks_limit(tmp_path):
+    """"a group of 8 thread blocks may hold up to 8,192 threads": not the per-block maximum."""
+    p = _profile(tmp_path, "qv7", "# QV-7\n\nA thread block holds at most 1,024 threads; a group of 8 thread "
+                                  "blocks may therefore hold up to 8,192 threads.\n")
+    assert p.get("max_threads_per_block") == 1024
