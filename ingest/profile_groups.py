@@ -15,8 +15,8 @@ a group noun G, a count N and a member noun that names threads or lanes, in one 
    not a group of threads: CDNA's 16-lane SIMD runs 64-thread wavefronts);
 3. N is a bound ("up to 768 strands"): none here (a limit is the work-group maximum, read by the field rules);
 4. the members are *lanes*: a warp (lanes are the SIMD hardware's; a work-group is never counted in lanes);
-5. otherwise the clause's meaning (`ingest.profile_glossary.CONCEPTS`, warp against thread block, a clear margin
-   needed): "issues one instruction together in lock step" is a warp, "placed together on one core" a block.
+5. otherwise the clause's meaning, its terms rewritten to generic words by the glossary ("strands" to "threads";
+   `ingest.profile_glossary.CONCEPTS`, warp against thread block, a clear margin needed): "issues one instruction together in lock step" is a warp, "placed together on one core" a block.
 
 Members name threads when the glossary's concept of their last word is ``thread`` (threads, lanes, work-items) or
 when G is named after them ("a strand bundle of 32 strands": the bundle is made of strands).
@@ -81,7 +81,7 @@ def group_size_concept(before: str, after: str, clause: str, glossary: Glossary,
         return None
     if last == "lane":
         return "warp"
-    choice = CONCEPTS.choose(" ".join(clause.split()), among=("warp", "block"), min_similarity=MIN_SIMILARITY,
+    choice = CONCEPTS.choose(glossary.rewrite(" ".join(clause.split())), among=("warp", "block"), min_similarity=MIN_SIMILARITY,
                              min_margin=MIN_MARGIN)
     return choice.concept if choice is not None else None
 

@@ -133,7 +133,9 @@ def labels(record: Record, quantity: Quantity, every: list[Quantity], glossary: 
     if record.is_table:
         rest = record.text[quantity.end:] if record.text[quantity.start:quantity.end] == quantity.text else ""
         label = "" if record.product_row else clean_label(record.label)  # a product per row: the header says what
-        header = clean_label(record.header) if not products_in(record.header) else ""
+        header = clean_label(record.header) if not products_in(record.header) or not label else ""
+        # a product column's header names no quantity; a key line's key does, with its product taken out ("Quads on
+        # the Q2: 36")
         parts = [label, header if len(label.split()) <= 1 else "", clean_label(rest)]
         text = clean_label(" ".join(p for p in parts if p))
         if quantity.dimension == "count" and group_size_concept(

@@ -70,3 +70,17 @@ def test_threads_of_several_blocks_are_not_one_blocks_limit(tmp_path):
     p = _profile(tmp_path, "qv7", "# QV-7\n\nA thread block holds at most 1,024 threads; a group of 8 thread "
                                   "blocks may therefore hold up to 8,192 threads.\n")
     assert p.get("max_threads_per_block") == 1024
+
+
+def test_a_relative_clause_naming_the_chip_does_not_make_the_predecessor_its(tmp_path):
+    """"The QV-5, which the QV-7 replaces, had 16 cells": the QV-5's figures, not the QV-7's."""
+    p = _profile(tmp_path, "qv7", "# QV-7\n\nThe QV-7 has 24 compute units. The QV-5, which the QV-7 replaces, had "
+                                  "16 compute units.\n")
+    assert p.get("num_compute_units") == 24
+
+
+def test_a_key_line_naming_the_chip_keeps_its_key(tmp_path):
+    """"- Cells on the QV-7: 24" (a key that names the product) still says what 24 counts."""
+    p = _profile(tmp_path, "qv7", "# QV-7\n\n- Cell: the QV-7's compute unit; each work-group runs on one cell.\n"
+                                  "- Cells on the QV-7: 24\n")
+    assert p.get("num_compute_units") == 24
