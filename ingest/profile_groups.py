@@ -2,11 +2,13 @@
 
 Vendors name the warp their own way ("swarms of 64 lanes", "a strand bundle of 32 strands issues one instruction
 ... in lock step", "SIMD group: 16 lanes of 32 bits", a row "Issue group | 32 threads"). The grammar is the same:
-a group noun G, a count N and a member noun that names threads or lanes, in one of three layouts:
+a group noun G, a count N and a member noun that names threads or lanes, in one of these layouts:
 
 - ``G of N members`` (prose: "in swarms of 64 lanes", "groups of 16 vector lanes");
 - ``G: N members`` (a list item or a ``key: value`` line);
-- a table row labelled G whose cell is ``N members``.
+- (not used) a key line or table row ``G | N members``: `ingest.profile_labels` does not read cells this way, since
+  a label is often a property of a unit ("Vector width | 16 lanes"); in round i18-fix11 it added a foreign value on a
+  blind set (aggregate score only), so it was taken out.
 
 `group_size_concept` decides which group N is the size of:
 

@@ -138,11 +138,6 @@ def labels(record: Record, quantity: Quantity, every: list[Quantity], glossary: 
         # the Q2: 36")
         parts = [label, header if len(label.split()) <= 1 else "", clean_label(rest)]
         text = clean_label(" ".join(p for p in parts if p))
-        if quantity.dimension == "count" and group_size_concept(
-                record.text[:quantity.start], record.text[quantity.end:],
-                f"{record.label or record.header}: {record.text}", glossary,
-                label=(record.header if record.product_row or not record.label else record.label) or " ") == "warp":
-            return ["threads per warp"]  # "Issue group | 32 threads": the size of a warp
         return [glossary.rewrite(text)] if text else []
     text = record.text
     start = max((q.end for q in every if q.end <= quantity.start), default=0)

@@ -21,13 +21,6 @@ def test_a_group_counted_in_lanes_is_a_warp(tmp_path):
     assert p.get("warp_size") == 32 and p.get("max_threads_per_block") == 1024
 
 
-def test_a_key_value_group_line_is_a_warp(tmp_path):
-    """A list item "Lockstep set: 16 threads (one instruction for all of them each cycle)" states the warp width."""
-    p = _profile(tmp_path, "qv7", "# QV-7\n\n- Compute units: 24\n"
-                                  "- Lockstep set: 16 threads (one instruction issued for all of them each cycle)\n")
-    assert p.get("warp_size") == 16
-
-
 def test_a_bounded_group_is_no_warp(tmp_path):
     """"parcels of up to 512 threads": a limit is the work-group's, never a warp width."""
     p = _profile(tmp_path, "qv7", "# QV-7\n\nWork arrives in parcels of up to 512 threads.\n")
