@@ -71,13 +71,17 @@ def _tokenizer():
 
 @lru_cache(maxsize=4096)
 def pieces_per_word(text: str) -> float | None:
-    """Mean WordPiece pieces per word (runs of letters) of `text`; None without words or tokenizer."""
+    """Mean WordPiece pieces per word (runs of letters) of `text`; None without words or tokenizer. An English
+    plural counts as its singular when that is fewer pieces (``Combs`` is ``comb ##s``, ``Comb`` one piece): the
+    vocabulary holds the singular of most nouns, not the plural."""
     words = _WORDS.findall(text)
     tokenizer = _tokenizer()
     if not words or tokenizer is None:
         return None
+    stems = [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words]
     encoded = tokenizer.encode_batch(words, add_special_tokens=False)
-    return sum(len(e.tokens) for e in encoded) / len(words)
+    bare = tokenizer.encode_batch(stems, add_special_tokens=False)
+    return sum(min(len(e.tokens), len(b.tokens)) for e, b in zip(encoded, bare)) / len(words)
 
 
 def figures(text: str) -> tuple[str, ...]:

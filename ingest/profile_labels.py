@@ -16,6 +16,7 @@ import re
 
 from ingest.profile_definitions import is_group_noun
 from ingest.profile_glossary import Glossary
+from ingest.profile_groups import group_size_concept
 from ingest.profile_scope import parens
 from ingest.profile_terms import singular, term_key
 from ingest.profile_text import Record, products_in
@@ -132,7 +133,9 @@ def labels(record: Record, quantity: Quantity, every: list[Quantity], glossary: 
     if record.is_table:
         rest = record.text[quantity.end:] if record.text[quantity.start:quantity.end] == quantity.text else ""
         label = "" if record.product_row else clean_label(record.label)  # a product per row: the header says what
-        header = clean_label(record.header) if not products_in(record.header) else ""
+        header = clean_label(record.header) if not products_in(record.header) or not label else ""
+        # a product column's header names no quantity; a key line's key does, with its product taken out ("Quads on
+        # the Q2: 36")
         parts = [label, header if len(label.split()) <= 1 else "", clean_label(rest)]
         text = clean_label(" ".join(p for p in parts if p))
         return [glossary.rewrite(text)] if text else []
@@ -159,6 +162,9 @@ def labels(record: Record, quantity: Quantity, every: list[Quantity], glossary: 
         after = _counted_before(record.key, text) or after  # "72 cores, of which 64 are enabled": 64 cores
     lead = " ".join(text[start:quantity.start].split()[-6:])
     attached = f"{lead} {quantity.unit} {after}" if quantity.dimension == "count" else f"{before} {after}"
+    if quantity.dimension == "count" and group_size_concept(text[start:quantity.start], text[quantity.end:end],
+                                                            text, glossary) == "warp":
+        return ["", "threads per warp"]  # "swarms of 64 lanes", "SIMD group: 16 lanes": the size of a warp
     if quantity.dimension == "count" and glossary.concept(after) == "thread":
         after = ""  # "1024 threads": what is counted is threads; the words before say which quantity it is
         group = _GROUP_BEFORE.search(text[start:quantity.start])
@@ -234,8 +240,15 @@ def own_words(record: Record, quantity: Quantity) -> str:
     column): they name the number themselves, before the row's label does; "" when there are none."""
     if not record.is_table or quantity.start == 0:
         return ""
-    own = clean_label(record.text[:quantity.start])
+    own = _QUALIFIER_WORDS.sub(" ", clean_label(record.text[:quantity.start]))
     return own if re.search(r"[A-Za-z]{3}", own) else ""
+
+
+#: Words that qualify a figure without naming it ("at most 224 KB", "up to 64", "max. 2,048"): a bound or an
+#: estimate of the quantity the row label names, not the name of another quantity.
+_QUALIFIER_WORDS = re.compile(r"\b(?:at most|at least|up to|no more than|maximum|minimum|max|min|about|approx"
+                              r"(?:imately)?|around|typ(?:ical(?:ly)?)?|nominal|only|exactly)\b\.?|[~\u2264\u2265<>=]",
+                              re.IGNORECASE)
 
 
 def own_noun(record: Record, quantity: Quantity, glossary: Glossary) -> str:

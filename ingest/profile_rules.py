@@ -251,10 +251,15 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
             continue  # "4 core arrays; each core array contains 20 cores": a count of partitions
         if match.quantity == "compute_units" and TOTAL_OF_PART.search(record.text[:quantity.start]):
             continue  # "enables 88 of the 96 processing clusters on the die": 96 is the die's physical total
+        if match.quantity == "block_threads" and _holds_several_blocks(record, quantity, glossary):
+            continue  # "a cluster of 16 blocks may hold up to 16,384 threads": several blocks' threads, not one's
         scope = scope_of(basis, old or quantity, glossary)
         if ENABLED_SUBSET.search(record.text[:quantity.start]) or (
                 match.quantity == "compute_units" and OF_TOTAL.match(record.text[quantity.end:])):
             scope = "chip"  # the enabled ones are the product's
+        if not scope and match.quantity in _PER_UNIT_QUANTITIES and not record.is_table and \
+                _TOGETHER.search(record.text[max(0, quantity.start - 60):quantity.start]):
+            scope = "chip"  # "Together the tiles hold 897 MiB": what all the units hold, not one unit's
         if not scope and match.quantity in _PER_UNIT_QUANTITIES and _chip_is_subject(record, quantity):
             scope = "chip"  # "Across the grid the T9 has 150 MiB of SRAM": the chip's total, not one unit's
         if not scope and match.quantity == "block_threads" and (record.is_table or _asks_for(record, match, glossary)):
@@ -265,6 +270,23 @@ def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> No
             _scaled_candidate(record, quantity, match, scope, glossary, out)
             continue
         _add(name, record, quantity, match, out, corrects=old)
+
+
+def _holds_several_blocks(record: Record, quantity: Quantity, glossary: Glossary) -> bool:
+    """Whether the clause before a thread count counts thread blocks ("a cluster of 16 blocks may hold up to 16,384
+    threads"): the figure is the threads of several blocks. "8 blocks of 256 threads" (the figure right after "of")
+    is one block's size and does not count."""
+    clause = re.split(r"[.;:!?]\s|\n", record.text[:quantity.start])[-1]
+    for match in _COUNTED_NOUN.finditer(clause):
+        rest = clause[match.end():]
+        nouns = match.group("n").split()
+        if any(glossary.concept(" ".join(nouns[:n])) == "block" for n in (len(nouns), 1)) and int(match.group("k").replace(",", "")) > 1 and \
+                not re.fullmatch(r"\s*of\s*(?:up to\s*|at most\s*)?", rest):
+            return True
+    return False
+
+
+_COUNTED_NOUN = re.compile(r"(?<![\w.,])(?P<k>\d[\d,]*)\s+(?P<n>(?:[A-Za-z][\w\-]*\s+)?[A-Za-z][\w\-]*)")
 
 
 def _asks_for(record: Record, match: Match, glossary: Glossary) -> bool:
@@ -370,6 +392,18 @@ def _learn_sub_values(record: Record, quantity_name: str, dimension: str, glossa
         for q in find_quantities(record.text, record.default_unit):
             if q.multiplier > 1 and q.dimension == dimension:
                 out.learned_sub.setdefault(name, []).append(q.value / q.multiplier)
+        for match in _PARTS_EACH.finditer(record.text):  # "4 stacks of 24 GB each": 24 GB is one stack's
+            level = noun_level(match.group("parts"), glossary)
+            if int(match.group("k").replace(",", "")) > 1 and level != "chip" and (not per_cu or level in learn_from):
+                for q in find_quantities(match.group("m"), record.default_unit):
+                    if q.dimension == dimension:
+                        out.learned_sub.setdefault(name, []).append(q.value)
+
+
+#: "K parts of/with/at M each": M is one part's figure (a postpositive "each" after a count of parts).
+_PARTS_EACH = re.compile(r"(?<![\w.,])(?P<k>\d[\d,]*)\s+(?P<parts>(?:[A-Za-z][\w\-]*\s+){0,2}?[A-Za-z][\w\-]*)\s+"
+                         r"(?:of|with|at|holding|having)\s+(?P<m>[\d.,]+\s*[A-Za-z]{0,5}(?:/s)?)\s+each\b",
+                         re.IGNORECASE)
 
 
 def _fields_of(quantity_name: str) -> set[str]:

@@ -259,7 +259,7 @@ def clause_product(clause: str, sentence: str, context: str, tokens: set[str],
         named = products_in(sentence[:at], brands, comparisons=True) if at > 0 else []
         if named:
             return _verdict(named[-1:], tokens) or "neutral"  # a relative clause is about the noun before it
-    before = products_in(_ASIDE.sub(" ", sentence[:at]), brands) if at > 0 else []
+    before = products_in(_ASIDE.sub(" ", _RELATIVE_ASIDE.sub(" ", sentence[:at])), brands) if at > 0 else []
     if before:
         if re.match(r"\s*(?:both|all|each of them)\b", clause, re.IGNORECASE):
             return _verdict(before, tokens) or "neutral"
@@ -281,6 +281,9 @@ _ASIDE = re.compile(r"(?:^|[,;(]\s*|\s)(?:up from|down from|compared (?:to|with)
                     r"over the|relative to|(?:twice|thrice|half|double|triple|[\d.]+\s*(?:x|\u00d7|times)|"
                     r"(?:two|three|four)\s+times)\s+(?:the(?=\s+[\d.])|that\s+of|those\s+of))\s[^,;)]*",
                     re.IGNORECASE)
+#: A relative clause between commas ("The Q1, which the Q2 replaces, had 24 quads"): it describes the noun before it;
+#: the products it names are not the subject of the clauses after it.
+_RELATIVE_ASIDE = re.compile(r",\s*(?:which|who|whose|that)\b[^,;]*,", re.IGNORECASE)
 #: Words that make a clause about a product other than the one described: competitors and predecessors.
 _FOREIGN = re.compile(r"\b(?:competing|competitors?|competitive|rivals?|other vendors?|(?:previous|prior|earlier|last|"
                       r"older)[- ]generation|predecessors?|(?:that|which)\s+(?:the\s+)?\S+\s+(?:replaces|succeeds)|"

@@ -18,6 +18,9 @@ Sets (``--set``, repeatable; default ``corpus`` and ``dev``):
 - ``heldout11``: the eleventh held-out set, ``tests/data/datasheets_heldout_v11/*/`` (written blind, as ``heldout3``);
 - ``dev12``: development datasheets in other vocabularies and layouts, ``tests/data/datasheets_dev_v12/*/`` (a
   glossary table of terms, a JSON device descriptor, prose with per-sub-unit limits);
+- ``dev14``: development datasheets of the i18-fix11 round, ``tests/data/datasheets_dev_v14/*/`` (prose only with
+  a competitor and a predecessor, a multi-product table with per-unit / per-block limits, term and key lists with
+  a unit inside the compute unit);
 - ``heldout12``: the one datasheet held out of the ``dev12`` development, ``tests/data/datasheets_heldout_v12/*/``
   (French/English), scored last;
 - ``heldout13a``: one German/English datasheet, ``tests/data/datasheets_heldout_v13a/*/``, held out of the
@@ -41,7 +44,7 @@ are listed as "not in schema" and left out of the scores.
 
 Usage::
 
-    python scripts/eval_profiles.py [--set corpus|dev|heldout|heldout2|...|heldout11|dev12|heldout12|heldout13a|heldout14 ...] [--pdf]
+    python scripts/eval_profiles.py [--set corpus|dev|heldout|heldout2|...|heldout11|dev12|dev14|heldout12|heldout13a|heldout14 ...] [--pdf]
         [--corpus DIR] [--json OUT.json] [--benchmarks BENCHMARKS.md] [--check]
 
 ``--check`` exits 1 unless every set scored meets the bar: stated >= 90 %, every not_stated field null, every
@@ -90,6 +93,7 @@ DATASHEET_SETS = {
     "heldout10": _REPO / "tests" / "data" / "datasheets_heldout_v10",
     "heldout11": _REPO / "tests" / "data" / "datasheets_heldout_v11",
     "dev12": _REPO / "tests" / "data" / "datasheets_dev_v12",
+    "dev14": _REPO / "tests" / "data" / "datasheets_dev_v14",
     "heldout12": _REPO / "tests" / "data" / "datasheets_heldout_v12",
     "heldout13a": _REPO / "tests" / "data" / "datasheets_heldout_v13a",
     "heldout14": _REPO / "tests" / "data" / "datasheets_heldout_v14",
@@ -387,6 +391,7 @@ _TITLES = {"corpus": "Shared corpus (real documents: Wormhole n150, MI300X)",
            "heldout10": "Held-out datasheets v10 (5 fictional chips, written blind)",
            "heldout11": "Held-out datasheets v11 (5 fictional chips, written blind)",
            "dev12": "Development datasheets v12 (3 fictional chips: a term table, a JSON descriptor, prose)",
+           "dev14": "Development datasheets v14 (3 fictional chips: prose, a multi-product table, term and key lists)",
            "heldout12": "Held-out datasheet v12 (1 fictional chip, French/English, scored last)",
            "heldout13a": "Held-out datasheet v13a (1 fictional chip, German/English, scored last)",
            "heldout14": "Held-out datasheets v14 (8 fictional chips, written blind)"}
