@@ -40,6 +40,7 @@ from ingest.loaders.common import (
     table_sections,
     title_from_path,
 )
+from ingest.loaders.pdf_fonts import body_size, heading_lines, page_runs, squeeze
 from ingest.loaders.pdf_tables import LayoutTable, layout_tables
 from knowledge.types import Section
 
@@ -83,7 +84,8 @@ def load_pdf(path: Path, source: str) -> LoadedDocument:
         reader = _open(path)
         check_page_count(path, len(reader.pages))
         pages = [_page_lines(reader, i, path) for i in range(len(reader.pages))]
-        tables = [_page_tables(reader, i) for i in range(len(reader.pages))]
+        headings = _headings(reader)
+        tables = [_page_tables(reader, i, set(headings[i])) for i in range(len(reader.pages))]
         title = _title(reader)
     if not any(line.text for lines in pages for line in lines):
         raise BadInputError(f"{path}: PDF has no extractable text (scanned images? run OCR first)")
@@ -91,8 +93,8 @@ def load_pdf(path: Path, source: str) -> LoadedDocument:
     pages = [_strip_boilerplate(lines, boiler) for lines in pages]
     title = title or title_from_path(source)
     parser = _PageParser(source, title, _typical_length([line.text for lines in pages for line in lines]))
-    for number, (lines, page_tables) in enumerate(zip(pages, tables), start=1):
-        parser.parse(number, lines, page_tables)
+    for number, (lines, page_tables, page_headings) in enumerate(zip(pages, tables, headings), start=1):
+        parser.parse(number, lines, page_tables, page_headings)
     return LoadedDocument(sections=parser.sections, title=title, pages=len(pages))
 
 
@@ -136,29 +138,50 @@ def _page_lines(reader, index: int, path: Path) -> list[_Line]:
     return out
 
 
-def _page_tables(reader, index: int) -> list[LayoutTable]:
-    """Tables of page `index` from its layout-mode text; none when pypdf cannot lay the page out."""
+def _headings(reader) -> list[dict[str, str]]:
+    """Per page: squeezed text of each line set in heading type -> its whole heading (`ingest.loaders.pdf_fonts`);
+    empty where pypdf cannot report the runs of a page."""
+    runs = []
+    for page in reader.pages:
+        try:
+            runs.append(page_runs(page))
+        except Exception:  # damaged content streams: no font evidence on that page, the text still loads
+            runs.append([])
+    body = body_size(runs)
+    return [heading_lines(r, body) for r in runs]
+
+
+def _page_tables(reader, index: int, stops: set[str] | None = None) -> list[LayoutTable]:
+    """Tables of page `index` from its layout-mode text, cut at heading lines `stops` (squeezed text); none when
+    pypdf cannot lay the page out."""
     try:
-        return layout_tables(reader.pages[index].extract_text(extraction_mode="layout") or "")
+        return layout_tables(reader.pages[index].extract_text(extraction_mode="layout") or "", stops)
     except Exception:  # layout mode fails on some damaged or unusual pages; the plain text still loads
         return []
 
 
 def _table_starts(lines: list[_Line], tables: list[LayoutTable]) -> dict[int, tuple[LayoutTable, int]]:
-    """Line index where each table's lines begin in the page's plain text -> (table, index after its last line)."""
+    """Line index where each table's lines begin in the page's plain text -> (table, index after its last line).
+
+    Matched by words, not by line text: plain text may join a wrapped cell's lines, split them, or put a cell's
+    second line ("Capacit" / "y") after the row. The table starts at the first line whose words are all the table's
+    and that shares words with its first line; it goes on while each line's words are among the table's words not
+    yet matched. A match covering under 90 % of the table's words is no match (its lines stay prose)."""
     out: dict[int, tuple[LayoutTable, int]] = {}
     i = 0
     for table in tables:
-        whole = " ".join(table.lines)
-        start = next((k for k in range(i, len(lines)) if lines[k].text == table.lines[0]), None)
+        words = Counter(w for line in table.lines for w in line.split())
+        first = set(table.lines[0].split())
+        start = next((k for k in range(i, len(lines)) if lines[k].text.split()
+                      and not Counter(lines[k].text.split()) - words and first & set(lines[k].text.split())), None)
         if start is None:
             continue
-        end, covered = start, ""
-        while end < len(lines):  # plain text may join a wrapped cell's lines, or split them: compare the text
-            joined = f"{covered} {lines[end].text}".strip()
-            if not (whole == joined or whole.startswith(joined + " ")):
-                break
-            covered, end = joined, end + 1
+        left, end = Counter(words), start
+        while end < len(lines) and lines[end].text.split() and not Counter(lines[end].text.split()) - left:
+            left -= Counter(lines[end].text.split())
+            end += 1
+        if sum(left.values()) > 0.1 * sum(words.values()):
+            continue
         out[start] = (table, end)
         i = end
     return out
@@ -258,8 +281,10 @@ class _PageParser:
         self.sections: list[Section] = []
         self.page = 0
 
-    def parse(self, page: int, lines: list[_Line], tables: list[LayoutTable] | None = None) -> None:
+    def parse(self, page: int, lines: list[_Line], tables: list[LayoutTable] | None = None,
+              headings: dict[str, str] | None = None) -> None:
         self.page = page
+        headings = headings or {}
         if not lines:
             return
         starts = _table_starts(lines, tables or [])
@@ -277,6 +302,17 @@ class _PageParser:
                 table, i = starts[i]
                 self.sections.extend(table_sections(table.header, table.rows, self.source, self._path(),
                                                     page=self.page))
+                continue
+            if squeeze(line.text) in headings:  # set in heading type: a section of its own, as in Markdown
+                self._flush(para, labels)
+                para, labels = [], []
+                self.table = None
+                whole = headings[squeeze(line.text)]
+                self.heading = whole
+                self._emit(whole, "caption")
+                i += 1
+                while i < len(lines) and headings.get(squeeze(lines[i].text)) == whole:
+                    i += 1
                 continue
             if _CAPTION.match(line.text):
                 self._flush(para, labels)

@@ -50,13 +50,15 @@ def cells_of(line: str) -> list[tuple[int, str]]:
     return [(m.start(), m.group(0)) for m in _CELL_SPLIT.finditer(line)]
 
 
-def layout_tables(layout_text: str) -> list[LayoutTable]:
-    """The tables of one page's layout-mode text (see module docstring), top to bottom."""
+def layout_tables(layout_text: str, stops: set[str] | None = None) -> list[LayoutTable]:
+    """The tables of one page's layout-mode text (see module docstring), top to bottom. A line whose text with
+    whitespace removed is in `stops` (a heading known by its type size) ends a table and never starts one."""
     lines = layout_text.splitlines()
+    stops = stops or set()
     tables: list[LayoutTable] = []
     i = 0
     while i < len(lines):
-        table, end = _table_at(lines, i)
+        table, end = _table_at(lines, i, stops)
         if table is not None:
             tables.append(table)
             i = end
@@ -65,9 +67,9 @@ def layout_tables(layout_text: str) -> list[LayoutTable]:
     return tables
 
 
-def _table_at(lines: list[str], start: int) -> tuple[LayoutTable | None, int]:
+def _table_at(lines: list[str], start: int, stops: set[str]) -> tuple[LayoutTable | None, int]:
     header = cells_of(lines[start])
-    if len(header) < 2:
+    if len(header) < 2 or "".join(lines[start].split()) in stops:
         return None, start + 1
     columns = [s for s, _ in header]
     blocks: list[list[list[tuple[int, str]]]] = []
@@ -77,6 +79,8 @@ def _table_at(lines: list[str], start: int) -> tuple[LayoutTable | None, int]:
     j = start + 1
     while j < len(lines):
         cells = cells_of(lines[j])
+        if cells and "".join(lines[j].split()) in stops:
+            break
         if not cells:
             if block:
                 blocks.append(block)
@@ -103,13 +107,16 @@ def _table_at(lines: list[str], start: int) -> tuple[LayoutTable | None, int]:
         j += 1
     if block:
         blocks.append(block)
+    head_more: list[tuple[int, str]] = []
+    if blocks and not any(cells[0][0] <= columns[0] + ALIGN for cells in blocks[0]):
+        head_more = [c for cells in blocks.pop(0) for c in cells]  # the header's wrapped cells ("Capacit" / "y")
     rows = _rows(blocks, columns)
     if len(rows) + 1 < MIN_ROWS or not any(len([c for c in r if c]) >= 2 for r in rows):
         return None, start + 1
     labels = sorted(len(r[0]) for r in rows if r[0])
     if not labels or labels[len(labels) // 2] > MAX_LABEL_CHARS:
         return None, start + 1
-    head = _place(header, columns)
+    head = _place(header + head_more, columns)
     text_lines = [" ".join(lines[k].split()) for k in used]
     return LayoutTable(header=head, rows=rows, lines=text_lines), used[-1] + 1
 

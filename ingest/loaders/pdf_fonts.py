@@ -1,0 +1,76 @@
+"""Headings of PDF pages known by their type size: lines set larger than the document's body text.
+
+A PDF's text layer keeps no heading markup, but every text run carries its font size (the ``Tf`` operand scaled by
+the text and transformation matrices). Whoever writes the PDF (a word processor, LaTeX, a report generator) sets
+headings larger than the running text, so a line whose runs are all at least `RATIO` times the body size is a
+heading. The body size is the size that holds the most characters in the whole document (the running text), so a
+table set smaller than the body does not count, and bold text at body size (table headers) is no heading.
+
+Consecutive heading lines (a heading that wraps) are one heading. Lines are matched by their text with whitespace
+removed, so the loader can look up the lines of pypdf's plain text (which may space a line differently).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+#: How much larger than the body size a heading's type must be (an 11 pt heading over 10 pt body text is one).
+RATIO = 1.05
+#: Longest heading, in words (longer lines in large type are display text, not section titles).
+MAX_WORDS = 14
+
+
+def squeeze(text: str) -> str:
+    """Text with all whitespace removed: the key lines are matched by."""
+    return "".join(text.split())
+
+
+def page_runs(page) -> list[tuple[float, float, str]]:
+    """(baseline y, font size in points, text) of each text run of a pypdf page, in content-stream order."""
+    runs: list[tuple[float, float, str]] = []
+
+    def visit(text, cm, tm, font_dict, font_size):  # pypdf's visitor_text signature
+        if text and text.strip():
+            scale = abs(tm[0] * cm[0] + tm[1] * cm[2]) or abs(tm[3] * cm[3]) or 1.0
+            y = tm[5] * cm[3] + cm[5]
+            runs.append((round(y, 1), float(font_size) * scale, text))
+
+    page.extract_text(visitor_text=visit)
+    return runs
+
+
+def body_size(pages_runs: list[list[tuple[float, float, str]]]) -> float:
+    """The font size (rounded to 0.5 pt) that holds the most characters of the document; 0 without text."""
+    counts: Counter[float] = Counter()
+    for runs in pages_runs:
+        for _, size, text in runs:
+            counts[round(size * 2) / 2] += len(text.strip())
+    return counts.most_common(1)[0][0] if counts else 0.0
+
+
+def heading_lines(runs: list[tuple[float, float, str]], body: float) -> dict[str, str]:
+    """Squeezed text of each heading line of a page -> the whole heading (its wrapped lines joined).
+
+    A line is the runs on one baseline; it is a heading when every run is at least `RATIO` x `body` and it has
+    at most `MAX_WORDS` words. Heading lines whose baselines are less than 1.6 x their size apart are one heading."""
+    if body <= 0:
+        return {}
+    lines: list[tuple[float, float, str]] = []  # (y, smallest size, text)
+    for y, size, text in runs:
+        if lines and abs(lines[-1][0] - y) < 0.5:
+            last = lines[-1]
+            lines[-1] = (last[0], min(last[1], size), last[2] + text)
+        else:
+            lines.append((y, size, text))
+    out: dict[str, str] = {}
+    group: list[tuple[float, float, str]] = []
+    for line in lines + [(0.0, 0.0, "")]:
+        is_heading = line[1] >= RATIO * body and len(line[2].split()) <= MAX_WORDS
+        if is_heading and group and abs(group[-1][0] - line[0]) < 1.6 * line[1]:
+            group.append(line)
+            continue
+        if group:
+            whole = " ".join(" ".join(g[2].split()) for g in group)
+            out.update({squeeze(g[2]): whole for g in group})
+        group = [line] if is_heading else []
+    return out
