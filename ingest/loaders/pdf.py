@@ -40,7 +40,7 @@ from ingest.loaders.common import (
     table_sections,
     title_from_path,
 )
-from ingest.loaders.pdf_fonts import body_size, heading_lines, page_runs, squeeze
+from ingest.loaders.pdf_fonts import body_size, heading_lines, page_runs, paragraph_starts, squeeze
 from ingest.loaders.pdf_tables import LayoutTable, layout_tables
 from knowledge.types import Section
 
@@ -84,7 +84,7 @@ def load_pdf(path: Path, source: str) -> LoadedDocument:
         reader = _open(path)
         check_page_count(path, len(reader.pages))
         pages = [_page_lines(reader, i, path) for i in range(len(reader.pages))]
-        headings = _headings(reader)
+        headings, gaps = _headings(reader)
         tables = [_page_tables(reader, i, set(headings[i])) for i in range(len(reader.pages))]
         title = _title(reader)
     if not any(line.text for lines in pages for line in lines):
@@ -93,8 +93,9 @@ def load_pdf(path: Path, source: str) -> LoadedDocument:
     pages = [_strip_boilerplate(lines, boiler) for lines in pages]
     title = title or title_from_path(source)
     parser = _PageParser(source, title, _typical_length([line.text for lines in pages for line in lines]))
-    for number, (lines, page_tables, page_headings) in enumerate(zip(pages, tables, headings), start=1):
-        parser.parse(number, lines, page_tables, page_headings)
+    for number, (lines, page_tables, page_headings, page_gaps) in enumerate(zip(pages, tables, headings, gaps),
+                                                                          start=1):
+        parser.parse(number, lines, page_tables, page_headings, page_gaps)
     return LoadedDocument(sections=parser.sections, title=title, pages=len(pages))
 
 
@@ -138,9 +139,10 @@ def _page_lines(reader, index: int, path: Path) -> list[_Line]:
     return out
 
 
-def _headings(reader) -> list[dict[str, str]]:
-    """Per page: squeezed text of each line set in heading type -> its whole heading (`ingest.loaders.pdf_fonts`);
-    empty where pypdf cannot report the runs of a page."""
+def _headings(reader) -> tuple[list[dict[str, str]], list[set[str]]]:
+    """Per page: squeezed text of each line set in heading type -> its whole heading, and the squeezed lines that
+    start a paragraph below a vertical gap (`ingest.loaders.pdf_fonts`); empty where pypdf cannot report the runs
+    of a page."""
     runs = []
     for page in reader.pages:
         try:
@@ -148,7 +150,7 @@ def _headings(reader) -> list[dict[str, str]]:
         except Exception:  # damaged content streams: no font evidence on that page, the text still loads
             runs.append([])
     body = body_size(runs)
-    return [heading_lines(r, body) for r in runs]
+    return [heading_lines(r, body) for r in runs], [paragraph_starts(r) for r in runs]
 
 
 def _page_tables(reader, index: int, stops: set[str] | None = None) -> list[LayoutTable]:
@@ -282,9 +284,10 @@ class _PageParser:
         self.page = 0
 
     def parse(self, page: int, lines: list[_Line], tables: list[LayoutTable] | None = None,
-              headings: dict[str, str] | None = None) -> None:
+              headings: dict[str, str] | None = None, gaps: set[str] | None = None) -> None:
         self.page = page
         headings = headings or {}
+        gaps = set(gaps or ())
         if not lines:
             return
         starts = _table_starts(lines, tables or [])
@@ -313,6 +316,8 @@ class _PageParser:
                 i += 1
                 while i < len(lines) and headings.get(squeeze(lines[i].text)) == whole:
                     i += 1
+                if i < len(lines):
+                    gaps.add(squeeze(lines[i].text))  # the line under a heading begins a paragraph
                 continue
             if _CAPTION.match(line.text):
                 self._flush(para, labels)
@@ -330,9 +335,9 @@ class _PageParser:
                 self._emit(line.text, "caption")
                 i += 1
                 continue
-            if para and self._joins(lines[i - 1], line):
+            if para and self._joins(lines[i - 1], line) and squeeze(line.text) not in gaps:
                 para.append(("" if para[-1].endswith("-") else " ") + line.text)
-            elif self._is_prose(line) or line.wrapped:
+            elif self._is_prose(line) or line.wrapped or squeeze(line.text) in gaps:  # a gap above: a paragraph
                 self._flush(para, labels)
                 para, labels = [line.text], []
             elif para and not labels:

@@ -74,3 +74,26 @@ def heading_lines(runs: list[tuple[float, float, str]], body: float) -> dict[str
             out.update({squeeze(g[2]): whole for g in group})
         group = [line] if is_heading else []
     return out
+
+
+#: A line starts a new paragraph when the space above its baseline exceeds this many times the page's usual line
+#: pitch (the spacing of wrapped lines within a paragraph).
+PARAGRAPH_GAP = 1.3
+
+
+def paragraph_starts(runs: list[tuple[float, float, str]]) -> set[str]:
+    """Squeezed text of each line of a page that stands below a gap wider than `PARAGRAPH_GAP` x the page's usual
+    line pitch (the smallest distance between consecutive baselines that recurs): paragraphs that the plain text runs
+    together. Empty when the page has too few lines to know its pitch."""
+    lines: list[tuple[float, str]] = []
+    for y, _, text in runs:
+        if lines and abs(lines[-1][0] - y) < 0.5:
+            lines[-1] = (lines[-1][0], lines[-1][1] + text)
+        else:
+            lines.append((y, text))
+    gaps = Counter(round(2 * (a[0] - b[0])) / 2 for a, b in zip(lines, lines[1:]) if a[0] > b[0])
+    repeated = [gap for gap, n in gaps.items() if n >= 2]
+    if not repeated:
+        return set()
+    pitch = min(repeated)
+    return {squeeze(b[1]) for a, b in zip(lines, lines[1:]) if a[0] - b[0] > PARAGRAPH_GAP * pitch}
