@@ -91,7 +91,7 @@ def load_pdf(path: Path, source: str) -> LoadedDocument:
         raise BadInputError(f"{path}: PDF has no extractable text (scanned images? run OCR first)")
     boiler = _boilerplate(pages)
     pages = [_strip_boilerplate(lines, boiler) for lines in pages]
-    title = title or title_from_path(source)
+    title = _title_heading(pages, headings) or title or title_from_path(source)
     parser = _PageParser(source, title, _typical_length([line.text for lines in pages for line in lines]))
     for number, (lines, page_tables, page_headings, page_gaps) in enumerate(zip(pages, tables, headings, gaps),
                                                                           start=1):
@@ -153,6 +153,21 @@ def _headings(reader) -> tuple[list[dict[str, str]], list[set[str]]]:
     return [heading_lines(r, body) for r in runs], [paragraph_starts(r) for r in runs]
 
 
+def _title_heading(pages: list[list[_Line]], headings: list[dict[str, str]]) -> str:
+    """The document's title when its first text line is set in heading type (as a Markdown file's first ``#``
+    heading is its title): that heading, whose lines are removed from the first page so it heads every section
+    as the title, not as a section of its own. Empty otherwise (the PDF's metadata title or the file name is
+    used)."""
+    first = next((k for k, lines in enumerate(pages) if lines), None)
+    if first is None or squeeze(pages[first][0].text) not in headings[first]:
+        return ""
+    whole = headings[first][squeeze(pages[first][0].text)]
+    lines = pages[first]
+    while lines and headings[first].get(squeeze(lines[0].text)) == whole:
+        del headings[first][squeeze(lines.pop(0).text)]
+    return whole
+
+
 def _page_tables(reader, index: int, stops: set[str] | None = None) -> list[LayoutTable]:
     """Tables of page `index` from its layout-mode text, cut at heading lines `stops` (squeezed text); none when
     pypdf cannot lay the page out."""
@@ -167,13 +182,13 @@ def _table_starts(lines: list[_Line], tables: list[LayoutTable]) -> dict[int, tu
 
     Matched by words, not by line text: plain text may join a wrapped cell's lines, split them, or put a cell's
     second line ("Capacit" / "y") after the row. The table starts at the first line whose words are all the table's
-    and that shares words with its first line; it goes on while each line's words are among the table's words not
+    and that shares words with its header; it goes on while each line's words are among the table's words not
     yet matched. A match covering under 90 % of the table's words is no match (its lines stay prose)."""
     out: dict[int, tuple[LayoutTable, int]] = {}
     i = 0
     for table in tables:
         words = Counter(w for line in table.lines for w in line.split())
-        first = set(table.lines[0].split())
+        first = {w for line in table.lines[:table.header_lines] for w in line.split()}
         start = next((k for k in range(i, len(lines)) if lines[k].text.split()
                       and not Counter(lines[k].text.split()) - words and first & set(lines[k].text.split())), None)
         if start is None:

@@ -40,11 +40,13 @@ _CELL_SPLIT = re.compile(r"\S(?:.*?\S)??(?=\s{" + str(GAP) + r",}|\s*$)")
 @dataclass
 class LayoutTable:
     """A table read from layout text: header cells, rows of cells, and the text of its lines (whitespace
-    collapsed) so the loader can drop them from the page's plain text."""
+    collapsed; the first `header_lines` are the header's) so the loader can drop them from the page's plain
+    text."""
 
     header: list[str]
     rows: list[list[str]]
     lines: list[str] = field(default_factory=list)
+    header_lines: int = 1
 
 
 def cells_of(line: str) -> list[tuple[int, str]]:
@@ -70,10 +72,12 @@ def layout_tables(layout_text: str, stops: set[str] | None = None) -> list[Layou
 
 
 def _table_at(lines: list[str], start: int, stops: set[str]) -> tuple[LayoutTable | None, int]:
-    header = cells_of(lines[start])
-    if len(header) < 2 or "".join(lines[start].split()) in stops:
+    if not cells_of(lines[start]) or "".join(lines[start].split()) in stops:
         return None, start + 1
     header, used = _header_block(lines, start, stops)
+    if len(header) < 2:
+        return None, start + 1
+    heads = len(used)
     columns = [s for s, _ in header]
     blocks: list[list[list[tuple[int, str]]]] = []
     block: list[list[tuple[int, str]]] = []
@@ -109,6 +113,8 @@ def _table_at(lines: list[str], start: int, stops: set[str]) -> tuple[LayoutTabl
         j += 1
     if block:
         blocks.append(block)
+    while blocks and all(len(c) == 1 and c[0][0] <= columns[0] + ALIGN for c in blocks[-1]):
+        del used[-len(blocks.pop()):]  # label-only lines after the last row: a sentence or heading below the table
     head_more: list[tuple[int, str]] = []
     if blocks and not any(cells[0][0] <= columns[0] + ALIGN for cells in blocks[0]):
         head_more = [c for cells in blocks.pop(0) for c in cells]  # the header's wrapped cells ("Capacit" / "y")
@@ -120,22 +126,22 @@ def _table_at(lines: list[str], start: int, stops: set[str]) -> tuple[LayoutTabl
         return None, start + 1
     head = _place(header + head_more, columns)
     text_lines = [" ".join(lines[k].split()) for k in used]
-    return LayoutTable(header=head, rows=rows, lines=text_lines), used[-1] + 1
+    return LayoutTable(header=head, rows=rows, lines=text_lines, header_lines=heads), used[-1] + 1
 
 
 def _header_block(lines: list[str], start: int, stops: set[str]) -> tuple[list[tuple[int, str]], list[int]]:
     """The header of a table whose column titles wrap over several lines (a wide table's narrow columns): the
     lines from `start` up to the first blank line (at most `MAX_HEADER_LINES`), none of which holds a number
-    outside parentheses, when the lines after that block start at the block's columns. Returns the header's cells
-    (one per column, the lines of a column joined top to bottom; a column starts where its leftmost line
-    does) and the line indexes used; a one-line header otherwise."""
+    outside parentheses, with no cell longer than `MAX_LABEL_CHARS` (a line of prose is no header). Columns
+    start where the block's cells and the first row's cells start. Returns the header's cells (one per column,
+    the lines of a column joined top to bottom) and the line indexes used; a one-line header otherwise."""
     one = cells_of(lines[start])
     end = start + 1
     while end < len(lines) and end - start < MAX_HEADER_LINES and cells_of(lines[end]) \
             and "".join(lines[end].split()) not in stops:
         end += 1
     block = [cells_of(lines[k]) for k in range(start, end)]
-    if end - start == 1 or any(re.search(r"\d", re.sub(r"\([^()]*\)", "", t)) for cells in block[1:]
+    if end - start == 1 or any(len(t) > MAX_LABEL_CHARS for cells in block for _, t in cells) or any(re.search(r"\d", re.sub(r"\([^()]*\)", "", t)) for cells in block[1:]
                                for _, t in cells if not re.fullmatch(r"\d?[A-Za-z/()%:]*\d?[A-Za-z/()%:]*", t)):
         return one, [start]
     after = next((cells_of(lines[k]) for k in range(end, min(end + 3, len(lines))) if cells_of(lines[k])), [])
