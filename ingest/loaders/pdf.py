@@ -177,30 +177,34 @@ def _page_tables(reader, index: int, stops: set[str] | None = None) -> list[Layo
         return []
 
 
-def _table_starts(lines: list[_Line], tables: list[LayoutTable]) -> dict[int, tuple[LayoutTable, int]]:
+def _table_starts(lines: list[_Line], tables: list[LayoutTable],
+                  headings: dict[str, str] | None = None) -> dict[int, tuple[LayoutTable, int]]:
     """Line index where each table's lines begin in the page's plain text -> (table, index after its last line).
 
     Matched by words, not by line text: plain text may join a wrapped cell's lines, split them, or put a cell's
-    second line ("Capacit" / "y") after the row. The table starts at the first line whose words are all the table's
-    and that shares words with its header; it goes on while each line's words are among the table's words not
-    yet matched. A match covering under 90 % of the table's words is no match (its lines stay prose)."""
+    second line ("Capacit" / "y") after the row. A table starts at a line (not a heading line, `headings`) whose
+    words are all the table's and that shares words with its header; it goes on while each line's words are among
+    the table's words not yet matched. A start whose run covers under 90 % of the table's words is no match (the
+    next candidate is tried; without one the table's lines stay prose)."""
+    headings = headings or {}
     out: dict[int, tuple[LayoutTable, int]] = {}
     i = 0
     for table in tables:
         words = Counter(w for line in table.lines for w in line.split())
         first = {w for line in table.lines[:table.header_lines] for w in line.split()}
-        start = next((k for k in range(i, len(lines)) if lines[k].text.split()
-                      and not Counter(lines[k].text.split()) - words and first & set(lines[k].text.split())), None)
-        if start is None:
-            continue
-        left, end = Counter(words), start
-        while end < len(lines) and lines[end].text.split() and not Counter(lines[end].text.split()) - left:
-            left -= Counter(lines[end].text.split())
-            end += 1
-        if sum(left.values()) > 0.1 * sum(words.values()):
-            continue
-        out[start] = (table, end)
-        i = end
+        for start in range(i, len(lines)):
+            line_words = lines[start].text.split()
+            if not line_words or squeeze(lines[start].text) in headings or Counter(line_words) - words \
+                    or not first & set(line_words):
+                continue
+            left, end = Counter(words), start
+            while end < len(lines) and lines[end].text.split() and not Counter(lines[end].text.split()) - left:
+                left -= Counter(lines[end].text.split())
+                end += 1
+            if sum(left.values()) <= 0.1 * sum(words.values()):
+                out[start] = (table, end)
+                i = end
+                break
     return out
 
 
@@ -305,7 +309,7 @@ class _PageParser:
         gaps = set(gaps or ())
         if not lines:
             return
-        starts = _table_starts(lines, tables or [])
+        starts = _table_starts(lines, tables or [], headings)
         if self.table and not (lines[0].text == self.table.header or _numbers(lines[0].text) >= 2):
             self.table = None  # a table continues on a new page only if it restarts with its header or a row
         self.heading = _page_heading(lines, self.table.header if self.table else "") or self.heading

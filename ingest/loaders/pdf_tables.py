@@ -141,8 +141,9 @@ def _header_block(lines: list[str], start: int, stops: set[str]) -> tuple[list[t
             and "".join(lines[end].split()) not in stops:
         end += 1
     block = [cells_of(lines[k]) for k in range(start, end)]
-    if end - start == 1 or any(len(t) > MAX_LABEL_CHARS for cells in block for _, t in cells) or any(re.search(r"\d", re.sub(r"\([^()]*\)", "", t)) for cells in block[1:]
-                               for _, t in cells if not re.fullmatch(r"\d?[A-Za-z/()%:]*\d?[A-Za-z/()%:]*", t)):
+    numbered = any(re.search(r"\d", re.sub(r"\([^()]*\)", "", t)) for cells in block[1:] for _, t in cells
+                   if not re.fullmatch(r"\d?[A-Za-z/()%:]*\d?[A-Za-z/()%:]*", t))
+    if end - start == 1 or numbered or any(len(t) > MAX_LABEL_CHARS for cells in block for _, t in cells):
         return one, [start]
     after = next((cells_of(lines[k]) for k in range(end, min(end + 3, len(lines))) if cells_of(lines[k])), [])
     starts: list[int] = []
@@ -195,7 +196,8 @@ def _join(a: str, b: str) -> str:
     """Two lines of one cell joined: with a space, except a number broken over the lines ("1,4" / "00")."""
     if not a or not b:
         return a or b
-    return a + b if re.search(r"(?:^|\s)[\d,.]*\d[\d,.]*$", a) and b[0].isdigit() and not re.search(r"\s", b) else f"{a} {b}"
+    broken_number = re.search(r"(?:^|\s)[\d,.]*\d[\d,.]*$", a) and b[0].isdigit() and not re.search(r"\s", b)
+    return a + b if broken_number else f"{a} {b}"
 
 
 def _merge(a: list[str], b: list[str]) -> list[str]:
