@@ -14,6 +14,10 @@ Heuristics (layout-generic, no vendor rules):
   or a revision entry's name ("Version 3 (2027-05)") after a finished sentence starts a section of its own there
   (never joined to the paragraph above), so scope headings, errata sections and revision histories read in a PDF
   as in its Markdown form.
+- Type size (`ingest.loaders.pdf_fonts`): a line set larger than the body text is a heading (a section of its own,
+  as a Markdown heading; the document's first line in heading type is its title), and a line below a vertical gap
+  wider than the page's line pitch starts a paragraph, so PDF forms keep the sections and paragraphs of their
+  Markdown forms.
 - Tables: after a ``Table N.`` caption, lines up to the next prose paragraph are rows (the first line without two
   numbers is the column header line; all-capitals lines without numbers are row-group labels). Other tables are
   read from pypdf's layout-mode text, where cells stand in columns (`ingest.loaders.pdf_tables`), and become one
