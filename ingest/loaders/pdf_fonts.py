@@ -3,8 +3,8 @@
 A PDF's text layer keeps no heading markup, but every text run carries its font size (the ``Tf`` operand scaled by
 the text and transformation matrices). Whoever writes the PDF (a word processor, LaTeX, a report generator) sets
 headings larger than the running text, so a line whose runs are all at least `RATIO` times the body size is a
-heading. The body size is the size that holds the most characters in the whole document (the running text), so a
-table set smaller than the body does not count, and bold text at body size (table headers) is no heading.
+heading. The body size is the size that holds the most characters of the document's long runs (the running text),
+so a table set smaller than the body does not count, and bold text at body size (table headers) is no heading.
 
 Consecutive heading lines (a heading that wraps) are one heading. Lines are matched by their text with whitespace
 removed, so the loader can look up the lines of pypdf's plain text (which may space a line differently).
@@ -18,6 +18,10 @@ from collections import Counter
 RATIO = 1.05
 #: Longest heading, in words (longer lines in large type are display text, not section titles).
 MAX_WORDS = 14
+#: Shortest text run that counts as running text when the body size is measured.
+RUNNING_CHARS = 40
+#: Share of the running text's characters the body size must hold (headings hold far less).
+BODY_SHARE = 0.3
 
 
 def squeeze(text: str) -> str:
@@ -40,19 +44,25 @@ def page_runs(page) -> list[tuple[float, float, str]]:
 
 
 def body_size(pages_runs: list[list[tuple[float, float, str]]]) -> float:
-    """The font size (rounded to 0.5 pt) that holds the most characters of the document; 0 without text."""
+    """The body font size (rounded to 0.5 pt): the largest size holding at least `BODY_SHARE` of the characters of
+    the document's running text (runs of `RUNNING_CHARS` or more characters), so a table-heavy brief's smaller
+    table type does not pass for the body; of all runs when none is that long; 0 without text."""
     counts: Counter[float] = Counter()
-    for runs in pages_runs:
-        for _, size, text in runs:
-            counts[round(size * 2) / 2] += len(text.strip())
-    return counts.most_common(1)[0][0] if counts else 0.0
+    runs = [r for page in pages_runs for r in page]
+    running = [r for r in runs if len(r[2].strip()) >= RUNNING_CHARS] or runs
+    for _, size, text in running:
+        counts[round(size * 2) / 2] += len(text.strip())
+    total = sum(counts.values())
+    return max((size for size, n in counts.items() if n >= BODY_SHARE * total), default=0.0)
 
 
 def heading_lines(runs: list[tuple[float, float, str]], body: float) -> dict[str, str]:
     """Squeezed text of each heading line of a page -> the whole heading (its wrapped lines joined).
 
     A line is the runs on one baseline; it is a heading when every run is at least `RATIO` x `body` and it has
-    at most `MAX_WORDS` words. Heading lines whose baselines are less than 1.6 x their size apart are one heading."""
+    at most `MAX_WORDS` words, and does not end like
+    a sentence (".", ",", ";"). Heading lines whose baselines are less than 1.6 x their size apart are one
+    heading."""
     if body <= 0:
         return {}
     lines: list[tuple[float, float, str]] = []  # (y, smallest size, text)
@@ -65,7 +75,8 @@ def heading_lines(runs: list[tuple[float, float, str]], body: float) -> dict[str
     out: dict[str, str] = {}
     group: list[tuple[float, float, str]] = []
     for line in lines + [(0.0, 0.0, "")]:
-        is_heading = line[1] >= RATIO * body and len(line[2].split()) <= MAX_WORDS
+        is_heading = line[1] >= RATIO * body and len(line[2].split()) <= MAX_WORDS \
+            and not line[2].rstrip().endswith((".", ",", ";"))  # a sentence is no heading
         if is_heading and group and abs(group[-1][0] - line[0]) < 1.6 * line[1]:
             group.append(line)
             continue
