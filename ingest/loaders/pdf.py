@@ -14,6 +14,10 @@ Heuristics (layout-generic, no vendor rules):
   or a revision entry's name ("Version 3 (2027-05)") after a finished sentence starts a section of its own there
   (never joined to the paragraph above), so scope headings, errata sections and revision histories read in a PDF
   as in its Markdown form.
+- Type size (`ingest.loaders.pdf_fonts`): a line set larger than the body text is a heading (a section of its own,
+  as a Markdown heading; the document's first line in heading type is its title), and a line below a vertical gap
+  wider than the page's line pitch starts a paragraph, so PDF forms keep the sections and paragraphs of their
+  Markdown forms.
 - Tables: after a ``Table N.`` caption, lines up to the next prose paragraph are rows (the first line without two
   numbers is the column header line; all-capitals lines without numbers are row-group labels). Other tables are
   read from pypdf's layout-mode text, where cells stand in columns (`ingest.loaders.pdf_tables`), and become one
@@ -40,6 +44,7 @@ from ingest.loaders.common import (
     table_sections,
     title_from_path,
 )
+from ingest.loaders.pdf_fonts import body_size, heading_lines, page_runs, paragraph_starts, squeeze
 from ingest.loaders.pdf_tables import LayoutTable, layout_tables
 from knowledge.types import Section
 
@@ -83,16 +88,18 @@ def load_pdf(path: Path, source: str) -> LoadedDocument:
         reader = _open(path)
         check_page_count(path, len(reader.pages))
         pages = [_page_lines(reader, i, path) for i in range(len(reader.pages))]
-        tables = [_page_tables(reader, i) for i in range(len(reader.pages))]
+        headings, gaps = _headings(reader)
+        tables = [_page_tables(reader, i, set(headings[i])) for i in range(len(reader.pages))]
         title = _title(reader)
     if not any(line.text for lines in pages for line in lines):
         raise BadInputError(f"{path}: PDF has no extractable text (scanned images? run OCR first)")
     boiler = _boilerplate(pages)
     pages = [_strip_boilerplate(lines, boiler) for lines in pages]
-    title = title or title_from_path(source)
+    title = _title_heading(pages, headings) or title or title_from_path(source)
     parser = _PageParser(source, title, _typical_length([line.text for lines in pages for line in lines]))
-    for number, (lines, page_tables) in enumerate(zip(pages, tables), start=1):
-        parser.parse(number, lines, page_tables)
+    for number, (lines, page_tables, page_headings, page_gaps) in enumerate(zip(pages, tables, headings, gaps),
+                                                                          start=1):
+        parser.parse(number, lines, page_tables, page_headings, page_gaps)
     return LoadedDocument(sections=parser.sections, title=title, pages=len(pages))
 
 
@@ -136,31 +143,72 @@ def _page_lines(reader, index: int, path: Path) -> list[_Line]:
     return out
 
 
-def _page_tables(reader, index: int) -> list[LayoutTable]:
-    """Tables of page `index` from its layout-mode text; none when pypdf cannot lay the page out."""
+def _headings(reader) -> tuple[list[dict[str, str]], list[set[str]]]:
+    """Per page: squeezed text of each line set in heading type -> its whole heading, and the squeezed lines that
+    start a paragraph below a vertical gap (`ingest.loaders.pdf_fonts`); empty where pypdf cannot report the runs
+    of a page."""
+    runs = []
+    for page in reader.pages:
+        try:
+            runs.append(page_runs(page))
+        except Exception:  # damaged content streams: no font evidence on that page, the text still loads
+            runs.append([])
+    body = body_size(runs)
+    return [heading_lines(r, body) for r in runs], [paragraph_starts(r) for r in runs]
+
+
+def _title_heading(pages: list[list[_Line]], headings: list[dict[str, str]]) -> str:
+    """The document's title when its first text line is set in heading type (as a Markdown file's first ``#``
+    heading is its title): that heading, whose lines are removed from the first page so it heads every section
+    as the title, not as a section of its own. Empty otherwise (the PDF's metadata title or the file name is
+    used)."""
+    first = next((k for k, lines in enumerate(pages) if lines), None)
+    if first is None or squeeze(pages[first][0].text) not in headings[first]:
+        return ""
+    whole = headings[first][squeeze(pages[first][0].text)]
+    lines = pages[first]
+    while lines and headings[first].get(squeeze(lines[0].text)) == whole:
+        del headings[first][squeeze(lines.pop(0).text)]
+    return whole
+
+
+def _page_tables(reader, index: int, stops: set[str] | None = None) -> list[LayoutTable]:
+    """Tables of page `index` from its layout-mode text, cut at heading lines `stops` (squeezed text); none when
+    pypdf cannot lay the page out."""
     try:
-        return layout_tables(reader.pages[index].extract_text(extraction_mode="layout") or "")
+        return layout_tables(reader.pages[index].extract_text(extraction_mode="layout") or "", stops)
     except Exception:  # layout mode fails on some damaged or unusual pages; the plain text still loads
         return []
 
 
-def _table_starts(lines: list[_Line], tables: list[LayoutTable]) -> dict[int, tuple[LayoutTable, int]]:
-    """Line index where each table's lines begin in the page's plain text -> (table, index after its last line)."""
+def _table_starts(lines: list[_Line], tables: list[LayoutTable],
+                  headings: dict[str, str] | None = None) -> dict[int, tuple[LayoutTable, int]]:
+    """Line index where each table's lines begin in the page's plain text -> (table, index after its last line).
+
+    Matched by words, not by line text: plain text may join a wrapped cell's lines, split them, or put a cell's
+    second line ("Capacit" / "y") after the row. A table starts at a line (not a heading line, `headings`) whose
+    words are all the table's and that shares words with its header; it goes on while each line's words are among
+    the table's words not yet matched. A start whose run covers under 90 % of the table's words is no match (the
+    next candidate is tried; without one the table's lines stay prose)."""
+    headings = headings or {}
     out: dict[int, tuple[LayoutTable, int]] = {}
     i = 0
     for table in tables:
-        whole = " ".join(table.lines)
-        start = next((k for k in range(i, len(lines)) if lines[k].text == table.lines[0]), None)
-        if start is None:
-            continue
-        end, covered = start, ""
-        while end < len(lines):  # plain text may join a wrapped cell's lines, or split them: compare the text
-            joined = f"{covered} {lines[end].text}".strip()
-            if not (whole == joined or whole.startswith(joined + " ")):
+        words = Counter(w for line in table.lines for w in line.split())
+        first = {w for line in table.lines[:table.header_lines] for w in line.split()}
+        for start in range(i, len(lines)):
+            line_words = lines[start].text.split()
+            if not line_words or squeeze(lines[start].text) in headings or Counter(line_words) - words \
+                    or not first & set(line_words):
+                continue
+            left, end = Counter(words), start
+            while end < len(lines) and lines[end].text.split() and not Counter(lines[end].text.split()) - left:
+                left -= Counter(lines[end].text.split())
+                end += 1
+            if sum(left.values()) <= 0.1 * sum(words.values()):
+                out[start] = (table, end)
+                i = end
                 break
-            covered, end = joined, end + 1
-        out[start] = (table, end)
-        i = end
     return out
 
 
@@ -258,11 +306,14 @@ class _PageParser:
         self.sections: list[Section] = []
         self.page = 0
 
-    def parse(self, page: int, lines: list[_Line], tables: list[LayoutTable] | None = None) -> None:
+    def parse(self, page: int, lines: list[_Line], tables: list[LayoutTable] | None = None,
+              headings: dict[str, str] | None = None, gaps: set[str] | None = None) -> None:
         self.page = page
+        headings = headings or {}
+        gaps = set(gaps or ())
         if not lines:
             return
-        starts = _table_starts(lines, tables or [])
+        starts = _table_starts(lines, tables or [], headings)
         if self.table and not (lines[0].text == self.table.header or _numbers(lines[0].text) >= 2):
             self.table = None  # a table continues on a new page only if it restarts with its header or a row
         self.heading = _page_heading(lines, self.table.header if self.table else "") or self.heading
@@ -277,6 +328,19 @@ class _PageParser:
                 table, i = starts[i]
                 self.sections.extend(table_sections(table.header, table.rows, self.source, self._path(),
                                                     page=self.page))
+                continue
+            if squeeze(line.text) in headings:  # set in heading type: a section of its own, as in Markdown
+                self._flush(para, labels)
+                para, labels = [], []
+                self.table = None
+                whole = headings[squeeze(line.text)]
+                self.heading = whole
+                self._emit(whole, "caption")
+                i += 1
+                while i < len(lines) and headings.get(squeeze(lines[i].text)) == whole:
+                    i += 1
+                if i < len(lines):
+                    gaps.add(squeeze(lines[i].text))  # the line under a heading begins a paragraph
                 continue
             if _CAPTION.match(line.text):
                 self._flush(para, labels)
@@ -294,9 +358,9 @@ class _PageParser:
                 self._emit(line.text, "caption")
                 i += 1
                 continue
-            if para and self._joins(lines[i - 1], line):
+            if para and self._joins(lines[i - 1], line) and squeeze(line.text) not in gaps:
                 para.append(("" if para[-1].endswith("-") else " ") + line.text)
-            elif self._is_prose(line) or line.wrapped:
+            elif self._is_prose(line) or line.wrapped or squeeze(line.text) in gaps:  # a gap above: a paragraph
                 self._flush(para, labels)
                 para, labels = [line.text], []
             elif para and not labels:

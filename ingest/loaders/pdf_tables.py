@@ -30,6 +30,8 @@ ALIGN = 2
 MIN_ROWS = 3
 #: Longest median label of a table's first column (longer: columns of prose).
 MAX_LABEL_CHARS = 48
+#: Most lines a header whose column titles wrap may take.
+MAX_HEADER_LINES = 6
 #: A cell: the shortest run of text that `GAP` spaces (or the line's end) follow, so a one-character cell ("4")
 #: is not joined to the next one.
 _CELL_SPLIT = re.compile(r"\S(?:.*?\S)??(?=\s{" + str(GAP) + r",}|\s*$)")
@@ -38,11 +40,13 @@ _CELL_SPLIT = re.compile(r"\S(?:.*?\S)??(?=\s{" + str(GAP) + r",}|\s*$)")
 @dataclass
 class LayoutTable:
     """A table read from layout text: header cells, rows of cells, and the text of its lines (whitespace
-    collapsed) so the loader can drop them from the page's plain text."""
+    collapsed; the first `header_lines` are the header's) so the loader can drop them from the page's plain
+    text."""
 
     header: list[str]
     rows: list[list[str]]
     lines: list[str] = field(default_factory=list)
+    header_lines: int = 1
 
 
 def cells_of(line: str) -> list[tuple[int, str]]:
@@ -50,13 +54,15 @@ def cells_of(line: str) -> list[tuple[int, str]]:
     return [(m.start(), m.group(0)) for m in _CELL_SPLIT.finditer(line)]
 
 
-def layout_tables(layout_text: str) -> list[LayoutTable]:
-    """The tables of one page's layout-mode text (see module docstring), top to bottom."""
+def layout_tables(layout_text: str, stops: set[str] | None = None) -> list[LayoutTable]:
+    """The tables of one page's layout-mode text (see module docstring), top to bottom. A line whose text with
+    whitespace removed is in `stops` (a heading known by its type size) ends a table and never starts one."""
     lines = layout_text.splitlines()
+    stops = stops or set()
     tables: list[LayoutTable] = []
     i = 0
     while i < len(lines):
-        table, end = _table_at(lines, i)
+        table, end = _table_at(lines, i, stops)
         if table is not None:
             tables.append(table)
             i = end
@@ -65,18 +71,22 @@ def layout_tables(layout_text: str) -> list[LayoutTable]:
     return tables
 
 
-def _table_at(lines: list[str], start: int) -> tuple[LayoutTable | None, int]:
-    header = cells_of(lines[start])
+def _table_at(lines: list[str], start: int, stops: set[str]) -> tuple[LayoutTable | None, int]:
+    if not cells_of(lines[start]) or "".join(lines[start].split()) in stops:
+        return None, start + 1
+    header, used = _header_block(lines, start, stops)
     if len(header) < 2:
         return None, start + 1
+    heads = len(used)
     columns = [s for s, _ in header]
     blocks: list[list[list[tuple[int, str]]]] = []
     block: list[list[tuple[int, str]]] = []
-    used = [start]
     blank = 0
-    j = start + 1
+    j = used[-1] + 1
     while j < len(lines):
         cells = cells_of(lines[j])
+        if cells and "".join(lines[j].split()) in stops:
+            break
         if not cells:
             if block:
                 blocks.append(block)
@@ -103,15 +113,61 @@ def _table_at(lines: list[str], start: int) -> tuple[LayoutTable | None, int]:
         j += 1
     if block:
         blocks.append(block)
+    while blocks and all(len(c) == 1 and c[0][0] <= columns[0] + ALIGN for c in blocks[-1]):
+        del used[-len(blocks.pop()):]  # label-only lines after the last row: a sentence or heading below the table
+    head_more: list[tuple[int, str]] = []
+    if blocks and not any(cells[0][0] <= columns[0] + ALIGN for cells in blocks[0]):
+        head_more = [c for cells in blocks.pop(0) for c in cells]  # the header's wrapped cells ("Capacit" / "y")
     rows = _rows(blocks, columns)
     if len(rows) + 1 < MIN_ROWS or not any(len([c for c in r if c]) >= 2 for r in rows):
         return None, start + 1
     labels = sorted(len(r[0]) for r in rows if r[0])
     if not labels or labels[len(labels) // 2] > MAX_LABEL_CHARS:
         return None, start + 1
-    head = _place(header, columns)
+    head = _place(header + head_more, columns)
     text_lines = [" ".join(lines[k].split()) for k in used]
-    return LayoutTable(header=head, rows=rows, lines=text_lines), used[-1] + 1
+    return LayoutTable(header=head, rows=rows, lines=text_lines, header_lines=heads), used[-1] + 1
+
+
+def _header_block(lines: list[str], start: int, stops: set[str]) -> tuple[list[tuple[int, str]], list[int]]:
+    """The header of a table whose column titles wrap over several lines (a wide table's narrow columns): the
+    lines from `start` up to the first blank line (at most `MAX_HEADER_LINES`), none of which holds a number
+    outside parentheses, with no cell longer than `MAX_LABEL_CHARS` (a line of prose is no header). Columns
+    start where the block's cells and the first row's cells start. Returns the header's cells (one per column,
+    the lines of a column joined top to bottom) and the line indexes used; a one-line header otherwise."""
+    one = cells_of(lines[start])
+    end = start + 1
+    while end < len(lines) and end - start < MAX_HEADER_LINES and cells_of(lines[end]) \
+            and "".join(lines[end].split()) not in stops:
+        end += 1
+    block = [cells_of(lines[k]) for k in range(start, end)]
+    numbered = any(re.search(r"\d", re.sub(r"\([^()]*\)", "", t)) for cells in block[1:] for _, t in cells
+                   if not re.fullmatch(r"\d?[A-Za-z/()%:]*\d?[A-Za-z/()%:]*", t))
+    if end - start == 1 or numbered or any(len(t) > MAX_LABEL_CHARS for cells in block for _, t in cells):
+        return one, [start]
+    after = next((cells_of(lines[k]) for k in range(end, min(end + 3, len(lines))) if cells_of(lines[k])), [])
+    starts: list[int] = []
+    for at in sorted(s for cells in block + [after] for s, _ in cells):
+        if not starts or at - starts[-1] > ALIGN:
+            starts.append(at)
+    if len(starts) < len(one):
+        return one, [start]
+    pieces = [p for cells in block for c in cells for p in _split_at(c, starts)]
+    cells = [(c, t) for c, t in zip(starts, _place(pieces, starts)) if t]
+    return cells, list(range(start, end))
+
+
+def _split_at(cell: tuple[int, str], starts: list[int]) -> list[tuple[int, str]]:
+    """A header cell cut where a column starts inside it after a space (narrow columns two spaces apart:
+    "hi  arr" over the columns of "1   48")."""
+    at, text = cell
+    cuts = [c - at for c in starts if at < c < at + len(text) and text[c - at - 1] == " " and text[c - at] != " "]
+    out, prev = [], 0
+    for cut in cuts + [len(text)]:
+        if text[prev:cut].strip():
+            out.append((at + prev, text[prev:cut].strip()))
+        prev = cut
+    return out
 
 
 def _rows(blocks: list[list[list[tuple[int, str]]]], columns: list[int]) -> list[list[str]]:
@@ -121,6 +177,8 @@ def _rows(blocks: list[list[list[tuple[int, str]]]], columns: list[int]) -> list
     rows: list[list[str]] = []
     for block in blocks:
         labelled = [i for i, cells in enumerate(block) if cells[0][0] <= columns[0] + ALIGN]
+        if len([cells for cells in block if len(cells) > 1 or cells[0][0] > columns[0] + ALIGN]) == 1:
+            labelled = labelled[:1]  # one line of values: the block is one row, its label wrapped around them
         if not labelled:  # continuation lines of the row above
             if rows:
                 rows[-1] = _merge(rows[-1], _place([c for cells in block for c in cells], columns))
@@ -134,8 +192,16 @@ def _rows(blocks: list[list[list[tuple[int, str]]]], columns: list[int]) -> list
     return rows
 
 
+def _join(a: str, b: str) -> str:
+    """Two lines of one cell joined: with a space, except a number broken over the lines ("1,4" / "00")."""
+    if not a or not b:
+        return a or b
+    broken_number = re.search(r"(?:^|\s)[\d,.]*\d[\d,.]*$", a) and b[0].isdigit() and not re.search(r"\s", b)
+    return a + b if broken_number else f"{a} {b}"
+
+
 def _merge(a: list[str], b: list[str]) -> list[str]:
-    return [f"{x} {y}".strip() for x, y in zip(a, b)]
+    return [_join(x, y) for x, y in zip(a, b)]
 
 
 def _aligned(cells: list[tuple[int, str]], columns: list[int]) -> bool:
@@ -158,5 +224,5 @@ def _place(cells: list[tuple[int, str]], columns: list[int]) -> list[str]:
     for cell in cells:
         start, text = cell[0], cell[1]
         column = min(range(len(columns)), key=lambda k: (abs(columns[k] - start), k))
-        out[column] = f"{out[column]} {text}".strip()
+        out[column] = _join(out[column], text)
     return out
