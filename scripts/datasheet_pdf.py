@@ -116,11 +116,19 @@ def _table(pdf, tokens, i: int) -> int:
     return i + 1
 
 
+#: Narrowest column share of the table's width: a column narrower than its padding plus one character makes fpdf2
+#: raise "Not enough horizontal space to render a single character" (a wide table beside one short column).
+_MIN_COLUMN_SHARE = 0.4
+
+
 def _column_widths(rows: list[list[str]]) -> tuple[float, ...]:
-    """Relative column widths from the longest cell of each column (capped, so long text wraps)."""
+    """Relative column widths from the longest cell of each column (capped, so long text wraps), none below
+    `_MIN_COLUMN_SHARE` of an equal share."""
     columns = max(len(r) for r in rows)
     longest = [max((len(r[c]) for r in rows if c < len(r)), default=1) for c in range(columns)]
-    return tuple(float(min(max(n, 6), 60)) for n in longest)
+    widths = [float(min(max(n, 6), 60)) for n in longest]
+    floor = _MIN_COLUMN_SHARE * sum(widths) / columns
+    return tuple(max(w, floor) for w in widths)
 
 
 if __name__ == "__main__":
