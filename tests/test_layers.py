@@ -26,8 +26,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("kernels", "core", "hardware_profiles", "knowledge", "ingest", "agent")
 #: What every task shares and the rest of chiplore may import: the contract, the chip limits a kernel runs with,
-#: the direct launcher and the timing helper.
-CONTRACT = {"kernels", "kernels.task", "kernels.chip", "kernels.launch", "kernels.tensormap", "kernels.timing"}
+#: the direct launcher, the timing helper and the covering arrays of the hidden trials.
+CONTRACT = {"kernels", "kernels.task", "kernels.chip", "kernels.covering", "kernels.launch", "kernels.tensormap",
+            "kernels.timing"}
 KERNEL_DEPENDENCIES = {"torch", "triton"}
 
 
