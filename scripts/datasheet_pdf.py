@@ -104,21 +104,40 @@ def _table(pdf, tokens, i: int) -> int:
             row.append(_inline(tok.content))
         i += 1
     if rows:
-        widths = _column_widths(rows)
-        pdf.set_font(_FONT, "", _BODY_SIZE - 1)
-        with pdf.table(col_widths=widths, text_align="LEFT", first_row_as_headings=True, line_height=_LINE_MM,
-                       padding=1) as table:
-            for cells in rows:
-                out = table.row()
-                for cell in cells:
-                    out.cell(cell)
+        _draw_table(pdf, rows)
         pdf.ln(3)
     return i + 1
+
+
+def _draw_table(pdf, rows: list[list[str]]) -> None:
+    """`rows` as a ruled grid in the body size less one; a grid whose columns are too narrow for one character at
+    that size (fpdf2's FPDFException, raised while it lays out the cells, before it draws) is set again at
+    `_SMALL_TABLE_SIZE` with less padding, and failing that each row becomes a line of ``|``-separated cells."""
+    from fpdf.errors import FPDFException
+
+    widths = _column_widths(rows)
+    for size, padding in ((_BODY_SIZE - 1, 1.0), (_SMALL_TABLE_SIZE, 0.3)):
+        pdf.set_font(_FONT, "", size)
+        try:
+            with pdf.table(col_widths=widths, text_align="LEFT", first_row_as_headings=True, line_height=_LINE_MM,
+                           padding=padding) as table:
+                for cells in rows:
+                    out = table.row()
+                    for cell in cells:
+                        out.cell(cell)
+            return
+        except FPDFException:
+            continue
+    pdf.set_font(_FONT, "", _SMALL_TABLE_SIZE)
+    for cells in rows:
+        pdf.multi_cell(0, _LINE_MM, " | ".join(cells), new_x="LMARGIN", new_y="NEXT")
 
 
 #: Narrowest column share of the table's width: a column narrower than its padding plus one character makes fpdf2
 #: raise "Not enough horizontal space to render a single character" (a wide table beside one short column).
 _MIN_COLUMN_SHARE = 0.4
+#: Type size of a grid too wide for the body size (points).
+_SMALL_TABLE_SIZE = 5
 
 
 def _column_widths(rows: list[list[str]]) -> tuple[float, ...]:
