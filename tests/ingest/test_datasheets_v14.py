@@ -5,12 +5,11 @@ layouts unlike the other sets (prose of "reefs" with a competitor and a predeces
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 
 import pytest
 
+from tests.ingest.datasheet_truth import assert_no_decoy_equals_truth, assert_quotes_in_documents
 from tests.script_loader import load_script
 
 _REPO = Path(__file__).resolve().parents[2]
@@ -23,36 +22,12 @@ def evaluation():
     return load_script("eval_profiles")
 
 
-def _norm(text: str) -> str:
-    return " ".join(re.sub(r"[|*`]", " ", text).split())
-
-
-def _quotes(entry) -> list[str]:
-    source = entry.get("source") if isinstance(entry, dict) else None
-    return [source] if isinstance(source, str) else list(source or [])
-
-
 def test_every_truth_quote_is_in_its_document():
-    for sub in sorted(p for p in DEV14.iterdir() if p.is_dir()):
-        data = json.loads((sub / "truth.json").read_text(encoding="utf-8"))
-        for key, truth in data.items():
-            if key.startswith("_"):
-                continue
-            text = _norm((sub / truth["_document"]).read_text(encoding="utf-8"))
-            entries = [v for k, v in truth.items() if not k.startswith("_")] + list(truth["peak_flops"].values())
-            for entry in entries:
-                for quote in _quotes(entry):
-                    assert _norm(quote) in text, (sub.name, quote)
+    assert_quotes_in_documents(DEV14)
 
 
 def test_no_decoy_equals_its_truth():
-    for sub in sorted(p for p in DEV14.iterdir() if p.is_dir()):
-        for key, truth in json.loads((sub / "truth.json").read_text(encoding="utf-8")).items():
-            if key.startswith("_"):
-                continue
-            for name, decoys in truth["_decoys"].items():
-                value = truth[name]["value"] if "." not in name else truth["peak_flops"][name.split(".")[1]]["value"]
-                assert value not in decoys, (sub.name, name)
+    assert_no_decoy_equals_truth(DEV14)
 
 
 @pytest.mark.slow

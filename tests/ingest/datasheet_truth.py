@@ -1,0 +1,46 @@
+"""Checks of a datasheet set's truth files against its documents (test data, not the extractor): every quote of
+a truth field is in the chip's document, and no decoy value equals the truth it is a decoy of. Used by the
+per-set tests of tests/ingest/test_datasheets_v*.py."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+
+def norm(text: str) -> str:
+    """Text compared for quotes: table pipes, emphasis and backticks dropped, whitespace collapsed."""
+    return " ".join(re.sub(r"[|*`]", " ", text).split())
+
+
+def quotes(entry) -> list[str]:
+    """The quote or quotes (``source``: a string or a list) of one truth entry."""
+    source = entry.get("source") if isinstance(entry, dict) else None
+    return [source] if isinstance(source, str) else list(source or [])
+
+
+def _truths(folder: Path):
+    """(chip folder, chip key, truth) of every chip of a set folder's ``truth.json`` files."""
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
+        for key, truth in json.loads((sub / "truth.json").read_text(encoding="utf-8")).items():
+            if not key.startswith("_"):
+                yield sub, key, truth
+
+
+def assert_quotes_in_documents(folder: Path) -> None:
+    """Every quote of every truth field (peaks included) occurs in the chip's ``_document`` (`norm`)."""
+    for sub, _, truth in _truths(folder):
+        text = norm((sub / truth["_document"]).read_text(encoding="utf-8"))
+        entries = [v for k, v in truth.items() if not k.startswith("_")] + list(truth["peak_flops"].values())
+        for entry in entries:
+            for quote in quotes(entry):
+                assert norm(quote) in text, (sub.name, quote)
+
+
+def assert_no_decoy_equals_truth(folder: Path) -> None:
+    """No ``_decoys`` value of a field equals that field's truth value (a decoy must be another product's)."""
+    for sub, _, truth in _truths(folder):
+        for name, decoys in truth["_decoys"].items():
+            value = truth[name]["value"] if "." not in name else truth["peak_flops"][name.split(".")[1]]["value"]
+            assert value not in decoys, (sub.name, name)
