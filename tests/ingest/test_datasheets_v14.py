@@ -41,8 +41,6 @@ def test_v14_development_datasheets_meet_the_bar(evaluation):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="the PDF form of harrier_m6's three-product table loses its product columns (fix11: 64/74)",
-                   strict=False)
 def test_v14_pdf_forms_meet_the_bar(evaluation, tmp_path):
     cases = evaluation.datasheet_cases(DEV14, pdf_dir=tmp_path)
     results, summary, _ = evaluation.evaluate(cases)
