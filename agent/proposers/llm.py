@@ -218,6 +218,20 @@ def _fmt(value: float | None, pattern: str = "{:.1f}") -> str:
     return "-" if value is None else pattern.format(value)
 
 
+#: Verdict keys a model needs first (the decision, then why); the rest (errors per case, the config and its plan of
+#: trials, the largest part) follow in name order, so a cut at `VERDICT_CHARS` drops the plan, never the stage.
+VERDICT_KEY_ORDER = ("stage", "passed", "reasons", "verify_seconds", "timing")
+
+
+def verdict_text(verdict: dict[str, Any]) -> str:
+    """The verifier's verdict as indented JSON: top-level keys in `VERDICT_KEY_ORDER`, then by name; nested keys
+    by name."""
+    first = [k for k in VERDICT_KEY_ORDER if k in verdict]
+    ordered = {k: json.loads(json.dumps(verdict[k], sort_keys=True, default=str))
+               for k in [*first, *sorted(set(verdict) - set(first))]}
+    return json.dumps(ordered, indent=1)
+
+
 def user_variables(ctx: ProposalContext) -> dict[str, Any]:
     """Variables of the per-candidate prompt: profile lines, diagnosis rows, retrieved context, the kernel family,
     recent evaluations, the best source and the last verdict verbatim (cut at `VERDICT_CHARS`)."""
@@ -243,7 +257,7 @@ def user_variables(ctx: ProposalContext) -> dict[str, Any]:
         example = ctx.space.render(table, ctx.signature, {"id": "example", "parent_id": "v0", "generation": 1,
                                                           "patterns": [], "rationale": "", "run_id": ctx.run_id,
                                                           "chip": ctx.chip}).strip()
-    verdict = json.dumps(ctx.last_verdict, indent=1, sort_keys=True, default=str) if ctx.last_verdict else ""
+    verdict = verdict_text(ctx.last_verdict) if ctx.last_verdict else ""
     return {
         "n": ctx.n, "run_id": ctx.run_id, "chip": ctx.chip, "best_id": ctx.best_id, "timed": ctx.timed,
         "profile_lines": [f"{name}: {display_value(f.value)} {f.unit}" for name, f in ctx.profile.fields().items()

@@ -104,8 +104,8 @@ class FrameJudge(tuple):
 
     __slots__ = ()
 
-    def __new__(cls, root: Path, untrusted_project_files: tuple[str, ...] = ("reference.py", "spec.py", "cases.py",
-                                                                             "timing.py", "task.py")):
+    def __new__(cls, root: Path, untrusted_project_files: tuple[str, ...] = (
+            "reference.py", "spec.py", "cases.py", "long_trials.py", "covering.py", "timing.py", "task.py")):
         import triton
 
         paths = sysconfig.get_paths()
