@@ -15,9 +15,16 @@ long prefix, ``max_len_extend`` slack and an index-buffer tail.
 Which trial takes which value is a covering array of strength 2 (`kernels.covering.covering_rows`): over the trials of one
 verification, every pair of these binary features takes each of its 4 value pairs at least once, so every rare
 value meets a long prefix and several query blocks in every verification, and so does every combination of two
-(a cut taken only when non-causal AND float32, or when float32 and NOT non-causal). Which trial and which column
-each feature gets, and every value within a feature (the group, the widths, the scales, the lengths) are drawn.
-`drawn_long_case` is a longer trial (`cases.LONG_PREFIX_KEYS`) with each feature drawn independently.
+(a cut taken only when non-causal AND float32, or when float32 and NOT non-causal). A cut that is itself a
+window over the prefix (keep the last N keys) can step aside when the caller passes a sliding window, which makes
+"no sliding window" a third condition of every such cut: the covering rows of the other features all run without
+a window, and two more rows take a window with every other feature's rare value in one of them and its common
+value in the other. So every pair of values of two features meets a long prefix with no window, and the window's
+rare value meets every value of every other feature. Each feature takes its rare value in fewer than half the
+covering rows (3 of 7), which also catches most cuts keyed on one rare and two common values (about 4 in 5 such
+triples are in the rows). Which trial and which column each feature gets, and every value within a feature (the
+group, the widths, the scales, the lengths) are drawn. `drawn_long_case` is a longer trial
+(`cases.LONG_PREFIX_KEYS`) with each feature drawn independently.
 
 CPU sizes (the Triton interpreter: about 0.1 s per 1,000 prefix keys per q head in float16, twice that in
 float32): `COVERING_PREFIX_KEYS` keys, one KV head, 1-3 q heads, head width 16 unless a wide head is the feature.
@@ -37,7 +44,7 @@ from kernels.covering import covering_rows
 from kernels.extend_attention.params import full_params
 from kernels.task import Case
 
-__all__ = ["COVERING_PREFIX_KEYS", "FEATURES", "covering_trials", "drawn_long_case"]
+__all__ = ["COVERING_PREFIX_KEYS", "FEATURES", "WINDOW", "covering_rows_of", "covering_trials", "drawn_long_case"]
 
 #: Prefix keys of the covering trials' long sequence ({small: (low, high)}): past 1,024-key windows on the CPU (the
 #: interpreter's time is about proportional to them: 2,100-3,000 keys took 2x the verification time of a plan
@@ -63,10 +70,11 @@ FEATURES: dict[str, str] = {
     "index tail": "kv_indices runs on into unused slots",
 }
 _CPU_ONLY, _GPU_ONLY = frozenset({"float32", "wide heads"}), frozenset({"float16"})
-#: Features whose rare value costs the interpreter time (float32: twice float16's; 2 q heads: twice 1): rare where
-#: their column is False (3 of 7 rows, not 4; a complemented column covers the same pairs).
-_COSTLY = frozenset({"float32", "gqa"})
-
+#: The feature a prefix cut can defer to (a sliding window is a prefix cut the caller asked for).
+WINDOW = "sliding window"
+#: Features whose rare value costs the interpreter time (float32: twice float16's; 2 q heads: twice 1): in the two
+#: window rows, rare together in one and common in the other, so the costly rare values share one row.
+_COSTLY = frozenset({"float32", "gqa", "wide heads"})
 
 def features(small: bool) -> tuple[str, ...]:
     """The binary features of a plan (`FEATURES`, without the other device's)."""
@@ -116,16 +124,26 @@ def _case(rng: random.Random, small: bool, on: Callable[[str], bool], keys: tupl
                 "long-drawn")
 
 
+def covering_rows_of(names: list[str]) -> list[frozenset[str]]:
+    """The rare features of each covering trial over the binary features `names` (one of them `WINDOW`): the
+    complement of `covering_rows` over the others (each rare in 3 of 7 rows), all without a window, then two rows
+    with a window: one with the `_COSTLY` features rare and the rest common, one the other way round."""
+    others = [n for n in names if n != WINDOW]
+    rows = [frozenset(n for n, value in zip(others, row) if not value) for row in covering_rows(len(others))]
+    costly = frozenset(others) & _COSTLY
+    return [*rows, frozenset({WINDOW, *costly}), frozenset({WINDOW, *others}) - costly]
+
+
 def covering_trials(rng: random.Random, small: bool) -> tuple[tuple[str, Case], ...]:
-    """(label, case) of the covering trials: `covering_rows` over `features`, columns assigned to features and
-    rows ordered at random (`_COSTLY` features take their rare value where their column is False). Labels: "long prefix and extend, " and the row's rare features (or "common values")."""
+    """(label, case) of the covering trials: `covering_rows_of` over `features`, with columns assigned to features
+    and rows ordered at random. Labels: "long prefix and extend, " and the row's rare features (or "common
+    values")."""
     names = list(features(small))
-    rows = list(covering_rows(len(names)))
     rng.shuffle(names)
+    rows = covering_rows_of(names)
     rng.shuffle(rows)
     out = []
-    for i, row in enumerate(rows):
-        rare = {name for name, value in zip(names, row) if value != (name in _COSTLY)}
+    for i, rare in enumerate(rows):
         case = _case(rng, small, rare.__contains__, COVERING_PREFIX_KEYS[small], f"cover{i}")
         out.append((f"long prefix and extend, {', '.join(sorted(rare)) or 'common values'}", case))
     return tuple(out)

@@ -14,6 +14,7 @@ from kernels.extend_attention.long_trials import (
     COVERING_PREFIX_KEYS,
     EXTEND_TOKENS,
     FEATURES,
+    WINDOW,
     covering_trials,
     features,
 )
@@ -53,7 +54,7 @@ def test_every_pair_of_feature_values_meets_a_long_prefix_and_a_long_extend(smal
     assert set(RARE) == set(FEATURES)
     for seed in range(5):
         trials = covering_trials(random.Random(seed), small)
-        assert len(trials) == 7 and all(label.startswith("long prefix and extend") for label, _ in trials)
+        assert len(trials) == 9 and all(label.startswith("long prefix and extend") for label, _ in trials)
         params = [case.params for _, case in trials]
         for p in params:
             assert COVERING_PREFIX_KEYS[small][0] <= max(p["prefix_lens"]) <= COVERING_PREFIX_KEYS[small][1]
@@ -65,6 +66,10 @@ def test_every_pair_of_feature_values_meets_a_long_prefix_and_a_long_extend(smal
         for a, b in itertools.combinations(features(small), 2):
             seen = {(RARE[a](p), RARE[b](p)) for p in params}
             assert seen == set(itertools.product((False, True), repeat=2)), (seed, a, b, seen)
+            # a cut that steps aside for a sliding window still meets both values of the pair with no window
+            seen = {(RARE[a](p), RARE[b](p)) for p in params if p["sliding_window"] <= 0}
+            if WINDOW not in (a, b):
+                assert seen == set(itertools.product((False, True), repeat=2)), (seed, a, b, seen)
 
 
 def test_a_gpu_plan_leaves_the_cpu_only_features_to_its_own_trials():

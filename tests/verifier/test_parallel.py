@@ -57,7 +57,7 @@ def test_every_trial_lands_in_exactly_one_child(device, settings, first_label):
         assert (part.task, part.device) == (plan.task, plan.device)
         assert Plan.from_json(part.to_json()) == part
     covering = [t for t in plan.trials if t.label.startswith(COVERING_LABEL)]  # every second one joins the first
-    assert len(covering) == 7 and {t.label for t in a.trials} - {t.label for t in covering} == {first_label}
+    assert len(covering) == 9 and {t.label for t in a.trials} - {t.label for t in covering} == {first_label}
     assert [t.id for t in plan.trials if t.label == first_label] == [t.id for t in a.trials
                                                                      if t.label == first_label]
     assert [t.id for t in a.trials if t.label.startswith(COVERING_LABEL)] == [t.id for t in covering[1::2]]
@@ -95,7 +95,7 @@ def test_three_children_split_the_other_trials_at_the_first_timed_case(device, s
     labels = {t.label for t in three[1].trials}
     assert {"hidden random shape", "same buffers, perturbed values", "same buffers, fresh q_extend only",
             *hidden} == {label for label in labels if not label.startswith(COVERING_LABEL)}
-    assert len([t for t in three[1].trials if t.label.startswith(COVERING_LABEL)]) == 7  # the covering trials
+    assert len([t for t in three[1].trials if t.label.startswith(COVERING_LABEL)]) == 9  # the covering trials
     later = {t.label for t in three[2].trials}
     assert "every Triton launch disabled" in later
     assert "float32 inputs" in later
@@ -236,9 +236,11 @@ def _nothing_left(seen) -> None:
 @CPU_ONLY
 @pytest.mark.parametrize("honest", [HONEST[0], HONEST[-1]], ids=lambda h: h.name)
 def test_honest_candidates_pass_with_one_to_four_children(verifier, honest, runs):
+    reruns = []  # host load can trip a clock check: the verifier then runs the whole dynamic stage once more
     for children in (1, 2, 3, 4):
         verdict = _verify(verifier, honest.path, children, case_ids=FEW)
         assert verdict.stage == "pass", verdict.summary()
+        reruns += [children] * sum(f.startswith("clock check re-run once") for f in verdict.flags)
         assert verdict.config["children"] == children
         assert {p["child"] for p in verdict.config["plan"]} == set(range(children))
         assert set(verdict.errors) >= set(FEW) and all(e.mismatches == 0 for e in verdict.errors.values())
@@ -249,7 +251,8 @@ def test_honest_candidates_pass_with_one_to_four_children(verifier, honest, runs
             "correctness_child_c", "correctness_child_d"} <= set(phases)
     assert set(verdict.config["trial_seconds"]) == {f"{p['case']} ({p['label']}, trial {i})"
                                                     for i, p in enumerate(verdict.config["plan"])}
-    assert len(runs["parallel"]) == 3 and len(runs["children"]) == 10
+    assert len(runs["parallel"]) == 3 + sum(c > 1 for c in reruns)
+    assert len(runs["children"]) == 10 + sum(reruns)
     _nothing_left(runs)
 
 
@@ -308,12 +311,14 @@ def _with_fp32_shortcut(tmp_path: Path, body: str) -> Path:
 @pytest.mark.slow  # ~18 s on 2 cores
 @CPU_ONLY
 def test_the_other_child_is_stopped_once_it_is_past_the_failure(verifier, tmp_path, runs):
-    # child a (the test case) fails at its one trial; child b runs its trials before it in the plan (any failure
+    # child a (its covering trials, then the test case) fails at the test case; child b runs its trials before it in the plan (any failure
     # there would be the verdict) and is stopped before the ones after it (the wide float32 case, the ablation)
     path = _with_fp32_shortcut(tmp_path, "return None")
     verdict = _verify(verifier, path, 2, case_ids=("fp32-inputs",), random_cases=1, skip_static=True)
     a, b = runs["dynamic"]
-    (failing,) = [t.id for t in a.plan.trials]
+    (failing,) = [t.id for t in a.plan.trials if t.label == "test case"]  # a's others: every second covering trial
+    spread = [t.id for t in a.plan.trials if t.id != failing]
+    assert spread and all(t.label.startswith(COVERING_LABEL) and t.id < failing for t in a.plan.trials[:-1])
     assert verdict.stage == "runtime_error" and _where(verdict.reasons[0]) == ("test case", str(failing)), (
         verdict.summary())
     assert "no Triton kernel was launched" in verdict.reasons[0]
@@ -321,7 +326,8 @@ def test_the_other_child_is_stopped_once_it_is_past_the_failure(verifier, tmp_pa
     after = [t.id for t in b.plan.trials if t.id > failing]
     assert len(before) >= 4 and len(after) == 2 and b.plan.trials[-1].kind == "ablate"
     assert b.outcome.stopped and b.position == after[0]
-    assert sum(e.trials for e in verdict.errors.values()) == len(before)  # b's trials before the failure, judged
+    # the trials before the failure in both children, judged
+    assert sum(e.trials for e in verdict.errors.values()) == len(before) + len(spread)
     _nothing_left(runs)
 
 
