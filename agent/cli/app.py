@@ -113,6 +113,17 @@ def _register_commands(argv: list[str] | None = None) -> None:
 _CLICK = sys.modules[typer.BadParameter.__module__]
 
 
+def usage_error_line(exc: Exception) -> str:
+    """One line for a click usage error (a missing argument, an unknown option, a value of the wrong type): the
+    message and where the command's help is, instead of click's usage block."""
+    names, ctx = [], getattr(exc, "ctx", None)
+    while ctx is not None and ctx.parent is not None:  # the subcommands' names, not how the program was started
+        names.append(ctx.info_name)
+        ctx = ctx.parent
+    where = " ".join(["chiplore", *reversed(names)])
+    return f"error: {exc.format_message()} (see '{where} --help')"
+
+
 def main() -> None:
     """Console-script entry point (``chiplore``). Exit codes: 0 ok, 1 bad input (a `ChiploreError`, or a usage error:
     a missing argument, an unknown option, a value of the wrong type), 2 a kernel the verifier rejected (`verify`),
@@ -132,7 +143,7 @@ def main() -> None:
         typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
         sys.exit(1)
     except _CLICK.UsageError as exc:
-        exc.show()
+        typer.secho(usage_error_line(exc), fg=typer.colors.RED, err=True)
         sys.exit(1)
     except _CLICK.ClickException as exc:
         exc.show()

@@ -60,7 +60,10 @@ def test_usage_errors_exit_1_so_that_2_always_means_a_rejected_kernel(capsys, mo
                  ["verify", "extend_attention", "kernels/extend_attention/baseline.py", "--timeout", "abc"]):
         code, _, err = run_cli(capsys, monkeypatch, *args)
         assert code == 1, (args, err)
-        assert "Error" in err
+        assert len(err.strip().splitlines()) == 1 and err.startswith("error: "), err  # one line, no usage block
+        assert err.rstrip().endswith("(see 'chiplore verify --help')"), err
+    code, _, err = run_cli(capsys, monkeypatch, "verify", "extend_attention", "k.py", "--timeout", "abc")
+    assert "'--timeout'" in err and ("integer" in err or "number" in err), err  # names the option and the problem
     code, out, _ = run_cli(capsys, monkeypatch, "--help")
     assert code == 0 and "verify" in out
 
