@@ -46,6 +46,20 @@ FEATURE_FIELDS: dict[str, str] = {
     # capability >= 9.0; Ampere's cp.async copies per thread, not per tile, and does not count)
     "tensor_memory_accelerator": "bool",
 }
+#: What each per-chip field is, in plain words (for people, and for matching a question to a chip fact).
+FIELD_LABELS: dict[str, str] = {
+    "num_compute_units": "number of compute units (SMs, CUs, cores)",
+    "warp_size": "warp size (threads per warp or wavefront)",
+    "max_threads_per_block": "maximum threads per thread block",
+    "smem_per_block_kb": "shared memory one thread block can use",
+    "smem_per_compute_unit_kb": "shared memory per compute unit",
+    "registers_per_compute_unit": "registers per compute unit",
+    "l2_cache_mb": "L2 cache size",
+    "mem_bw_gbps": "memory bandwidth",
+    "mem_capacity_gb": "memory capacity",
+    "clock_mhz": "clock frequency",
+    "tensor_memory_accelerator": "tensor memory accelerator (a bulk tensor-copy engine)",
+}
 #: Every per-chip field of a profile (numbers, then yes/no features) and its unit.
 PROFILE_FIELDS: dict[str, str] = {**SCALAR_FIELDS, **FEATURE_FIELDS}
 #: Numbers only a measurement on the chip gives (``chiplore profile probe``), never a document: the achievable

@@ -97,8 +97,12 @@ def ask_cmd(
     chip: str = typer.Option(None, "--chip", "-c", help="Only this chip's documents and findings."),
     k: int = typer.Option(5, "-k", "--top-k", help="Number of passages (1 to 100)."),
     as_json: bool = typer.Option(False, "--json", help="Print hits as JSON (docs/cli-json.md)."),
+    patterns: bool = typer.Option(True, "--patterns/--no-patterns",
+                                  help="Also list the optimization patterns closest to the question, with evidence."),
 ) -> None:
-    """Hybrid (dense + BM25) search over documents and findings; prints passages with citations.
+    """Hybrid (dense + BM25) search over documents and findings; prints passages with citations, then the catalog's
+    optimization patterns closest in meaning to the question with the evidence behind them (findings measured by
+    optimization runs, published examples).
 
     Several questions in one call share one load of the embedding model (the slow part of a cold start).
     """
@@ -113,20 +117,51 @@ def ask_cmd(
         _err.print(_line(("warning:", "yellow"), f" {entry.source} (chip {entry.chip}) is not completely stored: its "
                          f"onboarding was interrupted; onboard it again (chiplore onboard {entry.chip} PATH)"))
     results = []
+    graph = _pattern_graph() if patterns else None
     for question in asked:
         hits = search(question, chip=chip, k=k)
         if not hits:
             _refuse_an_empty_store()
-        results.append((question, hits))
+        results.append((question, hits, _patterns(question, graph, chip) if patterns else []))
     if as_json:
         docs = [{"question": q, "chip": chip.lower() if chip else None, "k": k,
-                 "hits": [dict(rank=i, **h.to_json()) for i, h in enumerate(hits, start=1)]} for q, hits in results]
+                 "hits": [dict(rank=i, **h.to_json()) for i, h in enumerate(hits, start=1)],
+                 "patterns": [m.to_json() for m in matched]} for q, hits, matched in results]
         _print_json({"schema": JSON_SCHEMA, **docs[0]} if len(docs) == 1 else {"schema": JSON_SCHEMA, "results": docs})
         return
-    for number, (question, hits) in enumerate(results):
+    for number, (question, hits, matched) in enumerate(results):
         if len(results) > 1:
             _out.print(("\n" if number else "") + f"[bold]Q{number + 1}: {escape(question)}[/bold]")
         _print_hits(hits)
+        _print_patterns(matched, chip)
+
+
+def _pattern_graph():
+    """The pattern graph with the findings store's evidence (`knowledge.findings.load_graph`), read without
+    syncing: `ask` only reads."""
+    from knowledge.findings import load_graph
+
+    return load_graph(sync=False)
+
+
+def _patterns(question: str, graph, chip: str | None) -> list:
+    from knowledge.pattern_search import match_patterns
+
+    return match_patterns(question, graph=graph, chip=chip.lower() if chip else None)
+
+
+def _print_patterns(matched: list, chip: str | None) -> None:
+    if not matched:
+        return
+    rank = f"chiplore patterns --chip {chip}" if chip else "chiplore patterns --chip CHIP"
+    _out.print(_line(("patterns", "bold"), f" closest to the question (the catalog; {rank} ranks them for a chip):"))
+    for m in matched:
+        measured = (f", best measured x{m.best_gain:.2f} on {m.best_chip}" if m.best_gain is not None else "")
+        evidence = f"{m.findings} finding(s){measured}, {m.examples} published example(s)"
+        _out.print(_line("  ", (m.pattern_id, "bold"), f" {m.name}  ", (f"similarity {m.similarity:.2f}", "dim")))
+        _out.print(_line(f"    evidence: {evidence}; tasks: {', '.join(m.tasks) or '-'}"))
+        for citation in m.citations[:2]:
+            _out.print(_line(f"    - {citation}"))
 
 
 def _questions(given: list[str]) -> list[str]:

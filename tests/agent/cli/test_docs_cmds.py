@@ -52,8 +52,16 @@ def test_onboard_ask_chips(chiplore_home, embedder, docs, capsys, monkeypatch):
                         "dense_rank", "keyword_rank", "citation", "text"}
     assert top["rank"] == 1 and "96 vector cores" in top["text"] and top["citation"].startswith("overview.md")
 
+    assert answer["patterns"] == []  # a bare fact: no optimization pattern is close to it
+
     code, out, _ = run_cli(capsys, monkeypatch, "ask", "memory bandwidth of the Z9", "-k", "3")
     assert code == 0 and "[1]" in out and "brief.pdf p.2" in out
+
+    code, out, _ = run_cli(capsys, monkeypatch, "ask", "how do I hide memory latency in a kernel?", "-k", "1")
+    assert code == 0 and "patterns closest to the question" in out and "software_pipelining" in out
+    code, out, _ = run_cli(capsys, monkeypatch, "ask", "how do I hide memory latency in a kernel?", "-k", "1",
+                           "--json", "--no-patterns")
+    assert code == 0 and json.loads(out)["patterns"] == []
 
     code, out, _ = run_cli(capsys, monkeypatch, "onboard", "z9", docs, "--json")
     again = json.loads(out)
