@@ -37,6 +37,7 @@ from ingest.profile_clock import peak_clock_words, prefer_named_clock, prefer_su
 from ingest.profile_columns import choose_columns, described_phrases
 from ingest.profile_definitions import is_abbreviation as _is_abbreviation
 from ingest.profile_derive import compute_units_from_hierarchy
+from ingest.profile_features import feature_fields
 from ingest.profile_glossary import Glossary, build_glossary
 from ingest.profile_items import list_item_records
 from ingest.profile_llm import ProposalModel, propose_candidates
@@ -178,6 +179,7 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Cand
             resolved = resolve_peak(dtype, derived, report) if derived else resolved
         if resolved.value is not None or resolved.kind == "conflict":
             peaks[dtype] = resolved
+    fields.update(feature_fields(records))
     unit_name, unit_source = _compute_unit_name(glossary, merged)
     report.found = [n for n, f in {**fields, **{f"peak_tflops.{k}": v for k, v in peaks.items()}}.items()
                     if f.value is not None or f.kind == "conflict"]

@@ -16,6 +16,7 @@ from hardware_profiles.schema import Alternative
 from ingest.decimal_marks import DECIMAL_COMMA, original_span, to_point_decimals
 from ingest.number_words import verbatim_span
 from ingest.profile_candidate import Candidate
+from ingest.profile_text import Record
 from ingest.profile_supersede import supersede
 from ingest.profile_text import classify_noun
 
@@ -67,18 +68,24 @@ def _squash(text: str) -> str:
     return " ".join(text.split())
 
 
-def _verbatim_quote(candidate: Candidate) -> str:
-    """The record's quote if one original chunk holds it, else the widest window of the record text around the
-    value that one chunk holds (tables re-rendered from raw markup, links and tags removed, windows merged)."""
-    record = candidate.record
+def source_of_record(record: Record) -> Source:
+    """Citation of a whole record (a statement with no one number, e.g. a yes/no feature): its document, locator
+    and its quote (or text) as one original chunk holds it, else its quote as the extractor read it."""
+    quote = _whole_record_quote(record, _holder(record)) or _squash(record.quote)
+    return Source(document=record.chunk.source, locator=record.locator or None, quote=quote)
+
+
+def _holder(record: Record):
+    """`held(option)`: the document's own words for `option` of the text the rules read, if one chunk holds them."""
     texts = [_squash(c.text) for c in (record.originals or (record.chunk,))]
     comma = bool(record.chunk.metadata.get(DECIMAL_COMMA))
     pairs = [(to_point_decimals(t) if comma else t, t) for t in texts]  # (text the rules read, the document's)
+    return lambda option: next((found for read, own in pairs if option and
+                                (found := original_span(option, read, own))), None)
 
-    def held(option: str) -> str | None:
-        """The document's own words for `option` of the text the rules read, if one chunk holds them."""
-        return next((found for read, own in pairs if option and (found := original_span(option, read, own))), None)
 
+def _whole_record_quote(record: Record, held) -> str | None:
+    texts = [_squash(c.text) for c in (record.originals or (record.chunk,))]
     for option in ([record.quote] if len(record.quote) <= _QUOTE_MAX else []) + [record.text]:
         found = held(_squash(option))
         if found:
@@ -86,6 +93,17 @@ def _verbatim_quote(candidate: Candidate) -> str:
         spelled = next((s for t in texts if (s := verbatim_span(option, t))), None)  # figures written in words
         if spelled:
             return spelled
+    return None
+
+
+def _verbatim_quote(candidate: Candidate) -> str:
+    """The record's quote if one original chunk holds it, else the widest window of the record text around the
+    value that one chunk holds (tables re-rendered from raw markup, links and tags removed, windows merged)."""
+    record = candidate.record
+    held = _holder(record)
+    whole = _whole_record_quote(record, held)
+    if whole:
+        return whole
     text, q = record.text, candidate.quantity
     if not (0 <= q.start < q.end <= len(text)) or text[q.start:q.end].strip() != q.text:
         return held(q.text) or q.text
