@@ -40,6 +40,24 @@ class ChunkingOptions:
     overlap_chars: int = 130
 
 
+#: Chunk metadata key of a table row's caption ("" for none): a row rendered ``"Execution engines | K1: 16"`` starts
+#: with its unnamed first column, not with a caption, when this is "".
+TABLE_CAPTION = "table_caption"
+
+
+def rendered_row_parts(chunk: Chunk) -> tuple[str | None, list[str]]:
+    """(caption, cells) of a ``table_row`` chunk rendered ``"<caption> | H: v | v"``: the caption as the chunk
+    records it (`TABLE_CAPTION`; "" for none) and the cell parts after it, or (None, every part) for a chunk stored
+    before captions were recorded (the caller decides then)."""
+    known = chunk.metadata.get(TABLE_CAPTION)
+    if known is None:
+        return None, [p.strip() for p in chunk.text.split(" | ")]
+    known = str(known)
+    parts = [p.strip() for p in chunk.text.split(" | ")]
+    # the caption's own parts come first (the text may have been rewritten since: decimal marks, number words)
+    return known, parts[known.count(" | ") + 1:] if known else parts
+
+
 def chunk_sections(sections: Sequence[Section], chip: str, *, title: str = "",
                    metadata: dict[str, str | int | float] | None = None,
                    options: ChunkingOptions | None = None) -> list[Chunk]:
@@ -70,6 +88,8 @@ def chunk_sections(sections: Sequence[Section], chip: str, *, title: str = "",
             chunk_id = base if n == 0 else _digest(chip, first.source, first.page, section, text, str(n))
             meta = dict(metadata or {})
             meta.update(context=_context(first, title), chunk_index=len(chunks), chunker=CHUNKER_VERSION)
+            if first.kind == "table_row":
+                meta[TABLE_CAPTION] = first.caption  # so a reader tells the caption from an unnamed first column
             chunks.append(Chunk(id=chunk_id, text=text, chip=chip, source=first.source, page=first.page,
                                 section=section, kind=first.kind, metadata=meta))
     return chunks

@@ -136,7 +136,8 @@ def compute_unit_from_structure(glossary: Glossary, units: list[Unit]) -> None:
         if not unit.cells:
             continue
         per = _PER_ROW.match(unit.cells[0])
-        if per and len(unit.cells) >= 2 and _BYTES_CELL.match(unit.cells[1]):
+        if per and len(unit.cells) >= 2 and (_BYTES_CELL.match(unit.cells[1]) or
+                                             per.group("unit") and _BARE_NUMBER.match(unit.cells[1])):
             key = term_key(per.group("t"))  # "Scratch SRAM per DFU | 192 KiB": each DFU owns memory
             owners.setdefault(glossary.aliases.get(key, key), " ".join(unit.text.split()))
         for header, number in _HEADER_COUNT.findall(unit.chunk.text if unit.chunk.kind == "table_row" else ""):
@@ -152,9 +153,9 @@ def compute_unit_from_structure(glossary: Glossary, units: list[Unit]) -> None:
                 rows.setdefault(term_key(short.group(1)), count)
                 long_form.setdefault(term_key(short.group(1)), (key, short.group(1)))
 
-    def chip_count(key: str) -> int:  # "10 tiles" counts the "ZX tile"s too
+    def chip_count(key: str) -> int:  # "10 tiles" counts the "ZX tile"s too; an "Execution engines" row, "engine"s
         return max(glossary.chip_counts.get(key, (0, ""))[0], glossary.chip_counts.get(key.split()[-1], (0, ""))[0],
-                   rows.get(key, 0))
+                   rows.get(key, 0), max((n for k, n in rows.items() if k.split()[-1] == key), default=0))
 
     candidates = [k for k in owners if chip_count(k) >= 2 and glossary.concept(k) in (None, "compute_unit")]
     counts = sorted((chip_count(k), k) for k in candidates)
@@ -180,8 +181,11 @@ _PER_ITEM = re.compile(r"(?:^|(?<=[\n:]))\s*(?:[-*+\u2022]\s+)?[A-Za-z][\w\- ]{1
 #: A rendered table cell "<plural noun>: <integer>" ("Compute engines: 112"), with the cell boundary before it.
 _HEADER_COUNT = re.compile(r"(?:^|\|)\s*([A-Za-z][A-Za-z\- ]{1,40}?s)\s*:\s*(\d{1,5})\s*(?=\||$)")
 #: A table row label "<memory> per <T>" and a cell that is a size in bytes ("192 KiB", "256 KiB (a)").
-_PER_ROW = re.compile(r"^[A-Za-z][\w\- ]{1,40}?\s+per\s+(?P<t>(?:[A-Za-z][\w\-]*\s*){1,3})$", re.IGNORECASE)
+_PER_ROW = re.compile(r"^[A-Za-z][\w\- ]{1,40}?\s+per\s+(?P<t>(?:[A-Za-z][\w\-]*\s*){1,3}?)"
+                      r"(?:\s*\((?P<unit>[KM]i?B)\))?$", re.IGNORECASE)
 _BYTES_CELL = re.compile(r"^\s*\d[\d,.]*\s*(?:[KM]i?B|kilobytes?|megabytes?)\b", re.IGNORECASE)
+#: A bare number: a size in bytes when the row label gives the unit ("Local store per engine (KB) | 128").
+_BARE_NUMBER = re.compile(r"^\s*\d[\d,.]*\s*$")
 
 
 def _name_as_written(key: str, units: list[Unit]) -> str:

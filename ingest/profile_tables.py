@@ -21,6 +21,7 @@ from ingest.profile_text import (
     products_in,
     prose_records,
 )
+from ingest.chunker import rendered_row_parts
 from ingest.units import find_quantities, header_unit, unit_info
 from knowledge.types import Chunk
 
@@ -176,8 +177,11 @@ def rendered_row_records(chunk: Chunk, tokens: set[str]) -> list[Record]:
     if not any(re.match(r"^[^:]{1,60}: \S", p) for p in parts[1:] or parts):
         return _flat_rendered_row(parts, chunk, tokens)
     caption = ""
-    if parts and (": " not in parts[0] or parts[0].endswith(":") or len(parts[0].split(": ", 1)[0]) > 60
-                  or (len(parts) > 1 and _NUMBERED_CAPTION.match(parts[0]))):
+    known, cells = rendered_row_parts(chunk)  # known None: a chunk stored before the chunker recorded captions
+    if known is not None:
+        caption, parts = known, cells
+    elif parts and (": " not in parts[0] or parts[0].endswith(":") or len(parts[0].split(": ", 1)[0]) > 60
+                    or (len(parts) > 1 and _NUMBERED_CAPTION.match(parts[0]))):
         caption = parts.pop(0)
     pairs = []
     for part in parts:

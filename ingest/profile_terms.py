@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from ingest.chunker import rendered_row_parts
 from knowledge.types import Chunk
 
 WORD_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
@@ -91,7 +92,7 @@ def text_units(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> list[Unit]:
     out: list[Unit] = []
     for chunk, _ in chunks:
         if chunk.kind == "table_row":
-            cells = tuple(_row_cells(chunk.text))
+            cells = tuple(_row_cells(chunk))
             out.append(Unit(" | ".join(cells), chunk, cells))
             continue
         text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", chunk.text)
@@ -118,15 +119,16 @@ def text_units(chunks: list[tuple[Chunk, tuple[Chunk, ...]]]) -> list[Unit]:
 _ITEM_TERM = re.compile(r"(?:^|(?<=\s))(?P<b>[-*+\u2022]\s+)?(?P<t>[A-Za-z][^:.;()]{0,38}[^\s:.;()])\.$")
 
 
-def _row_cells(text: str) -> list[str]:
-    """Cell values of a loader-rendered row ``"caption | H: v | H: v"`` (the caption and headers left out)."""
-    parts = [p.strip() for p in text.split(" | ")]
+def _row_cells(chunk: Chunk) -> list[str]:
+    """Cell values of a loader-rendered row ``"caption | H: v | H: v"`` (the caption and headers left out; an
+    unnamed first column's value kept)."""
+    caption, parts = rendered_row_parts(chunk)
     cells = []
     for n, part in enumerate(parts):
         name, sep, value = part.partition(": ")
         if not sep:
-            if n == 0 and len(parts) > 1:
-                continue  # caption
+            if n == 0 and len(parts) > 1 and caption is None:
+                continue  # a caption, in a chunk that does not record it
             cells.append(part)
         else:
             cells.append(value.strip())

@@ -29,6 +29,7 @@ class Section:
         page: 1-based PDF page, or None for non-paginated formats.
         heading_path: headings from the document title down, e.g. ("MI300X", "Memory").
         kind: "prose" | "table" | "table_row" | "caption".
+        caption: a table row's caption as its text starts with it ("" when the table has none).
     """
 
     text: str
@@ -36,6 +37,7 @@ class Section:
     page: int | None = None
     heading_path: tuple[str, ...] = ()
     kind: str = "prose"
+    caption: str = ""
 
 
 @dataclass(frozen=True)

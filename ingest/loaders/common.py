@@ -162,8 +162,8 @@ def table_sections(header: Sequence[str], rows: Sequence[Sequence[str]], source:
         texts = [prefix + " | ".join(parts)]
         if len(texts[0]) > WIDE_ROW_CHARS and len(parts) > 4:
             texts += [prefix + " | ".join([parts[0], *group]) for group in _column_groups(parts[1:])]
-        out.extend(Section(text=t, source=source, page=page, heading_path=heading_path, kind="table_row")
-                   for t in texts)
+        out.extend(Section(text=t, source=source, page=page, heading_path=heading_path, kind="table_row",
+                           caption=one_line(caption)) for t in texts)
     return out
 
 
