@@ -28,8 +28,10 @@ class Containment:
 #: A term of one to three words (lazy), the parent of a containment; `_CHILD`: the counted children's words.
 _PARENT = r"(?:[A-Za-z][\w\-]*\s+){0,2}?[A-Za-z][\w\-]*"
 _CHILD = r"(?:[A-Za-z][\w\-]*\s*){1,3}"
-_HAS_VERBS = "has|have|contains|holds|includes|consists of|is made of|with|pairs|combines|groups|bundles|houses"
-_CONTAINS_VERBS = "contains|holds|includes|consists of|has|pairs|combines|groups|bundles|houses"
+_HAS_VERBS = ("has|have|contains|holds|includes|consists of|is made of|is built from|is composed of|comprises|with|"
+              "pairs|combines|groups|bundles|houses|hosts|integrates|carries|packs")
+_CONTAINS_VERBS = ("contains|holds|includes|consists of|is built from|is composed of|comprises|has|pairs|combines|"
+                   "groups|bundles|houses|hosts|integrates|carries|packs")
 _EACH_WITH_VERBS = "with|of|has|holding|containing|housing|comprising|including|carrying"
 
 _EACH_HAS = re.compile(rf"\b(?:each|every)\s+(?P<p>{_PARENT})\s+(?:{_HAS_VERBS})\s+(?P<n>{NUMBER})\s+(?P<c>{_CHILD})",

@@ -22,9 +22,11 @@ from ingest.profile_meaning import ConceptSpace
 
 #: Quantities the profile holds: name -> (dimension, descriptions written the way datasheets label them).
 QUANTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "compute_units": ("count", ("compute units", "number of compute units", "streaming multiprocessors")),
+    "compute_units": ("count", ("compute units", "number of compute units", "streaming multiprocessors",
+                                "execution engines or cores that run the kernels' programs")),
     "warp_width": ("count", ("warp size", "wavefront size", "warp width: threads per warp", "threads per wavefront",
-                             "number of threads that execute each instruction together", "SIMD width in lanes")),
+                             "number of threads that execute each instruction together", "SIMD width in lanes",
+                             "lanes per warp", "lanes per wavefront", "sub-group width (SYCL, OpenCL)")),
     "block_threads": ("count", ("maximum threads per thread block", "threads per work-group",
                                 "work-group size limit", "maximum work-group size",
                                 "the most threads a thread block may hold")),
@@ -48,9 +50,10 @@ QUANTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
 #: Quantities of the same dimensions that the profile does not hold (absorb numbers about other things).
 LOOKALIKES: dict[str, tuple[str, tuple[str, ...]]] = {
     "other_counts": ("count", (
-        "number of SIMD units or lanes", "number of matrix cores or tensor cores", "number of stream processors",
+        "number of SIMD units or lanes", "number of vector engines or SIMD units inside a core",
+        "number of matrix cores, matrix engines or tensor cores", "number of stream processors",
         "number of memory channels, stacks or controllers", "number of dies or chiplets", "number of CPU cores",
-        "number of links or ports", "bits", "number of banks", "maximum threads per compute unit",
+        "number of links or ports", "lanes of a PCIe or serial host link", "number of copy or DMA engines", "bits", "number of banks", "maximum threads per compute unit",
         "registers per thread", "number of warps per compute unit", "cycles of latency", "instructions",
         "number of partitions", "number of accelerators in a node",
     )),

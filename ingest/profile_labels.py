@@ -19,7 +19,7 @@ from ingest.profile_glossary import Glossary
 from ingest.profile_groups import group_size_concept
 from ingest.profile_scope import parens
 from ingest.profile_terms import singular, term_key
-from ingest.profile_text import Record, products_in
+from ingest.profile_text import Record, products_in, without_parentheticals
 from ingest.units import Quantity, find_quantities
 
 _STOPWORDS = frozenset("a an the of in on at to for from by with and or is are its their this that up total"
@@ -160,7 +160,8 @@ def labels(record: Record, quantity: Quantity, every: list[Quantity], glossary: 
                  or _antecedent(f"{record.prev} {text}", text, quantity.dimension) or after)
     if ENABLED_SUBSET.search(text[:quantity.start]) and record.key:
         after = _counted_before(record.key, text) or after  # "72 cores, of which 64 are enabled": 64 cores
-    lead = " ".join(text[start:quantity.start].split()[-6:])
+    # "a dispatch group (the unit of work placed on one PE) is limited to 256 lanes": the aside is not the lead
+    lead = " ".join(without_parentheticals(text[start:quantity.start]).split()[-6:])
     attached = f"{lead} {quantity.unit} {after}" if quantity.dimension == "count" else f"{before} {after}"
     if quantity.dimension == "count" and group_size_concept(text[start:quantity.start], text[quantity.end:end],
                                                             text, glossary) == "warp":

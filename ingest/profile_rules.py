@@ -116,6 +116,8 @@ def what_it_is(record: Record, quantity: Quantity, every: list[Quantity], glossa
         groups.append(("question", [glossary.rewrite(clean_label(q)) for q in question_labels(record.question)]))
     if not record.is_table and quantity.dimension != "count":
         groups.append(("clause", named[_ATTACHED:]))  # a count names what it counts next to it, not in its clause
+        if record.subject and record.subject not in record.text:  # "4 channels provide 32 GB and a combined 273
+            groups.append(("clause", [glossary.rewrite(clean_label(record.subject))]))  # GB/s": the subject's words
     in_parens = not record.is_table and any(a <= quantity.start < b for a, b in parens(record.text))
     for source, texts in groups:
         best: Match | None = None
@@ -202,10 +204,23 @@ def prefetch_labels(records: list[Record], glossary: Glossary) -> None:
     prefetch(texts)
 
 
+def _first_of_each_dimension(quantities: list[Quantity]) -> list[Quantity]:
+    """A table cell's values: the first of each dimension ("48 GB LPDDR5X at 820 GB/s" holds a size and a
+    bandwidth; in "96 KB (2 x 48 KB)" or "1.4 GHz boost / 1.1 GHz base" the later value of a dimension qualifies
+    the first)."""
+    seen: set[str] = set()
+    out = []
+    for quantity in quantities:
+        if quantity.dimension not in seen:
+            seen.add(quantity.dimension)
+            out.append(quantity)
+    return out
+
+
 def scalar_candidates(record: Record, out: RuleOutput, glossary: Glossary) -> None:
     """Every scalar field value `record` states (see module docstring)."""
     every = find_quantities(record.text, record.default_unit)
-    quantities = every[:1] if record.is_table else every
+    quantities = _first_of_each_dimension(every) if record.is_table else every
     for quantity in quantities:
         if quantity.dimension == "flops" and not quantity.per:
             _report_unit_problem(record, quantity, every, glossary, out)

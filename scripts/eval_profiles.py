@@ -21,6 +21,8 @@ Sets (``--set``, repeatable; default ``corpus`` and ``dev``):
 - ``dev14``: development datasheets of the i18-fix11 round, ``tests/data/datasheets_dev_v14/*/`` (prose only with
   a competitor and a predecessor, a multi-product table with per-unit / per-block limits, term and key lists with
   a unit inside the compute unit);
+- ``dev15``: development datasheets of 2026-12-02, ``tests/data/datasheets_dev_v15/*/`` (products as columns, prose of
+  hosted units, a brief with a denied tensor-copy engine);
 - ``heldout12``: the one datasheet held out of the ``dev12`` development, ``tests/data/datasheets_heldout_v12/*/``
   (French/English), scored last;
 - ``heldout13a``: one German/English datasheet, ``tests/data/datasheets_heldout_v13a/*/``, held out of the
@@ -44,7 +46,7 @@ are listed as "not in schema" and left out of the scores.
 
 Usage::
 
-    python scripts/eval_profiles.py [--set corpus|dev|heldout|heldout2|...|heldout11|dev12|dev14|heldout12|heldout13a|heldout14 ...] [--pdf]
+    python scripts/eval_profiles.py [--set corpus|dev|heldout|heldout2|...|heldout11|dev12|dev14|dev15|heldout12|heldout13a|heldout14 ...] [--pdf]
         [--corpus DIR] [--json OUT.json] [--benchmarks BENCHMARKS.md] [--check]
 
 ``--check`` exits 1 unless every set scored meets the bar: stated >= 90 %, every not_stated field null, every
@@ -94,6 +96,7 @@ DATASHEET_SETS = {
     "heldout11": _REPO / "tests" / "data" / "datasheets_heldout_v11",
     "dev12": _REPO / "tests" / "data" / "datasheets_dev_v12",
     "dev14": _REPO / "tests" / "data" / "datasheets_dev_v14",
+    "dev15": _REPO / "tests" / "data" / "datasheets_dev_v15",
     "heldout12": _REPO / "tests" / "data" / "datasheets_heldout_v12",
     "heldout13a": _REPO / "tests" / "data" / "datasheets_heldout_v13a",
     "heldout14": _REPO / "tests" / "data" / "datasheets_heldout_v14",
@@ -392,6 +395,7 @@ _TITLES = {"corpus": "Shared corpus (real documents: Wormhole n150, MI300X)",
            "heldout11": "Held-out datasheets v11 (5 fictional chips, written blind)",
            "dev12": "Development datasheets v12 (3 fictional chips: a term table, a JSON descriptor, prose)",
            "dev14": "Development datasheets v14 (3 fictional chips: prose, a multi-product table, term and key lists)",
+           "dev15": "Development datasheets v15 (3 fictional chips: products as columns, prose of hosted units, a brief)",
            "heldout12": "Held-out datasheet v12 (1 fictional chip, French/English, scored last)",
            "heldout13a": "Held-out datasheet v13a (1 fictional chip, German/English, scored last)",
            "heldout14": "Held-out datasheets v14 (8 fictional chips, written blind)"}

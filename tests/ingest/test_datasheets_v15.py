@@ -1,0 +1,49 @@
+"""The v15 development datasheets (tests/data/datasheets_dev_v15, 2026-12-02): three chips in vocabularies and
+layouts unlike the other sets (a two-product table with products as columns and an unnamed first column, prose of
+processing elements hosted by clusters with a dispatch group defined as the unit of work, a brief that denies a
+tensor-copy engine), scored by `scripts/eval_profiles.py --set dev15` against the issue's bar; their truth is
+consistent with their documents."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.ingest.datasheet_truth import assert_no_decoy_equals_truth, assert_quotes_in_documents
+from tests.script_loader import load_script
+
+_REPO = Path(__file__).resolve().parents[2]
+DEV15 = _REPO / "tests" / "data" / "datasheets_dev_v15"
+
+
+
+@pytest.fixture(scope="module")
+def evaluation():
+    return load_script("eval_profiles")
+
+
+def test_every_truth_quote_is_in_its_document():
+    assert_quotes_in_documents(DEV15)
+
+
+def test_no_decoy_equals_its_truth():
+    assert_no_decoy_equals_truth(DEV15)
+
+
+@pytest.mark.slow
+def test_v15_development_datasheets_meet_the_bar(evaluation):
+    cases = evaluation.datasheet_cases(DEV15)
+    assert {c.key for c in cases} == {"kite_k2", "orca_n7", "qx9"}
+    results, summary, _ = evaluation.evaluate(cases)
+    wrong = [(r.chip, r.truth_field, r.value) for r in results if r.correct is False]
+    assert summary["foreign"] == 0 and evaluation.passes(summary), wrong
+    assert summary["stated"]["correct"] / summary["stated"]["total"] >= 0.9
+
+
+@pytest.mark.slow
+def test_v15_pdf_forms_meet_the_bar(evaluation, tmp_path):
+    cases = evaluation.datasheet_cases(DEV15, pdf_dir=tmp_path)
+    results, summary, _ = evaluation.evaluate(cases)
+    assert summary["foreign"] == 0
+    assert evaluation.passes(summary)
