@@ -45,15 +45,22 @@ class ChunkingOptions:
 TABLE_CAPTION = "table_caption"
 
 
-def rendered_row_parts(chunk: Chunk) -> tuple[str | None, list[str]]:
+def rendered_row_parts(chunk: Chunk, is_product=None) -> tuple[str | None, list[str]]:
     """(caption, cells) of a ``table_row`` chunk rendered ``"<caption> | H: v | v"``: the caption as the chunk
-    records it (`TABLE_CAPTION`; "" for none) and the cell parts after it, or (None, every part) for a chunk stored
-    before captions were recorded (the caller decides then)."""
+    records it (`TABLE_CAPTION`; "" for none) and the cell parts after it, or (None, every part) when the caller
+    decides: a chunk stored before captions were recorded, or an unnamed first column whose row is not one of
+    products side by side (`is_product(header)` false for a header of the row: "| | RISCV B | RISCV T0 |" names
+    parts of a unit, whose figures are no chip figure either way).
+    """
     known = chunk.metadata.get(TABLE_CAPTION)
-    if known is None:
-        return None, [p.strip() for p in chunk.text.split(" | ")]
-    known = str(known)
     parts = [p.strip() for p in chunk.text.split(" | ")]
+    if known == "" and is_product is not None and parts and ": " not in parts[0]:
+        headers = [p.partition(": ")[0] for p in parts[1:] if ": " in p]
+        if not headers or not all(is_product(h) for h in headers):
+            return None, parts
+    if known is None:
+        return None, parts
+    known = str(known)
     # the caption's own parts come first (the text may have been rewritten since: decimal marks, number words)
     return known, parts[known.count(" | ") + 1:] if known else parts
 

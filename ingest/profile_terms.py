@@ -122,7 +122,9 @@ _ITEM_TERM = re.compile(r"(?:^|(?<=\s))(?P<b>[-*+\u2022]\s+)?(?P<t>[A-Za-z][^:.;
 def _row_cells(chunk: Chunk) -> list[str]:
     """Cell values of a loader-rendered row ``"caption | H: v | H: v"`` (the caption and headers left out; an
     unnamed first column's value kept)."""
-    caption, parts = rendered_row_parts(chunk)
+    from ingest.profile_text import products_in
+
+    caption, parts = rendered_row_parts(chunk, lambda header: bool(products_in(header)))
     cells = []
     for n, part in enumerate(parts):
         name, sep, value = part.partition(": ")
