@@ -94,6 +94,20 @@ def _cache_level(text: str) -> int | None:
     return found
 
 
+#: A sentence that compares with, or describes, something other than the chip ("For comparison, an embedded GPU
+#: typically offers ..."): its fragments do not take its subject's words.
+_ASIDE_SENTENCE = re.compile(r"\b(?:for comparison|compared (?:to|with)|typical(?:ly)?|unlike|whereas|rather than|"
+                             r"competitors?|previous|predecessor)\b", re.IGNORECASE)
+
+
+def _takes_subject(record: Record, quantity: Quantity) -> bool:
+    """Whether a figure in a verbless fragment of a sentence ("... and a combined 273 GB/s") is named by the
+    sentence's subject clause: at most three words before it in its clause, a subject clause of its own, and a
+    sentence that is no comparison aside."""
+    return bool(record.subject) and record.subject not in record.text and \
+        len(record.text[:quantity.start].split()) <= 3 and not _ASIDE_SENTENCE.search(record.quote)
+
+
 def what_it_is(record: Record, quantity: Quantity, every: list[Quantity], glossary: Glossary) -> Match | None:
     """The profile quantity `quantity` states (`ingest.profile_fields`), from its labels: a table cell's label, else
     the words the number is attached to, else (not for counts) its clause. The most similar reading decides, and
@@ -116,8 +130,8 @@ def what_it_is(record: Record, quantity: Quantity, every: list[Quantity], glossa
         groups.append(("question", [glossary.rewrite(clean_label(q)) for q in question_labels(record.question)]))
     if not record.is_table and quantity.dimension != "count":
         groups.append(("clause", named[_ATTACHED:]))  # a count names what it counts next to it, not in its clause
-        if record.subject and record.subject not in record.text:  # "4 channels provide 32 GB and a combined 273
-            groups.append(("clause", [glossary.rewrite(clean_label(record.subject))]))  # GB/s": the subject's words
+        if _takes_subject(record, quantity):  # "4 channels provide 32 GB and a combined 273 GB/s": the subject's
+            groups.append(("clause", [glossary.rewrite(clean_label(record.subject))]))  # words name the figure
     in_parens = not record.is_table and any(a <= quantity.start < b for a, b in parens(record.text))
     for source, texts in groups:
         best: Match | None = None

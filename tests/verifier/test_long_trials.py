@@ -75,3 +75,12 @@ def test_every_pair_of_feature_values_meets_a_long_prefix_and_a_long_extend(smal
 def test_a_gpu_plan_leaves_the_cpu_only_features_to_its_own_trials():
     assert "float32" not in features(False) and "wide heads" not in features(False) and "float16" in features(False)
     assert "float16" not in features(True)
+
+
+@pytest.mark.parametrize("small", [True, False], ids=["interpreter-sizes", "device-sizes"])
+def test_the_drawn_long_trial_never_narrows_its_prefix_with_a_window(small):
+    from kernels.extend_attention.long_trials import DRAWN_PREFIX_KEYS, drawn_long_case
+
+    for seed in range(40):
+        p = drawn_long_case(random.Random(seed), small).params
+        assert p["sliding_window"] <= 0 and DRAWN_PREFIX_KEYS[small][0] <= max(p["prefix_lens"])
