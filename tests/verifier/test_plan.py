@@ -118,14 +118,14 @@ def test_long_prefix_case_outruns_truncation_windows_and_stays_small_on_the_cpu(
     assert max(gpu.params["prefix_lens"]) > max(max(c.params["prefix_lens"]) for c in TASK.bench_cases)
 
 
-def test_long_prefix_case_draws_every_feature():
+def test_long_prefix_case_draws_every_feature_but_the_window():
     drawn = [long_prefix_case(random.Random(seed), small=True).params for seed in range(40)]
     for key, rare in (("is_causal", False), ("custom_mask", True), ("skip_prefix_custom_mask", False),
                       ("dtype", "float32"), ("sinks", True)):
         assert any(p[key] == rare for p in drawn) and any(p[key] != rare for p in drawn), key
     assert any(p["sm_scale"] is not None for p in drawn) and any(p["sm_scale"] is None for p in drawn)
     assert any(p["head_dim_v"] != p["head_dim"] for p in drawn) and any(p["head_dim"] > 32 for p in drawn)
-    assert any(p["k_scale"] != 1.0 for p in drawn) and any(p["sliding_window"] > 0 for p in drawn)
+    assert any(p["k_scale"] != 1.0 for p in drawn) and all(p["sliding_window"] <= 0 for p in drawn)  # no window
     assert any(p["logit_cap"] > 0 for p in drawn) and any(p["num_q_heads"] > p["num_kv_heads"] for p in drawn)
     longest = [max(range(len(p["prefix_lens"])), key=p["prefix_lens"].__getitem__) for p in drawn]
     assert 0 in longest and any(i > 0 for i in longest)  # which sequence holds the long prefix is drawn too
