@@ -44,3 +44,15 @@ def assert_no_decoy_equals_truth(folder: Path) -> None:
         for name, decoys in truth["_decoys"].items():
             value = truth[name]["value"] if "." not in name else truth["peak_flops"][name.split(".")[1]]["value"]
             assert value not in decoys, (sub.name, name)
+
+
+def assert_set_meets_the_bar(evaluation, folder: Path, chips: set[str] | None = None, pdf_dir: Path | None = None):
+    """`scripts/eval_profiles.py`'s scores of the datasheets in `folder` (their PDF forms with `pdf_dir`) meet issue
+    18's bar: >= 90 % of stated fields, not-stated fields null, conflicts marked, no foreign value."""
+    cases = evaluation.datasheet_cases(folder, pdf_dir=pdf_dir) if pdf_dir else evaluation.datasheet_cases(folder)
+    if chips is not None:
+        assert {c.key for c in cases} == chips
+    results, summary, _ = evaluation.evaluate(cases)
+    wrong = [(r.chip, r.truth_field, r.value) for r in results if r.correct is False]
+    assert summary["foreign"] == 0 and evaluation.passes(summary), wrong
+    assert summary["stated"]["correct"] / summary["stated"]["total"] >= 0.9, wrong
