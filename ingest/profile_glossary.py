@@ -63,7 +63,7 @@ CONCEPTS = ConceptSpace({
     "block": [
         "thread block", "work-group",
         "a group of threads placed together on one processor that share its local memory",
-        "a group of warps", "the unit of work that the runtime or scheduler places on one processor",
+        "a group of warps",
     ],
     "shared_memory": [
         "shared memory", "local data share", "LDS", "shared local memory", "SLM", "scratchpad memory",
