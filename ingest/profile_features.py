@@ -1,6 +1,7 @@
 """Yes/no chip features (`hardware_profiles.schema.FEATURE_FIELDS`) read from what documents say about them.
 
-A statement is about a feature when its words are closer in meaning to the feature's descriptions than to those of
+A statement that names a copy, transfer or engine at all (`_CANDIDATE_WORDS`, a cheap first pass) is about a
+feature when its words are closer in meaning to the feature's descriptions than to those of
 look-alikes (matrix units, per-thread copies, caches, host copy engines...), by embedding similarity
 (`ingest.profile_meaning.ConceptSpace`, MiniLM). Its value is false when the statement negates the feature in its
 own clause ("there is no bulk tensor-copy engine", "lacks a tensor DMA unit", a table cell "No", "none", "not
@@ -93,10 +94,18 @@ def feature_fields(records: list[Record]) -> dict[str, ProfileField]:
     return {name: _resolve(name, statements) for name, statements in found.items()}
 
 
+#: Words without which a statement is not compared by meaning at all (a cheap first pass over every record, so a
+#: 10 MB document embeds only the few sentences that could be about a copy engine; the embeddings then decide).
+_CANDIDATE_WORDS = re.compile(r"\b(?:tma|dma|cop(?:y|ies|ier)|movers?|transfers?|bulk|tensor memory|engines?|"
+                              r"accelerators?|tile loader|data movement)\b", re.IGNORECASE)
+
+
 def _statement(record: Record) -> _Statement | None:
     if record.product == "other":
         return None
     text = f"{record.label} | {record.text}" if record.is_table else record.local or record.text
+    if not _CANDIDATE_WORDS.search(text):
+        return None
     text = _REFERENCE.sub("", text)  # "[HOPPER-TG]", "[3]": citation marks are not what a statement is about
     choice = _space().choose(text, min_similarity=MIN_SIMILARITY, min_margin=MIN_MARGIN)
     if choice is None or choice.concept not in FEATURE_DESCRIPTIONS:
