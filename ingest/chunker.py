@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ingest.loaders.common import title_from_path
@@ -45,7 +45,7 @@ class ChunkingOptions:
 TABLE_CAPTION = "table_caption"
 
 
-def rendered_row_parts(chunk: Chunk, is_product=None) -> tuple[str | None, list[str]]:
+def rendered_row_parts(chunk: Chunk, is_product: Callable[[str], bool] | None = None) -> tuple[str | None, list[str]]:
     """(caption, cells) of a ``table_row`` chunk rendered ``"<caption> | H: v | v"``: the caption as the chunk
     records it (`TABLE_CAPTION`; "" for none) and the cell parts after it, or (None, every part) when the caller
     decides: a chunk stored before captions were recorded, or an unnamed first column whose row is not one of

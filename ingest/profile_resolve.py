@@ -16,9 +16,8 @@ from hardware_profiles.schema import Alternative
 from ingest.decimal_marks import DECIMAL_COMMA, original_span, to_point_decimals
 from ingest.number_words import verbatim_span
 from ingest.profile_candidate import Candidate
-from ingest.profile_text import Record
 from ingest.profile_supersede import supersede
-from ingest.profile_text import classify_noun
+from ingest.profile_text import Record, classify_noun
 
 _MAX_ALTERNATIVES = 8
 _QUOTE_MAX = 240

@@ -177,7 +177,8 @@ def rendered_row_records(chunk: Chunk, tokens: set[str]) -> list[Record]:
     if not any(re.match(r"^[^:]{1,60}: \S", p) for p in parts[1:] or parts):
         return _flat_rendered_row(parts, chunk, tokens)
     caption = ""
-    known, cells = rendered_row_parts(chunk, lambda header: bool(products_in(header)))  # known None: a chunk stored before the chunker recorded captions
+    # known None: a chunk stored before the chunker recorded captions, or parts of a unit side by side
+    known, cells = rendered_row_parts(chunk, lambda header: bool(products_in(header)))
     if known is not None:
         caption, parts = known, cells
     elif parts and (": " not in parts[0] or parts[0].endswith(":") or len(parts[0].split(": ", 1)[0]) > 60

@@ -31,6 +31,9 @@ MIN_SIMILARITY = 0.33
 FACT_QUESTIONS = (*(f"What is the {label} of the chip?" for label in FIELD_LABELS.values()),
                   "What is the peak throughput (TFLOPS) of the chip?")
 
+#: Embeddings by text, for the life of the process.
+_VECTORS: dict[str, list[float]] = {}
+
 
 @dataclass
 class PatternMatch:
@@ -92,8 +95,12 @@ def match_patterns(question: str, graph: PatternGraph | None = None, catalog: Ca
         raise ValueError(f"match_patterns: k must be at least 1, got {k}")
     catalog = catalog or load_catalog()
     ids = [p.id for p in catalog.patterns]
-    vectors = get_embedder().embed([question, *FACT_QUESTIONS, *(pattern_text(catalog, i) for i in ids)])
-    q, facts, rest = vectors[0], vectors[1:1 + len(FACT_QUESTIONS)], vectors[1 + len(FACT_QUESTIONS):]
+    texts = [*FACT_QUESTIONS, *(pattern_text(catalog, i) for i in ids)]
+    missing = [t for t in dict.fromkeys([question, *texts]) if t not in _VECTORS]
+    if missing:  # the catalog's and the fact questions' vectors once per process (several questions per `ask`)
+        _VECTORS.update(zip(missing, get_embedder().embed(missing)))
+    q = _VECTORS[question]
+    facts, rest = [_VECTORS[t] for t in FACT_QUESTIONS], [_VECTORS[t] for t in texts[len(FACT_QUESTIONS):]]
     scored = sorted(((_cosine(q, v), i) for v, i in zip(rest, ids)), reverse=True)
     if scored[0][0] <= max(_cosine(q, v) for v in facts):
         return []
