@@ -305,7 +305,9 @@ def hidden_cases(rng: random.Random, small: bool) -> tuple[tuple[str, Case], ...
     sequences, many heads, shifted values, then the covering trials (`long_trials.covering_trials`: long prefixes
     and long extends over which every pair of interface features takes each pair of values), with their trial
     labels; on a GPU also the shifted values in float16, the task's other low-precision dtype (the bench and the
-    other GPU draws are bfloat16; the covering trials take float16 as one of their features)."""
+    other GPU draws are bfloat16; the covering trials take float16 as one of their features) and two float32 long
+    trials with complementary features and no window (`long_trials.complementary_pair`), which stand in for the
+    GPU's float32 dtype trial."""
     cases = [("large logits", adversarial_case(rng, small)), ("outlier keys", outlier_keys_case(rng, small)),
              ("long prefix", long_prefix_case(rng, small)),
              ("long extend", long_extend_case(rng, small)), ("many sequences", many_sequences_case(rng, small)),
@@ -314,6 +316,7 @@ def hidden_cases(rng: random.Random, small: bool) -> tuple[tuple[str, Case], ...
         fp16 = shifted_values_case(rng, small)
         cases.append(("shifted values, float16", Case(f"{fp16.id}-fp16", {**dict(fp16.params), "dtype": "float16"},
                                                       fp16.seed, fp16.case_class)))
+        cases.extend(long_trials.complementary_pair(rng, "float32", GPU_DTYPE_HEAD_DIM, DTYPE_LONG_PREFIX_KEYS))
     return (*cases, *long_trials.covering_trials(rng, small))
 
 

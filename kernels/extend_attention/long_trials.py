@@ -44,7 +44,8 @@ from kernels.covering import covering_rows
 from kernels.extend_attention.params import full_params
 from kernels.task import Case
 
-__all__ = ["COVERING_PREFIX_KEYS", "FEATURES", "WINDOW", "covering_rows_of", "covering_trials", "drawn_long_case"]
+__all__ = ["COVERING_PREFIX_KEYS", "FEATURES", "WINDOW", "complementary_pair", "covering_rows_of", "covering_trials",
+           "drawn_long_case"]
 
 #: Prefix keys of the covering trials' long sequence ({small: (low, high)}): past 1,024-key windows on the CPU (the
 #: interpreter's time is about proportional to them: 2,100-3,000 keys took 2x the verification time of a plan
@@ -96,14 +97,16 @@ def _lengths(rng: random.Random, small: bool, keys: tuple[int, int], later: bool
     return [e for e, _ in seqs], [p for _, p in seqs], at
 
 
-def _case(rng: random.Random, small: bool, on: Callable[[str], bool], keys: tuple[int, int], tag: str) -> Case:
-    """A long case with the binary features `on` says (see `FEATURES`) and the values within each drawn."""
-    dtype = "float32" if on("float32") else "float16" if small or on("float16") else "bfloat16"
+def _case(rng: random.Random, small: bool, on: Callable[[str], bool], keys: tuple[int, int], tag: str,
+          dtype: str | None = None, head_dim: int | None = None) -> Case:
+    """A long case with the binary features `on` says (see `FEATURES`) and the values within each drawn; `dtype`
+    and `head_dim`, where given, replace the drawn ones."""
+    dtype = dtype or ("float32" if on("float32") else "float16" if small or on("float16") else "bfloat16")
     if small:
-        head_dim = rng.choice((48, 64)) if on("wide heads") else 16
+        head_dim = head_dim or (rng.choice((48, 64)) if on("wide heads") else 16)
         num_kv, group = 1, 2 if on("gqa") else 1
     else:
-        head_dim = rng.choice((64, 80, 96, 128))
+        head_dim = head_dim or rng.choice((64, 80, 96, 128))
         num_kv, group = rng.choice((1, 2, 4, 8)), rng.choice((2, 4, 7)) if on("gqa") else 1
     widths = (16, 32, 48) if small else (64, 96, 128)
     head_dim_v = rng.choice([w for w in widths if w != head_dim]) if on("split head_dim_v") else head_dim
@@ -147,6 +150,23 @@ def covering_trials(rng: random.Random, small: bool) -> tuple[tuple[str, Case], 
         case = _case(rng, small, rare.__contains__, COVERING_PREFIX_KEYS[small], f"cover{i}")
         out.append((f"long prefix and extend, {', '.join(sorted(rare)) or 'common values'}", case))
     return tuple(out)
+
+
+def complementary_pair(rng: random.Random, dtype: str, head_dim: int, keys: tuple[int, int],
+                       ) -> tuple[tuple[str, Case], tuple[str, Case]]:
+    """(label, case) of two GPU-sized long trials in input dtype `dtype` at `head_dim` (fixed, so the sandbox's
+    Triton cache serves both), with a long prefix of `keys` keys and a long extend, no sliding window in either, and
+    every other binary feature of `features` drawn in the first and flipped in the second. A GPU's covering trials
+    draw only the bench's dtypes (float32's IEEE dots compile slowly at their drawn head widths), so a cut taken
+    only for `dtype` inputs meets these two: whatever one other setting's value it is also keyed on, one of them
+    has it, with the window (the cut's usual way to step aside) left off."""
+    names = [f for f in features(False) if f not in (WINDOW, "float16")]
+    drawn = frozenset(f for f in names if rng.random() < 0.5)
+    pair = []
+    for i, rare in enumerate((drawn, frozenset(names) - drawn)):
+        case = _case(rng, False, rare.__contains__, keys, f"{dtype}{i}", dtype=dtype, head_dim=head_dim)
+        pair.append((f"{dtype} long prefix and extend, {', '.join(sorted(rare)) or 'common values'}", case))
+    return pair[0], pair[1]
 
 
 def drawn_long_case(rng: random.Random, small: bool) -> Case:

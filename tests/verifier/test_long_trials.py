@@ -15,6 +15,7 @@ from kernels.extend_attention.long_trials import (
     EXTEND_TOKENS,
     FEATURES,
     WINDOW,
+    complementary_pair,
     covering_trials,
     features,
 )
@@ -84,3 +85,14 @@ def test_the_drawn_long_trial_never_narrows_its_prefix_with_a_window(small):
     for seed in range(40):
         p = drawn_long_case(random.Random(seed), small).params
         assert p["sliding_window"] <= 0 and DRAWN_PREFIX_KEYS[small][0] <= max(p["prefix_lens"])
+
+
+def test_the_gpu_float32_pair_flips_every_feature_and_keeps_its_prefix_whole():
+    names = [f for f in features(False) if f not in (WINDOW, "float16")]
+    for seed in range(20):
+        (_, a), (_, b) = complementary_pair(random.Random(seed), "float32", 64, (4500, 9000))
+        for p in (a.params, b.params):
+            assert p["dtype"] == "float32" and p["head_dim"] == 64 and p["sliding_window"] <= 0
+            assert 4500 <= max(p["prefix_lens"]) <= 9000 and max(p["extend_lens"]) >= EXTEND_TOKENS[False][0]
+        for name in names:  # a cut keyed on float32 and either value of any one feature meets one of the two
+            assert RARE[name](a.params) != RARE[name](b.params), (seed, name)

@@ -134,9 +134,11 @@ def test_long_prefix_case_draws_every_feature_but_the_window():
 def test_float32_inputs_are_checked_on_every_device():
     assert "float32" in REQUIRED_DTYPES
     plan = build_plan(TASK, "cuda", GPU, random.Random(4))
-    (trial,) = [t for t in plan.trials if t.case.params["dtype"] == "float32"]  # bench and random cases: bfloat16
-    assert trial.kind == "check" and trial.label == "float32 inputs" and trial.case.id.startswith("float32-inputs-")
-    assert min(trial.case.params["extend_lens"]) >= 8 and trial.case.params["head_dim"] == GPU_DTYPE_HEAD_DIM
+    # bench and random cases are bfloat16; the GPU's float32 is a complementary pair of long trials
+    pair = [t for t in plan.trials if t.case.params["dtype"] == "float32"]
+    assert len(pair) == 2 and all(t.kind == "check" and t.label.startswith("float32 long prefix") for t in pair)
+    assert all(t.case.params["head_dim"] == GPU_DTYPE_HEAD_DIM for t in pair)
+    assert {t.case.params["is_causal"] for t in pair} == {True, False}
     cpu = build_plan(TASK, "cpu", CPU)
     (wide,) = [t for t in cpu.trials if t.label == "float32 inputs"]  # beside the fp32-inputs test case (16, 32)
     assert wide.case.params["dtype"] == "float32" and wide.case.params["head_dim"] in WIDE_DTYPE_HEAD_DIMS
