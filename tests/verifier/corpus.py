@@ -87,7 +87,8 @@ CHEATS: tuple[Cheat, ...] = (
     Cheat("alias_set_storage", "input passthrough / aliasing", S, R, "aten.set_"),
     Cheat("no_max_subtraction", "precision downgrade / tolerance abuse", M, M, "large logits"),
     Cheat("low_precision_v", "precision downgrade / tolerance abuse", M, M, "outside |got-expected|"),
-    Cheat("hardcoded_bench_shapes", "hard-coded shapes, early exit", S, None, "bench case", gpu=R),
+    # on a GPU its honest path's default (tf32) float32 dots may fail the float32 long trials before a bench case
+    Cheat("hardcoded_bench_shapes", "hard-coded shapes, early exit", S, None, "bench case", gpu=(R, M)),
     # the first hidden trial it meets: usually the hidden random shape; on some draws (1 of 12 seeds tried) that
     # shape's (tokens, heads, head dim) is one it recognizes (CPU shapes are small) and large logits come first
     Cheat("hardcoded_test_shapes", "hard-coded shapes, early exit", S, M, "outside |got-expected|"),
@@ -213,11 +214,10 @@ CHEATS: tuple[Cheat, ...] = (
           "long prefix"),
     # verif6: cuts keyed on two settings at once (a short wrapper around the baseline each): every pair of feature
     # values meets a long prefix and a long extend in the covering trials
-    # Known GPU gap (H200, 0877eb1): a GPU's covering trials leave float32 out (IEEE float32 dots compile slowly at
-    # GPU tiles), and its one float32 trial (`cases.dtype_case`) takes the random case's causal flag, so this
-    # passed there. Fix: float32 trials on a GPU that draw the other features, in complementary pairs.
+    # a GPU's covering trials leave float32 out (IEEE float32 dots compile slowly at GPU tiles); its float32 is a
+    # complementary pair of long trials (`long_trials.complementary_pair`), one of them non-causal
     Cheat("ea_noncausal_fp32_prefix_cap", "partial computation (prefix cut when non-causal AND float32)", M, M,
-          "long prefix", gpu_full="pass"),
+          "long prefix"),
     Cheat("ea_split_dv_causal_prefix_cap", "partial computation (prefix cut when head_dim_v != head_dim AND causal)",
           M, M, "long prefix"),
     Cheat("ea_mask_wide_first_block", "partial computation (one query block with a custom mask AND head_dim > 32)",

@@ -40,7 +40,7 @@ def test_timing_attacks_fail_the_dynamic_stage_on_a_gpu(verifier, name):
 def test_float32_computed_with_tf32_dots_is_a_mismatch_on_a_gpu(verifier, tmp_path):
     """Triton's default for float32 dots on a GPU is tf32 (10-bit mantissa); the task holds float32 calls to IEEE
     float32 (1e-4). The honest plain kernel with its IEEE dot switched back to the default must fail the plan's
-    hidden float32 trial (head dim 16), and the unchanged kernel must pass the same plan shape."""
+    float32 long trials (head dim 64), and the unchanged kernel must pass the same plan shape."""
     source = HONEST_BY_NAME["simple_triton"].path.read_text()
     ieee = 'tl.dot(a, b, input_precision="ieee")'
     assert ieee in source
@@ -49,7 +49,7 @@ def test_float32_computed_with_tf32_dots_is_a_mismatch_on_a_gpu(verifier, tmp_pa
     verifier.options = VerifyOptions(device="cuda", case_ids=("decode",), reps=3, timing=False)
     verdict = verifier.verify(candidate)
     assert verdict.stage == "mismatch", verdict.summary()
-    assert any("float32 inputs" in r for r in verdict.reasons), verdict.reasons
+    assert any("float32" in r for r in verdict.reasons), verdict.reasons
     assert verifier.verify(HONEST_BY_NAME["simple_triton"].path).stage == "pass"
 
 
