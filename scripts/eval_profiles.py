@@ -23,6 +23,8 @@ Sets (``--set``, repeatable; default ``corpus`` and ``dev``):
   a unit inside the compute unit);
 - ``dev15``: development datasheets of 2026-12-02, ``tests/data/datasheets_dev_v15/*/`` (products as columns, prose of
   hosted units, a brief with a denied tensor-copy engine);
+- ``dev16``: development datasheets of 2026-12-02, ``tests/data/datasheets_dev_v16/*/`` (six vendors' layouts:
+  AsciiDoc, reStructuredText, a three-SKU HTML table, a spec brief, release notes and FAQ, prose in words);
 - ``heldout12``: the one datasheet held out of the ``dev12`` development, ``tests/data/datasheets_heldout_v12/*/``
   (French/English), scored last;
 - ``heldout13a``: one German/English datasheet, ``tests/data/datasheets_heldout_v13a/*/``, held out of the
@@ -46,7 +48,7 @@ are listed as "not in schema" and left out of the scores.
 
 Usage::
 
-    python scripts/eval_profiles.py [--set corpus|dev|heldout|heldout2|...|heldout11|dev12|dev14|dev15|heldout12|heldout13a|heldout14 ...] [--pdf]
+    python scripts/eval_profiles.py [--set corpus|dev|heldout|heldout2|...|heldout11|dev12|dev14|dev15|dev16|heldout12|heldout13a|heldout14 ...] [--pdf]
         [--corpus DIR] [--json OUT.json] [--benchmarks BENCHMARKS.md] [--check]
 
 ``--check`` exits 1 unless every set scored meets the bar: stated >= 90 %, every not_stated field null, every
@@ -97,6 +99,7 @@ DATASHEET_SETS = {
     "dev12": _REPO / "tests" / "data" / "datasheets_dev_v12",
     "dev14": _REPO / "tests" / "data" / "datasheets_dev_v14",
     "dev15": _REPO / "tests" / "data" / "datasheets_dev_v15",
+    "dev16": _REPO / "tests" / "data" / "datasheets_dev_v16",
     "heldout12": _REPO / "tests" / "data" / "datasheets_heldout_v12",
     "heldout13a": _REPO / "tests" / "data" / "datasheets_heldout_v13a",
     "heldout14": _REPO / "tests" / "data" / "datasheets_heldout_v14",
@@ -396,6 +399,7 @@ _TITLES = {"corpus": "Shared corpus (real documents: Wormhole n150, MI300X)",
            "dev12": "Development datasheets v12 (3 fictional chips: a term table, a JSON descriptor, prose)",
            "dev14": "Development datasheets v14 (3 fictional chips: prose, a multi-product table, term and key lists)",
            "dev15": "Development datasheets v15 (3 fictional chips: products as columns, prose of hosted units, a brief)",
+           "dev16": "Development datasheets v16 (6 fictional chips in six vendors' layouts)",
            "heldout12": "Held-out datasheet v12 (1 fictional chip, French/English, scored last)",
            "heldout13a": "Held-out datasheet v13a (1 fictional chip, German/English, scored last)",
            "heldout14": "Held-out datasheets v14 (8 fictional chips, written blind)"}

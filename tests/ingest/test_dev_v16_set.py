@@ -1,0 +1,98 @@
+"""The sixteenth development datasheet set (tests/data/datasheets_dev_v16) loads and its truth is consistent.
+
+This checks the test data, not the extractor's score (`python scripts/eval_profiles.py --set dev16` scores it):
+the scorer finds all six chips and their documents in six layouts, every quote of a stated, derived or conflict
+truth field occurs verbatim in its documents (tags, whitespace, table pipes and emphasis aside), not_stated and
+conflict fields are null, stated and derived values are positive numbers, and no decoy is within the scorer's
+0.5 % of the truth value it is a decoy of (the model: tests/ingest/test_heldout_v14_set.py).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.script_loader import load_script
+
+_REPO = Path(__file__).resolve().parents[2]
+DEV16 = _REPO / "tests" / "data" / "datasheets_dev_v16"
+KINDS = {"stated", "derived", "not_stated", "conflict"}
+TEXT_FIELDS = ("compute_unit_name", "dram_type")
+
+
+def _norm(text: str) -> str:
+    """Text compared for quotes: table pipes, emphasis and backticks dropped, whitespace collapsed."""
+    return " ".join(re.sub(r"[|*`]", " ", text).split())
+
+
+def _text(path: Path) -> str:
+    """A document's text: an HTML file without its tags, other files as written (UTF-8)."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() in (".html", ".htm"):
+        text = html.unescape(re.sub(r"<[^>]+>", " ", text))
+    return text
+
+
+@pytest.fixture(scope="module")
+def cases():
+    evaluator = load_script("eval_profiles")
+    assert evaluator.DATASHEET_SETS["dev16"] == DEV16
+    return evaluator.datasheet_cases(DEV16)
+
+
+def _entries(truth: dict):
+    """(name, entry) of every truth field, peaks as ``peak_flops.<key>``."""
+    for key, entry in truth.items():
+        if key.startswith("_") or not isinstance(entry, dict):
+            continue
+        if key == "peak_flops":
+            yield from ((f"peak_flops.{k}", e) for k, e in entry.items())
+        else:
+            yield key, entry
+
+
+def test_the_set_has_six_chips_in_six_layouts(cases):
+    assert len(cases) == 6
+    assert len({case.chip for case in cases}) == 6
+    assert all(len(case.paths) == 1 for case in cases)
+    suffixes = {path.suffix for case in cases for path in case.paths}
+    assert {".md", ".txt", ".rst", ".html", ".adoc"} <= suffixes
+    assert any(case.product for case in cases)  # the three-SKU table names its product
+    for case in cases:
+        assert case.paths[0].name == case.truth["_document"], case.key
+
+
+def test_every_truth_quote_is_in_its_documents(cases):
+    for case in cases:
+        text = _norm(" ".join(_text(path) for path in case.paths))
+        for name, entry in _entries(case.truth):
+            assert entry.get("kind") in KINDS, (case.key, name)
+            if entry["kind"] == "not_stated":
+                continue
+            for quote in entry.get("sources") or [entry["source"]]:
+                assert _norm(quote) in text, (case.key, name, quote)
+
+
+def test_values_are_numbers_and_no_decoy_is_close_to_its_truth(cases):
+    for case in cases:
+        entries = dict(_entries(case.truth))
+        for name, entry in entries.items():
+            if entry["kind"] in ("stated", "derived") and name not in TEXT_FIELDS:
+                assert isinstance(entry["value"], (int, float)) and entry["value"] > 0, (case.key, name)
+            if entry["kind"] in ("not_stated", "conflict"):
+                assert entry["value"] is None, (case.key, name)
+        for name, decoys in case.truth.get("_decoys", {}).items():
+            assert name in entries, (case.key, name)
+            truth_value = entries[name]["value"]
+            for decoy in decoys:
+                assert truth_value is None or abs(decoy - truth_value) > 0.005 * abs(truth_value), (case.key, name)
+
+
+def test_each_chip_leaves_a_field_unstated_and_lists_decoys(cases):
+    for case in cases:
+        kinds = [entry["kind"] for _, entry in _entries(case.truth)]
+        assert "not_stated" in kinds, case.key
+        assert case.truth.get("_decoys"), case.key
