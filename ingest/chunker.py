@@ -122,9 +122,10 @@ def _units(paragraphs: Sequence[str], max_chars: int) -> list[str]:
 
     The first sentence of a paragraph that follows a list item keeps a leading newline (see `_join`)."""
     units: list[str] = []
-    item = False  # the previous paragraph was a list item
+    item = unended = False  # the previous paragraph was a list item / a line without a sentence end
     for para in paragraphs:
         after_item, item = item and not para.startswith("- "), para.startswith("- ")
+        after_unended, unended = unended and not item, not item and _UNENDED.search(para) is not None
         for line in para.split("\n"):
             for sentence in _SENTENCE_END.split(line.strip()):
                 sentence = sentence.strip()
@@ -134,9 +135,14 @@ def _units(paragraphs: Sequence[str], max_chars: int) -> list[str]:
                     units.append(sentence[:cut].strip())
                     sentence = sentence[cut:].strip()
                 if sentence:
-                    units.append(("\n" if after_item else "") + sentence)
-                    after_item = False
+                    units.append(("\n\n" if after_unended else "\n" if after_item else "") + sentence)
+                    after_item = after_unended = False
     return units
+
+
+#: A short label line that ends without sentence punctuation ("INT8 (dense): 147.5 TOPS"), kept a paragraph
+#: of its own (a blank line after it) so that the next paragraph's label does not read as its value's data type.
+_UNENDED = re.compile(r"^[^.!?;:\n]{1,60}:\s+[^\n]{1,60}[^.!?;:\s]\s*$")
 
 
 def _join(units: Sequence[str]) -> str:
@@ -147,7 +153,8 @@ def _join(units: Sequence[str]) -> str:
     out = ""
     for unit in units:
         text = unit.lstrip("\n")
-        out += text if not out else ("\n" if unit.startswith(("- ", "\n")) else " ") + text
+        glue = "\n\n" if unit.startswith("\n\n") else "\n" if unit.startswith(("- ", "\n")) else " "
+        out += text if not out else glue + text
     return out
 
 

@@ -148,7 +148,7 @@ def extract_profile_with_report(chip: str, chunks: list[Chunk], extra: list[Cand
     tokens = ChipTokens(tokens, brands_of(tokens, texts), families_of(texts))
     glossary = build_glossary(merged)
     glossary.chip_names = {w for w in re.split(r"[_\-\s]+", (product or name).lower())
-                           if len(w) >= 3 and w.isalpha()} | {b.lower() for b in tokens.brands}
+                           if len(w) >= 3 and w.isalpha()} | {b.lower() for b in tokens.brands} | set(tokens)
     glossary.peak_clocks = peak_clock_words(texts)
     records = _records(merged, tokens)
     report.product = product

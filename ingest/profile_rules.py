@@ -421,7 +421,7 @@ def _learn_sub_values(record: Record, quantity_name: str, dimension: str, glossa
         for q in find_quantities(record.text, record.default_unit):
             if q.multiplier > 1 and q.dimension == dimension:
                 out.learned_sub.setdefault(name, []).append(q.value / q.multiplier)
-        for match in _PARTS_EACH.finditer(record.text):  # "4 stacks of 24 GB each": 24 GB is one stack's
+        for match in _per_part_matches(record.text):  # "4 stacks of 24 GB each": 24 GB is one stack's
             level = noun_level(match.group("parts"), glossary)
             if int(match.group("k").replace(",", "")) > 1 and level != "chip" and (not per_cu or level in learn_from):
                 for q in find_quantities(match.group("m"), record.default_unit):
@@ -433,6 +433,17 @@ def _learn_sub_values(record: Record, quantity_name: str, dimension: str, glossa
 _PARTS_EACH = re.compile(r"(?<![\w.,])(?P<k>\d[\d,]*)\s+(?P<parts>(?:[A-Za-z][\w\-]*\s+){0,2}?[A-Za-z][\w\-]*)\s+"
                          r"(?:of|with|at|holding|having)\s+(?P<m>[\d.,]+\s*[A-Za-z]{0,5}(?:/s)?)\s+each\b",
                          re.IGNORECASE)
+
+#: "K parts of M" (no "each": "6 stacks of 16 GB") and "K x M parts" ("4 x 16 GB stacks"): M is one part's figure.
+_PARTS_OF = re.compile(r"(?<![\w.,])(?P<k>\d[\d,]*)\s+(?P<parts>(?:[A-Za-z][\w\-]*\s+){0,2}?[A-Za-z][\w\-]*)\s+"
+                       r"of\s+(?P<m>[\d.,]+\s*[A-Za-z]{1,5}(?:/s)?)(?![\w/])", re.IGNORECASE)
+_TIMES_PARTS = re.compile(r"(?<![\w.,])(?P<k>\d[\d,]*)\s*[x\u00d7]\s*(?P<m>[\d.,]+\s*[A-Za-z]{1,5}(?:/s)?)\s+"
+                          r"(?P<parts>(?:[A-Za-z][\w\-]*\s+){0,1}?[A-Za-z][\w\-]*)", re.IGNORECASE)
+
+
+def _per_part_matches(text: str) -> list[re.Match]:
+    """Matches with groups ``k`` (a count of parts), ``parts`` (their noun) and ``m`` (one part's figure)."""
+    return [*_PARTS_EACH.finditer(text), *_PARTS_OF.finditer(text), *_TIMES_PARTS.finditer(text)]
 
 
 def _fields_of(quantity_name: str) -> set[str]:

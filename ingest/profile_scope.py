@@ -132,8 +132,9 @@ def _cues(text: str, glossary: Glossary) -> set[str]:
 def noun_level(words: str, glossary: Glossary, unknown: str | None = "sub") -> str | None:
     """Level of the noun phrase after per/each (first words that form a known term); a phrase of nouns neither the
     glossary nor the generic vocabulary knows is `unknown` (a sub-unit, the cautious reading of "per X")."""
-    if products_in(words):
-        return "chip"  # "The C3 has", "each AS-4": a product is a whole chip (whose, is the product scope's business)
+    if products_in(words) or any(w.replace("-", "").lower() in glossary.chip_names for w in words.split()):
+        return "chip"  # "The C3 has", "each AS-4", "the V5 has": a product is a whole chip (whose, is the product
+        # scope's business); the chip's own model token counts even where it is shaped like a version
     tokens = words.split()
     for n in range(len(tokens), 0, -1):
         phrase = " ".join(tokens[:n])

@@ -31,7 +31,8 @@ _PRODUCT = re.compile(r"(?<![\w\-])([A-Za-z]{1,6})-?(\d{1,4}[A-Za-z]{0,3}(?:-(?:
 _NOT_PRODUCT = re.compile(
     r"^(?:fp\d+|bf\d+|tf\d+|u?int\d+|e\dm\d|hbm\d\w*|g?ddr\d\w*|lpddr\d\w*|rv\d+\w*|gfx\d+\w*|sm_?\d+|cdna\d?|"
     r"rdna\d?|gcn\d?|gen\d|x\d+|l\d|nps\d|pcie\d?|mi\d{3}-\d+|ddr|rocm\d*|cuda\d*|sfp\w*|[ab][01]|"
-    r"[kmgt]i?b\d*|[kmgt]hz\d*|v\d|\d+\w*|fig\d*|table\d*|sec\d*|page\d*|section\d*|figure\d*|step\d*)$",
+    r"[kmgt]i?b\d*|[kmgt]hz\d*|v\d|\d+\w*|fig\d*|table\d*|sec\d*|page\d*|section\d*|figure\d*|step\d*|"
+    r"simd\d+|wave\d+|warp\d+)$",
     re.IGNORECASE,
 )
 _YEAR_AFTER = re.compile(r"^\s+(?:19|20)\d\d\b")
@@ -67,6 +68,7 @@ _MULTI = re.compile(
 )
 _SENTENCE_END = re.compile(
     r"(?<=[.!?:])(?:[A-Z]{1,5}\d{2,4}-\d+(?:,\s*[A-Z]{1,5}\d{2,4}-\d+)*)?\s+(?=[A-Z\u2022(\[*`\"'\u201c]|-\s)"
+    r"|(?<=[a-z]{3}\.)(?<!\b(?:fig|sec|ref|vol|ver|rev)\.)(?<!approx\.)\s+(?=\d+\s+[a-zA-Z])"
 )
 #: The ideographic full stop (Chinese, Japanese) and its half-width form end a sentence.
 _CJK_FULL_STOP = re.compile(r"[\u3002\uff61]\s*")
@@ -144,8 +146,27 @@ class ChipTokens(set):
 
     def __init__(self, tokens=(), brands=(), families=()) -> None:
         super().__init__(tokens)
-        self.brands: frozenset[str] = frozenset(b.lower() for b in brands)
+        self.brands: Brands = Brands(b.lower() for b in brands)
+        self.brands.series = frozenset(series_letters(self))
         self.families: frozenset[str] = frozenset(families) - frozenset(tokens)
+
+
+class Brands(frozenset):
+    """Brand words (lower-cased) written before the chip's model token, plus `series`: the letters of a chip token
+    shaped like a version or an interface (``v`` of "V3", ``x`` of "X12"), so that "V2" and "X7" in an upper-case
+    spelling are read as the chip's siblings and predecessors, not as versions."""
+
+    series: frozenset[str] = frozenset()
+
+
+def series_letters(tokens: set[str]) -> set[str]:
+    """Letters of the chip tokens that `_NOT_PRODUCT` would take for a version or an interface (``v3``: ``v``)."""
+    out = set()
+    for token in tokens:
+        match = re.fullmatch(r"([a-z]{1,2})\d{1,4}", token)
+        if match and _NOT_PRODUCT.match(token):
+            out.add(match.group(1))
+    return out
 
 
 def chip_tokens(chip: str) -> ChipTokens:
@@ -195,7 +216,8 @@ def products_in(text: str, brands: frozenset[str] = frozenset(), comparisons: bo
         before = text[max(0, match.start() - 40): match.start()]
         branded = bool(brands) and bool(re.search(r"\b(" + "|".join(map(re.escape, brands)) + r")\s+$", before,
                                                   re.IGNORECASE))
-        not_product = bool(_NOT_PRODUCT.match(raw) or _NOT_PRODUCT.match(token))
+        series = match.group(1).isupper() and match.group(1).lower() in getattr(brands, "series", ())
+        not_product = bool(_NOT_PRODUCT.match(raw) or _NOT_PRODUCT.match(token)) and not series
         if (not_product and not branded) or _ENDNOTE_AFTER.match(text[match.end():]) \
                 or _YEAR_AFTER.match(text[match.end():]):
             continue
@@ -287,10 +309,13 @@ _RELATIVE_ASIDE = re.compile(r",\s*(?:which|who|whose|that)\b[^,;]*,", re.IGNORE
 #: Words that make a clause about a product other than the one described: competitors and predecessors.
 _FOREIGN = re.compile(r"\b(?:competing|competitors?|competitive|rivals?|other vendors?|(?:previous|prior|earlier|last|"
                       r"older)[- ]generation|predecessors?|(?:that|which)\s+(?:the\s+)?\S+\s+(?:replaces|succeeds)|"
+                      r"(?:that|which)\s+(?:preceded|predated|came\s+before)\s|"
+                      r"(?:compared\s+(?:with|to)|unlike|in\s+contrast\s+to)\s+(?:a|an|other|most)\s+(?:\w+\s+)?"
+                      r"(?:gpus?|accelerators?|chips?|devices?|processors?)\b|"
                       r"(?:a|an|another|one)\s+(?:leading|competing|rival|comparable|contemporary)\b)\b",
                       re.IGNORECASE)
 #: The heading of a section about other products: comparisons, predecessors, related products.
-_COMPARISON_HEADING = re.compile(r"\b(?:compar\w*|versus|vs\.?|related products|predecessors?|competit\w*|"
+_COMPARISON_HEADING = re.compile(r"\b(?:compar\w*|versus|vs\.?|(?:related|other) (?:products|models|skus)|predecessors?|competit\w*|"
                                  r"(?:previous|prior|earlier|older)[- ]generations?)\b", re.IGNORECASE)
 
 
@@ -319,7 +344,8 @@ def level_cues(text: str) -> set[str]:
         cues.add("multi")
     if re.search(rf"\b(?:a|one|single|each|per|every)\s+{BLOCK_NOUNS}\b|\bwork-?groups?\b", text, re.IGNORECASE):
         cues.add("block")
-    if re.search(r"\b(?:in total|total|in all|altogether|whole (?:chip|gpu|device)|across all|adds? up to)\b", text,
+    if re.search(r"\b(?:in total|total|in all|altogether|(?:whole|full|entire) (?:chip|gpu|device|die|package)|"
+                 r"across (?:the )?(?:die|chip)|across all|adds? up to)\b", text,
                  re.IGNORECASE) or re.search(rf"\ball\s+(?:the\s+|its\s+)?(?:\w+\s+)?{CU_NOUNS}", text, re.IGNORECASE):
         cues.add("chip")  # "On-core SRAM, all compute units": the sum over the chip's units
     return cues

@@ -92,6 +92,7 @@ class _Reader:
         self.levels: list[int] = []
         self.sections: list[Section] = []
         self.paragraph: list[str] = []
+        self.in_item = False
         self.last_prose = ""
         self.block_title = ""
         self.attributes = ""
@@ -146,12 +147,15 @@ class _Reader:
         if item:
             self._flush()
             self.paragraph = ["- " + item.group("t")]
+            self.in_item = True
             return
-        described = _DESCRIPTION.match(stripped) if not self.paragraph else None
+        # a description item starts a paragraph, also right after another item (a list with no blank lines)
+        described = _DESCRIPTION.match(stripped) if not self.paragraph or self.in_item else None
         if described and "://" not in described.group("t"):
             self._flush()
             term, definition = described.group("t"), described.group("d") or ""
             self.paragraph = [f"{term}: {definition}" if definition else f"{term}:"]
+            self.in_item = True
             return
         self.paragraph.append(_ADMONITION.sub("", stripped) if not self.paragraph else stripped)
 
@@ -160,6 +164,7 @@ class _Reader:
         self.last_prose = ""
 
     def _flush(self) -> None:
+        self.in_item = False
         if self.paragraph:
             self._add(" ".join(self.paragraph))
             self.paragraph = []
