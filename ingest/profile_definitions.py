@@ -113,7 +113,14 @@ def is_abbreviation(short: str, long: str) -> bool:
 _RUNS_ON_ONE = re.compile(
     r"\b(?:a|an|each|every|one)\s+(?:kernel(?:\s+instance)?|program|codelet|work-?group|thread\s+block|block)\s+"
     r"(?:is\s+|are\s+)?(?:compiled|written|built|launched|dispatched|placed|scheduled|runs?|executes?|executed)\s+"
-    r"(?:for|on|to|onto)\s+(?:one|a\s+single|exactly\s+one)\s+(?P<t>(?:[A-Za-z][\w\-]*\s*){1,3})",
+    r"(?:to\s+completion\s+)?(?:for|on|to|onto)\s+(?:one|a\s+single|exactly\s+one)\s+(?P<t>(?:[A-Za-z][\w\-]*\s*){1,3})",
+    re.IGNORECASE)
+#: "The PCU is the unit on which the compiler places work", "a compute slice is the unit to which the runtime
+#: assigns a work tile": the processor that work is placed on, named as such.
+_UNIT_OF_PLACEMENT = re.compile(
+    r"(?:^|(?<=[.;:]\s))(?:a|an|the)\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}?[A-Za-z][\w\-]*)\s+is\s+the\s+(?:basic\s+)?"
+    r"unit\s+(?:on|to|onto)\s+which\s+the\s+(?:compiler|runtime|scheduler|driver|hardware|firmware)\s+"
+    r"(?:places|assigns|schedules|maps|dispatches|distributes)\s+(?:work|(?:an?\s+|one\s+)?[\w\-]+(?:\s+[\w\-]+)?)\b",
     re.IGNORECASE)
 
 
@@ -211,6 +218,10 @@ def definitions_in(unit: Unit, mentions) -> tuple[list[Definition], list[tuple[s
             add(term, "the basic building block of the chip, the processor it is built from", head="",
                 explicit=True, among=("compute_unit", "partition"))
     for match in _RUNS_BLOCKS.finditer(text):
+        term = noun_phrase(match.group("t").split())
+        if term:
+            add(term, "the core that one kernel instance is compiled for and runs on", head="", explicit=True)
+    for match in _UNIT_OF_PLACEMENT.finditer(text):
         term = noun_phrase(match.group("t").split())
         if term:
             add(term, "the core that one kernel instance is compiled for and runs on", head="", explicit=True)

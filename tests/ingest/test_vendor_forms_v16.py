@@ -78,3 +78,11 @@ def test_definitions_by_equivalence_and_by_mapping():
     assert _mapped_pairs("Code ported from OpenCL maps a work-group to a job, a sub-group to a strand and a "
                          "compute unit to a weave cell.") == [("work-group", "job"), ("sub-group", "strand"),
                                                               ("compute unit", "weave cell")]
+
+
+def test_the_unit_work_is_placed_on_is_the_compute_unit():
+    profile = _profile("sorrel_k3", "A lattice cell is a SIMD pipeline of four stages. The lattice cell is the unit on "
+                                    "which the compiler places work. The K3 has 96 lattice cells.")
+    assert profile.compute_unit_name.startswith("lattice cell") and profile.num_compute_units.value == 96
+    profile = _profile("ember_e4", "Each block runs to completion on one Forge Core. The E4 has 48 Forge Cores.")
+    assert profile.compute_unit_name == "Forge Core" and profile.num_compute_units.value == 48
