@@ -100,6 +100,11 @@ def _named_scopes(entries: list[Entry]) -> list[Entry]:
     return [Entry(renamed(e.scope), e.label, e.value) for e in entries]
 
 
+#: Abbreviations a spec sheet's label may carry ("Max. core clock", "Typ. power"): their period ends no sentence.
+_LABEL_ABBREVIATION = re.compile(r"\b(?:max|min|typ|nom|approx|no|num|avg|incl|excl|sust|int|ext)\.(?=\s)", re.IGNORECASE)
+
+
 def _label_like(label: str) -> bool:
     words = label.split()
-    return 0 < len(words) <= MAX_LABEL_WORDS and not re.search(r"[.!?]\s", label) and any(c.isalpha() for c in label)
+    sentence_end = re.search(r"[.!?]\s", _LABEL_ABBREVIATION.sub("", label))
+    return 0 < len(words) <= MAX_LABEL_WORDS and not sentence_end and any(c.isalpha() for c in label)

@@ -86,3 +86,10 @@ def test_the_unit_work_is_placed_on_is_the_compute_unit():
     assert profile.compute_unit_name.startswith("lattice cell") and profile.num_compute_units.value == 96
     profile = _profile("ember_e4", "Each block runs to completion on one Forge Core. The E4 has 48 Forge Cores.")
     assert profile.compute_unit_name == "Forge Core" and profile.num_compute_units.value == 48
+
+
+def test_a_label_may_carry_an_abbreviation():
+    from ingest.loaders.label_lines import split_line
+
+    assert split_line("Max. core clock ............... 1.8 GHz") == ("Max. core clock", "1.8 GHz")
+    assert split_line("It runs. Then it stops: 4 times") is None
