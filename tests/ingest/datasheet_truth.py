@@ -4,6 +4,7 @@ per-set tests of tests/ingest/test_datasheets_v*.py."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -12,6 +13,25 @@ from pathlib import Path
 def norm(text: str) -> str:
     """Text compared for quotes: table pipes, emphasis and backticks dropped, whitespace collapsed."""
     return " ".join(re.sub(r"[|*`]", " ", text).split())
+
+
+def document_text(path: Path) -> str:
+    """A document's text for quote checks: an HTML file without its tags, other files as written (UTF-8)."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() in (".html", ".htm"):
+        text = html.unescape(re.sub(r"<[^>]+>", " ", text))
+    return text
+
+
+def truth_entries(truth: dict):
+    """(name, entry) of every field of one chip's truth, peaks as ``peak_flops.<key>``."""
+    for key, entry in truth.items():
+        if key.startswith("_") or not isinstance(entry, dict):
+            continue
+        if key == "peak_flops":
+            yield from ((f"peak_flops.{k}", e) for k, e in entry.items())
+        else:
+            yield key, entry
 
 
 def quotes(entry) -> list[str]:

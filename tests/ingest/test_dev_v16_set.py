@@ -9,12 +9,11 @@ conflict fields are null, stated and derived values are positive numbers, and no
 
 from __future__ import annotations
 
-import html
-import re
 from pathlib import Path
 
 import pytest
 
+from tests.ingest.datasheet_truth import document_text, norm, truth_entries
 from tests.script_loader import load_script
 
 _REPO = Path(__file__).resolve().parents[2]
@@ -23,35 +22,11 @@ KINDS = {"stated", "derived", "not_stated", "conflict"}
 TEXT_FIELDS = ("compute_unit_name", "dram_type")
 
 
-def _norm(text: str) -> str:
-    """Text compared for quotes: table pipes, emphasis and backticks dropped, whitespace collapsed."""
-    return " ".join(re.sub(r"[|*`]", " ", text).split())
-
-
-def _text(path: Path) -> str:
-    """A document's text: an HTML file without its tags, other files as written (UTF-8)."""
-    text = path.read_text(encoding="utf-8")
-    if path.suffix.lower() in (".html", ".htm"):
-        text = html.unescape(re.sub(r"<[^>]+>", " ", text))
-    return text
-
-
 @pytest.fixture(scope="module")
 def cases():
     evaluator = load_script("eval_profiles")
     assert evaluator.DATASHEET_SETS["dev16"] == DEV16
     return evaluator.datasheet_cases(DEV16)
-
-
-def _entries(truth: dict):
-    """(name, entry) of every truth field, peaks as ``peak_flops.<key>``."""
-    for key, entry in truth.items():
-        if key.startswith("_") or not isinstance(entry, dict):
-            continue
-        if key == "peak_flops":
-            yield from ((f"peak_flops.{k}", e) for k, e in entry.items())
-        else:
-            yield key, entry
 
 
 def test_the_set_has_six_chips_in_six_layouts(cases):
@@ -67,18 +42,18 @@ def test_the_set_has_six_chips_in_six_layouts(cases):
 
 def test_every_truth_quote_is_in_its_documents(cases):
     for case in cases:
-        text = _norm(" ".join(_text(path) for path in case.paths))
-        for name, entry in _entries(case.truth):
+        text = norm(" ".join(document_text(path) for path in case.paths))
+        for name, entry in truth_entries(case.truth):
             assert entry.get("kind") in KINDS, (case.key, name)
             if entry["kind"] == "not_stated":
                 continue
             for quote in entry.get("sources") or [entry["source"]]:
-                assert _norm(quote) in text, (case.key, name, quote)
+                assert norm(quote) in text, (case.key, name, quote)
 
 
 def test_values_are_numbers_and_no_decoy_is_close_to_its_truth(cases):
     for case in cases:
-        entries = dict(_entries(case.truth))
+        entries = dict(truth_entries(case.truth))
         for name, entry in entries.items():
             if entry["kind"] in ("stated", "derived") and name not in TEXT_FIELDS:
                 assert isinstance(entry["value"], (int, float)) and entry["value"] > 0, (case.key, name)
@@ -93,6 +68,6 @@ def test_values_are_numbers_and_no_decoy_is_close_to_its_truth(cases):
 
 def test_each_chip_leaves_a_field_unstated_and_lists_decoys(cases):
     for case in cases:
-        kinds = [entry["kind"] for _, entry in _entries(case.truth)]
+        kinds = [entry["kind"] for _, entry in truth_entries(case.truth)]
         assert "not_stated" in kinds, case.key
         assert case.truth.get("_decoys"), case.key
