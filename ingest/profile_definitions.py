@@ -70,13 +70,16 @@ _CORRESPONDS = re.compile(r"(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*)\s+
                           re.IGNORECASE)
 #: "A compute slice is the unit ...; it is the FX7 equivalent of a GPU's streaming multiprocessor": a subject defined,
 #: then named by the generic thing it stands for in a clause of its own.
-_IT_IS_EQUIVALENT = re.compile(r"(?:^|[.;]\s+)(?:an?|the)\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*)\s+(?:is|are)\s+"
+_IT_IS_EQUIVALENT = re.compile(r"(?:^|[.;]\s+)(?:an?|the)\s+(?P<t>(?:[A-Za-z][\w\-]*\s+){0,2}[A-Za-z][\w\-]*)\s+"
+                               r"(?:is|are)\s+"
                                r"[^;.]{3,160}[;,]\s+(?:and\s+)?(?:it|this|they)\s+(?:is|are)\s+(?:the|its|our)\s+"
                                r"(?:[\w\-]+(?:['\u2019]s)?\s+)?(?:equivalent|counterpart|analogue|analog)\s+(?:of|to|for)\s+"
-                               r"(?:an?\s+|the\s+)?(?:[\w\-]+['\u2019]s\s+)?(?P<g>(?:[A-Za-z][\w\-]*\s*){1,3})", re.IGNORECASE)
+                               r"(?:an?\s+|the\s+)?(?:[\w\-]+['\u2019]s\s+)?(?P<g>(?:[A-Za-z][\w\-]*\s*){1,3})",
+                               re.IGNORECASE)
 #: "A kernel ported from CUDA maps a thread block to a work tile, a warp to a lane group and ...": a porting guide's
 #: mapping of generic things (first) to the document's own terms (after "to"), one pair per list item.
 _MAPS = re.compile(r"\bmaps?\s+(?P<pairs>(?:an?\s+|the\s+)?[A-Za-z][\w\- ]{1,40}?\s+to\s+[^.;]{2,200})", re.IGNORECASE)
+_MAP_ITEMS = re.compile(r",\s+|\s+and\s+(?=(?:an?\s+|the\s+)?[A-Za-z][\w\- ]{1,40}?\s+to\s)")
 _MAP_PAIR = re.compile(r"^\s*(?:and\s+)?(?:an?\s+|the\s+)?(?P<g>[A-Za-z][\w\-]*(?:\s+[A-Za-z][\w\-]*){0,2})\s+to\s+"
                        r"(?:an?\s+|the\s+)?(?P<t>[A-Za-z][\w\-]*(?:\s+[A-Za-z][\w\-]*){0,2})\s*$", re.IGNORECASE)
 #: "64 KB of local store that the threads of one thread block share": a sized thing described by its relative clause.
@@ -262,7 +265,7 @@ def _mapped_pairs(text: str) -> list[tuple[str, str]]:
     """(generic, term) pairs of "maps a thread block to a work tile, a warp to a lane group and ... to the SLR"."""
     out = []
     for match in _MAPS.finditer(text):
-        for item in re.split(r",\s+|\s+and\s+(?=(?:an?\s+|the\s+)?[A-Za-z][\w\- ]{1,40}?\s+to\s)", match.group("pairs")):
+        for item in _MAP_ITEMS.split(match.group("pairs")):
             pair = _MAP_PAIR.match(item)
             generic = noun_phrase(pair.group("g").split()) if pair else None
             term = noun_phrase(pair.group("t").split()) if pair else None

@@ -315,7 +315,8 @@ _FOREIGN = re.compile(r"\b(?:competing|competitors?|competitive|rivals?|other ve
                       r"(?:a|an|another|one)\s+(?:leading|competing|rival|comparable|contemporary)\b)\b",
                       re.IGNORECASE)
 #: The heading of a section about other products: comparisons, predecessors, related products.
-_COMPARISON_HEADING = re.compile(r"\b(?:compar\w*|versus|vs\.?|(?:related|other) (?:products|models|skus)|predecessors?|competit\w*|"
+_COMPARISON_HEADING = re.compile(r"\b(?:compar\w*|versus|vs\.?|(?:related|other) (?:products|models|skus)|"
+                                 r"predecessors?|competit\w*|"
                                  r"(?:previous|prior|earlier|older)[- ]generations?)\b", re.IGNORECASE)
 
 

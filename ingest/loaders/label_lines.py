@@ -101,7 +101,8 @@ def _named_scopes(entries: list[Entry]) -> list[Entry]:
 
 
 #: Abbreviations a spec sheet's label may carry ("Max. core clock", "Typ. power"): their period ends no sentence.
-_LABEL_ABBREVIATION = re.compile(r"\b(?:max|min|typ|nom|approx|no|num|avg|incl|excl|sust|int|ext)\.(?=\s)", re.IGNORECASE)
+_LABEL_ABBREVIATION = re.compile(r"\b(?:max|min|typ|nom|approx|no|num|avg|incl|excl|sust|int|ext)\.(?=\s)",
+                                 re.IGNORECASE)
 
 
 def _label_like(label: str) -> bool:
