@@ -415,12 +415,24 @@ def clauses(sentence: str) -> list[str]:
     protected = [m.span() for m in re.finditer(r"\([^()]{0,100}\)", sentence)]
     out, start = [], 0
     for match in _CLAUSE_SPLIT.finditer(sentence):
-        if any(a < match.start() < b for a, b in protected):
+        if any(a < match.start() < b for a, b in protected) or _coordinated_noun(sentence[start:match.start()], match):
             continue
         out.append(sentence[start:match.start()])
         start = match.end()
     out.append(sentence[start:])
     return [piece for c in out if c.strip() for piece in _split_product_aside(c.strip())]
+
+
+def _coordinated_noun(left: str, conjunction: re.Match) -> bool:
+    """Whether a conjunction joins two nouns of one label rather than two clauses ("FP16 and BF16: 36.9 TFLOPS"):
+    the words before it are at most three, hold no figure of their own and name no product."""
+    models = [m.group(0) for m in _PRODUCT.finditer(left)]
+    return (conjunction.group(0).strip().lower() == "and" and 0 < len(left.split()) <= 3
+            and not re.search(r"(?<![A-Za-z\d])\d", left) and all(_DATA_TYPE.fullmatch(m) for m in models))
+
+
+#: Data-type names, the only model-shaped words a coordinated label may hold ("FP16 and BF16").
+_DATA_TYPE = re.compile(r"(?:fp|bf|tf|u?int|mxfp|nvfp)\d+|e\dm\d", re.IGNORECASE)
 
 
 #: A product name followed by a parenthetical of figures: "the Vessel V5-48 (40 sectors, 1,400 MHz)".

@@ -93,3 +93,12 @@ def test_a_label_may_carry_an_abbreviation():
 
     assert split_line("Max. core clock ............... 1.8 GHz") == ("Max. core clock", "1.8 GHz")
     assert split_line("It runs. Then it stops: 4 times") is None
+
+
+def test_one_figure_for_two_data_types_in_a_label_line():
+    from ingest.profile_text import clauses
+
+    assert clauses("FP16 and BF16: 52 TFLOPS") == ["FP16 and BF16: 52 TFLOPS"]
+    assert clauses("The K2 and the K4 have 40 cores") == ["The K2", "the K4 have 40 cores"]  # two subjects stay apart
+    profile = _profile("wren_w3", "INT8: 104 TOPS\n\nFP16 and BF16: 52 TFLOPS\n\nFP32: 6.5 TFLOPS", "Rates")
+    assert profile.peak_tflops["fp16"].value == 52 and profile.peak_tflops["bf16"].value == 52
