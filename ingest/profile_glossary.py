@@ -21,6 +21,7 @@ the field matcher, and `Glossary.level` tells the scope a term names.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -200,7 +201,9 @@ class Glossary:
 
     def rewrite(self, text: str) -> str:
         """`text` with every term of the glossary (and alias) replaced by the generic name of its concept, and a
-        cache the documents define as the second-level one by "L2 cache"."""
+        cache the documents define as the second-level one by "L2 cache", and an acronym that is a generic name of
+        shared memory ("SLM", "LDS") by "shared memory"."""
+        text = _ACRONYM.sub(_shared_memory_acronym, text)
         if not self.terms and not self.second_level:
             return text
         names: dict[str, str] = {key: "L2 cache" for key in self.second_level}
@@ -214,6 +217,21 @@ class Glossary:
             pattern = r"(?<![\w\-])" + r"\s+".join(words[:-1] + [rf"{last}(?:s|es)?"]) + r"(?![\w\-])"
             text = re.sub(pattern, names[spelling], text, flags=re.IGNORECASE)
         return text
+
+
+#: An upper-case acronym of 2-5 letters standing alone.
+_ACRONYM = re.compile(r"(?<![\w\-])[A-Z]{2,5}(?![\w\-])")
+
+
+def _shared_memory_acronym(match: re.Match) -> str:
+    """``shared memory`` for an acronym that names it generically (`_generic_concept`: "SLM", "LDS"), else the
+    acronym as written."""
+    return CANONICAL["shared_memory"] if _names_shared_memory(match.group(0)) else match.group(0)
+
+
+@functools.lru_cache(maxsize=4096)
+def _names_shared_memory(acronym: str) -> bool:
+    return _generic_concept(acronym) == "shared_memory"
 
 
 #: Generic names (already the canonical words): never rewritten.

@@ -102,3 +102,9 @@ def test_one_figure_for_two_data_types_in_a_label_line():
     assert clauses("The K2 and the K4 have 40 cores") == ["The K2", "the K4 have 40 cores"]  # two subjects stay apart
     profile = _profile("wren_w3", "INT8: 104 TOPS\n\nFP16 and BF16: 52 TFLOPS\n\nFP32: 6.5 TFLOPS", "Rates")
     assert profile.peak_tflops["fp16"].value == 52 and profile.peak_tflops["bf16"].value == 52
+
+
+def test_a_generic_acronym_of_shared_memory_names_it():
+    profile = _profile("pipit_p1", "The P1 has 24 compute units. A single work-group may allocate at most 48 KB of "
+                                   "SLM.")
+    assert profile.smem_per_block_kb.value == 48
