@@ -15,8 +15,19 @@ def norm(text: str) -> str:
     return " ".join(re.sub(r"[|*`]", " ", text).split())
 
 
+#: Truth kinds of the schema (tests/data/datasheets/README.md).
+KINDS = {"stated", "derived", "not_stated", "conflict"}
+#: Truth fields whose value is a name, not a number.
+TEXT_FIELDS = ("compute_unit_name", "dram_type")
+
+
 def document_text(path: Path) -> str:
-    """A document's text for quote checks: an HTML file without its tags, other files as written (UTF-8)."""
+    """A document's text for quote checks: a PDF's text layer, an HTML file without its tags, other files as
+    written (UTF-8)."""
+    if path.suffix.lower() == ".pdf":
+        from pypdf import PdfReader
+
+        return "\n".join(page.extract_text() for page in PdfReader(path).pages)
     text = path.read_text(encoding="utf-8")
     if path.suffix.lower() in (".html", ".htm"):
         text = html.unescape(re.sub(r"<[^>]+>", " ", text))
@@ -76,3 +87,31 @@ def assert_set_meets_the_bar(evaluation, folder: Path, chips: set[str] | None = 
     wrong = [(r.chip, r.truth_field, r.value) for r in results if r.correct is False]
     assert summary["foreign"] == 0 and evaluation.passes(summary), wrong
     assert summary["stated"]["correct"] / summary["stated"]["total"] >= 0.9, wrong
+
+
+def assert_case_quotes_in_documents(case) -> None:
+    """Every truth field of an `eval_profiles` case has a known kind, and every quote of a field that is not
+    not_stated occurs in the case's documents (`norm`)."""
+    text = norm(" ".join(document_text(path) for path in case.paths))
+    for name, entry in truth_entries(case.truth):
+        assert entry.get("kind") in KINDS, (case.key, name)
+        if entry["kind"] == "not_stated":
+            continue
+        for quote in entry.get("sources") or [entry["source"]]:
+            assert norm(quote) in text, (case.key, name, quote)
+
+
+def assert_case_values_and_decoys(case, null_kinds: tuple[str, ...] = ("not_stated", "conflict")) -> None:
+    """Stated and derived numbers of a case's truth are positive, fields of `null_kinds` are null, and no decoy is
+    within the scorer's 0.5 % of the truth value it is a decoy of."""
+    entries = dict(truth_entries(case.truth))
+    for name, entry in entries.items():
+        if entry["kind"] in ("stated", "derived") and name not in TEXT_FIELDS:
+            assert isinstance(entry["value"], (int, float)) and entry["value"] > 0, (case.key, name)
+        if entry["kind"] in null_kinds:
+            assert entry["value"] is None, (case.key, name)
+    for name, decoys in case.truth.get("_decoys", {}).items():
+        assert name in entries, (case.key, name)
+        truth_value = entries[name]["value"]
+        for decoy in decoys:
+            assert truth_value is None or abs(decoy - truth_value) > 0.005 * abs(truth_value), (case.key, name)

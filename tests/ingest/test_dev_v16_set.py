@@ -13,13 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.ingest.datasheet_truth import document_text, norm, truth_entries
+from tests.ingest.datasheet_truth import assert_case_quotes_in_documents, assert_case_values_and_decoys, truth_entries
 from tests.script_loader import load_script
 
 _REPO = Path(__file__).resolve().parents[2]
 DEV16 = _REPO / "tests" / "data" / "datasheets_dev_v16"
-KINDS = {"stated", "derived", "not_stated", "conflict"}
-TEXT_FIELDS = ("compute_unit_name", "dram_type")
 
 
 @pytest.fixture(scope="module")
@@ -42,28 +40,12 @@ def test_the_set_has_six_chips_in_six_layouts(cases):
 
 def test_every_truth_quote_is_in_its_documents(cases):
     for case in cases:
-        text = norm(" ".join(document_text(path) for path in case.paths))
-        for name, entry in truth_entries(case.truth):
-            assert entry.get("kind") in KINDS, (case.key, name)
-            if entry["kind"] == "not_stated":
-                continue
-            for quote in entry.get("sources") or [entry["source"]]:
-                assert norm(quote) in text, (case.key, name, quote)
+        assert_case_quotes_in_documents(case)
 
 
 def test_values_are_numbers_and_no_decoy_is_close_to_its_truth(cases):
     for case in cases:
-        entries = dict(truth_entries(case.truth))
-        for name, entry in entries.items():
-            if entry["kind"] in ("stated", "derived") and name not in TEXT_FIELDS:
-                assert isinstance(entry["value"], (int, float)) and entry["value"] > 0, (case.key, name)
-            if entry["kind"] in ("not_stated", "conflict"):
-                assert entry["value"] is None, (case.key, name)
-        for name, decoys in case.truth.get("_decoys", {}).items():
-            assert name in entries, (case.key, name)
-            truth_value = entries[name]["value"]
-            for decoy in decoys:
-                assert truth_value is None or abs(decoy - truth_value) > 0.005 * abs(truth_value), (case.key, name)
+        assert_case_values_and_decoys(case)
 
 
 def test_each_chip_leaves_a_field_unstated_and_lists_decoys(cases):
