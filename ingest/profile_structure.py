@@ -29,6 +29,9 @@ CACHE_NAME = re.compile(r"\bcache\b|^l\d$|\blevel[- ]?(?:\d|one|two|three)\b", r
 #: Any cache level a document may name: then its shared cache is not taken for the L2 by `only_shared_cache`.
 _ANY_CACHE_LEVEL = re.compile(r"\b(?:l[1-4]|llc|mall|level[- ]?(?:[1-4]|one|two|three|four)|(?:first|second|third|"
                               r"last)[- ]level|infinity cache)\b", re.IGNORECASE)
+#: A second or third cache level named as such: then a "last-level cache" may be an L3 and is not taken for the L2.
+_OTHER_SHARED_LEVEL = re.compile(r"\b(?:l[23]|mall|level[- ]?(?:2|3|two|three)|(?:second|third)[- ]level|infinity "
+                                 r"cache)\b", re.IGNORECASE)
 #: A cache described as the chip's one shared cache: "shared by all flow clusters", "the chip-level cache".
 _CHIP_WIDE = re.compile(r"\bshared\s+by\s+all\b|\bchip[- ]level\b|\bdevice[- ]wide\b|\bin\s+front\s+of\s+(?:the\s+)?"
                         r"(?:device|main|external)\s+memory\b", re.IGNORECASE)
@@ -39,8 +42,11 @@ def only_shared_cache(glossary: Glossary, definitions: list[Definition]) -> None
     shared by the whole chip is its L2 in the profile's sense (`HardwareProfile.l2_cache_mb`: the on-chip cache
     that all compute units share, CUDA's L2): a cache term defined as shared by all compute units or as the
     chip-level cache ("Fabric cache: The chip-level cache in front of device memory"), and the generic "shared
-    cache", are rewritten to "L2 cache". Nothing changes when a document names any cache level."""
+    cache", are rewritten to "L2 cache". Nothing changes when a document names any cache level, except that a
+    "last-level cache" (LLC) in documents that name no second or third level is the L2 in that sense too."""
     if any(_ANY_CACHE_LEVEL.search(text) for text in glossary.texts):
+        if not any(_OTHER_SHARED_LEVEL.search(text) for text in glossary.texts):
+            glossary.second_level |= {"last-level cache", "last level cache", "llc"}
         return
     wide = {term_key(d.term) for d in definitions if CACHE_NAME.search(term_key(d.term))
             and _CHIP_WIDE.search(d.definiens)}

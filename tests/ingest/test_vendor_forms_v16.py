@@ -108,3 +108,11 @@ def test_a_generic_acronym_of_shared_memory_names_it():
     profile = _profile("pipit_p1", "The P1 has 24 compute units. A single work-group may allocate at most 48 KB of "
                                    "SLM.")
     assert profile.smem_per_block_kb.value == 48
+
+
+def test_a_last_level_cache_is_the_l2_unless_a_second_or_third_level_is_named():
+    alone = _profile("grebe_g2", "The G2 has 40 compute units with 64 KB of L1 each. The fabric cache is a 24 MB "
+                                 "last-level cache shared by all compute units.")
+    assert alone.l2_cache_mb.value == 24
+    beside = _profile("grebe_g2", "The G2 has 40 compute units, a 4 MB L2 cache and a 64 MB last-level cache.")
+    assert beside.l2_cache_mb.value == 4
