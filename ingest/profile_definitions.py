@@ -224,11 +224,7 @@ def definitions_in(unit: Unit, mentions) -> tuple[list[Definition], list[tuple[s
         term = noun_phrase(match.group("t").split())
         if term:
             add(term, "the core that one kernel instance is compiled for and runs on", head="", explicit=True)
-    for match in _UNIT_OF_PLACEMENT.finditer(text):
-        term = noun_phrase(match.group("t").split())
-        if term:
-            add(term, "the core that one kernel instance is compiled for and runs on", head="", explicit=True)
-    for match in _RUNS_ON_ONE.finditer(text):
+    for match in [*_UNIT_OF_PLACEMENT.finditer(text), *_RUNS_ON_ONE.finditer(text)]:
         term = noun_phrase(match.group("t").split())
         if term:
             add(term, "the core that one kernel instance is compiled for and runs on", head="", explicit=True)

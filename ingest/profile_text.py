@@ -17,6 +17,7 @@ module turns all of these into records that carry:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ingest.profile_questions import is_question, is_speaker_mark
@@ -146,8 +147,7 @@ class ChipTokens(set):
 
     def __init__(self, tokens=(), brands=(), families=()) -> None:
         super().__init__(tokens)
-        self.brands: Brands = Brands(b.lower() for b in brands)
-        self.brands.series = frozenset(series_letters(self))
+        self.brands: Brands = Brands((b.lower() for b in brands), series_letters(self))
         self.families: frozenset[str] = frozenset(families) - frozenset(tokens)
 
 
@@ -156,7 +156,12 @@ class Brands(frozenset):
     shaped like a version or an interface (``v`` of "V3", ``x`` of "X12"), so that "V2" and "X7" in an upper-case
     spelling are read as the chip's siblings and predecessors, not as versions."""
 
-    series: frozenset[str] = frozenset()
+    series: frozenset[str]
+
+    def __new__(cls, words: Iterable[str] = (), series: Iterable[str] = ()) -> Brands:
+        brands = super().__new__(cls, words)
+        brands.series = frozenset(series)
+        return brands
 
 
 def series_letters(tokens: set[str]) -> set[str]:

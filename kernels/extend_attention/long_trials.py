@@ -12,18 +12,18 @@ the default, k/v scales, the GQA group, ``head_dim_v`` equal to ``head_dim`` or 
 dtype, a logit cap, a sliding window (wider than half the long prefix), attention sinks, which sequence holds the
 long prefix, ``max_len_extend`` slack and an index-buffer tail.
 
-Which trial takes which value is a covering array of strength 2 (`kernels.covering.covering_rows`): over the trials of one
-verification, every pair of these binary features takes each of its 4 value pairs at least once, so every rare
-value meets a long prefix and several query blocks in every verification, and so does every combination of two
-(a cut taken only when non-causal AND float32, or when float32 and NOT non-causal). A cut that is itself a
+Which trial takes which value is a covering array of strength 2 (`kernels.covering.covering_rows`): over the
+trials of one verification, every pair of these binary features takes each of its 4 value pairs at least once, so
+every rare value meets a long prefix and several query blocks in every verification, and so does every combination
+of two (a cut taken only when non-causal AND float32, or when float32 and NOT non-causal). A cut that is itself a
 window over the prefix (keep the last N keys) can step aside when the caller passes a sliding window, which makes
 "no sliding window" a third condition of every such cut: the covering rows of the other features all run without
 a window, and two more rows take a window with every other feature's rare value in one of them and its common
 value in the other. So every pair of values of two features meets a long prefix with no window, and the window's
 rare value meets every value of every other feature. Each feature takes its rare value in fewer than half the
 covering rows (3 of 7), which also catches most cuts keyed on one rare and two common values (86 % of such
-triples over the 15 CPU features are in the rows). Which trial and which column each feature gets, and every value within a feature (the
-group, the widths, the scales, the lengths) are drawn. `drawn_long_case` is a longer trial
+triples over the 15 CPU features are in the rows). Which trial and which column each feature gets, and every value
+within a feature (the group, the widths, the scales, the lengths) are drawn. `drawn_long_case` is a longer trial
 (`cases.LONG_PREFIX_KEYS`) with each feature drawn independently.
 
 CPU sizes (the Triton interpreter: about 0.1 s per 1,000 prefix keys per q head in float16, twice that in
